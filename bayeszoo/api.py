@@ -1,0 +1,207 @@
+"""Public entry points: ``fit``, ``backends``, ``compare``, ``cross_validate``."""
+from __future__ import annotations
+
+import os
+import time
+import traceback
+from concurrent.futures import Executor
+
+import numpy as np
+
+from bayeszoo import registry
+from bayeszoo.datasets import Dataset
+from bayeszoo.fit import Fit, load_fit
+
+
+def _check_model(model):
+    from bayeszoo.models import Model
+
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a bayeszoo model (e.g. bz.models.RVM()), got {type(model).__name__}")
+
+
+def _check_positive_int(value, what, minimum=1):
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
+        raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}")
+
+
+def backends(model) -> list[str]:
+    """Names of the backends that apply to ``model``."""
+    _check_model(model)
+    return registry.backends_for(model)
+
+
+def fit(model, data: Dataset, backend: str = "nuts", *, draws: int = 1000, tune: int = 1000, chains: int = 4,
+        seed: int | None = 0, progress: bool = True, **options) -> Fit:
+    """Fit ``model`` to ``data`` with one backend and return a :class:`Fit`.
+
+    Inputs are checked (model, data, backend name, counts) before any compilation or sampling starts.
+    ``options`` go to the backend (e.g. ``max_iter`` for ``em``); an option it does not know is an error.
+    """
+    _check_model(model)
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+    model.validate(data)
+    spec = registry.get(model, backend)
+    _check_positive_int(draws, "draws")
+    _check_positive_int(tune, "tune", minimum=0)
+    _check_positive_int(chains, "chains")
+    if seed is not None:
+        _check_positive_int(seed, "seed", minimum=0)
+    start = time.perf_counter()
+    result = spec.run(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress, **options)
+    result.timing.setdefault("total", time.perf_counter() - start)
+    result.info.setdefault("seed", seed)
+    return result
+
+
+# --------------------------------------------------------------------------------------------- compare
+def _run_one(model, data, backend, kwargs, path):
+    """One cell of a grid; runs in the caller's process or on an executor worker. Never raises."""
+    import bayeszoo  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
+
+    try:
+        result = fit(model, data, backend, **kwargs)
+        if path is not None:
+            result.save(path)
+        return backend, result, None
+    except Exception as exc:  # one failing backend must not sink the grid
+        return backend, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
+
+
+def compare(model, data: Dataset, backends: list[str] | None = None, reference: str | Fit | None = None, *,
+            draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int = 0, progress: bool = True,
+            executor: Executor | None = None, out: str | os.PathLike | None = None,
+            options: dict[str, dict] | None = None, reference_draws: int | None = None):
+    """Run a grid of backends on one model and dataset and return a :class:`Comparison`.
+
+    reference : name of a backend in ``backends``; a backend name not in the list, or any name together with
+        ``reference_draws`` (then it is run on its own for that many draws, e.g. a long NUTS run); or a Fit.
+    executor : any ``concurrent.futures.Executor`` (e.g. ``distributed.Client(...).get_executor()``); by
+        default the grid runs here, one backend after another.
+    out : folder; each finished fit is saved there at once, and a grid started again with the same ``out``
+        loads those fits instead of recomputing them (resume). The table and report are written at the end.
+    options : per-backend keyword options, e.g. ``{"em": {"max_iter": 500}}``.
+    """
+    from bayeszoo.comparison import Comparison
+
+    _check_model(model)
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+    model.validate(data)
+    backends = list(backends) if backends is not None else registry.backends_for(model)
+    if not backends:
+        raise ValueError("compare needs at least one backend")
+    if len(set(backends)) != len(backends):
+        raise ValueError(f"backends has duplicates: {backends}")
+    for name in backends:
+        registry.get(model, name)  # unknown names fail here, before anything runs
+    options = dict(options or {})
+    unknown = set(options) - set(backends) - ({reference} if isinstance(reference, str) else set())
+    if unknown:
+        raise ValueError(f"options given for backends not in the grid: {sorted(unknown)}")
+    common = dict(draws=draws, tune=tune, chains=chains, seed=seed, progress=progress)
+
+    jobs = {name: {**common, **options.get(name, {})} for name in backends}
+    ref_label = None
+    if isinstance(reference, str):
+        registry.get(model, reference)
+        if reference in backends and reference_draws is None:
+            ref_label = reference
+        else:
+            ref_label = f"{reference} (reference)"
+            ref_kwargs = {**common, **options.get(reference, {})}
+            if reference_draws is not None:
+                _check_positive_int(reference_draws, "reference_draws")
+                ref_kwargs["draws"] = reference_draws
+            jobs[ref_label] = ref_kwargs
+    elif reference is not None and not isinstance(reference, Fit):
+        raise ValueError(f"reference must be a backend name or a Fit, got {type(reference).__name__}")
+
+    fits, errors = {}, {}
+    fits_dir = os.path.join(os.fspath(out), "fits") if out is not None else None
+    pending = {}
+    for label, kwargs in jobs.items():
+        path = os.path.join(fits_dir, f"{_safe(label)}.nc") if fits_dir else None
+        if path and os.path.exists(path):
+            fits[label] = load_fit(path)  # resume: this cell finished in an earlier run
+            continue
+        pending[label] = (label.replace(" (reference)", ""), kwargs, path)
+
+    from bayeszoo.progress import progress_bar
+
+    with progress_bar(total=len(jobs), initial=len(fits), desc="grid", disable=not progress) as bar:
+        if executor is None:
+            for label, (name, kwargs, path) in pending.items():
+                bar.set_postfix_str(label)
+                _, result, error = _run_one(model, data, name, kwargs, path)
+                _store(fits, errors, label, result, error)
+                bar.update()
+        else:
+            futures = {executor.submit(_run_one, model, data, name, {**kwargs, "progress": False}, path): label
+                       for label, (name, kwargs, path) in pending.items()}
+            from concurrent.futures import as_completed
+
+            for future in as_completed(futures):
+                label = futures[future]
+                try:
+                    _, result, error = future.result()
+                except Exception as exc:  # the worker itself died
+                    result, error = None, f"{type(exc).__name__}: {exc}"
+                _store(fits, errors, label, result, error)
+                bar.update()
+
+    ref_fit = reference if isinstance(reference, Fit) else fits.get(ref_label) if ref_label else None
+    if isinstance(reference, str) and ref_fit is None:
+        errors.setdefault(ref_label, "reference fit failed")
+    order = [label for label in jobs]
+    cmp = Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
+                     errors={k: errors[k] for k in order if k in errors}, reference=ref_label,
+                     reference_fit=ref_fit, order=order)
+    if out is not None:
+        cmp.save(out)
+    return cmp
+
+
+def _store(fits, errors, label, result, error):
+    if error is None:
+        fits[label] = result
+    else:
+        errors[label] = error
+
+
+def _safe(label: str) -> str:
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in label)
+
+
+# ------------------------------------------------------------------------------------- cross-validation
+def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10, repeats: int = 1, seed: int = 0,
+                   draws: int = 500, tune: int = 500, chains: int = 2, progress: bool = True,
+                   **options) -> dict[str, np.ndarray]:
+    """K-fold cross-validation on the training set (test set ignored): per-fold arrays of ``model.score``."""
+    _check_model(model)
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+    model.validate(data)
+    registry.get(model, backend)
+    _check_positive_int(folds, "folds", minimum=2)
+    _check_positive_int(repeats, "repeats")
+    if folds > data.n:
+        raise ValueError(f"folds={folds} is more than the {data.n} training points")
+    from bayeszoo.progress import progress_bar
+
+    rng = np.random.default_rng(seed)
+    results: dict[str, list] = {}
+    with progress_bar(total=folds * repeats, desc=f"cv {backend}", disable=not progress) as bar:
+        for r in range(repeats):
+            perm = rng.permutation(data.n)
+            for k, test_idx in enumerate(np.array_split(perm, folds)):
+                train_idx = np.setdiff1d(perm, test_idx)
+                split = data.subset(train_idx, test_idx, name=f"{data.name}[cv{r}.{k}]")
+                result = fit(model, split, backend, draws=draws, tune=tune, chains=chains,
+                             seed=seed + 1000 * r + k, progress=False, **options)
+                for key, value in model.score(result, split).items():
+                    results.setdefault(key, []).append(value)
+                results.setdefault("seconds", []).append(result.seconds)
+                bar.update()
+    return {k: np.asarray(v) for k, v in results.items()}

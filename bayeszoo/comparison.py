@@ -1,0 +1,106 @@
+"""The :class:`Comparison` type: a grid of fits of one model on one dataset, against a reference."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from bayeszoo.datasets import Dataset
+from bayeszoo.fit import Fit, load_fit
+
+
+@dataclass
+class Comparison:
+    model: object
+    data: Dataset
+    fits: dict[str, Fit]
+    errors: dict[str, str] = field(default_factory=dict)
+    reference: str | None = None
+    reference_fit: Fit | None = None
+    order: list[str] = field(default_factory=list)
+
+    def table(self) -> pd.DataFrame:
+        """One row per backend: kind, seconds, ESS, ESS/s, R-hat, divergences, errors vs reference, metrics."""
+        from bayeszoo.diagnostics.metrics import TABLE_COLUMNS, table_row
+
+        rows = []
+        for label in self.order or list(self.fits) + list(self.errors):
+            if label in self.fits:
+                try:
+                    rows.append(table_row(self.model, self.data, label, self.fits[label], self.reference_fit))
+                except Exception as exc:  # a metric that cannot be computed is reported, not raised
+                    rows.append({"backend": label, "kind": self.fits[label].kind,
+                                 "error": f"scoring failed: {type(exc).__name__}: {exc}"})
+            elif label in self.errors:
+                rows.append({"backend": label, "error": self.errors[label].strip().split("\n")[0]})
+        df = pd.DataFrame(rows)
+        first = [c for c in TABLE_COLUMNS if c in df.columns]
+        rest = [c for c in df.columns if c not in first and c != "error"]
+        if "error" not in df.columns:
+            df["error"] = ""
+        df["error"] = df["error"].fillna("")
+        return df[first + rest + ["error"]]
+
+    def report(self, path: str | os.PathLike) -> str:
+        """Write the self-contained HTML report to ``path``."""
+        from bayeszoo.diagnostics.report import write_report
+
+        return write_report(self, os.fspath(path))
+
+    def save(self, directory: str | os.PathLike) -> str:
+        """Write ``fits/<backend>.nc``, ``data.npz``, ``comparison.json``, ``table.csv`` and ``report.html``."""
+        directory = os.fspath(directory)
+        os.makedirs(os.path.join(directory, "fits"), exist_ok=True)
+        from bayeszoo.api import _safe
+
+        for label, result in self.fits.items():
+            path = os.path.join(directory, "fits", f"{_safe(label)}.nc")
+            if not os.path.exists(path):
+                result.save(path)
+        np.savez_compressed(os.path.join(directory, "data.npz"), X=self.data.X, y=self.data.y,
+                            X_test=self.data.X_test, y_test=self.data.y_test)
+        meta = {"model_spec": self.model.spec(), "data_name": self.data.name, "data_meta": _jsonable(self.data.meta),
+                "reference": self.reference, "order": self.order or list(self.fits),
+                "files": {label: f"fits/{_safe(label)}.nc" for label in self.fits}, "errors": self.errors}
+        with open(os.path.join(directory, "comparison.json"), "w") as fh:
+            json.dump(meta, fh, indent=2)
+        self.table().to_csv(os.path.join(directory, "table.csv"), index=False)
+        self.report(os.path.join(directory, "report.html"))
+        return directory
+
+    def __repr__(self) -> str:
+        return (f"Comparison(model={type(self.model).__name__}, data={self.data.name!r}, "
+                f"fits={list(self.fits)}, errors={list(self.errors)}, reference={self.reference!r})")
+
+
+def load_comparison(directory: str | os.PathLike) -> Comparison:
+    """Rebuild a Comparison from a folder written by :meth:`Comparison.save`."""
+    from bayeszoo.models import from_spec
+
+    directory = os.fspath(directory)
+    meta_path = os.path.join(directory, "comparison.json")
+    if not os.path.exists(meta_path):
+        raise ValueError(f"{directory!r} holds no comparison.json (not a saved comparison)")
+    with open(meta_path) as fh:
+        meta = json.load(fh)
+    arrays = np.load(os.path.join(directory, "data.npz"))
+    data = Dataset(arrays["X"], arrays["y"], arrays["X_test"], arrays["y_test"], name=meta["data_name"],
+                   meta=meta.get("data_meta", {}))
+    fits = {label: load_fit(os.path.join(directory, rel)) for label, rel in meta["files"].items()
+            if os.path.exists(os.path.join(directory, rel))}
+    ref = meta.get("reference")
+    return Comparison(model=from_spec(meta["model_spec"]), data=data, fits=fits, errors=meta.get("errors", {}),
+                      reference=ref, reference_fit=fits.get(ref), order=meta.get("order", list(fits)))
+
+
+def _jsonable(obj):
+    from bayeszoo.fit import _jsonable as convert
+
+    try:
+        json.dumps(convert(obj))
+        return convert(obj)
+    except TypeError:
+        return {k: str(v) for k, v in obj.items()}

@@ -1,0 +1,5 @@
+"""Inference backends. Importing this package registers all of them (see :mod:`bayeszoo.registry`)."""
+from __future__ import annotations
+
+from bayeszoo.inference import generic  # noqa: F401
+from bayeszoo.inference import rvm  # noqa: F401

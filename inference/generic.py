@@ -1,0 +1,1 @@
+"""Generic backends built from the model's PyMC / NumPyro declarations (filled in by the backends work)."""

@@ -1,0 +1,1 @@
+"""Hand-written RVM backends: em, fast, vb, gibbs."""

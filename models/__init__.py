@@ -1,0 +1,25 @@
+"""Model families. ``bz.models.RVM`` ... ; ``from_spec(model.spec())`` rebuilds a model."""
+from __future__ import annotations
+
+from bayeszoo.models.base import Model
+from bayeszoo.models.rvm import RVM
+
+FAMILIES: dict[str, type[Model]] = {"rvm": RVM}
+
+__all__ = ["Model", "RVM", "FAMILIES", "from_spec", "get_family"]
+
+
+def get_family(name: str) -> type[Model]:
+    if name not in FAMILIES:
+        raise ValueError(f"unknown model family {name!r}; available: {', '.join(sorted(FAMILIES))}")
+    return FAMILIES[name]
+
+
+def from_spec(spec: dict) -> Model:
+    """Rebuild a model from ``model.spec()`` (as stored in every saved fit)."""
+    spec = dict(spec)
+    cls = get_family(spec.pop("family"))
+    unknown = set(spec) - set(cls.option_names())
+    if unknown:
+        raise ValueError(f"{cls.__name__} has no option(s) {sorted(unknown)}")
+    return cls(**spec)

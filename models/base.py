@@ -1,0 +1,75 @@
+"""The contract every model family follows (see DESIGN.md, "Model")."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
+
+import numpy as np
+
+from bayeszoo.datasets import Dataset
+
+
+@dataclass
+class Model:
+    """Base class of the family classes (:class:`RVM`, :class:`GPC`, ...).
+
+    Subclasses are dataclasses whose fields are the model options, so ``spec()`` / ``from_spec`` round-trip
+    through JSON and a model pickles to Dask workers. A subclass provides:
+
+    ``validate(data)``        raise ValueError naming the problem (labels, shapes), before any sampling;
+    ``var_dims(data)``        canonical posterior variables -> their dims, the same for every backend;
+    ``coords(data)``          coordinate values for those dims;
+    ``pymc_model(data)``      a ``pm.Model`` whose canonical variables carry those names and dims;
+    ``numpyro_model(data)``   a zero-argument NumPyro model function with the same joint density;
+    ``predict(fit, X_new)``   binary: P(y = 1); regression: predictive mean; multiclass: (n, C) probabilities;
+    ``score(fit, data)``      dict of the family's metrics on ``data``'s test set (training set if it has none);
+    ``compare_vars``          the variables ``mean_err`` / ``sd_err`` are computed on;
+    ``plot(fit, data, ax)``   the family's own picture for the report.
+    """
+
+    family = "base"
+    compare_vars: ClassVar[tuple[str, ...]] = ()
+
+    # ---- identity ------------------------------------------------------------------------------------
+    def spec(self) -> dict:
+        return {"family": self.family, **asdict(self)}
+
+    def backends(self) -> list[str]:
+        from bayeszoo.registry import backends_for
+
+        return backends_for(self)
+
+    # ---- data ----------------------------------------------------------------------------------------
+    def validate(self, data: Dataset) -> None:
+        if not isinstance(data, Dataset):
+            raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+
+    def constant_data(self, data: Dataset) -> dict:
+        """Arrays stored with every fit (``idata.constant_data``) so predictions need only the fit."""
+        return {"X": data.X}
+
+    # ---- to be provided by families ------------------------------------------------------------------
+    def var_dims(self, data: Dataset) -> dict[str, tuple[str, ...]]:
+        raise NotImplementedError
+
+    def coords(self, data: Dataset) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def pymc_model(self, data: Dataset):
+        raise NotImplementedError(f"{type(self).__name__} has no PyMC declaration")
+
+    def numpyro_model(self, data: Dataset):
+        raise NotImplementedError(f"{type(self).__name__} has no NumPyro declaration")
+
+    def predict(self, fit, X_new):
+        raise NotImplementedError
+
+    def score(self, fit, data: Dataset) -> dict:
+        raise NotImplementedError
+
+    def plot(self, fit, data: Dataset, ax=None, reference=None):
+        return None
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
