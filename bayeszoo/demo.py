@@ -1,0 +1,48 @@
+"""``make demo``: compare every backend of every family on its built-in demo problem and write a report.
+
+For the RVM this is the noisy sinc problem (Tipping 2001); the reference posterior is a PyMC NUTS run.
+Output: ``<out>/rvm-sinc/`` with one NetCDF file per fit, ``table.csv`` and ``report.html``.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+
+import pandas as pd
+
+import bayeszoo as bz
+
+DEMOS = {
+    "rvm-sinc": dict(
+        model=lambda: bz.models.RVM(task="regression", kernel="gauss", width=3.0),
+        data=lambda: bz.datasets.load("sinc", n=60, seed=0),
+        reference="nuts",
+    ),
+}
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bayeszoo.demo", description=__doc__.split("\n")[0])
+    parser.add_argument("--out", default="runs/demo")
+    parser.add_argument("--draws", type=int, default=1000)
+    parser.add_argument("--tune", type=int, default=1000)
+    parser.add_argument("--chains", type=int, default=4)
+    parser.add_argument("--seed", type=int, default=0)
+    args = parser.parse_args(argv)
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_columns", 30)
+    for name, demo in DEMOS.items():
+        model, data = demo["model"](), demo["data"]()
+        out = os.path.join(args.out, name)
+        print(f"== {name}: {model.spec()} on {data}")
+        cmp = bz.compare(model, data, backends=bz.backends(model), reference=demo["reference"],
+                         draws=args.draws, tune=args.tune, chains=args.chains, seed=args.seed, out=out)
+        print(cmp.table().drop(columns=["error"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+        for label, error in cmp.errors.items():
+            print(f"!! {label} failed: {error.splitlines()[0]}")
+        print(f"report: {os.path.join(out, 'report.html')}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
