@@ -10,6 +10,7 @@ regression, the scalar ``log_beta``.
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -145,3 +146,250 @@ class RVM(Model):
 
     def constant_data(self, data: Dataset) -> dict:
         return {"X": data.X}
+
+    # ---- declarations --------------------------------------------------------------------------------
+    def _arrays(self, data: Dataset):
+        Phi = self.design(data.X, data.X)
+        return Phi, np.asarray(data.y, dtype=float)
+
+    def pymc_model(self, data: Dataset):
+        """The RVM in PyMC. Free variables: ``log_alpha`` (basis), ``z`` (basis), ``log_beta`` (regression).
+
+        ``log_alpha`` and ``log_beta`` are sampled directly in log space with the Gamma density pushed through
+        log (Jacobian included, all normalising constants kept); ``w = z * exp(-log_alpha / 2)`` is a
+        Deterministic over ``basis``.
+        """
+        import pymc as pm
+        import pytensor.tensor as pt
+
+        self.validate(data)
+        Phi, y = self._arrays(data)
+        coords = {k: v for k, v in self.coords(data).items()}
+        with pm.Model(coords=coords) as model:
+            log_alpha = _pm_log_gamma("log_alpha", self.a, self.b, dims="basis")
+            z = pm.Normal("z", 0.0, 1.0, dims="basis")
+            w = pm.Deterministic("w", z * pt.exp(-0.5 * log_alpha), dims="basis")
+            f = pt.dot(Phi, w)
+            if self.is_classifier:
+                logit = f if self.link == "logit" else _pt_log_ndtr(f) - _pt_log_ndtr(-f)
+                pm.Bernoulli("y", logit_p=logit, observed=y, dims="obs")
+            else:
+                log_beta = _pm_log_gamma("log_beta", self.c, self.d)
+                pm.Normal("y", mu=f, sigma=pt.exp(-0.5 * log_beta), observed=y, dims="obs")
+        return model
+
+    def numpyro_model(self, data: Dataset):
+        """The same joint density as :meth:`pymc_model`, as a zero-argument NumPyro model function."""
+        import jax.numpy as jnp
+        import numpyro
+        import numpyro.distributions as dist
+        from jax.scipy.special import log_ndtr
+
+        self.validate(data)
+        Phi_np, y_np = self._arrays(data)
+        M = Phi_np.shape[1]
+        a, b, c, d = (float(v) for v in (self.a, self.b, self.c, self.d))
+        classifier, link = self.is_classifier, self.link
+        LogGamma = _log_gamma_numpyro()
+
+        def model():
+            Phi, y = jnp.asarray(Phi_np), jnp.asarray(y_np)
+            log_alpha = numpyro.sample("log_alpha", LogGamma(a, b).expand([M]).to_event(1))
+            z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([M]).to_event(1))
+            w = numpyro.deterministic("w", z * jnp.exp(-0.5 * log_alpha))
+            f = Phi @ w
+            if classifier:
+                logit = f if link == "logit" else log_ndtr(f) - log_ndtr(-f)
+                numpyro.sample("y", dist.Bernoulli(logits=logit).to_event(1), obs=y)
+            else:
+                log_beta = numpyro.sample("log_beta", LogGamma(c, d))
+                numpyro.sample("y", dist.Normal(f, jnp.exp(-0.5 * log_beta)).to_event(1), obs=y)
+
+        return model
+
+    # ---- prediction ----------------------------------------------------------------------------------
+    def _draws(self, fit, name):
+        arr = np.asarray(fit.idata.posterior[name].values, dtype=float)
+        return arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
+
+    def predict_draws(self, fit, X_new) -> np.ndarray:
+        """Latent f(x) = Phi(x) w for every posterior draw: (chain * draw, n_new).
+
+        The kernel centres are the training inputs stored with the fit (``idata.constant_data["X"]``).
+        """
+        centers = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
+        Phi = self.design(np.atleast_2d(np.asarray(X_new, dtype=float)), centers)
+        w = self._draws(fit, "w")
+        if w.shape[1] != Phi.shape[1]:
+            raise ValueError(f"fit has {w.shape[1]} weights but this model's basis has {Phi.shape[1]} functions; "
+                             f"was the fit made with a different RVM (bias / kernel)?")
+        return w @ Phi.T
+
+    def _prob_draws(self, f):
+        from scipy.special import expit, ndtr
+
+        return expit(f) if self.link == "logit" else ndtr(f)
+
+    def predict(self, fit, X_new) -> np.ndarray:
+        """Regression: posterior predictive mean (n,). Classification: P(y = 1), averaged over draws (n,)."""
+        f = self.predict_draws(fit, X_new)
+        if self.is_classifier:
+            return self._prob_draws(f).mean(0)
+        return f.mean(0)
+
+    def predict_std(self, fit, X_new) -> np.ndarray:
+        """Regression: predictive sd including noise, sqrt(Var_draws[f] + E_draws[1 / beta]) (n,)."""
+        if self.is_classifier:
+            raise ValueError("predict_std is defined for regression; use predict for class probabilities")
+        f = self.predict_draws(fit, X_new)
+        noise_var = np.exp(-self._draws(fit, "log_beta")).mean()
+        return np.sqrt(f.var(0) + noise_var)
+
+    # ---- scoring -------------------------------------------------------------------------------------
+    def target_scale(self, data: Dataset) -> float:
+        """Scale of the latent function: sd of the training targets (regression), 1 (classification)."""
+        if self.is_classifier:
+            return 1.0
+        sd = float(np.std(data.y))
+        return sd if sd > 0 else 1.0
+
+    def relevance(self, fit, data: Dataset | None = None) -> np.ndarray:
+        """Per-basis relevance r_i = rms_n |phi_i(x_n)| / sqrt(median alpha_i) / target scale (see n_relevant)."""
+        centers = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
+        Phi = self.design(centers, centers)
+        rms = np.sqrt(np.mean(Phi**2, axis=0))
+        log_alpha = self._draws(fit, "log_alpha")
+        med = np.median(log_alpha, axis=0)
+        if data is None:
+            y = np.asarray(fit.idata.observed_data["y"].values, dtype=float)
+            scale = 1.0 if self.is_classifier else (float(np.std(y)) or 1.0)
+        else:
+            scale = self.target_scale(data)
+        with np.errstate(over="ignore"):
+            r = rms * np.exp(-0.5 * med) / scale
+        return np.where(med >= LOG_ALPHA_PRUNED, 0.0, r)
+
+    def n_relevant(self, fit, data: Dataset | None = None) -> int:
+        """Number of relevant basis functions (relevance vectors, plus the bias if it counts).
+
+        Basis i is relevant when the prior sd its precision allows, 1 / sqrt(median_draws alpha_i), times the
+        rms of phi_i over the training inputs, is at least ``RELEVANCE_THRESHOLD`` (1 %) of the target scale
+        (sd of the training targets in regression; 1, the unit of the link, in classification). It is the
+        typical size of the contribution basis i may add to f. The rule is the same for point estimates (a
+        pruned basis has log_alpha = LOG_ALPHA_PRUNED, relevance 0; a kept one has a finite alpha) and for
+        samplers (where the median over draws is used, which is robust to the funnel's long tail).
+        """
+        return int(np.sum(self.relevance(fit, data) >= RELEVANCE_THRESHOLD))
+
+    def score(self, fit, data: Dataset) -> dict:
+        """Metrics on the test set (training set if there is none).
+
+        regression: ``mse`` (of the predictive mean), ``log_pred`` (mean over points of
+        log mean_draws N(t | f, 1 / beta)), ``n_relevant``;
+        classification: ``error_rate`` (threshold 0.5 on P(y = 1)), ``log_pred`` (mean log predictive
+        probability of the true label), ``info_bits`` (mean of log2 p(y*) - log2 p_base(y*), p_base = the
+        training-set class frequency), ``n_relevant``.
+        """
+        from scipy.special import logsumexp
+
+        self.validate(data)
+        X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)
+        f = self.predict_draws(fit, X)
+        S = f.shape[0]
+        out = {}
+        if self.is_classifier:
+            p1 = np.clip(self._prob_draws(f).mean(0), 1e-300, 1.0)
+            p0 = np.clip(1.0 - self._prob_draws(f).mean(0), 1e-300, 1.0)
+            p_true = np.where(y == 1, p1, p0)
+            base1 = float(np.clip(np.mean(data.y), 1e-12, 1 - 1e-12))
+            p_base = np.where(y == 1, base1, 1.0 - base1)
+            out["error_rate"] = float(np.mean((p1 > 0.5) != (y == 1)))
+            out["log_pred"] = float(np.mean(np.log(p_true)))
+            out["info_bits"] = float(np.mean(np.log2(p_true) - np.log2(p_base)))
+        else:
+            log_beta = self._draws(fit, "log_beta").reshape(S, 1)
+            out["mse"] = float(np.mean((f.mean(0) - y) ** 2))
+            ll = 0.5 * (log_beta - np.log(2 * np.pi)) - 0.5 * np.exp(log_beta) * (y[None, :] - f) ** 2
+            out["log_pred"] = float(np.mean(logsumexp(ll, axis=0) - np.log(S)))
+        out["n_relevant"] = self.n_relevant(fit, data)
+        return out
+
+
+RELEVANCE_THRESHOLD = 0.01  # see RVM.n_relevant
+
+
+# ---- log-Gamma densities shared by the two declarations ------------------------------------------------
+def log_gamma_logpdf(u, shape, rate):
+    """log density of u = log(x), x ~ Gamma(shape, rate): shape*log(rate) - lgamma(shape) + shape*u - rate*e^u."""
+    from scipy.special import gammaln
+
+    return shape * np.log(rate) - gammaln(shape) + shape * u - rate * np.exp(u)
+
+
+def _pm_log_gamma(name, shape, rate, dims=None):
+    import pymc as pm
+    import pytensor.tensor as pt
+    from scipy.special import gammaln
+
+    const = float(shape * np.log(rate) - gammaln(shape))
+
+    def logp(u, shape, rate):
+        return const + shape * u - rate * pt.exp(u)
+
+    def random(shape_, rate_, size):
+        # log Gamma(a) = log Gamma(a + 1) + log(U) / a: stable when the shape a is tiny
+        return (pt.log(pm.Gamma.dist(alpha=shape_ + 1.0, beta=rate_, size=size))
+                + pt.log(pm.Uniform.dist(0.0, 1.0, size=size)) / shape_)
+
+    def support_point(rv, size, shape_, rate_):
+        return pt.full_like(rv, np.log(shape / rate))  # log of the prior mean
+
+    return pm.CustomDist(name, float(shape), float(rate), logp=logp, dist=random, support_point=support_point,
+                         dims=dims)
+
+
+def _pt_log_ndtr(x):
+    """log Phi(x) for PyTensor, stable in both tails (erfcx below -1, log1p of the upper tail above)."""
+    import pytensor.tensor as pt
+
+    s = np.sqrt(0.5)
+    lower = pt.log(0.5 * pt.erfcx(-x * s)) - 0.5 * x**2
+    upper = pt.log1p(-0.5 * pt.erfc(x * s))
+    return pt.switch(pt.lt(x, -1.0), lower, upper)
+
+
+@functools.lru_cache(maxsize=None)
+def _log_gamma_numpyro():
+    """The NumPyro LogGamma distribution class (built on first use so importing models does not import JAX)."""
+    import jax
+    import jax.numpy as jnp
+    import numpyro.distributions as dist
+    from jax.scipy.special import gammaln
+    from numpyro.distributions import constraints
+    from numpyro.distributions.util import promote_shapes
+
+    class LogGamma(dist.Distribution):
+        """u = log(x) with x ~ Gamma(concentration, rate): the Gamma pushed through log (Jacobian included)."""
+
+        arg_constraints = {"concentration": constraints.positive, "rate": constraints.positive}
+        support = constraints.real
+        reparametrized_params = []
+
+        def __init__(self, concentration, rate, *, validate_args=None):
+            self.concentration, self.rate = promote_shapes(concentration, rate)
+            batch_shape = jax.lax.broadcast_shapes(jnp.shape(concentration), jnp.shape(rate))
+            super().__init__(batch_shape=batch_shape, validate_args=validate_args)
+
+        def sample(self, key, sample_shape=()):
+            k1, k2 = jax.random.split(key)
+            shape = sample_shape + self.batch_shape
+            g = jax.random.gamma(k1, self.concentration + 1.0, shape) / self.rate
+            u = jax.random.uniform(k2, shape, minval=jnp.finfo(float).tiny)
+            return jnp.log(g) + jnp.log(u) / self.concentration
+
+        def log_prob(self, value):
+            a, b = self.concentration, self.rate
+            return a * jnp.log(b) - gammaln(a) + a * value - b * jnp.exp(value)
+
+    return LogGamma
+
