@@ -65,8 +65,9 @@ def test_classification_needs_binary_labels(tiny):
     one_class = Dataset(X, np.zeros(6), name="one", meta={"task": "classification"})
     with pytest.raises(ValueError, match="both classes"):
         bz.models.RVM(task="classification").validate(one_class)
+    binary_regression = Dataset(X, [0, 1, 1, 0, 1, 0], name="reg", meta={"task": "regression"})
     with pytest.raises(ValueError, match="regression problem"):
-        bz.models.RVM(task="classification").validate(tiny)
+        bz.models.RVM(task="classification").validate(binary_regression)
 
 
 def test_model_spec_round_trips():
@@ -126,6 +127,8 @@ def test_reference_errors_in_reference_sd_units(tiny):
     M = model.n_basis(tiny)
     rng = np.random.default_rng(3)
     base = rng.standard_normal((4, 4000, M))
+    flat = base.reshape(-1, M)
+    base = ((flat - flat.mean(0)) / flat.std(0, ddof=1)).reshape(base.shape)  # exactly mean 0, sd 1
     ref = {"w": 2.0 * base, "log_alpha": base, "log_beta": base[..., 0]}
     shifted = {"w": 2.0 * base + 1.0, "log_alpha": base, "log_beta": 3.0 * base[..., 0]}
     errs = reference_errors(_fit_from(model, tiny, shifted), _fit_from(model, tiny, ref), ["w", "log_beta"])

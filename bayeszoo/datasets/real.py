@@ -330,7 +330,8 @@ def titanic(seed: int = 0, test_fraction: float | None = None, standardize: bool
         "citation": ("R. J. M. Dawson, The 'unusual episode' data revisited, J. Statistics Education 3(3), 1995; "
                      + _IDA_CITE + "; " + _KEEL_CITE),
         "preprocessing": ("class coded 1st=0, 2nd=1, 3rd=2, crew=3; age adult=0, child=1; sex female=0, male=1 "
-                          "(after z-scoring on all rows these equal the IDA/KEEL values); label survived yes -> 1"),
+                          "(z-scored on all rows with the n - 1 standard deviation these equal the IDA/KEEL "
+                          "values to the 3 digits of that file); label survived yes -> 1"),
         "feature_names": ["class", "age", "sex"], "target": "survived", "classes": {0: "died", 1: "survived"},
         "files": ["titanic.csv"]})
 

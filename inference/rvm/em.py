@@ -1,0 +1,175 @@
+"""``em``: type-II maximum likelihood / MAP of (log alpha, log beta) for the RVM (Tipping 2001; [T 2.4-2.5]).
+
+Maximises the log-space MAP objective J of :mod:`._common` ([T 2.21], corrected) over all N + 1 bases:
+
+* ``update="mackay"`` (default): alpha_i = (gamma_i + 2a) / (mu_i^2 + 2b)  [T 2.25-2.26], gamma_i = 1 - alpha_i
+  Sigma_ii, and beta = (N - sum gamma + 2c) / (|t - Phi mu|^2 + 2d)  [T 2.27], corrected: Gamma prior on beta.
+  The fixed point of the gradient; converges in tens of iterations where EM needs thousands, but is not
+  guaranteed to increase J at every step.
+* ``update="em"``: alpha_i = (1 + 2a) / (mu_i^2 + Sigma_ii + 2b)  [T 2.24] and the matching EM step for beta,
+  beta = (N + 2c) / (|t - Phi mu|^2 + tr(Phi Sigma Phi^T) + 2d). A true EM algorithm (w is the latent
+  variable), so J never decreases.
+
+Pruning: a basis is removed when alpha_i > ``prune_alpha`` (1e12, [P] step 4) or, once the updates have
+converged, when taking it out of the model increases J (its best share f_i = l_i + a log alpha_i - b alpha_i is
+not positive; with the Gamma hyperprior alpha_i stays below (1 + 2a) / 2b, so the threshold alone would never
+fire). Both checks only increase J. Classification (no beta): Laplace approximation at the IRLS mode,
+logit or probit after ``model.link`` ([P 18-20], digest 2.5), with the Laplace log evidence traced.
+"""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+
+from bayeszoo.registry import register
+
+from . import _common as C
+
+OPTIONS = {"update": "mackay", "max_iter": 2000, "tol": 1e-6, "prune_alpha": 1e12, "init_alpha": None,
+           "init_beta": None}
+
+
+def _check(options):
+    opts = C.check_options("em", options, OPTIONS)
+    if opts["update"] not in ("em", "mackay"):
+        raise ValueError(f"option update must be 'em' or 'mackay', got {opts['update']!r}")
+    C.positive("max_iter", opts["max_iter"], integer=True)
+    C.positive("tol", opts["tol"])
+    C.positive("prune_alpha", opts["prune_alpha"])
+    for name in ("init_alpha", "init_beta"):
+        if opts[name] is not None:
+            C.positive(name, opts[name])
+    return opts
+
+
+def type2_fit(model, Phi, t, opts):
+    """The optimiser, on an explicit design ``Phi``. Returns a dict with active, alpha, beta, post, traces."""
+    N, M = Phi.shape
+    a, b, c, d = model.a, model.b, model.c, model.d
+    clf = model.is_classifier
+    var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
+    beta = None if clf else float(opts["init_beta"] or 10.0 / var_t)
+    alpha = np.full(M, float(opts["init_alpha"] or 1.0 / var_t * np.mean(np.sum(Phi**2, 0)) / N))
+    active = np.arange(M)
+    G = None if clf else Phi.T @ Phi
+    Pt = None if clf else Phi.T @ t
+    tt = float(t @ t)
+    trace_ev, trace_obj = [], []
+    w_mode = None
+    converged = False
+    n_pruned_gain = 0
+    it = 0
+
+    def posterior():
+        nonlocal w_mode
+        if clf:
+            wa0 = None if w_mode is None else w_mode
+            post, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, alpha[active], model.link, w0=wa0)
+            w_mode = post.mu
+            ev = C.laplace_log_evidence(post, alpha[active], ll)
+            return post, ev
+        H = beta * G[np.ix_(active, active)]
+        H[np.diag_indices(active.size)] += alpha[active]
+        post = C.Gaussian(H, beta * Pt[active])
+        ev = C.log_evidence(post, beta * tt, beta * Pt[active], alpha[active], N * np.log(beta), N)
+        return post, ev
+
+    post, ev = posterior()
+    trace_ev.append(ev)
+    trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
+    for it in range(1, opts["max_iter"] + 1):
+        mu = post.mu
+        Sd = np.diag(post.Sigma)
+        al = alpha[active]
+        gamma = 1.0 - al * Sd
+        if opts["update"] == "em":
+            new_al = (1.0 + 2 * a) / (mu**2 + Sd + 2 * b)                       # [T 2.24]
+        else:
+            new_al = (gamma + 2 * a) / (mu**2 + 2 * b)                           # [T 2.25-2.26]
+            new_al = np.where(new_al > 0, new_al, opts["prune_alpha"] * 10)
+        new_beta = beta
+        if not clf:
+            r = t - Phi[:, active] @ mu
+            rr = float(r @ r)
+            if opts["update"] == "em":
+                new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)   # EM step; tr(Phi Sigma Phi^T) = sum gamma / beta
+            else:
+                new_beta = (N - float(np.sum(gamma)) + 2 * c) / (rr + 2 * d)   # [T 2.27], corrected: Gamma on beta
+        change = float(np.max(np.abs(np.log(new_al) - np.log(al))))
+        if not clf:
+            change = max(change, abs(np.log(new_beta) - np.log(beta)))
+        alpha[active] = new_al
+        beta = new_beta
+        keep = alpha[active] <= opts["prune_alpha"]
+        if not np.any(keep):
+            keep[np.argmin(alpha[active])] = True
+        if not np.all(keep):
+            active = active[keep]
+            if clf and w_mode is not None:
+                w_mode = w_mode[keep]
+        post, ev = posterior()
+        if change < opts["tol"] and active.size > 1:
+            # converged for this active set: remove bases whose share of J is not positive ([T 3.5] + prior)
+            Sd = np.diag(post.Sigma)
+            al = alpha[active]
+            s = 1.0 / Sd - al
+            q2 = (post.mu / Sd) ** 2
+            f = C.basis_contribution(al, np.maximum(s, 1e-300), q2, a, b)
+            _, fbest = C.best_alpha(np.maximum(s, 1e-300), q2, a, b, opts["prune_alpha"])
+            drop = (fbest <= 0) & (f < 0)
+            if np.all(drop):
+                drop[np.argmax(f)] = False
+            if np.any(drop):
+                old_obj = ev + C.log_prior_terms(alpha[active], beta, model)
+                cand = active[~drop]
+                saved = (active, w_mode)
+                active = cand
+                if clf and w_mode is not None:
+                    w_mode = w_mode[~drop]
+                post2, ev2 = posterior()
+                if ev2 + C.log_prior_terms(alpha[active], beta, model) < old_obj - 1e-9 * abs(old_obj):
+                    # joint removal interacted: remove only the single worst basis (exact gain -f_i > 0)
+                    active, w_mode = saved
+                    one = np.zeros_like(drop)
+                    one[np.argmin(np.where(drop, f, np.inf))] = True
+                    active = active[~one]
+                    if clf and w_mode is not None:
+                        w_mode = w_mode[~one]
+                    post2, ev2 = posterior()
+                n_pruned_gain += int(M - active.size)
+                post, ev = post2, ev2
+                trace_ev.append(ev)
+                trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
+                continue
+            converged = True
+            trace_ev.append(ev)
+            trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
+            break
+        trace_ev.append(ev)
+        trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
+    return dict(active=active, alpha=alpha[active], beta=beta, post=post, log_evidence=np.array(trace_ev),
+                objective=np.array(trace_obj), iterations=it, converged=converged)
+
+
+@register("em", kind="approximation", family="rvm",
+          description="type-II ML / MAP of log alpha, log beta by MacKay or EM updates; Laplace/IRLS for classification")
+def run(model, data, *, draws, tune, chains, seed, progress, **options):
+    """Type-II ML / MAP (MacKay or EM updates), Gaussian (or Laplace) posterior of w at the estimate."""
+    opts = _check(options)
+    timer = C.Timer()
+    Phi = model.design(data.X, data.X)
+    t = np.asarray(data.y, float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = type2_fit(model, Phi, t, opts)
+    opt_seconds = timer()
+    warn = [] if res["converged"] else [f"em did not converge in {opts['max_iter']} iterations"]
+    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn,
+            "update": opts["update"], "log_evidence": float(res["log_evidence"][-1]),
+            "objective": float(res["objective"][-1])}
+    return C.point_estimate_fit(model, data, "em", active=res["active"], mu=res["post"].mu, post=res["post"],
+                                alpha=res["alpha"], beta=res["beta"], draws=draws, chains=chains, seed=seed,
+                                timing={"compile": 0.0, "tune": opt_seconds},
+                                objective={"log_evidence": res["log_evidence"], "objective": res["objective"]},
+                                info=info)

@@ -1,0 +1,117 @@
+"""Fake RVM backends for the grid, report and CLI tests (importable by Dask workers).
+
+Importing this module registers, for the ``rvm`` family:
+
+``fake_ok``     mcmc: AR(1) draws around a ridge solution, seeded (same seed, same draws);
+``fake_vb``     approximation: i.i.d. draws plus an ``elbo`` objective trace;
+``fake_fail``   always raises ``RuntimeError("fake backend exploded")``;
+``fake_flaky``  raises the first time it sees a given ``marker`` file path, then behaves like ``fake_ok``.
+
+Every backend takes an optional ``log`` option: a file that gets one line ``<backend> <seed>`` per call,
+so tests can count calls made in other processes.
+"""
+from __future__ import annotations
+
+import os
+import time
+
+import numpy as np
+
+from bayeszoo import registry
+from bayeszoo.inference._idata import make_fit
+
+FAIL_MESSAGE = "fake backend exploded"
+
+
+def _log(log, name, seed):
+    if log:
+        with open(log, "a") as fh:
+            fh.write(f"{name} {seed}\n")
+
+
+def _ridge(model, data):
+    Phi = model.design(data.X, data.X)
+    M = Phi.shape[1]
+    target = data.y if not model.is_classifier else 4.0 * (data.y - 0.5)
+    return np.linalg.solve(Phi.T @ Phi + 1e-2 * np.eye(M), Phi.T @ target)
+
+
+def _draws(model, data, chains, draws, seed, rho):
+    rng = np.random.default_rng(seed)
+    w0 = _ridge(model, data)
+    M = w0.size
+    eps = rng.standard_normal((chains, draws, M + 1))
+    z = np.empty_like(eps)
+    z[:, 0] = eps[:, 0]
+    for t in range(1, draws):
+        z[:, t] = rho * z[:, t - 1] + np.sqrt(1 - rho**2) * eps[:, t]
+    out = {"w": w0 + 0.05 * z[..., :M], "log_alpha": np.broadcast_to(-2 * np.log(np.abs(w0) + 1e-3),
+                                                                    (chains, draws, M)).copy()}
+    if not model.is_classifier:
+        out["log_beta"] = np.log(100.0) + 0.1 * z[..., M]
+    return out
+
+
+@registry.register("fake_ok", kind="mcmc", family="rvm", description="fake AR(1) sampler for tests")
+def fake_ok(model, data, *, draws, tune, chains, seed, progress, log=None, sleep=0.0):
+    _log(log, "fake_ok", seed)
+    start = time.perf_counter()
+    if sleep:
+        time.sleep(sleep)
+    post = _draws(model, data, chains, draws, seed, rho=0.5)
+    stats = {"diverging": np.zeros((chains, draws), dtype=bool)}
+    stats["diverging"][0, 0] = True  # one divergence, so the report has something to flag
+    return make_fit(model, data, "fake_ok", "mcmc", post, sample_stats=stats,
+                    timing={"sample": time.perf_counter() - start + 0.01}, info={"calls": 1, "seed": seed})
+
+
+@registry.register("fake_vb", kind="approximation", family="rvm", description="fake variational fit for tests")
+def fake_vb(model, data, *, draws, tune, chains, seed, progress, log=None):
+    _log(log, "fake_vb", seed)
+    post = _draws(model, data, chains, draws, seed + 1, rho=0.0)
+    elbo = -100.0 - 50.0 * np.exp(-0.3 * np.arange(40))
+    return make_fit(model, data, "fake_vb", "approximation", post, objective={"elbo": elbo},
+                    timing={"sample": 0.005}, info={"iterations": 40, "converged": True})
+
+
+@registry.register("fake_fail", kind="mcmc", family="rvm", description="a backend that always fails")
+def fake_fail(model, data, *, draws, tune, chains, seed, progress, log=None):
+    _log(log, "fake_fail", seed)
+    raise RuntimeError(FAIL_MESSAGE)
+
+
+@registry.register("fake_flaky", kind="mcmc", family="rvm", description="fails on its first call")
+def fake_flaky(model, data, *, draws, tune, chains, seed, progress, log=None, marker=None):
+    _log(log, "fake_flaky", seed)
+    if marker is not None and not os.path.exists(marker):
+        open(marker, "w").close()
+        raise RuntimeError("interrupted (first attempt)")
+    return fake_ok(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress)
+
+
+def calls(log) -> list[str]:
+    """Backend names in the call log, one per call."""
+    if not os.path.exists(log):
+        return []
+    with open(log) as fh:
+        return [line.split()[0] for line in fh if line.strip()]
+
+
+def ensure_score():
+    """Give RVM a minimal ``score`` while the real one is not there yet (the table needs one)."""
+    from bayeszoo.models.base import Model
+    from bayeszoo.models.rvm import RVM
+
+    if RVM.score is not Model.score:
+        return
+
+    def score(self, fit, data):
+        from bayeszoo.diagnostics.plots import rvm_predict
+
+        X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)
+        pred = rvm_predict(self, fit, X)
+        if self.is_classifier:
+            return {"error_rate": float(np.mean((pred > 0.5) != (y > 0.5)))}
+        return {"mse": float(np.mean((pred - y) ** 2))}
+
+    RVM.score = score
