@@ -11,6 +11,7 @@ Bad input ends with a one-line message and exit status 2 (as argparse does), nev
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import sys
 
@@ -142,6 +143,21 @@ def _model_and_data(args):
         raise CLIError(f"unknown model family {args.family!r}; available: {', '.join(sorted(FAMILIES))}")
     model_opts = parse_options(args.model_opt, "--model-opt")
     data_opts = parse_options(args.data_opt, "--data-opt")
+    fields = {f.name: f for f in dataclasses.fields(FAMILIES[args.family])}
+    for key, value in model_opts.items():
+        field = fields.get(key)
+        if field is None:
+            raise CLIError(f"{args.family} has no option {key!r}; options: {', '.join(fields)}")
+        default = field.default
+        if isinstance(default, (int, float)) and not isinstance(default, bool):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise CLIError(f"--model-opt {key} must be a number, got {value!r}")
+            if isinstance(default, float):
+                model_opts[key] = float(value)
+        elif isinstance(default, bool) and not isinstance(value, bool):
+            raise CLIError(f"--model-opt {key} must be true or false, got {value!r}")
+        elif isinstance(default, str) and not isinstance(value, str):
+            model_opts[key] = str(value)
     try:
         model = from_spec({"family": args.family, **model_opts})
     except (TypeError, ValueError) as exc:
@@ -153,7 +169,8 @@ def _model_and_data(args):
     return model, data
 
 
-def cmd_list(args, out=sys.stdout) -> int:
+def cmd_list(args, out=None) -> int:
+    out = out or sys.stdout
     import bayeszoo as bz
     from bayeszoo import registry
     from bayeszoo.models import FAMILIES
@@ -185,7 +202,8 @@ def cmd_list(args, out=sys.stdout) -> int:
     return 0
 
 
-def cmd_fit(args, out=sys.stdout) -> int:
+def cmd_fit(args, out=None) -> int:
+    out = out or sys.stdout
     import bayeszoo as bz
     from bayeszoo.diagnostics.metrics import sampling_diagnostics
 
@@ -237,7 +255,8 @@ def _executor(address):
     return client.get_executor(), close
 
 
-def cmd_compare(args, out=sys.stdout) -> int:
+def cmd_compare(args, out=None) -> int:
+    out = out or sys.stdout
     import bayeszoo as bz
 
     model, data = _model_and_data(args)
@@ -257,7 +276,8 @@ def cmd_compare(args, out=sys.stdout) -> int:
     return 0
 
 
-def cmd_report(args, out=sys.stdout) -> int:
+def cmd_report(args, out=None) -> int:
+    out = out or sys.stdout
     from bayeszoo.comparison import load_comparison
 
     if not os.path.isdir(args.dir):

@@ -37,7 +37,7 @@ def figure_to_base64(fig: Figure, dpi: int = DPI) -> str:
     buf = io.BytesIO()
     if fig.canvas is None or not isinstance(fig.canvas, FigureCanvasAgg):
         FigureCanvasAgg(fig)
-    fig.savefig(buf, format="png", dpi=dpi, bbox_inches="tight")
+    fig.savefig(buf, format="png", dpi=dpi)  # figures are laid out already; "tight" would draw twice
     _close(fig)
     return base64.b64encode(buf.getvalue()).decode("ascii")
 
@@ -339,6 +339,17 @@ def rvm_predict(model, fit, X) -> np.ndarray:
     return f.mean(0)
 
 
+def is_type2(fit) -> bool:
+    """A type-II ML fit: an ``em`` / ``fast`` backend, or any fit whose ``log_alpha`` is a point estimate
+    with some bases pruned (stored at LOG_ALPHA_PRUNED)."""
+    from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
+
+    if fit.backend in TYPE2_BACKENDS:
+        return True
+    la = _draws(fit, "log_alpha")
+    return bool(np.all(la == la[:1]) and np.any(la[0] >= LOG_ALPHA_PRUNED - 1e-6))
+
+
 def relevance_vectors(model, fit) -> np.ndarray:
     """Indices (into the training inputs) of the bases a type-II fit kept: log_alpha < LOG_ALPHA_PRUNED."""
     from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
@@ -395,7 +406,7 @@ def _rvm_curve(comparison, labels, colors, ref_label):
             notes.append(f"{label}: {type(exc).__name__}")
             continue
         ax.plot(grid, mean, color=colors[label], lw=1.8 if label == ref_label else 1.3, label=label)
-        if fit.backend in TYPE2_BACKENDS:
+        if is_type2(fit):
             try:
                 rv = relevance_vectors(model, fit)
                 if rv.size:
@@ -441,7 +452,7 @@ def _rvm_boundary(comparison, labels, colors):
         except Exception as exc:
             notes.append(f"{label}: {type(exc).__name__}")
             continue
-        if fit.backend in TYPE2_BACKENDS:
+        if is_type2(fit):
             try:
                 rv = relevance_vectors(model, fit)
                 if rv.size:

@@ -4,6 +4,7 @@ Importing this module registers, for the ``rvm`` family:
 
 ``fake_ok``     mcmc: AR(1) draws around a ridge solution, seeded (same seed, same draws);
 ``fake_vb``     approximation: i.i.d. draws plus an ``elbo`` objective trace;
+``fake_em``     approximation: point-estimated log_alpha, the bases in ``RELEVANT`` kept, the others pruned;
 ``fake_fail``   always raises ``RuntimeError("fake backend exploded")``;
 ``fake_flaky``  raises the first time it sees a given ``marker`` file path, then behaves like ``fake_ok``.
 
@@ -72,6 +73,24 @@ def fake_vb(model, data, *, draws, tune, chains, seed, progress, log=None):
     elbo = -100.0 - 50.0 * np.exp(-0.3 * np.arange(40))
     return make_fit(model, data, "fake_vb", "approximation", post, objective={"elbo": elbo},
                     timing={"sample": 0.005}, info={"iterations": 40, "converged": True})
+
+
+RELEVANT = (0, 3, 7, 12)  # bases kept by fake_em (0 is the bias column when the model has one)
+
+
+@registry.register("fake_em", kind="approximation", family="rvm", description="fake type-II fit for tests")
+def fake_em(model, data, *, draws, tune, chains, seed, progress, log=None):
+    from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
+
+    _log(log, "fake_em", seed)
+    post = _draws(model, data, chains, draws, seed + 2, rho=0.0)
+    M = post["w"].shape[-1]
+    log_alpha = np.full(M, LOG_ALPHA_PRUNED)
+    log_alpha[list(RELEVANT)] = 0.0
+    post["log_alpha"] = np.broadcast_to(log_alpha, (chains, draws, M)).copy()
+    post["w"][..., log_alpha >= LOG_ALPHA_PRUNED] = 0.0
+    return make_fit(model, data, "fake_em", "approximation", post, objective={"log_evidence": -np.geomspace(90, 30, 25)},
+                    timing={"sample": 0.002}, info={"iterations": 25, "converged": True})
 
 
 @registry.register("fake_fail", kind="mcmc", family="rvm", description="a backend that always fails")

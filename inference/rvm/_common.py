@@ -70,9 +70,9 @@ def spd_cholesky(H: np.ndarray):
     M = H.shape[0]
     for _ in range(10):
         try:
-            L = np.linalg.cholesky(Hs + jitter * np.eye(M) if jitter else Hs)
+            L = sla.cholesky(Hs + jitter * np.eye(M) if jitter else Hs, lower=True, check_finite=False)
             return L, d
-        except np.linalg.LinAlgError:
+        except (np.linalg.LinAlgError, sla.LinAlgError):
             jitter = 1e-12 if jitter == 0.0 else 10.0 * jitter
     raise np.linalg.LinAlgError("posterior precision is not positive definite even with jitter")
 

@@ -58,7 +58,7 @@ def type2_fit(model, Phi, t, opts):
     trace_ev, trace_obj = [], []
     w_mode = None
     converged = False
-    n_pruned_gain = 0
+    n_deleted = 0
     it = 0
 
     def posterior():
@@ -109,27 +109,30 @@ def type2_fit(model, Phi, t, opts):
             if clf and w_mode is not None:
                 w_mode = w_mode[keep]
         post, ev = posterior()
-        if change < opts["tol"] and active.size > 1:
-            # converged for this active set: remove bases whose share of J is not positive ([T 3.5] + prior)
+        obj = ev + C.log_prior_terms(alpha[active], beta, model)
+        settled = abs(obj - trace_obj[-1]) < 1e-4 * max(1.0, abs(obj))
+        trace_ev.append(ev)
+        trace_obj.append(obj)
+        if (change < opts["tol"] or settled) and active.size > 1:
+            # settled for this active set: remove bases whose share of J is not positive ([T 3.5] + prior)
             Sd = np.diag(post.Sigma)
             al = alpha[active]
-            s = 1.0 / Sd - al
+            s = np.maximum(1.0 / Sd - al, 1e-300)
             q2 = (post.mu / Sd) ** 2
-            f = C.basis_contribution(al, np.maximum(s, 1e-300), q2, a, b)
-            _, fbest = C.best_alpha(np.maximum(s, 1e-300), q2, a, b, opts["prune_alpha"])
+            f = C.basis_contribution(al, s, q2, a, b)
+            _, fbest = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
             drop = (fbest <= 0) & (f < 0)
             if np.all(drop):
                 drop[np.argmax(f)] = False
             if np.any(drop):
-                old_obj = ev + C.log_prior_terms(alpha[active], beta, model)
-                cand = active[~drop]
                 saved = (active, w_mode)
-                active = cand
+                active = active[~drop]
                 if clf and w_mode is not None:
                     w_mode = w_mode[~drop]
                 post2, ev2 = posterior()
-                if ev2 + C.log_prior_terms(alpha[active], beta, model) < old_obj - 1e-9 * abs(old_obj):
-                    # joint removal interacted: remove only the single worst basis (exact gain -f_i > 0)
+                obj2 = ev2 + C.log_prior_terms(alpha[active], beta, model)
+                if obj2 < obj - 1e-9 * abs(obj):
+                    # the joint removal interacted: remove only the worst basis (exact gain -f_i > 0)
                     active, w_mode = saved
                     one = np.zeros_like(drop)
                     one[np.argmin(np.where(drop, f, np.inf))] = True
@@ -137,19 +140,18 @@ def type2_fit(model, Phi, t, opts):
                     if clf and w_mode is not None:
                         w_mode = w_mode[~one]
                     post2, ev2 = posterior()
-                n_pruned_gain += int(M - active.size)
+                    obj2 = ev2 + C.log_prior_terms(alpha[active], beta, model)
+                n_deleted += int(saved[0].size - active.size)
                 post, ev = post2, ev2
                 trace_ev.append(ev)
-                trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
+                trace_obj.append(obj2)
                 continue
-            converged = True
-            trace_ev.append(ev)
-            trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
-            break
-        trace_ev.append(ev)
-        trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
+            if change < opts["tol"]:
+                converged = True
+                break
     return dict(active=active, alpha=alpha[active], beta=beta, post=post, log_evidence=np.array(trace_ev),
-                objective=np.array(trace_obj), iterations=it, converged=converged)
+                objective=np.array(trace_obj), iterations=it, converged=converged,
+                n_deleted=n_deleted)
 
 
 @register("em", kind="approximation", family="rvm",

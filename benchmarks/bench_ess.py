@@ -1,0 +1,89 @@
+"""ESS per second of the conjugate Gibbs sampler against NUTS (PyMC) and NumPyro on one RVM posterior.
+
+Problem: ``bz.datasets.load("sinc", n=100)``, ``bz.models.RVM(width=3.0)`` (Gaussian kernel, bias; 101 weights),
+every backend with the same ``chains`` / ``tune`` / ``draws`` / ``seed`` through :func:`bayeszoo.fit`.
+
+ESS is ArviZ's rank-normalised bulk ESS (via :func:`bayeszoo.diagnostics.metrics.sampling_diagnostics`), taken
+as the minimum over the components of ``w`` and, separately, over ``log_alpha`` and ``log_beta``; ESS/s
+divides by the fit's total wall time (``fit.timing["total"]``: compile + tune + sample). Target: gibbs at
+least 10x the ESS/s of nuts.
+"""
+from __future__ import annotations
+
+import math
+import time
+import traceback
+
+TARGET = 10.0
+BACKENDS = ("gibbs", "nuts", "numpyro")
+
+
+def run(draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int = 0, n: int = 100,
+        backends=BACKENDS) -> dict:
+    import bayeszoo as bz
+    from bayeszoo.diagnostics.metrics import sampling_diagnostics
+
+    data = bz.datasets.load("sinc", n=n)
+    model = bz.models.RVM(width=3.0)
+    available = bz.backends(model)
+    per_backend = {}
+    for name in backends:
+        if name not in available:
+            per_backend[name] = {"error": f"backend {name!r} not registered (available: {available})"}
+            continue
+        t0 = time.perf_counter()
+        try:
+            fit = bz.fit(model, data, backend=name, draws=draws, tune=tune, chains=chains, seed=seed,
+                         progress=False)
+        except Exception as exc:
+            per_backend[name] = {"error": f"{type(exc).__name__}: {exc}",
+                                 "traceback": traceback.format_exc(limit=3)}
+            continue
+        wall = time.perf_counter() - t0
+        d_w = sampling_diagnostics(fit, ["w"])
+        d_h = sampling_diagnostics(fit, ["log_alpha", "log_beta"])
+        per_backend[name] = {
+            "seconds": fit.seconds, "wall_s": wall, "timing": {k: float(v) for k, v in fit.timing.items()},
+            "ess_bulk_min_w": d_w["ess_bulk_min"], "ess_per_s_w": d_w["ess_bulk_per_s"],
+            "ess_bulk_min_hyper": d_h["ess_bulk_min"], "ess_per_s_hyper": d_h["ess_bulk_per_s"],
+            "ess_tail_min_w": d_w["ess_tail_min"],
+            "rhat_max_w": d_w["rhat_max"], "rhat_max_hyper": d_h["rhat_max"],
+            "divergences": d_w["divergences"],
+        }
+    ratios = {}
+    g = per_backend.get("gibbs", {})
+    for ref in ("nuts", "numpyro"):
+        r = per_backend.get(ref, {})
+        if "error" in g or "error" in r or not g or not r:
+            continue
+        for part in ("w", "hyper"):
+            a, b = g[f"ess_per_s_{part}"], r[f"ess_per_s_{part}"]
+            ratios[f"gibbs/{ref} {part}"] = a / b if b and math.isfinite(a) and math.isfinite(b) else math.nan
+    met = None
+    if "gibbs/nuts w" in ratios:
+        met = bool(min(ratios["gibbs/nuts w"], ratios["gibbs/nuts hyper"]) >= TARGET)
+    return {"name": "ess", "problem": f"sinc n={n}, RVM(width=3.0); chains={chains}, tune={tune}, draws={draws}, "
+                                      f"seed={seed}", "backends": per_backend, "ratios": ratios,
+            "target": f"gibbs ESS/s >= {TARGET:g}x nuts (min bulk ESS over w, and over log_alpha/log_beta)",
+            "target_met": met}
+
+
+def rows(result: dict) -> list[tuple[str, str, str]]:
+    out = []
+    for name, b in result["backends"].items():
+        if "error" in b:
+            out.append((f"ess/{name}", "ERROR", b["error"][:100]))
+            continue
+        out.append((f"ess/{name} w", f"{b['ess_per_s_w']:.1f} ESS/s",
+                    f"min bulk ESS {b['ess_bulk_min_w']:.0f} in {b['seconds']:.1f} s; rhat {b['rhat_max_w']:.3f}"))
+        out.append((f"ess/{name} log_alpha,log_beta", f"{b['ess_per_s_hyper']:.1f} ESS/s",
+                    f"min bulk ESS {b['ess_bulk_min_hyper']:.0f}; divergences {b['divergences']}"))
+    for key, value in result["ratios"].items():
+        out.append((f"ess ratio {key}", f"{value:.1f}x", f"target >= {TARGET:g}x" if "nuts" in key else ""))
+    return out
+
+
+if __name__ == "__main__":
+    import json
+
+    print(json.dumps(run(), indent=1, default=str))

@@ -1,0 +1,131 @@
+"""The command line: list, fit, compare, report, and clear errors for bad input."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+import bayeszoo as bz  # noqa: E402
+import _fake_backends as fb  # noqa: E402
+from bayeszoo.cli import main, parse_value  # noqa: E402
+
+SMALL = ["--draws", "60", "--tune", "0", "--chains", "2", "--seed", "5", "--quiet", "--data-opt", "n=25",
+         "--data-opt", "n_test=40", "--model-opt", "width=3"]
+
+
+@pytest.fixture(autouse=True)
+def _score():
+    fb.ensure_score()
+
+
+def test_parse_value():
+    assert parse_value("3") == 3 and isinstance(parse_value("3"), int)
+    assert parse_value("0.5") == 0.5 and parse_value("1e-3") == 1e-3
+    assert parse_value("true") is True and parse_value("False") is False and parse_value("none") is None
+    assert parse_value("gauss") == "gauss"
+
+
+def test_list_names_backends_and_datasets(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    for name in bz.backends(bz.models.RVM()):
+        assert f"      {name} " in out
+    assert "fake_ok" in out and "[rvm]" in out
+    for name in bz.datasets.names():
+        assert f"  {name} " in out
+    assert bz.datasets.describe("sinc") in out
+
+
+def test_python_m_bayeszoo_list():
+    res = subprocess.run([sys.executable, "-m", "bayeszoo", "list"], capture_output=True, text=True, timeout=300)
+    assert res.returncode == 0, res.stderr
+    assert "rvm" in res.stdout and "sinc" in res.stdout and "ripley" in res.stdout
+    for name in ("nuts", "numpyro", "advi"):
+        assert name in res.stdout
+
+
+def test_fit_writes_fit_nc(tmp_path, capsys):
+    out = tmp_path / "fit"
+    assert main(["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", str(out), *SMALL]) == 0
+    line = capsys.readouterr().out.strip()
+    assert "\n" not in line and line.startswith("fake_ok (mcmc) on sinc: 2 chain(s) x 60 draws")
+    assert line.endswith(str(out / "fit.nc"))
+    fit = bz.load_fit(out / "fit.nc")
+    assert fit.backend == "fake_ok" and fit.n_chains == 2 and fit.n_draws == 60
+    assert fit.model_spec["width"] == 3.0
+    # same seed through the CLI and the API: same draws
+    data = bz.datasets.load("sinc", n=25, n_test=40)
+    direct = bz.fit(bz.models.RVM(width=3.0), data, "fake_ok", draws=60, tune=0, chains=2, seed=5, progress=False)
+    np.testing.assert_array_equal(fit.posterior["w"].values, direct.posterior["w"].values)
+
+
+def test_compare_writes_fits_table_and_report(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    argv = ["compare", "rvm", "--data", "sinc", "--backends", "fake_ok,fake_vb,fake_fail", "--reference", "fake_ok",
+            "--out", str(out), *SMALL]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert "fake_vb" in printed and fb.FAIL_MESSAGE in printed and "ess_bulk_min" in printed
+    assert sorted(os.listdir(out / "fits")) == ["fake_ok.nc", "fake_vb.nc"]
+    for name in ("table.csv", "report.html", "comparison.json"):
+        assert (out / name).exists()
+    table = pd.read_csv(out / "table.csv")
+    assert list(table["backend"]) == ["fake_ok", "fake_vb", "fake_fail"]
+    assert table.loc[0, "mean_err"] == 0 and table.loc[1, "mean_err"] > 0
+    assert table.loc[2, "error"] == f"RuntimeError: {fb.FAIL_MESSAGE}"
+
+
+def test_backend_options_reach_the_backend(tmp_path):
+    log = tmp_path / "calls.log"
+    out = tmp_path / "cmp"
+    argv = ["compare", "rvm", "--data", "sinc", "--backends", "fake_ok", "--out", str(out),
+            "--backend-opt", f"fake_ok.log={log}", *SMALL]
+    assert main(argv) == 0
+    assert fb.calls(str(log)) == ["fake_ok"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    ([], "required"),
+    (["fit", "rvm", "--data", "sinc", "--out", "X"], "--backend"),
+    (["fit", "nope", "--data", "sinc", "--backend", "em", "--out", "X"], "unknown model family 'nope'"),
+    (["fit", "rvm", "--data", "nope", "--backend", "fake_ok", "--out", "X"], "unknown dataset 'nope'"),
+    (["fit", "rvm", "--data", "sinc", "--backend", "nope", "--out", "X"], "unknown backend 'nope'"),
+    (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--draws", "0"], "must be >= 1"),
+    (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--chains", "two"], "expected an integer"),
+    (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "width"], "key=value"),
+    (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "width=wide"],
+     "width must be a number"),
+    (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "kernel=cubic"],
+     "RVM kernel must be one of"),
+    (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "colour=red"],
+     "rvm has no option 'colour'"),
+    (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--data-opt", "size=3"],
+     "does not take option(s) ['size']"),
+    (["fit", "rvm", "--data", "ripley", "--backend", "fake_ok", "--out", "X"], "classification"),
+    (["compare", "rvm", "--data", "sinc", "--backends", ",", "--out", "X"], "at least one backend"),
+    (["compare", "rvm", "--data", "sinc", "--backends", "fake_ok", "--out", "X", "--backend-opt", "max_iter=3"],
+     "BACKEND.key=value"),
+    (["report", "/nonexistent/dir"], "is not a folder"),
+])
+def test_bad_arguments_exit_nonzero_with_message(argv, message, tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    assert info.value.code not in (0, None)
+    err = capsys.readouterr().err
+    assert message in err
+    assert "Traceback" not in err
+    assert not (tmp_path / "X").exists()  # nothing written for bad input
+
+
+def test_report_of_a_folder_that_is_not_a_comparison(tmp_path, capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["report", str(tmp_path)])
+    assert info.value.code == 2
+    assert "holds no comparison.json" in capsys.readouterr().err

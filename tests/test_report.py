@@ -1,0 +1,132 @@
+"""The HTML report: self-contained, holds the table, the figures, the ESS sentence and failures."""
+from __future__ import annotations
+
+import base64
+import os
+import re
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import bayeszoo as bz  # noqa: E402
+import _fake_backends as fb  # noqa: E402
+from bayeszoo.diagnostics import plots  # noqa: E402
+from bayeszoo.diagnostics.metrics import ESS_METHOD  # noqa: E402
+from bayeszoo.diagnostics.report import write_report  # noqa: E402
+
+
+@pytest.fixture(scope="module")
+def regression_cmp():
+    fb.ensure_score()
+    data = bz.datasets.load("sinc", n=40, n_test=100)
+    model = bz.models.RVM(width=3.0)
+    return bz.compare(model, data, backends=["fake_ok", "fake_vb", "fake_em", "fake_fail"], reference="fake_ok",
+                      draws=200, tune=0, chains=2, seed=3, progress=False)
+
+
+@pytest.fixture(scope="module")
+def regression_html(regression_cmp, tmp_path_factory):
+    path = write_report(regression_cmp, str(tmp_path_factory.mktemp("rep") / "report.html"))
+    with open(path, encoding="utf-8") as fh:
+        return path, fh.read()
+
+
+def test_report_holds_table_and_flags(regression_cmp, regression_html):
+    path, text = regression_html
+    assert os.path.exists(path)
+    for name in ("fake_ok", "fake_vb", "fake_em", "fake_fail"):
+        assert f"<td class=\"txt\">{name}</td>" in text
+    header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1)
+    for col in ("backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_per_s", "rhat_max", "divergences",
+                "mean_err", "sd_err"):
+        assert f">{col}</th>" in header
+    # fake_ok has exactly one divergence (flagged); approximations show no R-hat
+    assert '<td class="flag">1 ⚠</td>' in text
+    assert text.count("n/a (i.i.d. draws)") == 2
+    # the failing backend's error text is in its table row and in the traceback section
+    assert re.search(r"<tr class=\"failed\">.*?fake_fail.*?" + fb.FAIL_MESSAGE, text, re.S)
+    assert "raise RuntimeError(FAIL_MESSAGE)" in text
+    # numbers are formatted, not raw float reprs
+    seconds = regression_cmp.table().set_index("backend").loc["fake_ok", "seconds"]
+    assert f">{seconds:.2f}</td>" in text
+
+
+def test_report_is_self_contained(regression_html):
+    path, text = regression_html
+    images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
+    # ESS bars, family picture, objective traces; traces of the 3 fits, the rank plot of the one MCMC fit,
+    # marginals of the 2 fits that are not the reference
+    assert len(images) == 9
+    for data in images:
+        assert base64.b64decode(data)[:8] == b"\x89PNG\r\n\x1a\n"
+    assert not re.search(r"(src|href)\s*=\s*[\"']?\s*(https?:)?//", text, re.I)
+    assert "<script" not in text.lower() and "<link" not in text.lower()
+    assert os.path.getsize(path) < 5_000_000
+
+
+def test_report_states_ess_method_and_reference(regression_html):
+    _, text = regression_html
+    assert f"ESS estimator: {ESS_METHOD}" in text
+    assert "The reference posterior is backend <code>fake_ok</code>" in text
+    assert "source</th><td>generated: Tipping (2001)" in text
+    assert "licence</th><td>generated data" in text
+
+
+def test_failing_plot_becomes_a_note(regression_cmp, tmp_path, monkeypatch):
+    def boom(comparison):
+        raise RuntimeError("picture broke")
+
+    monkeypatch.setattr(plots, "family_picture", boom)
+    monkeypatch.setattr(plots, "trace_figure", lambda fit, comps: 1 / 0)
+    path = write_report(regression_cmp, str(tmp_path / "r.html"))
+    text = open(path, encoding="utf-8").read()
+    assert "family picture: could not be drawn (RuntimeError: picture broke)" in text
+    assert text.count("trace plot: could not be drawn (ZeroDivisionError") == 3  # one per successful fit
+
+
+def test_selected_components_are_the_largest_weights(regression_cmp):
+    comps = plots.select_components(regression_cmp)
+    assert comps[0] == ("log_beta", {})
+    w = regression_cmp.reference_fit.posterior["w"].values
+    top = set(np.argsort(-np.abs(w.reshape(-1, w.shape[-1]).mean(0)))[:4].tolist())
+    assert {sel["basis"] for name, sel in comps[1:]} == top
+
+
+def test_relevance_vectors_of_type2_fit(regression_cmp):
+    model, fit = regression_cmp.model, regression_cmp.fits["fake_em"]
+    assert plots.is_type2(fit) and not plots.is_type2(regression_cmp.fits["fake_ok"])
+    # basis 0 is the bias; basis j >= 1 is training point j - 1
+    np.testing.assert_array_equal(plots.relevance_vectors(model, fit), [2, 6, 11])
+
+
+def test_fallback_prediction_matches_phi_w(regression_cmp):
+    model, fit = regression_cmp.model, regression_cmp.fits["fake_vb"]
+    X = np.linspace(-5, 5, 7)[:, None]
+    w = fit.posterior["w"].values.reshape(-1, model.n_basis(regression_cmp.data))
+    expected = model.design(X, regression_cmp.data.X) @ w.mean(0)
+    np.testing.assert_allclose(plots.rvm_predict(model, fit, X), expected, rtol=1e-6, atol=1e-8)
+
+
+@pytest.mark.parametrize("dataset, task", [("ripley", "classification"), ("sinc2d", "regression")])
+def test_other_family_pictures(dataset, task, tmp_path):
+    fb.ensure_score()
+    opts = {"grid": 8} if dataset == "sinc2d" else {}
+    data = bz.datasets.load(dataset, **opts)
+    if dataset == "ripley":
+        data = data.subset(np.arange(0, data.n, 5))
+    model = bz.models.RVM(task=task, width=0.5 if task == "classification" else 3.0)
+    cmp = bz.compare(model, data, backends=["fake_ok", "fake_em"], reference="fake_ok", draws=50, tune=0,
+                     chains=2, seed=0, progress=False)
+    fig = plots.family_picture(cmp)
+    ax = fig.axes[0]
+    if task == "classification":
+        assert "decision boundaries" in ax.get_title()
+        labels = [t.get_text() for t in ax.get_legend().get_texts()]
+        assert "fake_em: 3 relevance vectors" in labels
+    else:
+        assert "|w| per basis" in ax.get_title()
+    text = open(write_report(cmp, str(tmp_path / "r.html")), encoding="utf-8").read()
+    assert "family picture: could not" not in text
