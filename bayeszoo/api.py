@@ -52,7 +52,17 @@ def fit(model, data: Dataset, backend: str = "nuts", *, draws: int = 1000, tune:
     result = spec.run(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress, **options)
     result.timing.setdefault("total", time.perf_counter() - start)
     result.info.setdefault("seed", seed)
+    result.info["settings"] = _settings(draws=draws, tune=tune, chains=chains, seed=seed, **options)
     return result
+
+
+def _settings(**kwargs) -> dict:
+    """What a fit was asked for (minus ``progress``), so a resumed grid can tell a stale fit from a current one."""
+    from bayeszoo.fit import _jsonable
+
+    kwargs.pop("progress", None)
+    return {k: (v if isinstance(v, (int, float, str, bool, type(None))) else repr(v))
+            for k, v in _jsonable(kwargs).items()}
 
 
 # --------------------------------------------------------------------------------------------- compare
@@ -124,8 +134,11 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
     for label, kwargs in jobs.items():
         path = os.path.join(fits_dir, f"{_safe(label)}.nc") if fits_dir else None
         if path and os.path.exists(path):
-            fits[label] = load_fit(path)  # resume: this cell finished in an earlier run
-            continue
+            saved = load_fit(path)
+            if saved.info.get("settings") == _settings(**kwargs):
+                fits[label] = saved  # resume: this cell finished in an earlier run with the same settings
+                continue
+            os.remove(path)  # asked for with other settings (draws, seed, options): run it again
         pending[label] = (label.replace(" (reference)", ""), kwargs, path)
 
     from bayeszoo.progress import progress_bar

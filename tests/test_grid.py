@@ -134,3 +134,19 @@ def test_saved_comparison_rebuilds_the_same_table(problem, tmp_path, capsys):
     np.testing.assert_allclose(rebuilt[NUMERIC].to_numpy(float), expected[NUMERIC].to_numpy(float), rtol=1e-12)
     assert on_disk.loc[1, "error"] == f"RuntimeError: {fb.FAIL_MESSAGE}"
     assert (out / "report.html").stat().st_size > 10_000
+
+
+def test_resume_reruns_a_fit_saved_with_other_settings(problem, tmp_path):
+    model, data = problem
+    log = str(tmp_path / "calls.log")
+    out = tmp_path / "grid"
+    opts = {"fake_ok": {"log": log}}
+    first = bz.compare(model, data, backends=["fake_ok"], out=out, options=opts, **KW)
+    again = bz.compare(model, data, backends=["fake_ok"], out=out, options=opts, **KW)
+    assert len(fb.calls(log)) == 1                     # same settings: loaded, not recomputed
+    _assert_same_draws(first.fits["fake_ok"], again.fits["fake_ok"])
+    reseeded = bz.compare(model, data, backends=["fake_ok"], out=out, options=opts, **{**KW, "seed": 8})
+    assert len(fb.calls(log)) == 2                     # a new seed is a new cell: run again
+    assert reseeded.fits["fake_ok"].info["settings"]["seed"] == 8
+    assert not np.array_equal(reseeded.fits["fake_ok"].posterior["w"].values,
+                              first.fits["fake_ok"].posterior["w"].values)
