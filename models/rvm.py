@@ -69,7 +69,11 @@ class RVM(Model):
     a, b : Gamma(shape a, rate b) hyperprior on each weight precision alpha_i.
     c, d : Gamma(shape c, rate d) hyperprior on the noise precision beta (regression).
         The sources' a = b = c = d = 0 is improper and cannot be sampled; these small positive defaults keep
-        every backend on one proper model.
+        every backend on one proper model. They are kept at the sources' nearly flat ARD prior because the
+        type-II (EM / fast) algorithms need a ~ 0 to prune. Measured cost for samplers (sinc n=50, width 3,
+        NumPyro NUTS, 2 x 1000 draws): 192 divergences, min ESS of w 6, R-hat 1.5. RVM(a=1, b=1e-2) gives
+        15 divergences, min ESS 548, R-hat 1.01 (a Student-t(2, scale 0.1) weight prior), and
+        RVM(a=0.5, b=1e-3) gives 58, 277, 1.01. Use one of those for sampler comparisons.
     """
 
     task: str = "regression"

@@ -125,22 +125,21 @@ def type2_fit(model, Phi, t, opts):
             if np.all(drop):
                 drop[np.argmax(f)] = False
             if np.any(drop):
+                # remove the worst k bases, halving k until J does not decrease (each alone has gain -f_i > 0)
                 saved = (active, w_mode)
-                active = active[~drop]
-                if clf and w_mode is not None:
-                    w_mode = w_mode[~drop]
-                post2, ev2 = posterior()
-                obj2 = ev2 + C.log_prior_terms(alpha[active], beta, model)
-                if obj2 < obj - 1e-9 * abs(obj):
-                    # the joint removal interacted: remove only the worst basis (exact gain -f_i > 0)
-                    active, w_mode = saved
-                    one = np.zeros_like(drop)
-                    one[np.argmin(np.where(drop, f, np.inf))] = True
-                    active = active[~one]
-                    if clf and w_mode is not None:
-                        w_mode = w_mode[~one]
+                order = np.argsort(np.where(drop, f, np.inf))[:int(np.sum(drop))]
+                k = order.size
+                while True:
+                    out = np.zeros(saved[0].size, bool)
+                    out[order[:k]] = True
+                    active = saved[0][~out]
+                    if clf and saved[1] is not None:
+                        w_mode = saved[1][~out]
                     post2, ev2 = posterior()
                     obj2 = ev2 + C.log_prior_terms(alpha[active], beta, model)
+                    if obj2 >= obj - 1e-9 * abs(obj) or k == 1:
+                        break
+                    k = max(1, k // 2)
                 n_deleted += int(saved[0].size - active.size)
                 post, ev = post2, ev2
                 trace_ev.append(ev)

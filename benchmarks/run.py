@@ -1,0 +1,162 @@
+"""Ratio benchmarks of bayeszoo against its peers (``make bench``). Not tests: nothing here asserts a time.
+
+    .venv/bin/python benchmarks/run.py                     # all benchmarks (~5-10 min on 2 cores)
+    .venv/bin/python benchmarks/run.py --only ess          # one (or a comma-separated list)
+    .venv/bin/python benchmarks/run.py --quick             # shorter runs, for a smoke check
+    .venv/bin/python benchmarks/run.py --list
+
+Benchmarks (see BENCHMARKS.md):
+  blas             PyTensor C backend: NumPy C-API fallback vs the OpenBLAS bayeszoo links (subprocesses)
+  ess              ESS/s of the RVM Gibbs sampler vs PyMC NUTS and NumPyro on sinc (target: >= 10x NUTS)
+  fast_vs_sklearn  RVM `fast` vs sklearn-rvm EMRVR and sklearn ARDRegression on Boston housing
+
+Every ratio in the printed table is measured in this one run. Results go to benchmarks/results/latest.json and
+latest.md.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import json
+import math
+import os
+import platform
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+
+BENCHMARKS = ("blas", "ess", "fast_vs_sklearn")
+
+
+def _machine() -> dict:
+    cpu = platform.processor() or ""
+    try:
+        with open("/proc/cpuinfo") as fh:
+            cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
+    except OSError:
+        pass
+    versions = {}
+    for mod in ("numpy", "scipy", "pytensor", "pymc", "jax", "numpyro", "arviz", "sklearn", "sklearn_rvm"):
+        try:
+            versions[mod] = __import__(mod).__version__
+        except Exception:
+            versions[mod] = None
+    try:
+        load = os.getloadavg()[0]
+    except OSError:
+        load = math.nan
+    return {"cores": os.cpu_count(), "cpu": cpu, "platform": platform.platform(),
+            "python": platform.python_version(), "versions": versions, "load_avg_1min_at_start": load,
+            "env": {k: v for k, v in os.environ.items() if k.startswith(("OPENBLAS_", "OMP_", "MKL_"))}}
+
+
+def _run_one(name: str, quick: bool, numba: bool) -> dict:
+    t0 = time.perf_counter()
+    try:
+        if name == "blas":
+            import bench_blas as mod
+
+            result = mod.run(numba=numba, repeats=1 if quick else 2)
+        elif name == "ess":
+            import bench_ess as mod
+
+            result = mod.run(draws=500, tune=500) if quick else mod.run()
+        elif name == "fast_vs_sklearn":
+            import bench_fast_vs_sklearn as mod
+
+            result = mod.run(repeats=1 if quick else 3)
+        else:
+            raise ValueError(name)
+    except Exception as exc:  # one broken benchmark must not hide the others
+        import traceback
+
+        result = {"name": name, "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()}
+        mod = None
+    result["bench_seconds"] = time.perf_counter() - t0
+    if "error" in result:
+        result["_rows"] = [(name, "ERROR", result["error"][:100])]
+    else:
+        result["_rows"] = mod.rows(result)
+    return result
+
+
+def _table(results: dict) -> list[tuple[str, str, str]]:
+    rows = []
+    for name, res in results.items():
+        rows.extend(res["_rows"])
+        if res.get("target"):
+            met = res.get("target_met")
+            rows.append((f"{name} target", "met" if met else "NOT met" if met is False else "n/a", res["target"]))
+        rows.append((f"{name} run time", f"{res['bench_seconds']:.0f} s", ""))
+    return rows
+
+
+def _markdown(rows, meta) -> str:
+    lines = [f"# bayeszoo benchmarks: {meta['date']}", "",
+             f"Machine: {meta['machine']['cores']} cores, {meta['machine']['cpu']}, Python {meta['machine']['python']}; "
+             f"load average at start {meta['machine']['load_avg_1min_at_start']:.2f}. "
+             f"Total run time {meta['total_seconds']:.0f} s. Command: `{meta['command']}`.", "",
+             "| quantity | value | note |", "|---|---|---|"]
+    lines += [f"| {q} | {v} | {n.replace('|', '/')} |" for q, v, n in rows]
+    return "\n".join(lines) + "\n"
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--only", default=",".join(BENCHMARKS),
+                        help=f"comma-separated subset of {', '.join(BENCHMARKS)}")
+    parser.add_argument("--quick", action="store_true", help="shorter runs (smoke check; noisier ratios)")
+    parser.add_argument("--blas-numba", action="store_true", help="blas: also time PyTensor's NUMBA mode")
+    parser.add_argument("--out", default=os.path.join(HERE, "results"), help="folder for latest.json / latest.md")
+    parser.add_argument("--list", action="store_true", help="list the benchmarks and exit")
+    args = parser.parse_args(argv)
+    if args.list:
+        print("\n".join(BENCHMARKS))
+        return 0
+    chosen = [b.strip() for b in args.only.split(",") if b.strip()]
+    unknown = sorted(set(chosen) - set(BENCHMARKS))
+    if unknown:
+        parser.error(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}")
+
+    start = time.perf_counter()
+    date = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
+    machine = _machine()
+    results = {}
+    for name in chosen:
+        print(f"[bench] {name} ...", file=sys.stderr, flush=True)
+        results[name] = _run_one(name, args.quick, args.blas_numba)
+        print(f"[bench] {name} done in {results[name]['bench_seconds']:.0f} s", file=sys.stderr, flush=True)
+    total = time.perf_counter() - start
+    meta = {"date": date, "machine": machine, "total_seconds": total, "quick": args.quick,
+            "command": " ".join(["benchmarks/run.py", *(argv if argv is not None else sys.argv[1:])]).strip()}
+    try:
+        import bayeszoo._blas as blas
+
+        meta["pytensor_blas"] = blas.configure_pytensor_blas()
+    except Exception as exc:
+        meta["pytensor_blas"] = f"unavailable: {exc}"
+
+    rows = _table(results)
+    width = max(len(q) for q, _, _ in rows)
+    vwidth = max(len(v) for _, v, _ in rows)
+    print()
+    print(f"bayeszoo benchmarks, {date}; {machine['cores']} cores; total {total:.0f} s")
+    for q, v, n in rows:
+        print(f"  {q:<{width}}  {v:>{vwidth}}  {n}")
+
+    os.makedirs(args.out, exist_ok=True)
+    payload = {"meta": meta, "results": {k: {kk: vv for kk, vv in v.items() if kk != "_rows"}
+                                         for k, v in results.items()},
+               "table": [list(r) for r in rows]}
+    with open(os.path.join(args.out, "latest.json"), "w") as fh:
+        json.dump(payload, fh, indent=1, default=str)
+    with open(os.path.join(args.out, "latest.md"), "w") as fh:
+        fh.write(_markdown(rows, meta))
+    print(f"\nwrote {os.path.join(args.out, 'latest.json')} and latest.md", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
