@@ -21,3 +21,10 @@ _blas.configure_pytensor_blas()
 import jax  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
+
+# NumPyro's NUTS kernel takes tens of seconds to compile on 2 CPU cores; JAX's persistent compilation cache
+# makes every later run of the same model shape (tests, grids, notebooks) skip that.
+_JAX_CACHE = os.environ.get("BAYESZOO_JAX_CACHE", os.path.join(os.path.expanduser("~"), ".cache", "bayeszoo", "jax"))
+if _JAX_CACHE and _JAX_CACHE.lower() != "off":
+    jax.config.update("jax_compilation_cache_dir", _JAX_CACHE)
+    jax.config.update("jax_persistent_cache_min_compile_time_secs", 1.0)

@@ -257,7 +257,8 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **options) 
         with _JaxCompileClock() as clock_w:
             t0 = time.perf_counter()
             if tune > 0:
-                mcmc.warmup(rng_key, extra_fields=("num_steps",), collect_warmup=True)
+                # the same extra_fields in warm-up and sampling lets JAX reuse one compiled kernel
+                mcmc.warmup(rng_key, extra_fields=fields, collect_warmup=True)
                 warm = mcmc.get_extra_fields(group_by_chain=True)
                 jax.block_until_ready(warm)
                 warm_steps = float(np.sum(np.asarray(warm["num_steps"])))

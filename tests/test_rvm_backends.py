@@ -1,0 +1,325 @@
+"""Numbers for the hand-written RVM backends: em, fast, vb, gibbs."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from scipy import stats
+
+import bayeszoo as bz
+from bayeszoo.inference.rvm import _common as C
+from bayeszoo.inference.rvm import em as em_mod
+from bayeszoo.inference.rvm.gibbs import gibbs_sample
+from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
+
+
+@pytest.fixture(scope="module")
+def sinc40():
+    return bz.datasets.load("sinc", n=40)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return bz.models.RVM(width=3.0)
+
+
+def dense_log_evidence(Phi, t, alpha, beta):
+    Cm = np.eye(len(t)) / beta + (Phi / alpha) @ Phi.T
+    return stats.multivariate_normal(np.zeros(len(t)), Cm).logpdf(t)
+
+
+def tiny_classification(n=30, seed=0):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(n, 2))
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.5 * rng.normal(size=n) > 0).astype(float)
+    return bz.datasets.Dataset(X=X, y=y, name="tiny2d", meta={"task": "classification"})
+
+
+# ------------------------------------------------------------------------------------------- evidence
+def test_log_evidence_matches_dense_computation():
+    rng = np.random.default_rng(1)
+    N, M = 7, 4
+    Phi = rng.normal(size=(N, M))
+    t = rng.normal(size=N)
+    alpha = rng.gamma(2.0, 1.0, M)
+    beta = 3.7
+    post = C.Gaussian(beta * Phi.T @ Phi + np.diag(alpha), beta * Phi.T @ t)
+    ours = C.log_evidence(post, beta * t @ t, beta * Phi.T @ t, alpha, N * np.log(beta), N)
+    assert ours == pytest.approx(dense_log_evidence(Phi, t, alpha, beta), rel=1e-12, abs=1e-11)
+
+
+def test_em_traced_evidence_is_the_dense_evidence_at_its_estimate(model):
+    data = bz.datasets.load("sinc", n=12, seed=3)
+    fit = bz.fit(model, data, "em", draws=10, chains=1, progress=False)
+    la = fit.posterior.log_alpha.values[0, 0]
+    active = la < LOG_ALPHA_PRUNED
+    beta = float(np.exp(fit.posterior.log_beta.values[0, 0]))
+    Phi = model.design(data.X, data.X)[:, active]
+    dense = dense_log_evidence(Phi, data.y, np.exp(la[active]), beta)
+    assert fit.info["log_evidence"] == pytest.approx(dense, rel=1e-9)
+    assert float(fit.idata.objective["log_evidence"].values[-1]) == pytest.approx(dense, rel=1e-9)
+
+
+# ------------------------------------------------------------------------------------------- em / fast
+def test_em_objective_is_monotone(model, sinc40):
+    fit = bz.fit(model, sinc40, "em", draws=10, chains=1, progress=False, update="em", max_iter=300)
+    obj = fit.idata.objective["objective"].values
+    assert obj.size > 50
+    assert np.all(np.diff(obj) >= -1e-8 * np.abs(obj[1:]))
+    assert obj[-1] > obj[0] + 1.0
+
+
+def test_em_updates_agree_and_prune(model, sinc40):
+    fits = {u: bz.fit(model, sinc40, "em", draws=10, chains=1, progress=False, update=u, max_iter=5000)
+            for u in ("mackay", "em")}
+    assert all(f.info["converged"] for f in fits.values())
+    # deletions are irreversible, so the two update rules may stop at different local maxima of J;
+    # on this problem they differ by about 1 % (21.49 vs 21.74)
+    assert fits["mackay"].info["objective"] == pytest.approx(fits["em"].info["objective"], rel=0.02)
+    f = fits["mackay"]
+    w = f.posterior.w.values
+    la = f.posterior.log_alpha.values
+    pruned = la[0, 0] >= LOG_ALPHA_PRUNED
+    assert 2 <= f.info["n_relevant"] <= 12 and pruned.sum() == model.n_basis(sinc40) - f.info["n_relevant"]
+    assert np.all(w[:, :, pruned] == 0.0)
+    # noise sd recovered (true 0.1)
+    assert np.exp(-0.5 * f.posterior.log_beta.values[0, 0]) == pytest.approx(0.1, rel=0.3)
+
+
+def test_fast_matches_em_with_no_more_bases(model, sinc40):
+    em = bz.fit(model, sinc40, "em", draws=10, chains=1, progress=False)
+    fast = bz.fit(model, sinc40, "fast", draws=10, chains=1, progress=False)
+    assert fast.info["converged"]
+    # the same objective J (log evidence + log-space hyperpriors); fast reaches an equal or higher maximum
+    assert fast.info["objective"] >= em.info["objective"] - 1e-6
+    assert fast.info["objective"] - em.info["objective"] < 0.02 * abs(em.info["objective"])
+    assert abs(fast.info["log_evidence"] - em.info["log_evidence"]) < 0.02 * abs(em.info["log_evidence"])
+    assert fast.info["n_relevant"] <= em.info["n_relevant"]
+    # predictions at the estimates agree closely
+    Xt = sinc40.X_test[::50]
+    Pt = model.design(Xt, sinc40.X)
+    pe = Pt @ em.posterior.w.values.reshape(-1, Pt.shape[1]).mean(0)
+    pf = Pt @ fast.posterior.w.values.reshape(-1, Pt.shape[1]).mean(0)
+    assert np.max(np.abs(pe - pf)) < 0.05
+
+
+def test_fast_final_evidence_is_dense_evidence(model, sinc40):
+    fit = bz.fit(model, sinc40, "fast", draws=5, chains=1, progress=False)
+    la = fit.posterior.log_alpha.values[0, 0]
+    active = la < LOG_ALPHA_PRUNED
+    Phi = model.design(sinc40.X, sinc40.X)[:, active]
+    beta = float(np.exp(fit.posterior.log_beta.values[0, 0]))
+    assert fit.info["log_evidence"] == pytest.approx(dense_log_evidence(Phi, sinc40.y, np.exp(la[active]), beta),
+                                                     rel=1e-9)
+
+
+@pytest.mark.parametrize("link", ["logit", "probit"])
+@pytest.mark.parametrize("backend", ["em", "fast", "vb"])
+def test_classification_backends_fit(backend, link):
+    data = tiny_classification()
+    model = bz.models.RVM(task="classification", link=link, width=2.0)
+    fit = bz.fit(model, data, backend, draws=50, chains=2, progress=False)
+    assert fit.info["converged"]
+    assert "log_beta" not in fit.posterior
+    Phi = model.design(data.X, data.X)
+    f = Phi @ fit.posterior.w.values.reshape(-1, Phi.shape[1]).mean(0)
+    assert np.mean((f > 0) != (data.y > 0.5)) < 0.2
+
+
+# ------------------------------------------------------------------------------------------- vb
+@pytest.mark.parametrize("task,link", [("regression", "logit"), ("classification", "logit"),
+                                       ("classification", "probit")])
+def test_vb_elbo_never_decreases(task, link, sinc40):
+    data = sinc40 if task == "regression" else tiny_classification()
+    model = bz.models.RVM(task=task, link=link, width=3.0 if task == "regression" else 2.0)
+    fit = bz.fit(model, data, "vb", draws=10, chains=1, progress=False, max_iter=400)
+    elbo = fit.idata.objective["elbo"].values
+    assert elbo.size > 10
+    assert np.all(np.diff(elbo) >= -1e-9 * np.abs(elbo[1:]))
+
+
+def test_vb_is_exact_for_one_conjugate_block():
+    # q(w) with alpha, beta moments fixed is the exact Gaussian; check m, S against the closed form
+    rng = np.random.default_rng(0)
+    N, M = 9, 3
+    Phi = rng.normal(size=(N, M))
+    t = Phi @ np.array([1.0, -0.5, 0.0]) + 0.1 * rng.normal(size=N)
+    model = bz.models.RVM(a=2.0, b=1.0, c=2.0, d=1.0)
+    from bayeszoo.inference.rvm.vb import vb_fit
+
+    res = vb_fit(model, Phi, t, {"max_iter": 3000, "tol": 1e-13})
+    Eb = res["c_t"] / res["d_t"]
+    Ea = res["a_t"] / res["b_t"]
+    S = np.linalg.inv(Eb * Phi.T @ Phi + np.diag(Ea))
+    np.testing.assert_allclose(res["m"], Eb * S @ Phi.T @ t, rtol=1e-6)
+    np.testing.assert_allclose(res["R"] @ res["R"].T, S, rtol=1e-6, atol=1e-12)
+
+
+# ------------------------------------------------------------------------------------------- gibbs
+def test_gibbs_with_fixed_hyperparameters_is_the_exact_gaussian(model):
+    data = bz.datasets.load("sinc", n=6, seed=2)
+    Phi = model.design(data.X, data.X)
+    alpha = np.linspace(0.5, 4.0, Phi.shape[1])
+    beta = 20.0
+    fit = bz.fit(model, data, "gibbs", draws=5000, tune=10, chains=4, seed=3, progress=False,
+                 fix_alpha=alpha, fix_beta=beta)
+    H = beta * Phi.T @ Phi + np.diag(alpha)
+    Sigma = np.linalg.inv(H)
+    mu = Sigma @ (beta * Phi.T @ data.y)
+    w = fit.posterior.w.values.reshape(-1, Phi.shape[1])   # i.i.d. given fixed alpha, beta
+    n = w.shape[0]
+    z = (w.mean(0) - mu) / np.sqrt(np.diag(Sigma) / n)
+    assert np.max(np.abs(z)) < 4.5
+    # covariance: entrywise error against the Wishart standard error sqrt((S_ij^2 + S_ii S_jj) / n)
+    emp = np.cov(w.T)
+    se = np.sqrt((Sigma**2 + np.outer(np.diag(Sigma), np.diag(Sigma))) / n)
+    assert np.max(np.abs(emp - Sigma) / se) < 5.0
+    assert np.all(fit.posterior.log_beta.values == np.log(beta))
+
+
+def _sbc(reps, draws, thin, seed):
+    rng = np.random.default_rng(seed)
+    N, M = 8, 3
+    X = np.linspace(-1, 1, N)
+    Phi = np.column_stack([np.ones(N), X, np.exp(-X**2 / 0.5)])       # fixed basis
+    a, b, c, d = 3.0, 2.0, 4.0, 2.0
+    ranks = []
+    for r in range(reps):
+        alpha = rng.gamma(a, 1.0 / b, M)
+        beta = rng.gamma(c, 1.0 / d)
+        w = rng.normal(size=M) / np.sqrt(alpha)
+        t = Phi @ w + rng.normal(size=N) / np.sqrt(beta)
+        out = gibbs_sample(Phi, t, (a, b, c, d), draws=draws, tune=100, chains=1, seed=r, thin=thin)
+        ranks.append(np.concatenate([np.sum(out["w"][0] < w, 0), [np.sum(out["log_beta"][0] < np.log(beta))]]))
+    return np.array(ranks)  # (reps, M + 1), values in 0..draws
+
+
+def _uniform_pvalues(ranks, draws, bins):
+    edges = np.linspace(0, draws + 1, bins + 1)
+    pv = []
+    for j in range(ranks.shape[1]):
+        counts = np.histogram(ranks[:, j], bins=edges)[0]
+        pv.append(stats.chisquare(counts).pvalue)
+    return np.array(pv)
+
+
+def test_gibbs_sbc_quick():
+    draws = 49
+    ranks = _sbc(reps=120, draws=draws, thin=4, seed=11)
+    pv = _uniform_pvalues(ranks, draws, bins=5)
+    # 4 tests: Bonferroni at 0.001 overall
+    assert np.min(pv) > 0.001 / 4, pv
+
+
+@pytest.mark.slow
+def test_gibbs_sbc_full():
+    draws = 99
+    ranks = _sbc(reps=600, draws=draws, thin=5, seed=12)
+    pv = _uniform_pvalues(ranks, draws, bins=10)
+    assert np.min(pv) > 0.001 / 4, pv
+    # and by Kolmogorov-Smirnov on the normalised ranks
+    for j in range(ranks.shape[1]):
+        u = (ranks[:, j] + np.random.default_rng(j).uniform(size=len(ranks))) / (draws + 1)
+        assert stats.kstest(u, "uniform").pvalue > 0.001 / 4
+
+
+def test_gibbs_probit_classification_runs_and_separates():
+    data = tiny_classification()
+    model = bz.models.RVM(task="classification", link="probit", width=2.0)
+    fit = bz.fit(model, data, "gibbs", draws=300, tune=200, chains=2, seed=0, progress=False)
+    assert fit.kind == "mcmc" and "log_beta" not in fit.posterior
+    Phi = model.design(data.X, data.X)
+    f = Phi @ fit.posterior.w.values.reshape(-1, Phi.shape[1]).mean(0)
+    assert np.mean((f > 0) != (data.y > 0.5)) < 0.2
+
+
+# ------------------------------------------------------------------------------------------- seeds / options
+@pytest.mark.parametrize("backend", ["gibbs", "vb"])
+def test_same_seed_same_draws(backend, model, sinc40):
+    kw = dict(draws=50, tune=20, chains=2, progress=False)
+    f1 = bz.fit(model, sinc40, backend, seed=5, **kw)
+    f2 = bz.fit(model, sinc40, backend, seed=5, **kw)
+    f3 = bz.fit(model, sinc40, backend, seed=6, **kw)
+    for v in ("w", "log_alpha", "log_beta"):
+        np.testing.assert_array_equal(f1.posterior[v].values, f2.posterior[v].values)
+    assert not np.array_equal(f1.posterior.w.values, f3.posterior.w.values)
+    assert not np.array_equal(f1.posterior.w.values[0], f1.posterior.w.values[1])   # chains differ
+
+
+@pytest.mark.parametrize("backend,options", [
+    ("em", {"bogus": 1}), ("em", {"update": "newton"}), ("em", {"max_iter": 0}), ("em", {"tol": -1.0}),
+    ("fast", {"bogus": 1}), ("fast", {"max_iter": 1.5}),
+    ("vb", {"bogus": 1}), ("vb", {"tol": 0.0}),
+    ("gibbs", {"bogus": 1}), ("gibbs", {"thin": 0}), ("gibbs", {"fix_alpha": -1.0}),
+    ("gibbs", {"fix_alpha": [1.0, 2.0]}), ("gibbs", {"fix_beta": 0.0}), ("gibbs", {"init": {"tau": 1.0}}),
+])
+def test_bad_options_raise(backend, options, model, sinc40):
+    with pytest.raises(ValueError):
+        bz.fit(model, sinc40, backend, draws=5, tune=5, chains=1, progress=False, **options)
+
+
+def test_gibbs_does_not_apply_to_logit_classification():
+    model = bz.models.RVM(task="classification", link="logit")
+    assert "gibbs" not in bz.backends(model)
+    with pytest.raises(ValueError):
+        bz.fit(model, tiny_classification(), "gibbs", draws=5, tune=5, chains=1, progress=False)
+
+
+def test_outputs_have_canonical_shape(model, sinc40):
+    for backend in ("em", "fast", "vb", "gibbs"):
+        fit = bz.fit(model, sinc40, backend, draws=7, tune=5, chains=2, progress=False)
+        post = fit.posterior
+        assert set(post.data_vars) == {"w", "log_alpha", "log_beta"}
+        assert post.w.dims == ("chain", "draw", "basis") and post.w.shape == (2, 7, 41)
+        assert set(fit.timing) >= {"compile", "tune", "sample", "total"}
+        assert "converged" in fit.info and "warnings" in fit.info
+        if backend != "gibbs":
+            assert "objective" in fit.idata.groups()
+
+
+# ------------------------------------------------------------------------------------------- cross-backend
+def _predictive(fit, model, data, Xt):
+    Pt = model.design(Xt, data.X)
+    f = np.einsum("cdm,nm->cdn", fit.posterior.w.values, Pt)
+    return f
+
+
+def test_gibbs_and_vb_agree_on_sinc(model, sinc40):
+    Xt = sinc40.X_test[::40]
+    g = _predictive(bz.fit(model, sinc40, "gibbs", draws=1000, tune=500, chains=4, seed=1, progress=False),
+                    model, sinc40, Xt)
+    v = _predictive(bz.fit(model, sinc40, "vb", draws=1000, chains=1, seed=1, progress=False), model, sinc40, Xt)
+    # VB is an approximation: its predictive mean is within 0.05 (half the noise sd) of the Gibbs mean
+    diff = np.abs(g.mean((0, 1)) - v.mean((0, 1)))
+    assert np.max(diff) < 0.05, diff
+
+
+@pytest.mark.slow
+def test_gibbs_vb_nuts_agree_on_sinc(model, sinc40):
+    import arviz as az
+
+    Xt = sinc40.X_test[::40]
+    g = _predictive(bz.fit(model, sinc40, "gibbs", draws=4000, tune=1000, chains=4, seed=1, progress=False),
+                    model, sinc40, Xt)
+    others = {}
+    for name in ("nuts", "numpyro"):
+        if name not in bz.backends(model):
+            continue
+        try:
+            others[name] = _predictive(bz.fit(model, sinc40, name, draws=1000, tune=1000, chains=4, seed=1,
+                                              progress=False), model, sinc40, Xt)
+        except NotImplementedError:
+            continue
+    if not others:
+        pytest.skip("no generic NUTS backend available yet")
+
+    def mean_se(f):
+        ess = az.ess(az.convert_to_dataset({"f": f}))["f"].values
+        return f.mean((0, 1)), f.std((0, 1)) / np.sqrt(ess)
+
+    mg, sg = mean_se(g)
+    for name, f in others.items():
+        mo, so = mean_se(f)
+        z = (mg - mo) / np.sqrt(sg**2 + so**2)
+        assert np.max(np.abs(z)) < 5.0, (name, z)
+    v = _predictive(bz.fit(model, sinc40, "vb", draws=2000, chains=1, seed=1, progress=False), model, sinc40, Xt)
+    assert np.max(np.abs(v.mean((0, 1)) - mg)) < 0.05
