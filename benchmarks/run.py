@@ -58,11 +58,11 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
         if name == "blas":
             import bench_blas as mod
 
-            result = mod.run(numba=numba, repeats=1 if quick else 2)
+            result = mod.run(numba=numba, repeats=1)
         elif name == "ess":
             import bench_ess as mod
 
-            result = mod.run(draws=500, tune=500) if quick else mod.run()
+            result = mod.run(draws=500, tune=500, gradient_draws=200) if quick else mod.run()
         elif name == "fast_vs_sklearn":
             import bench_fast_vs_sklearn as mod
 

@@ -30,7 +30,7 @@ def dense_log_evidence(Phi, t, alpha, beta):
 def tiny_classification(n=30, seed=0):
     rng = np.random.default_rng(seed)
     X = rng.normal(size=(n, 2))
-    y = (X[:, 0] + 0.5 * X[:, 1] + 0.5 * rng.normal(size=n) > 0).astype(float)
+    y = (X[:, 0] + 0.5 * X[:, 1] + 0.2 * rng.normal(size=n) > 0).astype(float)
     return bz.datasets.Dataset(X=X, y=y, name="tiny2d", meta={"task": "classification"})
 
 
