@@ -14,7 +14,7 @@ import bayeszoo as bz
 
 DEMOS = {
     "rvm-sinc": dict(
-        model=lambda: bz.models.RVM(task="regression", kernel="gauss", width=3.0),
+        model=lambda: bz.models.RVM(task="regression", kernel="gauss", width=3.0, a=1.0, b=1e-2),
         data=lambda: bz.datasets.load("sinc", n=60, seed=0),
         reference="nuts",
     ),
