@@ -37,12 +37,15 @@ def _machine() -> dict:
             cpu = next((ln.split(":", 1)[1].strip() for ln in fh if ln.startswith("model name")), cpu)
     except OSError:
         pass
+    from importlib.metadata import PackageNotFoundError, version
+
     versions = {}
-    for mod in ("numpy", "scipy", "pytensor", "pymc", "jax", "numpyro", "arviz", "sklearn", "sklearn_rvm"):
+    for dist in ("numpy", "scipy", "pytensor", "pymc", "jax", "numpyro", "nutpie", "arviz", "scikit-learn",
+                 "sklearn-rvm"):
         try:
-            versions[mod] = __import__(mod).__version__
-        except Exception:
-            versions[mod] = None
+            versions[dist] = version(dist)
+        except PackageNotFoundError:
+            versions[dist] = None
     try:
         load = os.getloadavg()[0]
     except OSError:
@@ -119,6 +122,8 @@ def main(argv=None) -> int:
     unknown = sorted(set(chosen) - set(BENCHMARKS))
     if unknown:
         parser.error(f"unknown benchmark(s) {unknown}; choose from {list(BENCHMARKS)}")
+
+    import bayeszoo  # noqa: F401  (first: it points PyTensor at OpenBLAS before anything imports pytensor)
 
     start = time.perf_counter()
     date = _dt.datetime.now().astimezone().isoformat(timespec="seconds")
