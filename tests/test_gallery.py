@@ -10,7 +10,6 @@ GALLERY = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 NOTEBOOKS = sorted(f for f in os.listdir(GALLERY) if f.endswith(".ipynb"))
 
 
-@pytest.mark.slow
 @pytest.mark.parametrize("name", NOTEBOOKS)
 def test_notebook_executes(name, tmp_path):
     nb = nbformat.read(os.path.join(GALLERY, name), as_version=4)
