@@ -7,7 +7,6 @@ from scipy import stats
 
 import bayeszoo as bz
 from bayeszoo.inference.rvm import _common as C
-from bayeszoo.inference.rvm import em as em_mod
 from bayeszoo.inference.rvm.gibbs import gibbs_sample
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 

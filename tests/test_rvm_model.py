@@ -1,7 +1,6 @@
 """RVM declarations, prediction and scoring: PyMC and NumPyro densities agree; metrics on constructed draws."""
 import numpy as np
 import pytest
-from scipy.special import gammaln
 
 import bayeszoo as bz
 from bayeszoo.inference._idata import make_fit

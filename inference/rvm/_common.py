@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import time
 
+import warnings
+
 import numpy as np
 from scipy import linalg as sla
 from scipy.special import expit, log_expit, log_ndtr
@@ -267,3 +269,28 @@ def point_estimate_fit(model, data, backend, *, active, mu, post, alpha, beta, d
     info["n_relevant"] = int(active.size)
     info["relevant"] = [int(i) for i in active]
     return make_fit(model, data, backend, "approximation", out, timing=timing, objective=objective, info=info)
+
+
+def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chains: int, seed, extra_info) -> object:
+    """Shared driver of the type-II backends (``em``, ``fast``): design matrix, ``solver``, point-estimate Fit.
+
+    ``solver(model, Phi, t, opts)`` returns a dict with ``active``, ``alpha``, ``beta``, ``post``,
+    ``log_evidence`` / ``objective`` traces, ``iterations`` and ``converged``; ``extra_info(res)`` adds the
+    backend's own entries to ``fit.info``.
+    """
+    timer = Timer()
+    Phi = model.design(data.X, data.X)
+    t = np.asarray(data.y, float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = solver(model, Phi, t, opts)
+    opt_seconds = timer()
+    warn = [] if res["converged"] else [f"{backend} did not converge in {opts['max_iter']} iterations"]
+    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn,
+            **extra_info(res), "log_evidence": float(res["log_evidence"][-1]),
+            "objective": float(res["objective"][-1])}
+    return point_estimate_fit(model, data, backend, active=res["active"], mu=res["post"].mu, post=res["post"],
+                              alpha=res["alpha"], beta=res["beta"], draws=draws, chains=chains, seed=seed,
+                              timing={"compile": 0.0, "tune": opt_seconds},
+                              objective={"log_evidence": res["log_evidence"], "objective": res["objective"]},
+                              info=info)

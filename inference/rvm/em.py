@@ -18,7 +18,6 @@ logit or probit after ``model.link`` ([P 18-20], digest 2.5), with the Laplace l
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -158,19 +157,5 @@ def type2_fit(model, Phi, t, opts):
 def run(model, data, *, draws, tune, chains, seed, progress, **options):
     """Type-II ML / MAP (MacKay or EM updates), Gaussian (or Laplace) posterior of w at the estimate."""
     opts = _check(options)
-    timer = C.Timer()
-    Phi = model.design(data.X, data.X)
-    t = np.asarray(data.y, float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = type2_fit(model, Phi, t, opts)
-    opt_seconds = timer()
-    warn = [] if res["converged"] else [f"em did not converge in {opts['max_iter']} iterations"]
-    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn,
-            "update": opts["update"], "log_evidence": float(res["log_evidence"][-1]),
-            "objective": float(res["objective"][-1])}
-    return C.point_estimate_fit(model, data, "em", active=res["active"], mu=res["post"].mu, post=res["post"],
-                                alpha=res["alpha"], beta=res["beta"], draws=draws, chains=chains, seed=seed,
-                                timing={"compile": 0.0, "tune": opt_seconds},
-                                objective={"log_evidence": res["log_evidence"], "objective": res["objective"]},
-                                info=info)
+    return C.run_type2("em", type2_fit, model, data, opts, draws=draws, chains=chains, seed=seed,
+                       extra_info=lambda res: {"update": opts["update"]})

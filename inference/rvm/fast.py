@@ -12,7 +12,6 @@ Classification: the Laplace mode is recomputed by IRLS after every action and S,
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -164,19 +163,5 @@ def _permute(post, order):
 def run(model, data, *, draws, tune, chains, seed, progress, **options):
     """Tipping-Faul sequential type-II ML / MAP; Gaussian (or Laplace) posterior of w at the estimate."""
     opts = _check(options)
-    timer = C.Timer()
-    Phi = model.design(data.X, data.X)
-    t = np.asarray(data.y, float)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = fast_fit(model, Phi, t, opts)
-    opt_seconds = timer()
-    warn = [] if res["converged"] else [f"fast did not converge in {opts['max_iter']} iterations"]
-    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn,
-            "actions": res["actions"], "log_evidence": float(res["log_evidence"][-1]),
-            "objective": float(res["objective"][-1])}
-    return C.point_estimate_fit(model, data, "fast", active=res["active"], mu=res["post"].mu, post=res["post"],
-                                alpha=res["alpha"], beta=res["beta"], draws=draws, chains=chains, seed=seed,
-                                timing={"compile": 0.0, "tune": opt_seconds},
-                                objective={"log_evidence": res["log_evidence"], "objective": res["objective"]},
-                                info=info)
+    return C.run_type2("fast", fast_fit, model, data, opts, draws=draws, chains=chains, seed=seed,
+                       extra_info=lambda res: {"actions": res["actions"]})
