@@ -150,3 +150,19 @@ def test_resume_reruns_a_fit_saved_with_other_settings(problem, tmp_path):
     assert reseeded.fits["fake_ok"].info["settings"]["seed"] == 8
     assert not np.array_equal(reseeded.fits["fake_ok"].posterior["w"].values,
                               first.fits["fake_ok"].posterior["w"].values)
+
+
+def test_reference_can_be_a_separate_long_run_or_a_given_fit(problem):
+    model, data = problem
+    cmp = bz.compare(model, data, backends=["fake_vb"], reference="fake_ok", reference_draws=400, **KW)
+    assert cmp.reference == "fake_ok (reference)"
+    assert cmp.reference_fit.n_draws == 400 and cmp.fits["fake_vb"].n_draws == KW["draws"]
+    table = cmp.table().set_index("backend")
+    assert list(table.index) == ["fake_vb", "fake_ok (reference)"]
+    assert table.loc["fake_ok (reference)", "mean_err"] == 0.0
+    # any Fit can serve as the reference, e.g. draws from an exact posterior
+    given = bz.compare(model, data, backends=["fake_vb"], reference=cmp.reference_fit, **KW)
+    assert given.table().set_index("backend").loc["fake_vb", "mean_err"] == pytest.approx(
+        table.loc["fake_vb", "mean_err"])
+    with pytest.raises(ValueError, match="reference must be a backend name or a Fit"):
+        bz.compare(model, data, backends=["fake_vb"], reference=3.0, **KW)
