@@ -71,7 +71,7 @@ def run(draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int = 0, n: 
     met = None
     if "gibbs/nuts w" in ratios:
         met = bool(min(ratios["gibbs/nuts w"], ratios["gibbs/nuts hyper"]) >= TARGET)
-    return {"name": "ess", "problem": f"sinc n={n}, RVM(width=3.0, prior {prior!r}: {model.spec()}); chains={chains}, seed={seed}; gibbs tune=draws="
+    return {"name": "ess" if prior == "comparison" else f"ess_{prior}", "problem": f"sinc n={n}, RVM(width=3.0, prior {prior!r}: {model.spec()}); chains={chains}, seed={seed}; gibbs tune=draws="
                                       f"{draws}, nuts/numpyro tune=draws={gradient_draws or draws}", "backends": per_backend, "ratios": ratios,
             "target": f"gibbs ESS/s >= {TARGET:g}x nuts (min bulk ESS over w, and over log_alpha/log_beta)",
             "target_met": met}
@@ -79,15 +79,16 @@ def run(draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int = 0, n: 
 
 def rows(result: dict) -> list[tuple[str, str, str]]:
     out = []
+    tag = result["name"]
     for name, b in result["backends"].items():
         if "error" in b:
-            out.append((f"ess/{name}", "ERROR", b["error"][:100]))
+            out.append((f"{tag}/{name}", "ERROR", b["error"][:100]))
             continue
         conv = "" if b["converged"] else " NOT CONVERGED (R-hat > 1.1)"
-        out.append((f"ess/{name} w", f"{b['ess_per_s_w']:.2f} ESS/s",
+        out.append((f"{tag}/{name} w", f"{b['ess_per_s_w']:.2f} ESS/s",
                     f"min bulk ESS {b['ess_bulk_min_w']:.0f} in {b['seconds']:.1f} s ({b['chains']}x{b['tune']}+"
                     f"{b['draws']}); R-hat max {b['rhat_max_w']:.3f}{conv}"))
-        out.append((f"ess/{name} log_alpha,log_beta", f"{b['ess_per_s_hyper']:.2f} ESS/s",
+        out.append((f"{tag}/{name} log_alpha,log_beta", f"{b['ess_per_s_hyper']:.2f} ESS/s",
                     f"min bulk ESS {b['ess_bulk_min_hyper']:.0f}; R-hat max {b['rhat_max_hyper']:.3f}; "
                     f"divergences {b['divergences']}"))
     for key, value in result["ratios"].items():
@@ -95,7 +96,7 @@ def rows(result: dict) -> list[tuple[str, str, str]]:
         note = f"target >= {TARGET:g}x" if "nuts" in key else ""
         if not ref.get("converged", True):
             note += " (reference did not converge: its ESS is not reliable)"
-        out.append((f"ess ratio {key}", f"{value:.0f}x", note.strip()))
+        out.append((f"{tag} ratio {key}", f"{value:.0f}x", note.strip()))
     return out
 
 

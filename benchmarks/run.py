@@ -70,7 +70,6 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
             prior = "comparison" if name == "ess" else "sparse"
             sizes = dict(draws=500, tune=500, gradient_draws=200) if quick else {}
             result = mod.run(prior=prior, **sizes)
-            result["name"] = name
         elif name == "fast_vs_sklearn":
             import bench_fast_vs_sklearn as mod
 
