@@ -3,3 +3,4 @@ from __future__ import annotations
 
 from bayeszoo.inference import generic  # noqa: F401
 from bayeszoo.inference import rvm  # noqa: F401
+from bayeszoo.inference import gpc  # noqa: F401

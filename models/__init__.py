@@ -2,11 +2,12 @@
 from __future__ import annotations
 
 from bayeszoo.models.base import Model
+from bayeszoo.models.gpc import GPC
 from bayeszoo.models.rvm import RVM
 
-FAMILIES: dict[str, type[Model]] = {"rvm": RVM}
+FAMILIES: dict[str, type[Model]] = {"rvm": RVM, "gpc": GPC}
 
-__all__ = ["Model", "RVM", "FAMILIES", "from_spec", "get_family"]
+__all__ = ["Model", "RVM", "GPC", "FAMILIES", "from_spec", "get_family"]
 
 
 def get_family(name: str) -> type[Model]:

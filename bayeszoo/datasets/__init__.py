@@ -143,7 +143,7 @@ def register(name: str):
 
 
 def _ensure_loaded():
-    from bayeszoo.datasets import synthetic, real  # noqa: F401  (importing registers the loaders)
+    from bayeszoo.datasets import synthetic, real, gpc_data  # noqa: F401  (importing registers the loaders)
 
 
 def names() -> list[str]:

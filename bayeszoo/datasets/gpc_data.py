@@ -1,0 +1,1 @@
+"""GP-classification datasets (being written)."""
