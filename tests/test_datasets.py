@@ -33,6 +33,10 @@ SHAPES = {
 
 # sha256 of the shipped files, as listed in DATASETS.md (guards against accidental edits)
 CHECKSUMS = {
+    "gpc_biopsy.csv": "131e30ba1cad5f98ef9181e5d459bf4020648729d9ba533652bba24cd0a4f62c",
+    "gpc_crabs.csv": "c112a5e147591d8e04f32dbf3f3e2be2eb74860119c6f6b5e33191ef84ee16aa",
+    "gpc_ionosphere.csv": "1f980b2d1eac0233f8586844abd4e6c299b884f52f7f3bbc15b7bfc6af361736",
+    "gpc_sonar.csv": "d8e2a4acbec4420527f321d25b033eed4c5bb15e854eba01e35b83d47b5eb0f8",
     "banana.csv": "8685454508e07cfacb9d08993460d9ee1b56db76bd4af564ed55cf68b6b9d58c",
     "boston.csv": "b9f88f3463a208dadd78546f0fb9ddacfa4897b4c92dd1b8269734f000fe377c",
     "breast_cancer.csv": "687a2f9d069f080e14604455e5094f8d5b87351bfd62f649df69abc3fa827dfb",

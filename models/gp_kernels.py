@@ -1,0 +1,162 @@
+"""Covariance functions for GP classification, with log-scale hyperparameters (GPML conventions).
+
+Nickisch thesis §4.1 / §4.12 (SE, linear, polynomial of degree 1-3, Matérn 3/2 and 5/2, neural network);
+the formulas and hyperparameter orders follow the GPML toolbox functions named in brackets. Every
+hyperparameter is a log: ``hyp`` is a 1-D float array, in this order (``d`` = input dimension):
+
+==========  ===============================  ======================================================  =====
+kind        hyp (in order)                   k(x, z)                                                  count
+==========  ===============================  ======================================================  =====
+``se``      log ell, log sf                  sf^2 exp(-|x - z|^2 / (2 ell^2))            [covSEiso]   2
+``se_ard``  log ell_1..log ell_d, log sf     sf^2 exp(-sum_j (x_j - z_j)^2 / (2 ell_j^2)) [covSEard]   d + 1
+``matern32`` log ell, log sf                 sf^2 (1 + t) exp(-t),  t = sqrt(3) |x - z| / ell [covMaterniso, 3]  2
+``matern52`` log ell, log sf                 sf^2 (1 + t + t^2 / 3) exp(-t),  t = sqrt(5) |x - z| / ell     2
+``linear``  log t                            (x.z + 1) / t^2                             [covLINone]  1
+``poly``    log c, log sf                    sf^2 (c + x.z)^degree, degree in {1, 2, 3}   [covPoly]    2
+``nn``      log ell, log sf                  sf^2 asin(s(x, z)),  s = (1 + x.z / ell^2) /              2
+                                             sqrt((2 + |x|^2 / ell^2)(2 + |z|^2 / ell^2))  [covNNone]
+==========  ===============================  ======================================================  =====
+
+``kernel_matrix(kind, X1, X2, hyp)`` is the cross-covariance (no jitter), ``kernel_diag(kind, X, hyp)`` its
+diagonal for X1 = X2 = X, and ``kernel_grad(kind, X, hyp)`` the list of analytic dK/dhyp_j (one n x n
+matrix per hyperparameter, in the order above). ``degree`` is used by ``poly`` only.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+KERNELS = ("se", "se_ard", "matern32", "matern52", "linear", "poly", "nn")
+POLY_DEGREES = (1, 2, 3)
+
+
+def n_hyp(kind: str, d: int) -> int:
+    """Number of (log) hyperparameters of ``kind`` for inputs of dimension ``d``."""
+    _check_kind(kind)
+    if kind == "se_ard":
+        return int(d) + 1
+    if kind == "linear":
+        return 1
+    return 2
+
+
+def hyp_names(kind: str, d: int) -> list[str]:
+    """Names of the hyperparameters, in order (e.g. ``["log_ell", "log_sf"]``)."""
+    _check_kind(kind)
+    if kind == "se_ard":
+        return [f"log_ell_{j}" for j in range(int(d))] + ["log_sf"]
+    if kind == "linear":
+        return ["log_t"]
+    if kind == "poly":
+        return ["log_c", "log_sf"]
+    return ["log_ell", "log_sf"]
+
+
+def _check_kind(kind):
+    if kind not in KERNELS:
+        raise ValueError(f"unknown GP kernel {kind!r}; choose one of {KERNELS}")
+
+
+def _check(kind, X1, X2, hyp, degree):
+    _check_kind(kind)
+    X1 = np.atleast_2d(np.asarray(X1, dtype=float))
+    X2 = X1 if X2 is None else np.atleast_2d(np.asarray(X2, dtype=float))
+    if X1.shape[1] != X2.shape[1]:
+        raise ValueError(f"inputs have {X1.shape[1]} and {X2.shape[1]} columns")
+    hyp = np.atleast_1d(np.asarray(hyp, dtype=float))
+    m = n_hyp(kind, X1.shape[1])
+    if hyp.shape != (m,):
+        raise ValueError(f"kernel {kind!r} with d={X1.shape[1]} needs {m} log-hyperparameters "
+                         f"{hyp_names(kind, X1.shape[1])}, got {hyp.size}")
+    if kind == "poly" and int(degree) not in POLY_DEGREES:
+        raise ValueError(f"poly kernel degree must be one of {POLY_DEGREES}, got {degree!r}")
+    return X1, X2, hyp
+
+
+def _sqdist(X1, X2):
+    return (np.sum(X1**2, 1)[:, None] + np.sum(X2**2, 1)[None, :] - 2.0 * X1 @ X2.T).clip(min=0.0)
+
+
+def _nn_parts(X1, X2, ell):
+    a1 = np.sum(X1**2, 1) / ell**2
+    a2 = np.sum(X2**2, 1) / ell**2
+    S = 1.0 + (X1 @ X2.T) / ell**2
+    D1, D2 = 2.0 + a1, 2.0 + a2
+    s = S / np.sqrt(D1[:, None] * D2[None, :])
+    return S, D1, D2, np.clip(s, -1.0, 1.0)
+
+
+def kernel_matrix(kind: str, X1, X2, hyp, degree: int = 2) -> np.ndarray:
+    """Covariance matrix k(X1[i], X2[j]) (n1 x n2), no jitter. ``X2=None`` means X2 = X1."""
+    X1, X2, hyp = _check(kind, X1, X2, hyp, degree)
+    if kind in ("se", "se_ard", "matern32", "matern52"):
+        sf2 = np.exp(2.0 * hyp[-1])
+        if kind == "se_ard":
+            ell = np.exp(hyp[:-1])
+            return sf2 * np.exp(-0.5 * _sqdist(X1 / ell, X2 / ell))
+        ell = np.exp(hyp[0])
+        r2 = _sqdist(X1, X2) / ell**2
+        if kind == "se":
+            return sf2 * np.exp(-0.5 * r2)
+        if kind == "matern32":
+            t = np.sqrt(3.0 * r2)
+            return sf2 * (1.0 + t) * np.exp(-t)
+        t = np.sqrt(5.0 * r2)
+        return sf2 * (1.0 + t + t**2 / 3.0) * np.exp(-t)
+    if kind == "linear":
+        return (X1 @ X2.T + 1.0) * np.exp(-2.0 * hyp[0])
+    if kind == "poly":
+        c, sf2 = np.exp(hyp[0]), np.exp(2.0 * hyp[1])
+        return sf2 * (c + X1 @ X2.T) ** int(degree)
+    ell, sf2 = np.exp(hyp[0]), np.exp(2.0 * hyp[1])   # nn
+    return sf2 * np.arcsin(_nn_parts(X1, X2, ell)[3])
+
+
+def kernel_diag(kind: str, X, hyp, degree: int = 2) -> np.ndarray:
+    """Prior variances k(x, x) for every row of X (n,), without forming the n x n matrix."""
+    X, _, hyp = _check(kind, X, None, hyp, degree)
+    if kind in ("se", "se_ard", "matern32", "matern52"):
+        return np.full(X.shape[0], np.exp(2.0 * hyp[-1]))
+    sq = np.sum(X**2, 1)
+    if kind == "linear":
+        return (sq + 1.0) * np.exp(-2.0 * hyp[0])
+    if kind == "poly":
+        return np.exp(2.0 * hyp[1]) * (np.exp(hyp[0]) + sq) ** int(degree)
+    a = sq / np.exp(2.0 * hyp[0])
+    return np.exp(2.0 * hyp[1]) * np.arcsin((1.0 + a) / (2.0 + a))
+
+
+def kernel_grad(kind: str, X, hyp, degree: int = 2) -> list[np.ndarray]:
+    """Analytic derivatives dK/dhyp_j of K = kernel_matrix(kind, X, X, hyp), one (n, n) array per hyp_j."""
+    X, _, hyp = _check(kind, X, None, hyp, degree)
+    K = kernel_matrix(kind, X, X, hyp, degree)
+    if kind == "se":
+        r2 = _sqdist(X, X) / np.exp(2.0 * hyp[0])
+        return [K * r2, 2.0 * K]
+    if kind == "se_ard":
+        ell = np.exp(hyp[:-1])
+        grads = [K * (X[:, j][:, None] - X[:, j][None, :]) ** 2 / ell[j] ** 2 for j in range(X.shape[1])]
+        return grads + [2.0 * K]
+    if kind in ("matern32", "matern52"):
+        sf2 = np.exp(2.0 * hyp[1])
+        r2 = _sqdist(X, X) / np.exp(2.0 * hyp[0])
+        if kind == "matern32":
+            t = np.sqrt(3.0 * r2)
+            dell = sf2 * t**2 * np.exp(-t)                     # dK/dt * dt/dlog ell, dt/dlog ell = -t
+        else:
+            t = np.sqrt(5.0 * r2)
+            dell = sf2 * t**2 * (1.0 + t) * np.exp(-t) / 3.0
+        return [dell, 2.0 * K]
+    if kind == "linear":
+        return [-2.0 * K]
+    if kind == "poly":
+        c, sf2, p = np.exp(hyp[0]), np.exp(2.0 * hyp[1]), int(degree)
+        return [sf2 * p * (c + X @ X.T) ** (p - 1) * c, 2.0 * K]
+    ell, sf2 = np.exp(hyp[0]), np.exp(2.0 * hyp[1])     # nn
+    S, D1, D2, s = _nn_parts(X, X, ell)
+    dS = -2.0 * (S - 1.0)                                 # d/dlog ell of 1 + x.z / ell^2
+    dD1, dD2 = -2.0 * (D1 - 2.0), -2.0 * (D2 - 2.0)
+    root = np.sqrt(D1[:, None] * D2[None, :])
+    ds = (dS - S * (0.5 * dD1[:, None] / D1[:, None] + 0.5 * dD2[None, :] / D2[None, :])) / root
+    with np.errstate(divide="ignore", invalid="ignore"):
+        dK = sf2 * ds / np.sqrt(np.clip(1.0 - s**2, 1e-300, None))
+    return [np.where(np.isfinite(dK), dK, 0.0), 2.0 * K]
