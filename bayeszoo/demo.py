@@ -4,7 +4,9 @@ For the RVM this is the noisy sinc problem (Tipping 2001); the reference posteri
 The demo's RVM uses alpha_i ~ Gamma(1, 0.01) and beta ~ Gamma(1, 0.001): with the near-improper defaults
 (1e-4) the weight/precision funnel is so sharp that NUTS diverges on most transitions (see README), and a
 reference it cannot sample would make the comparison meaningless.
-Output: ``<out>/rvm-sinc/`` with one NetCDF file per fit, ``table.csv`` and ``report.html``.
+GP classification runs on sonar (Nickisch thesis ch. 4), again against a PyMC NUTS reference.
+Output: ``<out>/rvm-sinc/`` and ``<out>/gpc-sonar/``, each with one NetCDF file per fit, ``table.csv`` and
+``report.html``.
 """
 from __future__ import annotations
 
@@ -19,6 +21,12 @@ DEMOS = {
     "rvm-sinc": dict(
         model=lambda: bz.models.RVM(task="regression", kernel="gauss", width=3.0, a=1.0, b=1e-2, c=1.0, d=1e-3),
         data=lambda: bz.datasets.load("sinc", n=60, seed=0),
+        reference="nuts",
+    ),
+    # Nickisch thesis ch. 4: sonar (108 / 100), probit likelihood, squared-exponential covariance.
+    "gpc-sonar": dict(
+        model=lambda: bz.models.GPC(likelihood="probit", kernel="se", log_lengthscale=2.0, log_amplitude=1.0),
+        data=lambda: bz.datasets.load("sonar"),
         reference="nuts",
     ),
 }
