@@ -357,8 +357,11 @@ def _pt_log_ndtr(x):
     import pytensor.tensor as pt
 
     s = np.sqrt(0.5)
-    lower = pt.log(0.5 * pt.erfcx(-x * s)) - 0.5 * x**2
-    upper = pt.log1p(-0.5 * pt.erfc(x * s))
+    # each branch sees only its own range: switch differentiates both, and an overflowing unused branch
+    # (erfcx(-x) for large x) would turn the gradient into NaN
+    x_lo, x_hi = pt.minimum(x, -1.0), pt.maximum(x, -1.0)
+    lower = pt.log(0.5 * pt.erfcx(-x_lo * s)) - 0.5 * x_lo**2
+    upper = pt.log1p(-0.5 * pt.erfc(x_hi * s))
     return pt.switch(pt.lt(x, -1.0), lower, upper)
 
 

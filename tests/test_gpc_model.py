@@ -287,3 +287,22 @@ def test_shipped_gpc_files_are_intact():
             "gpc_sonar.csv": "d8e2a4acbec4420527f321d25b033eed4c5bb15e854eba01e35b83d47b5eb0f8"}
     for name, digest in sums.items():
         assert hashlib.sha256((data_dir / name).read_bytes()).hexdigest() == digest, name
+
+
+def test_pytensor_log_ndtr_value_and_gradient_are_finite_in_both_tails():
+    """Regression test: an overflowing unused switch branch once made the gradient NaN for large |f|."""
+    import pytensor
+    import pytensor.tensor as pt
+    from scipy.special import log_ndtr, ndtr
+
+    from bayeszoo.models.rvm import _pt_log_ndtr
+
+    x = pt.dvector("x")
+    y = _pt_log_ndtr(x)
+    fn = pytensor.function([x], [y, pt.grad(y.sum(), x)])
+    pts = np.array([-60.0, -5.0, -1.0, -0.3, 0.0, 2.0, 30.0, 400.0])
+    val, grad = fn(pts)
+    np.testing.assert_allclose(val, log_ndtr(pts), rtol=1e-10, atol=1e-300)
+    mills = np.exp(-0.5 * pts**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(pts))   # d/dx log Phi(x) = phi / Phi
+    np.testing.assert_allclose(grad, mills, rtol=1e-8, atol=1e-300)
+    assert np.all(np.isfinite(grad)) and ndtr(0.0) == 0.5
