@@ -40,21 +40,13 @@ import xarray as xr
 
 from bayeszoo.fit import Fit
 from bayeszoo.progress import progress_bar
+from bayeszoo.inference._options import check_options
 from bayeszoo.registry import register
 
 _STATS = ("diverging", "n_steps", "tree_depth", "step_size", "acceptance_rate", "energy", "lp")
 
 
 # ----------------------------------------------------------------------------------------- shared helpers
-def _check_options(backend: str, options: dict, allowed: dict) -> dict:
-    """Fill defaults and reject unknown options (before anything is compiled or sampled)."""
-    unknown = set(options) - set(allowed)
-    if unknown:
-        raise ValueError(f"backend {backend!r} got unknown option(s) {sorted(unknown)}; "
-                         f"it accepts {sorted(allowed) or 'no options'}")
-    return {**allowed, **options}
-
-
 def _seeds(seed, chains: int) -> list[int]:
     """Per-chain integer seeds derived from one seed (same seed, same chains)."""
     return [int(s) for s in np.random.default_rng(seed).integers(0, 2**30, size=chains)]
@@ -147,7 +139,7 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **options) -> 
     """PyMC NUTS. Options: ``target_accept`` (0.9), ``cores`` (1), ``max_treedepth`` (10)."""
     import pymc as pm
 
-    opts = _check_options("nuts", options, {"target_accept": 0.9, "cores": 1, "max_treedepth": 10})
+    opts = check_options("nuts", options, {"target_accept": 0.9, "cores": 1, "max_treedepth": 10})
     pm_model = model.pymc_model(data)
     seeds = _seeds(seed, chains)
     t0 = time.perf_counter()
@@ -180,7 +172,7 @@ def run_nutpie(model, data, *, draws, tune, chains, seed, progress, **options) -
     """nutpie (Rust NUTS with its own mass-matrix adaptation). Options: ``target_accept`` (0.8), ``cores`` (1)."""
     import nutpie
 
-    opts = _check_options("nutpie", options, {"target_accept": 0.8, "cores": 1})
+    opts = check_options("nutpie", options, {"target_accept": 0.8, "cores": 1})
     pm_model = model.pymc_model(data)
     t0 = time.perf_counter()
     compiled = nutpie.compile_pymc_model(pm_model)
@@ -241,7 +233,7 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **options) 
     import jax
     from numpyro.infer import MCMC, NUTS
 
-    opts = _check_options("numpyro", options, {"target_accept": 0.9, "chain_method": "sequential",
+    opts = check_options("numpyro", options, {"target_accept": 0.9, "chain_method": "sequential",
                                                "max_tree_depth": 10})
     if opts["chain_method"] not in ("sequential", "vectorized", "parallel"):
         raise ValueError(f"chain_method must be 'sequential', 'vectorized' or 'parallel', got {opts['chain_method']!r}")
@@ -293,7 +285,7 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **options) 
 def _run_advi(method, model, data, *, draws, tune, chains, seed, progress, **options) -> Fit:
     import pymc as pm
 
-    opts = _check_options(method, options, {"n_iter": 20000, "learning_rate": 0.01, "total_grad_norm_constraint": 100.0,
+    opts = check_options(method, options, {"n_iter": 20000, "learning_rate": 0.01, "total_grad_norm_constraint": 100.0,
                                             "obj_n_mc": 1})
     n_iter = int(opts["n_iter"])
     if n_iter < 2:

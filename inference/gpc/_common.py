@@ -17,6 +17,7 @@ import warnings
 
 import numpy as np
 from scipy import linalg as sla
+from bayeszoo.inference._options import Timer, check_options, positive  # noqa: F401  (re-exported)
 from scipy.special import expit, log_expit, log_ndtr, logsumexp
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -30,33 +31,6 @@ _SPAN = 12.0  # integrate over mean +- _SPAN sd
 
 
 # ------------------------------------------------------------------------------------------------ options
-def check_options(backend: str, options: dict, allowed: dict) -> dict:
-    """Merge ``options`` into the defaults ``allowed``; an unknown name is a ValueError listing the choices."""
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(f"unknown option(s) {unknown} for GPC backend {backend!r}; allowed: {sorted(allowed)}")
-    out = dict(allowed)
-    out.update(options)
-    return out
-
-
-def positive(name, value, integer=False):
-    ok = (isinstance(value, (int, np.integer)) and not isinstance(value, bool)) if integer else \
-        (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool))
-    if not ok or not np.isfinite(value) or value <= 0:
-        kind = "a positive integer" if integer else "a positive number"
-        raise ValueError(f"option {name} must be {kind}, got {value!r}")
-    return value
-
-
-class Timer:
-    def __init__(self):
-        self.t0 = time.perf_counter()
-
-    def __call__(self):
-        return time.perf_counter() - self.t0
-
-
 def check_likelihood(likelihood):
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")

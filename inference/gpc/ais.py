@@ -35,9 +35,10 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeszoo.inference._options import check_options
 from bayeszoo.registry import register
 
-from .gibbs import check_options, kernel_and_labels, log_lik, positive_int
+from .gibbs import kernel_and_labels, log_lik, positive_int
 
 OPTIONS = {"n_temps": 1000, "n_runs": None, "schedule": "power", "n_steps": 1}
 SCHEDULES = ("power", "geometric", "linear")

@@ -47,6 +47,7 @@ import numpy as np
 from jax.scipy.special import log_ndtr, ndtri
 from scipy.special import ndtr as _ndtr
 
+from bayeszoo.inference._options import check_options
 from bayeszoo.registry import register
 
 OPTIONS = {"thin": 1, "init": None}
@@ -56,15 +57,6 @@ TAIL = float(_ndtr(-1.0 / np.sqrt(TRUNC)))   # P(N > t^-1/2), N ~ N(0, 1)
 
 
 # ------------------------------------------------------------------------------------------------ setup
-def check_options(backend: str, options: dict, allowed: dict) -> dict:
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(f"unknown option(s) {unknown} for GPC backend {backend!r}; allowed: {sorted(allowed)}")
-    out = dict(allowed)
-    out.update(options)
-    return out
-
-
 def positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(f"option {name} must be a positive integer, got {value!r}")

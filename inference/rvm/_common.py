@@ -22,40 +22,13 @@ import numpy as np
 from scipy import linalg as sla
 from scipy.special import expit, log_expit, log_ndtr
 
+from bayeszoo.inference._options import Timer, check_options, positive  # noqa: F401  (re-exported)
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
 # ------------------------------------------------------------------------------------------------ options
-def check_options(backend: str, options: dict, allowed: dict) -> dict:
-    """Merge ``options`` into the defaults ``allowed``; an unknown name is a ValueError listing the choices."""
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(f"unknown option(s) {unknown} for RVM backend {backend!r}; "
-                         f"allowed: {sorted(allowed)}")
-    out = dict(allowed)
-    out.update(options)
-    return out
-
-
-def positive(name, value, integer=False):
-    ok = (isinstance(value, (int, np.integer)) and not isinstance(value, bool)) if integer else \
-        (isinstance(value, (int, float, np.integer, np.floating)) and not isinstance(value, bool))
-    if not ok or not np.isfinite(value) or value <= 0:
-        kind = "a positive integer" if integer else "a positive number"
-        raise ValueError(f"option {name} must be {kind}, got {value!r}")
-    return value
-
-
-class Timer:
-    def __init__(self):
-        self.t0 = time.perf_counter()
-
-    def __call__(self):
-        return time.perf_counter() - self.t0
-
-
 # ------------------------------------------------------------------------------------------------ Cholesky
 def spd_cholesky(H: np.ndarray):
     """Cholesky of a symmetric positive definite matrix after scaling it to unit diagonal (with jitter).
