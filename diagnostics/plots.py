@@ -492,3 +492,45 @@ def _rvm_weights(comparison, labels, colors, ref_label):
     ax.legend(fontsize=8, ncol=2)
     fig.tight_layout()
     return fig
+
+
+# ---- GPC
+@register_picture("gpc")
+def gpc_picture(comparison) -> Figure | None:
+    """The thesis's marginals figure: each backend's posterior means and sds of f_i, and its predictive
+    probabilities at the test inputs, against the reference's (the diagonal is perfect agreement)."""
+    model, data = comparison.model, comparison.data
+    labels = _labels(comparison)
+    ref_label = _reference_label(comparison)
+    ref = comparison.reference_fit
+    if ref is None or not labels:
+        return None
+    colors = backend_colors(labels)
+    X_eval = data.X_test if data.has_test else data.X
+    ref_f = _draws(ref, "f")
+    ref_p = model.predict(ref, X_eval)
+    fig = new_figure(13.5, 4.3)
+    axes = fig.subplots(1, 3)
+    panels = [("posterior mean of f_i", lambda d: d.mean(0), ref_f.mean(0)),
+              ("posterior sd of f_i", lambda d: d.std(0), ref_f.std(0))]
+    for ax, (title, stat, ref_value) in zip(axes[:2], panels):
+        for label in labels:
+            if label == ref_label:
+                continue
+            ax.scatter(ref_value, stat(_draws(comparison.fits[label], "f")), s=9, alpha=0.7,
+                       color=colors[label], label=label)
+        lo, hi = float(np.min(ref_value)), float(np.max(ref_value))
+        ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
+        ax.set_title(title)
+        ax.set_xlabel(f"reference ({ref_label})")
+    for label in labels:
+        if label != ref_label:
+            axes[2].scatter(ref_p, model.predict(comparison.fits[label], X_eval), s=9, alpha=0.7,
+                            color=colors[label], label=label)
+    axes[2].plot([0, 1], [0, 1], color="k", lw=0.8)
+    axes[2].set_title("P(y* = 1) at the test inputs")
+    axes[2].set_xlabel(f"reference ({ref_label})")
+    axes[0].set_ylabel("backend")
+    axes[2].legend(fontsize=7, loc="upper left")
+    fig.tight_layout()
+    return fig

@@ -140,6 +140,12 @@ def table_html(table, comparison=None) -> str:
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
+def _short(value, limit: int = 120) -> str:
+    """A meta value as text, long ones (per-feature statistics, name lists) cut to ``limit`` characters."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
 def _meta_html(comparison) -> str:
     data, model = comparison.data, comparison.model
     meta = dict(data.meta or {})
@@ -151,7 +157,7 @@ def _meta_html(comparison) -> str:
     others = {k: v for k, v in meta.items()
               if k not in ("task", "source", "licence", "license", "citation", "preprocessing")}
     if others:
-        items.append(("options", ", ".join(f"{k}={v}" for k, v in others.items())))
+        items.append(("options", ", ".join(f"{k}={_short(v)}" for k, v in others.items())))
     try:
         spec = model.spec()
         items.insert(0, ("model", ", ".join(f"{k}={v!r}" for k, v in spec.items())))

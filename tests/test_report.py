@@ -130,3 +130,22 @@ def test_other_family_pictures(dataset, task, tmp_path):
         assert "|w| per basis" in ax.get_title()
     text = open(write_report(cmp, str(tmp_path / "r.html")), encoding="utf-8").read()
     assert "family picture: could not" not in text
+
+
+def test_gpc_marginals_picture_against_the_reference(tmp_path):
+    from bayeszoo.diagnostics.plots import family_picture
+
+    data = bz.datasets.load("crabs")
+    model = bz.models.GPC(likelihood="probit", kernel="se", log_lengthscale=1.0, log_amplitude=1.0)
+    cmp = bz.compare(model, data, backends=["laplace", "ep"], reference="ep", draws=200, chains=2, seed=0,
+                     progress=False)
+    fig = family_picture(cmp)
+    axes = fig.get_axes()
+    assert [ax.get_title() for ax in axes] == ["posterior mean of f_i", "posterior sd of f_i",
+                                               "P(y* = 1) at the test inputs"]
+    # one scatter per non-reference backend in each panel: the Laplace points, one per training / test input
+    offsets = [c.get_offsets() for c in axes[0].collections]
+    assert len(offsets) == 1 and offsets[0].shape == (data.n, 2)
+    assert len(axes[2].collections[0].get_offsets()) == data.X_test.shape[0]
+    path = cmp.report(tmp_path / "gpc.html")
+    assert "The model&#x27;s picture" in open(path).read() or "The model's picture" in open(path).read()
