@@ -48,6 +48,7 @@ from jax.scipy.special import log_ndtr, ndtri
 from scipy.special import ndtr as _ndtr
 
 from bayeszoo.inference._options import check_options
+from bayeszoo.inference._sweeps import run_sweeps, slot_starts
 from bayeszoo.registry import register
 
 OPTIONS = {"thin": 1, "init": None}
@@ -253,8 +254,6 @@ def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None
 
     Returns ``{"f": (chains, draws, n), "log_likelihood": (chains, draws), "timing": ..., "sweeps": ...}``.
     """
-    from bayeszoo.progress import progress_bar
-
     t0 = time.perf_counter()
     K = np.asarray(K, float)
     ypm = np.asarray(ypm, float)
@@ -280,37 +279,16 @@ def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None
     fn = _build(n, bool(probit))
     chunk = int(max(1, min(draws, -(-draws // 20))))   # same for progress on / off: draws do not depend on it
 
-    def call(state, first, counts):
-        counts = np.asarray(counts, np.int64)
-        starts = first + np.concatenate([[0], np.cumsum(counts)[:-1]])
-        return fn(state, chain_keys, jnp.asarray(starts), jnp.asarray(counts), consts)
+    def step(st, starts, counts):
+        return fn(st, chain_keys, jnp.asarray(starts), jnp.asarray(counts), consts)
 
     # compile (and time it) with zero-sweep slots
-    jax.block_until_ready(call(state, 0, np.zeros(chunk, np.int64)))
+    jax.block_until_ready(step(state, slot_starts(0, np.zeros(chunk)), np.zeros(chunk, np.int64)))
     t_compile = time.perf_counter() - t0
-    with progress_bar(total=tune + draws * thin, desc=desc, disable=not progress) as bar:
-        n_tune_calls = -(-tune // (chunk * 50)) if tune else 0
-        done = 0
-        for k in range(n_tune_calls):
-            m = (tune * (k + 1)) // n_tune_calls - done
-            counts = np.full(chunk, m // chunk) + (np.arange(chunk) < m % chunk)
-            state, _ = call(state, done, counts)
-            done += m
-            bar.update(m)
-        jax.block_until_ready(state)
-        t_tune = time.perf_counter() - t0 - t_compile
-        fs, lls = [], []
-        got = 0
-        while got < draws:
-            state, (fk, llk) = call(state, tune + got * thin, np.full(chunk, thin))
-            fs.append(np.asarray(fk))
-            lls.append(np.asarray(llk))
-            bar.update(min(chunk, draws - got) * thin)
-            got += chunk
-    t_sample = time.perf_counter() - t0 - t_compile - t_tune
-    return {"f": np.concatenate(fs, axis=1)[:, :draws], "log_likelihood": np.concatenate(lls, axis=1)[:, :draws],
-            "timing": {"compile": t_compile, "tune": t_tune, "sample": t_sample},
-            "sweeps": int(tune + got * thin)}
+    state, (f, log_lik), t_tune, t_sample, n_sweeps = run_sweeps(
+        step, state, tune=tune, draws=draws, thin=thin, chunk=chunk, desc=desc, progress=progress)
+    return {"f": f, "log_likelihood": log_lik, "timing": {"compile": t_compile, "tune": t_tune, "sample": t_sample},
+            "sweeps": int(n_sweeps)}
 
 
 @register("gibbs", kind="mcmc", family="gpc",

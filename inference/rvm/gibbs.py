@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeszoo.inference._sweeps import run_sweeps
 from bayeszoo.registry import register
 
 from . import _common as C
@@ -152,7 +153,6 @@ def _compiled(N, M, probit, fix_alpha, fix_beta, woodbury, chunk, chains):
 def gibbs_sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin=1, fix_alpha=None,
                  fix_beta=None, init=None, progress=False, desc="gibbs"):
     """Run the sampler on an explicit design ``Phi``; returns arrays (chains, draws, ...) and timings."""
-    from bayeszoo.progress import progress_bar
 
     timer = C.Timer()
     Phi = np.asarray(Phi, float)
@@ -194,38 +194,12 @@ def gibbs_sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin
                          int(chains))
     t_compile = timer()
 
-    def call(state, first, counts):
-        counts = np.asarray(counts, np.int64)
-        starts = first + np.concatenate([[0], np.cumsum(counts)[:-1]])
-        return compiled(state, chain_keys, starts, counts, consts)
-
-    total_sweeps = tune + draws * thin
-    with progress_bar(total=total_sweeps, desc=desc, disable=not progress) as bar:
-        n_tune_calls = -(-tune // (chunk * 50)) if tune else 0     # at most 50 sweeps per slot while tuning
-        done = 0
-        for k in range(n_tune_calls):
-            n = (tune * (k + 1)) // n_tune_calls - done
-            counts = np.full(chunk, n // chunk) + (np.arange(chunk) < n % chunk)
-            state, _ = call(state, done, counts)
-            done += n
-            bar.update(n)
-        jax.block_until_ready(state)
-        t_tune = timer() - t_compile
-        outs = []
-        got = 0
-        while got < draws:
-            state, (w, la, lb) = call(state, tune + got * thin, np.full(chunk, thin))
-            outs.append((np.asarray(w), np.asarray(la), np.asarray(lb)))
-            step = min(chunk, draws - got)
-            got += chunk
-            bar.update(step * thin)
-    t_sample = timer() - t_compile - t_tune
-    w = np.concatenate([o[0] for o in outs], axis=1)[:, :draws]
-    la = np.concatenate([o[1] for o in outs], axis=1)[:, :draws]
-    lb = np.concatenate([o[2] for o in outs], axis=1)[:, :draws]
+    state, (w, la, lb), t_tune, t_sample, n_sweeps = run_sweeps(
+        lambda st, starts, counts: compiled(st, chain_keys, starts, counts, consts), state,
+        tune=tune, draws=draws, thin=thin, chunk=chunk, desc=desc, progress=progress)
     return {"w": w, "log_alpha": la, "log_beta": lb,
             "timing": {"compile": t_compile, "tune": t_tune, "sample": t_sample},
-            "sweeps": int(total_sweeps + (len(outs) * chunk - draws) * thin)}
+            "sweeps": int(n_sweeps)}
 
 
 @register("gibbs", kind="mcmc", family="rvm", applies=_applies,
