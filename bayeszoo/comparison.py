@@ -24,6 +24,13 @@ class Comparison:
 
     def table(self) -> pd.DataFrame:
         """One row per backend: kind, seconds, ESS, ESS/s, R-hat, divergences, errors vs reference, metrics."""
+        # computed once (ESS over every component and the scores are the costly part); save() and the
+        # report both ask for it
+        if getattr(self, "_table", None) is None:
+            self._table = self._compute_table()
+        return self._table.copy()
+
+    def _compute_table(self) -> pd.DataFrame:
         from bayeszoo.diagnostics.metrics import TABLE_COLUMNS, table_row
 
         rows = []
