@@ -262,3 +262,27 @@ def test_ais_fit_round_trips_and_scores(tmp_path):
     np.testing.assert_array_equal(back.idata.posterior["f"].values, fit.idata.posterior["f"].values)
     assert back.info["log_evidence"] == fit.info["log_evidence"]
     assert np.isclose(model.score(fit, two_point())["log_evidence"], fit.info["log_evidence"])
+
+
+@pytest.mark.parametrize("bound", [-30.0, -2.0, 0.0, 0.3, 3.0, 9.0, 40.0, 400.0])
+def test_truncated_normal_exact_in_the_far_tail(bound):
+    """x ~ N(0, 1) | x > a, also where inverting the CDF in double precision fails (a > 8)."""
+    from bayeszoo.inference._random import std_normal_above
+
+    n = 20_000
+    x = np.asarray(std_normal_above(jax.random.PRNGKey(3), jnp.full(n, bound)))
+    assert np.all(np.isfinite(x)) and np.all(x > bound)
+    if bound < 30:
+        ref = stats.truncnorm(bound, np.inf)
+        assert stats.kstest(x, ref.cdf).pvalue > 1e-3
+        assert abs(x.mean() - ref.mean()) < 5 * ref.std() / np.sqrt(n)
+    else:  # the excess over a is Exp(a) to relative order 1/a^2 (Mills ratio), so a (x - a) ~ Exp(1)
+        assert stats.kstest(bound * (x - bound), "expon").pvalue > 1e-3
+
+
+def test_gibbs_chain_started_far_on_the_wrong_side_stays_finite():
+    """A chain whose latent f starts at -60 on a y = +1 point (an Albert-Chib draw beyond JAX's tail)."""
+    K = np.array([[4.0, 1.0], [1.0, 4.0]])
+    ypm = np.array([1.0, -1.0])
+    res = gibbs_sample(K, ypm, probit=True, draws=200, tune=0, chains=2, seed=0, init=np.array([-60.0, 60.0]))
+    assert np.all(np.isfinite(res["f"]))

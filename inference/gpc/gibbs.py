@@ -34,7 +34,11 @@ split into progress-bar chunks.
 Chains start from independent prior draws f ~ N(0, K); ``tune`` sweeps are discarded.
 ``sample_stats["log_lik"]`` is sum_n log sig(y_n f_n) at each kept draw.
 
-Options: ``thin`` (keep every thin-th sweep), ``init`` (an (n,) array to start every chain from).
+Options: ``thin`` (keep every thin-th sweep; default 5 for Albert-Chib, 1 for Polya-Gamma), ``init`` (an (n,) array
+to start every chain from). The Albert-Chib chain mixes slowly where the prior variance is large (z and f are
+strongly coupled): on sonar (probit, SE, log ell = 2, log sf = 1, 4 chains x 1000 kept draws) R-hat max over f is
+1.017-1.023 with thin 1, 1.005-1.008 with thin 3 and ~1.004 with thin 5, at 0.1 ms a sweep. The Polya-Gamma chain
+reaches R-hat 1.003 there with thin 1, and its sweeps cost ten times more.
 """
 from __future__ import annotations
 
@@ -48,10 +52,12 @@ from jax.scipy.special import log_ndtr, ndtri
 from scipy.special import ndtr as _ndtr
 
 from bayeszoo.inference._options import check_options
+from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.inference._sweeps import run_sweeps, slot_starts
 from bayeszoo.registry import register
 
-OPTIONS = {"thin": 1, "init": None}
+OPTIONS = {"thin": None, "init": None}
+DEFAULT_THIN = {"probit": 5, "logit": 1}
 TRUNC = 0.64          # Devroye's switch point t between the two proposal pieces
 PI = float(np.pi)
 TAIL = float(_ndtr(-1.0 / np.sqrt(TRUNC)))   # P(N > t^-1/2), N ~ N(0, 1)
@@ -213,11 +219,8 @@ def pg1_var(c):
 
 # ------------------------------------------------------------------------------------------------ sweeps
 def truncated_normal_latent(key, f, ypm):
-    """z ~ N(f, 1) truncated to y z > 0 (the Albert-Chib latent), elementwise."""
-    pos = ypm > 0
-    lo = jnp.where(pos, -f, -jnp.inf)
-    hi = jnp.where(pos, jnp.inf, -f)
-    return f + jax.random.truncated_normal(key, lo, hi, dtype=jnp.float64)
+    """z ~ N(f, 1) truncated to y z > 0 (the Albert-Chib latent), elementwise; exact in the far tail."""
+    return normal_sign_truncated(key, f, ypm)
 
 
 @functools.lru_cache(maxsize=32)
@@ -298,7 +301,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
     from bayeszoo.inference._idata import make_fit
 
     opts = check_options("gibbs", options, OPTIONS)
-    thin = positive_int("thin", opts["thin"])
+    thin = DEFAULT_THIN[model.likelihood] if opts["thin"] is None else positive_int("thin", opts["thin"])
     K, ypm = kernel_and_labels(model, data)
     if opts["init"] is not None:
         init = np.asarray(opts["init"], float)

@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.inference._sweeps import run_sweeps
 from bayeszoo.registry import register
 
@@ -97,11 +98,7 @@ def _build(N, M, probit, fix_alpha, fix_beta, woodbury, chunk):
             beta = consts["beta0"]
         if probit:
             f = consts["Phi"] @ w
-            pos = consts["t"] > 0.5
-            lo = jnp.where(pos, -f, -jnp.inf)
-            hi = jnp.where(pos, jnp.inf, -f)
-            e = jax.random.truncated_normal(k_z, lo, hi, dtype=jnp.float64)
-            zlat = f + e
+            zlat = normal_sign_truncated(k_z, f, 2.0 * consts["t"] - 1.0)
             if woodbury:
                 w = _bhattacharya(consts["Phi"], alpha, zlat, jax.random.normal(k_w, (M,)),
                                   jax.random.normal(k_z2, (N,)))
