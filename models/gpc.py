@@ -34,6 +34,7 @@ LIKELIHOODS = ("probit", "logit")
 KERNELS = gp_kernels.KERNELS
 HYP_LIMIT = 20.0       # |log hyperparameter| above this is rejected (exp(20) ~ 5e8)
 GH_NODES = 96          # Gauss-Hermite nodes of the logit predictive integral
+GAUSSIAN_GROUP = "gaussian"   # idata group of a Gaussian approximation Q = N(q_mean, q_cov) over f
 
 
 @dataclass
@@ -242,18 +243,27 @@ class GPC(Model):
         return arr.reshape(arr.shape[0] * arr.shape[1], arr.shape[2])
 
     def predict_latent(self, fit, X_new):
-        """Per-draw GP conditional (4.7) at X_new: means (S, m) and variances (m,) (the same for every draw)."""
+        """GP conditional (4.7) at X_new: means (S, m) and variances (S, m) or (m,).
+
+        Sampled fits: one row per draw f_s, mean f_s^T A, variance k** - k*^T K^-1 k* (the same for every draw).
+        Gaussian approximations Q = N(m, V) (their idata group ``gaussian``): one exact row, mean m^T A and
+        variance k** - k*^T K^-1 k* + diag(A^T V A), with A = K^-1 K*.
+        """
         X = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
+        A, var = gp_conditional(self, X, X_new)
+        if GAUSSIAN_GROUP in fit.idata.groups():
+            q = fit.idata[GAUSSIAN_GROUP]
+            m, V = np.asarray(q["q_mean"].values, float), np.asarray(q["q_cov"].values, float)
+            return (m @ A)[None, :], (var + np.sum(A * (V @ A), axis=0))[None, :]
         f = self._f_draws(fit)
         if f.shape[1] != X.shape[0]:
             raise ValueError(f"fit has {f.shape[1]} latent values but stores {X.shape[0]} training inputs")
-        A, var = gp_conditional(self, X, X_new)
         return f @ A, var
 
     def predict(self, fit, X_new) -> np.ndarray:
         """P(y* = 1 | x*), averaged over posterior draws of f: mean_s int sig(f*) N(f* | mu_s, s2) df* (4.7-4.8)."""
         mu, var = self.predict_latent(fit, X_new)
-        return predictive_probability(mu, var[None, :], self.likelihood).mean(0)
+        return predictive_probability(mu, np.atleast_2d(var), self.likelihood).mean(0)
 
     def log_predict(self, fit, X_new, y_new) -> np.ndarray:
         """log P(y* | x*) of the given 0/1 labels, averaged over draws in log space (logsumexp), per point."""
@@ -261,7 +271,7 @@ class GPC(Model):
 
         mu, var = self.predict_latent(fit, X_new)
         ypm = self.labels_pm(np.asarray(y_new, dtype=float))
-        lp = log_predictive_probability(mu, var[None, :], self.likelihood, ypm[None, :])
+        lp = log_predictive_probability(mu, np.atleast_2d(var), self.likelihood, ypm[None, :])
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
     # ---- scoring -------------------------------------------------------------------------------------

@@ -325,3 +325,17 @@ def test_evidence_gradient_other_kernels(method, kernel):
     fd = [(LA.log_evidence_and_grad(model, data, hyp + e * u, method, **kw)[0]
            - LA.log_evidence_and_grad(model, data, hyp - e * u, method, **kw)[0]) / (2 * e) for u in np.eye(hyp.size)]
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
+
+
+def test_gaussian_fit_predicts_exactly_and_round_trips(tmp_path):
+    """Predictions of a Gaussian approximation use Q = N(m, V) itself (4.10), also after save / load."""
+    data = toy_data(15, seed=4)
+    model = bz.models.GPC(likelihood="logit", log_lengthscale=0.3, log_amplitude=0.8)
+    fit = bz.fit(model, data, "laplace", draws=3, chains=1, seed=0, progress=False)
+    res = LA.fit_laplace(model, data)
+    Xs = np.linspace(-2, 2, 5)[:, None] * np.array([[1.0, -0.4]])
+    mu, var = C.predict_latent(model, data.X, Xs, res["alpha"], res["sW"], res["L"])
+    expected = predictive_probability(mu, var, "logit")
+    np.testing.assert_allclose(model.predict(fit, Xs), expected, rtol=1e-8)
+    fit.save(tmp_path / "la.nc")
+    np.testing.assert_allclose(model.predict(bz.load_fit(tmp_path / "la.nc"), Xs), expected, rtol=1e-8)

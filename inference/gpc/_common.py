@@ -16,6 +16,9 @@ import time
 import warnings
 
 import numpy as np
+import xarray as xr
+
+from bayeszoo.models.gpc import GAUSSIAN_GROUP
 from scipy import linalg as sla
 from bayeszoo.inference._options import Timer, check_options, positive  # noqa: F401  (re-exported)
 from scipy.special import expit, log_expit, log_ndtr, logsumexp
@@ -275,7 +278,8 @@ def predict_latent(model, X, Xs, alpha, sW, L):
 
 # ------------------------------------------------------------------------------------------------ output
 def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, timing, info, objective=None):
-    """Fit whose posterior ``f`` holds i.i.d. draws from Q = N(m, V) (kind "approximation").
+    """Fit whose posterior ``f`` holds i.i.d. draws from Q = N(m, V) (kind "approximation"); the group
+    ``gaussian`` of its idata holds m (``q_mean``) and V (``q_cov``), which ``GPC.predict`` uses.
 
     ``info`` must hold ``log_evidence`` (the method's own approximation) and ``jensen_bound``; the mean and
     variance of Q are added as ``q_mean`` / ``q_var``.
@@ -297,5 +301,55 @@ def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, timing, inf
     info["jensen_bound"] = float(info["jensen_bound"])
     info["q_mean"] = np.asarray(m, float).tolist()
     info["q_var"] = np.diag(np.asarray(V, float)).tolist()
-    return make_fit(model, data, backend, "approximation", {"f": f}, timing=timing, objective=objective,
-                    info=info)
+    fit = make_fit(model, data, backend, "approximation", {"f": f}, timing=timing, objective=objective,
+                   info=info)
+    # Q itself, so that predictions and scores of the approximation are exact rather than averages over draws
+    q = xr.Dataset({"q_mean": (("obs",), np.asarray(m, float)),
+                    "q_cov": (("obs", "obs_"), 0.5 * (np.asarray(V, float) + np.asarray(V, float).T))})
+    fit.idata.add_groups({GAUSSIAN_GROUP: q}, warn_on_custom_groups=False)
+    return fit
+
+
+# ------------------------------------------------------------------------------------------------ variational helpers
+_MAX_NODES = 2_000_000   # rows x quadrature nodes evaluated at once (memory bound for wide Gaussians)
+
+
+def expected_log_lik_derivs(y, m, v, likelihood):
+    """Per-site E_{N(f_i | m_i, v_i)} log sig(y_i f_i) and its derivatives in (m_i, v_i).
+
+    Returns ``(a, a_m, a_v, a_mm, a_mv)``. By Bonnet's and Price's theorems the derivatives are Gaussian
+    expectations of the likelihood's derivatives: a_m = E[d1], a_v = E[d2] / 2, a_mm = E[d2], a_mv = E[d3] / 2
+    (more accurate than the thesis's Hermite-moment forms, F.3, when v_i is small). Quadrature: the panels of
+    :func:`expected_log_lik`, evaluated in row blocks so wide Gaussians (regime 2) stay within memory.
+    """
+    y = np.broadcast_to(np.asarray(y, float), np.shape(m)).ravel()
+    m = np.asarray(m, float).ravel()
+    sd = np.sqrt(np.maximum(np.asarray(v, float).ravel(), 0.0))
+    out = np.zeros((5, m.size))
+    n_nodes = _panel_nodes(m[:1], np.array([float(np.max(sd)) if sd.size else 1.0]))[0].shape[1]
+    step = max(1, _MAX_NODES // n_nodes)
+    for s in range(0, m.size, step):
+        blk = slice(s, s + step)
+        f, logw, _ = _panel_nodes(m[blk], sd[blk])
+        w = np.exp(logw)
+        lp, d1, d2, d3 = log_lik_derivs(f, y[blk, None], likelihood)
+        out[0, blk] = np.sum(w * lp, 1)
+        out[1, blk] = np.sum(w * d1, 1)
+        out[2, blk] = 0.5 * np.sum(w * d2, 1)
+        out[3, blk] = np.sum(w * d2, 1)
+        out[4, blk] = 0.5 * np.sum(w * d3, 1)
+    return tuple(out)
+
+
+def trace_B_inv(L):
+    """tr(B^-1) from L = chol(B): the trace term tr(V K^-1) of the Jensen bound (4.13)."""
+    Li = sla.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
+    return float(np.sum(Li * Li))
+
+
+def site_form_fit_parts(K, sW, b):
+    """Gaussian Q with V = (K^-1 + W)^-1 and m = V b (a Gaussian 'effective likelihood' exp(-f'Wf/2 + b'f)):
+    returns ``(m, V, alpha, L)`` with alpha = K^-1 m = b - C K b, C = sW B^-1 sW (Table 4.3)."""
+    L = chol_B(K, sW)
+    alpha = b - solve_C(sW, L, K @ b)
+    return K @ alpha, posterior_cov(K, sW, L), alpha, L
