@@ -11,6 +11,11 @@ Benchmarks (see BENCHMARKS.md):
                    under the sampler-comparison prior RVM(a=1, b=1e-2, c=1, d=1e-3) where NUTS converges
   ess_sparse       the same under the near-improper default prior (1e-4), where NUTS does not converge
   fast_vs_sklearn  RVM `fast` vs sklearn-rvm EMRVR and sklearn ARDRegression on Boston housing
+  gpc_peers        GPC `ep` vs GPy's EP and `laplace` vs scikit-learn's GaussianProcessClassifier on sonar
+  gpc_times        GPC relative running times (LA = 1) of LA, EP, KL, VB, FV, LR, NUTS, Gibbs on six datasets
+  gpc_ess          ESS/s of the GPC Gibbs sampler vs PyMC NUTS on the latent f for sonar
+  bid_scaling      BID VB seconds per iteration at 128, 256, 512 pixels square against the M log M ratio
+  bid_peers        BID VB (StStSt) vs richardson_lucy / unsupervised_wiener (true PSF) and TV-blind, cameraman
 
 Every ratio in the printed table is measured in this one run. Results go to benchmarks/results/latest.json and
 latest.md.
@@ -29,7 +34,7 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn")
+BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn", "gpc_peers", "gpc_times", "gpc_ess", "bid_scaling", "bid_peers")
 
 
 def _machine() -> dict:
@@ -43,7 +48,7 @@ def _machine() -> dict:
 
     versions = {}
     for dist in ("numpy", "scipy", "pytensor", "pymc", "jax", "numpyro", "nutpie", "arviz", "scikit-learn",
-                 "sklearn-rvm"):
+                 "sklearn-rvm", "gpy"):
         try:
             versions[dist] = version(dist)
         except PackageNotFoundError:
@@ -59,6 +64,7 @@ def _machine() -> dict:
 
 def _run_one(name: str, quick: bool, numba: bool) -> dict:
     t0 = time.perf_counter()
+    rows_fn = None   # the module's ``rows`` unless the branch names another
     try:
         if name == "blas":
             import bench_blas as mod
@@ -74,6 +80,25 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
             import bench_fast_vs_sklearn as mod
 
             result = mod.run(repeats=1, splits=2) if quick else mod.run()
+        elif name.startswith("gpc_"):
+            import bench_gpc as mod
+
+            if name == "gpc_peers":
+                result = mod.run_peers(repeats=2 if quick else 5)
+            elif name == "gpc_times":
+                result = (mod.run_times(datasets=("crabs", "sonar"), regimes=mod.REGIMES[::4], mcmc_draws=300)
+                          if quick else mod.run_times())
+            else:
+                result = mod.run_ess(draws=500, tune=500) if quick else mod.run_ess()
+            rows_fn = {"gpc_peers": mod.rows_peers, "gpc_times": mod.rows_times, "gpc_ess": mod.rows_ess}[name]
+        elif name.startswith("bid_"):
+            import bench_bid as mod
+
+            if name == "bid_scaling":
+                result = mod.run_scaling(iterations=5, repeats=1) if quick else mod.run_scaling()
+            else:
+                result = mod.run_peers(max_iter=30, psfs=("uniform",)) if quick else mod.run_peers()
+            rows_fn = {"bid_scaling": mod.rows_scaling, "bid_peers": mod.rows_peers}[name]
         else:
             raise ValueError(name)
     except Exception as exc:  # one broken benchmark must not hide the others
@@ -85,7 +110,7 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
     if "error" in result:
         result["_rows"] = [(name, "ERROR", result["error"][:100])]
     else:
-        result["_rows"] = mod.rows(result)
+        result["_rows"] = (rows_fn or mod.rows)(result)
     return result
 
 

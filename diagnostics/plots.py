@@ -534,3 +534,54 @@ def gpc_picture(comparison) -> Figure | None:
     axes[2].legend(fontsize=7, loc="upper left")
     fig.tight_layout()
     return fig
+
+
+GRID_TITLES = {"log_evidence": "log evidence (own approximation)", "jensen_bound": "Jensen lower bound (4.13)",
+               "info_bits": "information [bits]", "n_errors": "test errors", "log_pred": "test log predictive",
+               "error_rate": "test error rate", "seconds": "seconds per fit"}
+
+
+def grid_contours(ds, quantities=("log_evidence", "jensen_bound", "info_bits", "n_errors"), methods=None,
+                  levels: int = 12) -> Figure:
+    """Contour panels of a :func:`bayeszoo.inference.gpc.grid.grid_study` result, as in the thesis's
+    Figs. 4.9-4.11: one row per method, one column per quantity, the same contour levels down each column
+    (so methods can be compared by eye); the best grid point of each panel is marked."""
+    if methods is None:
+        methods = [str(m) for m in ds["backend"].values]
+    unknown = [q for q in quantities if q not in ds]
+    if unknown:
+        raise ValueError(f"unknown quantities {unknown}; the study has {list(ds.data_vars)}")
+    ell, sf = ds["log_lengthscale"].values, ds["log_amplitude"].values
+    fig = new_figure(3.3 * len(quantities), 2.8 * len(methods))
+    axes = np.atleast_2d(fig.subplots(len(methods), len(quantities), squeeze=False))
+    for c, q in enumerate(quantities):
+        values = ds[q].sel(backend=methods).values
+        finite = values[np.isfinite(values)]
+        if finite.size == 0:
+            continue
+        lo, hi = np.percentile(finite, [2, 100]) if q in ("log_evidence", "jensen_bound", "log_pred") else (
+            finite.min(), finite.max())
+        lv = np.linspace(lo, hi, levels) if hi > lo else None
+        minimise = q in ("n_errors", "error_rate", "seconds")
+        for r, name in enumerate(methods):
+            ax = axes[r, c]
+            z = ds[q].sel(backend=name).values.T        # rows: log_amplitude, columns: log_lengthscale
+            if np.isfinite(z).sum() >= 4 and lv is not None:
+                cs = ax.contour(ell, sf, np.clip(z, lo, hi), levels=lv, linewidths=0.8, cmap="viridis")
+                ax.clabel(cs, fontsize=6, fmt="%.3g")
+                flat = np.where(np.isfinite(z), z, np.inf if minimise else -np.inf)
+                j, i = np.unravel_index(np.argmin(flat) if minimise else np.argmax(flat), z.shape)
+                ax.plot(ell[i], sf[j], "r+", ms=9, mew=1.5)
+            ax.set_title(f"{name}: {GRID_TITLES.get(q, q)}", fontsize=8)
+            if r == len(methods) - 1:
+                ax.set_xlabel("ln lengthscale")
+            if c == 0:
+                ax.set_ylabel("ln amplitude")
+    fig.suptitle(f"{ds.attrs.get('dataset', '')} ({ds.attrs.get('likelihood', '')}, {ds.attrs.get('kernel', '')}): "
+                 f"+ marks each panel's best grid point", fontsize=9)
+    fig.tight_layout()
+    return fig
+
+
+from bayeszoo.diagnostics import bid_plots  # noqa: E402,F401  (registers the BID picture)
+from bayeszoo.diagnostics import mkl_plots  # noqa: E402,F401  (registers the PMKL picture)

@@ -4,3 +4,6 @@ from __future__ import annotations
 from bayeszoo.inference import generic  # noqa: F401
 from bayeszoo.inference import rvm  # noqa: F401
 from bayeszoo.inference import gpc  # noqa: F401
+from bayeszoo.inference import arvm  # noqa: F401
+from bayeszoo.inference import mkl  # noqa: F401
+from bayeszoo.inference import bid  # noqa: F401

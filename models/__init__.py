@@ -4,10 +4,13 @@ from __future__ import annotations
 from bayeszoo.models.base import Model
 from bayeszoo.models.gpc import GPC
 from bayeszoo.models.rvm import RVM
+from bayeszoo.models.arvm import ARVM
+from bayeszoo.models.pmkl import PMKL
+from bayeszoo.models.bid import BID
 
-FAMILIES: dict[str, type[Model]] = {"rvm": RVM, "gpc": GPC}
+FAMILIES: dict[str, type[Model]] = {"rvm": RVM, "gpc": GPC, "arvm": ARVM, "mkl": PMKL, "bid": BID}
 
-__all__ = ["Model", "RVM", "GPC", "FAMILIES", "from_spec", "get_family"]
+__all__ = ["Model", "RVM", "GPC", "ARVM", "PMKL", "BID", "FAMILIES", "from_spec", "get_family"]
 
 
 def get_family(name: str) -> type[Model]:

@@ -21,6 +21,7 @@ Shared helpers for the hand-written backends (import them from here):
 """
 from __future__ import annotations
 
+import functools
 import numbers
 from dataclasses import dataclass
 
@@ -339,7 +340,9 @@ def log_sig(t, likelihood: str) -> np.ndarray:
     raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
 
 
+@functools.lru_cache(maxsize=4)
 def _gh(n: int = GH_NODES):
+    """Gauss-Hermite nodes and log weights for N(0, 1) (cached: computing 96 nodes costs ~10 ms)."""
     x, w = np.polynomial.hermite_e.hermegauss(n)   # weight exp(-x^2 / 2)
     return x, np.log(w) - 0.5 * np.log(2.0 * np.pi)
 

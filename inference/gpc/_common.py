@@ -317,20 +317,21 @@ _MAX_NODES = 2_000_000   # rows x quadrature nodes evaluated at once (memory bou
 def expected_log_lik_derivs(y, m, v, likelihood):
     """Per-site E_{N(f_i | m_i, v_i)} log sig(y_i f_i) and its derivatives in (m_i, v_i).
 
-    Returns ``(a, a_m, a_v, a_mm, a_mv)``. By Bonnet's and Price's theorems the derivatives are Gaussian
+    Returns ``(a, a_m, a_v, a_mm, a_mv, a_vv)``. By Bonnet's and Price's theorems the derivatives are Gaussian
     expectations of the likelihood's derivatives: a_m = E[d1], a_v = E[d2] / 2, a_mm = E[d2], a_mv = E[d3] / 2
-    (more accurate than the thesis's Hermite-moment forms, F.3, when v_i is small). Quadrature: the panels of
+    (more accurate than the thesis's Hermite-moment forms, F.3, when v_i is small), and
+    a_vv = E[(t^2 - 1) d2(m + sqrt(v) t)] / (4 v) (Stein's identity once more). Quadrature: the panels of
     :func:`expected_log_lik`, evaluated in row blocks so wide Gaussians (regime 2) stay within memory.
     """
     y = np.broadcast_to(np.asarray(y, float), np.shape(m)).ravel()
     m = np.asarray(m, float).ravel()
     sd = np.sqrt(np.maximum(np.asarray(v, float).ravel(), 0.0))
-    out = np.zeros((5, m.size))
+    out = np.zeros((6, m.size))
     n_nodes = _panel_nodes(m[:1], np.array([float(np.max(sd)) if sd.size else 1.0]))[0].shape[1]
     step = max(1, _MAX_NODES // n_nodes)
     for s in range(0, m.size, step):
         blk = slice(s, s + step)
-        f, logw, _ = _panel_nodes(m[blk], sd[blk])
+        f, logw, t = _panel_nodes(m[blk], sd[blk])
         w = np.exp(logw)
         lp, d1, d2, d3 = log_lik_derivs(f, y[blk, None], likelihood)
         out[0, blk] = np.sum(w * lp, 1)
@@ -338,18 +339,20 @@ def expected_log_lik_derivs(y, m, v, likelihood):
         out[2, blk] = 0.5 * np.sum(w * d2, 1)
         out[3, blk] = np.sum(w * d2, 1)
         out[4, blk] = 0.5 * np.sum(w * d3, 1)
+        out[5, blk] = np.sum(w * (t * t - 1.0) * d2, 1) / (4.0 * np.maximum(sd[blk] ** 2, 1e-300))
     return tuple(out)
+
+
+def triangular_inverse(L):
+    """L^-1 for lower-triangular L (LAPACK trtri: one call, much cheaper than a triangular solve against I)."""
+    Li, info = sla.lapack.dtrtri(L, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError(f"triangular factor is singular (trtri info {info})")
+    return Li
 
 
 def trace_B_inv(L):
     """tr(B^-1) from L = chol(B): the trace term tr(V K^-1) of the Jensen bound (4.13)."""
-    Li = sla.solve_triangular(L, np.eye(L.shape[0]), lower=True, check_finite=False)
+    Li = triangular_inverse(L)
     return float(np.sum(Li * Li))
 
-
-def site_form_fit_parts(K, sW, b):
-    """Gaussian Q with V = (K^-1 + W)^-1 and m = V b (a Gaussian 'effective likelihood' exp(-f'Wf/2 + b'f)):
-    returns ``(m, V, alpha, L)`` with alpha = K^-1 m = b - C K b, C = sW B^-1 sW (Table 4.3)."""
-    L = chol_B(K, sW)
-    alpha = b - solve_C(sW, L, K @ b)
-    return K @ alpha, posterior_cov(K, sW, L), alpha, L

@@ -1,0 +1,444 @@
+"""Probabilistic multiple kernel learning: hierarchical multinomial probit (Damoulas thesis ch. 3-5).
+
+    K = combination of base kernels K_1..K_S (one per source / feature space, eqs 3.1-3.5)
+    y_nc = w_c^T k_n + eps_nc,  eps ~ N(0, 1),  t_n = argmax_c y_nc                     (eqs 3.8-3.10)
+    w_nc ~ N(0, 1 / alpha_nc),  alpha_nc ~ Gamma(shape tau, rate nu)                    (eqs 3.13-3.14, corrected)
+    convex rule: beta ~ Dirichlet(rho 1_S);  binary: beta_s ~ Bernoulli(1/2);
+    weighted product: beta_s ~ Gamma(pi_s, chi_s), pi_s ~ Exp(mu), chi_s ~ Exp(lambda)  (eqs 3.15-3.20)
+
+Marginalising the auxiliary y gives P(t_n = i | W, k_n) = E_u prod_{j != i} Phi(u + (w_i - w_j)^T k_n) (eq. 3.11),
+computed by Gauss-Hermite quadrature; the PyMC / NumPyro declarations use it, the Gibbs / VB / EM backends keep y.
+
+Canonical posterior variables written by every backend: ``W`` over (``basis``, ``class``), ``log_alpha`` over
+(``basis``, ``class``) and ``beta`` over ``source``. Labels are the integers 0..C-1. Several sources are
+described by ``sources`` (a tuple of dicts ``{"name", "columns", "kernel", "theta", "degree"}``) or, when that
+is None, by ``data.meta["sources"]`` (name -> column indices) with the model's ``kernel``; without either the
+whole X is one source.
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+from bayeszoo.datasets import Dataset
+from bayeszoo.models.base import Model
+
+PRUNE_ALPHA = 1e6                        # mRVM2's pruning threshold (thesis §5.4.5); also the n_relevant rule
+LOG_ALPHA_PRUNED = float(np.log(1e12))   # pruned samples of the type-II backends are stored at this value
+MAX_PREDICT_DRAWS = 250                  # predictions average over at most this many evenly spaced draws
+
+
+def _mk():
+    # the numerics live with the backends; imported lazily so that importing the models does not import them
+    from bayeszoo.inference.mkl import _common
+
+    return _common
+
+
+@dataclass
+class PMKL(Model):
+    """Multinomial-probit multiple kernel learning (pMKL).
+
+    Parameters
+    ----------
+    rule : {"convex", "mean", "binary", "product", "wproduct"}
+        Kernel combination: convex sum with Dirichlet weights (3.2), fixed mean (3.1), binary selection (3.3),
+        product (3.4) and weighted product (3.5; rbf base kernels only, whose powers stay p.s.d.).
+    kernel : {"rbf", "poly", "linear"}
+        Base kernel of each source when ``sources`` does not say: rbf exp(-sum_d theta_d (x_d - x'_d)^2) with
+        theta_d = 1/D_s (the thesis's setting), poly (x.x' + 1)^degree, linear x.x'.
+    sources : tuple of dict or None
+        Explicit sources: ``{"name": str, "columns": [int, ...], "kernel": ..., "theta": float or list,
+        "degree": int}``. Several entries may use the same columns with different kernels or parameters.
+    tau, nu : Gamma(shape tau, rate nu) prior of every precision alpha_nc (3.14 read as in 3.24 / 5.8, erratum 1).
+        The thesis never states its values; the default Gamma(1, 1) (w ~ Student-t(2) of scale 1) is proper,
+        so every backend targets one posterior.
+    rho : Dirichlet concentration of beta for the convex rule (rho 1_S; 1 is uniform, as in ch. 5).
+    mu, lam : rates of the exponential priors on pi and chi (weighted product, 3.18-3.19).
+    """
+
+    rule: str = "convex"
+    kernel: str = "rbf"
+    sources: tuple | None = None
+    degree: int = 2
+    tau: float = 1.0
+    nu: float = 1.0
+    rho: float = 1.0
+    mu: float = 1.0
+    lam: float = 1.0
+
+    family = "mkl"
+    compare_vars = ("W", "beta")
+
+    def __post_init__(self):
+        mk = _mk()
+        if self.rule not in mk.RULES:
+            raise ValueError(f"PMKL rule must be one of {mk.RULES}, got {self.rule!r}")
+        if self.kernel not in mk.KERNELS:
+            raise ValueError(f"PMKL kernel must be one of {mk.KERNELS}, got {self.kernel!r}")
+        for name in ("tau", "nu", "rho", "mu", "lam"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
+                    or value <= 0:
+                raise ValueError(f"PMKL {name} must be a positive number, got {value!r}")
+        if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or self.degree < 1:
+            raise ValueError(f"PMKL degree must be a positive integer, got {self.degree!r}")
+        if self.sources is not None:
+            if isinstance(self.sources, (str, dict)) or not hasattr(self.sources, "__len__") or not self.sources:
+                raise ValueError("PMKL sources must be a non-empty tuple of dicts")
+            self.sources = tuple(dict(s) for s in self.sources)
+            for s in self.sources:
+                unknown = set(s) - {"name", "columns", "kernel", "theta", "degree"}
+                if unknown or "columns" not in s:
+                    raise ValueError(f"PMKL source {s!r}: needs 'columns' and takes only name, columns, kernel, "
+                                     f"theta, degree")
+                if s.get("kernel", self.kernel) not in mk.KERNELS:
+                    raise ValueError(f"PMKL source {s.get('name')!r}: kernel must be one of {mk.KERNELS}")
+
+    # ---- sources and kernels ---------------------------------------------------------------------------
+    def source_list(self, data: Dataset):
+        """The base kernels as :class:`~bayeszoo.inference.mkl._common.Source` objects."""
+        return self._sources(data.d, data.meta.get("sources"))
+
+    def _sources(self, d: int, meta_sources=None):
+        mk = _mk()
+        if self.sources is not None:
+            specs = [dict(s) for s in self.sources]
+        elif meta_sources:
+            specs = [{"name": str(k), "columns": list(v)} for k, v in dict(meta_sources).items()]
+        else:
+            specs = [{"name": "all", "columns": list(range(d))}]
+        out = []
+        for i, s in enumerate(specs):
+            cols = np.asarray(s["columns"])
+            if cols.ndim != 1 or cols.size == 0 or not np.issubdtype(cols.dtype, np.integer):
+                raise ValueError(f"PMKL source {s.get('name', i)!r}: columns must be a non-empty list of integers")
+            if cols.min() < 0 or cols.max() >= d:
+                raise ValueError(f"PMKL source {s.get('name', i)!r}: columns out of range for X with {d} columns")
+            theta = s.get("theta")
+            if theta is not None:
+                th = np.asarray(theta, dtype=float)
+                if th.ndim > 1 or (th.ndim == 1 and th.size != cols.size) or np.any(~np.isfinite(th)) \
+                        or np.any(th <= 0):
+                    raise ValueError(f"PMKL source {s.get('name', i)!r}: theta must be positive (one value or "
+                                     f"one per column)")
+                theta = tuple(np.atleast_1d(th).tolist())
+            out.append(mk.Source(name=str(s.get("name", f"s{i}")), columns=tuple(int(c) for c in cols),
+                                 kernel=s.get("kernel", self.kernel), theta=theta,
+                                 degree=int(s.get("degree", self.degree))))
+        names = [s.name for s in out]
+        if len(set(names)) != len(names):
+            raise ValueError(f"PMKL source names must be unique, got {names}")
+        return out
+
+    def _fit_sources(self, fit):
+        names = [str(v) for v in fit.idata.posterior["beta"].coords["source"].values]
+        X = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
+        mask = np.asarray(fit.idata.constant_data["source_mask"].values, dtype=bool)
+        meta = {n: np.nonzero(m)[0].tolist() for n, m in zip(names, mask)}
+        return self._sources(X.shape[1], meta), X
+
+    def train_kernels(self, data: Dataset) -> np.ndarray:
+        """Base kernels at the training inputs (S, N, N)."""
+        return _mk().base_grams(self.source_list(data), data.X, data.X)
+
+    def composite(self, Ks, beta) -> np.ndarray:
+        return _mk().combine(Ks, beta, self.rule)
+
+    def n_classes(self, data: Dataset) -> int:
+        return int(np.max(data.y)) + 1
+
+    def default_beta(self, S: int) -> np.ndarray:
+        """beta of the rules without free weights: 1/S (mean), 1 (product); prior mean otherwise."""
+        if self.rule in ("product", "wproduct"):
+            return np.ones(S)
+        if self.rule == "binary":
+            return np.full(S, 0.5)
+        return np.full(S, 1.0 / S)
+
+    # ---- data ----------------------------------------------------------------------------------------
+    def validate(self, data: Dataset) -> None:
+        super().validate(data)
+        if data.task not in (None, "classification", "multiclass"):
+            raise ValueError(f"dataset {data.name!r} is a {data.task} problem; PMKL needs class labels 0..C-1")
+        y = data.y
+        if np.any(y != np.round(y)) or np.any(y < 0):
+            raise ValueError(f"PMKL needs integer class labels 0..C-1 in y; got values {np.unique(y)[:10].tolist()}")
+        C = int(y.max()) + 1
+        counts = np.bincount(y.astype(int), minlength=C)
+        if C < 2:
+            raise ValueError("PMKL needs at least two classes in the training labels")
+        if np.any(counts == 0):
+            missing = np.nonzero(counts == 0)[0].tolist()
+            raise ValueError(f"PMKL labels must be 0..C-1 with every class present in the training set; "
+                             f"class(es) {missing} have no members")
+        yt = data.y_test
+        if yt.size and (np.any(yt != np.round(yt)) or np.any(yt < 0) or np.any(yt >= C)):
+            raise ValueError(f"PMKL test labels must be integers in 0..{C - 1} (the training classes); "
+                             f"got values {np.unique(yt)[:10].tolist()}")
+        sources = self.source_list(data)
+        if self.rule == "wproduct" and any(s.kernel != "rbf" for s in sources):
+            raise ValueError("PMKL rule 'wproduct' needs rbf base kernels (element-wise powers of other kernels "
+                             "are not positive semi-definite, digest §2.2)")
+
+    def var_dims(self, data: Dataset) -> dict[str, tuple[str, ...]]:
+        return {"W": ("basis", "class"), "log_alpha": ("basis", "class"), "beta": ("source",)}
+
+    def coords(self, data: Dataset) -> dict[str, np.ndarray]:
+        return {"basis": np.arange(data.n), "class": np.arange(self.n_classes(data)),
+                "source": np.array([s.name for s in self.source_list(data)]), "obs": np.arange(data.n)}
+
+    def constant_data(self, data: Dataset) -> dict:
+        sources = self.source_list(data)
+        mask = np.zeros((len(sources), data.d), dtype=np.int8)
+        for i, s in enumerate(sources):
+            mask[i, list(s.columns)] = 1
+        return {"X": data.X, "source_mask": mask}
+
+    # ---- declarations --------------------------------------------------------------------------------
+    def _check_declarable(self):
+        if self.rule == "binary":
+            raise ValueError("PMKL(rule='binary') has discrete kernel weights, which the gradient-based "
+                             "backends cannot sample; use gibbs, vb, em or map")
+
+    def pymc_model(self, data: Dataset):
+        """pMKL in PyMC with y marginalised (reduced model, Fig. 3.2): free ``log_alpha`` and ``z`` over
+        (basis, class), ``W = z exp(-log_alpha / 2)``; ``beta`` Dirichlet (convex) or Gamma with exponential
+        hyperpriors on its shape / rate (weighted product); the likelihood eq. 3.11 by Gauss-Hermite quadrature
+        as a ``Potential``."""
+        import pymc as pm
+        import pytensor.tensor as pt
+
+        from bayeszoo.models.rvm import _pm_log_gamma, _pt_log_ndtr
+
+        self.validate(data)
+        self._check_declarable()
+        Ks = self.train_kernels(data)
+        S = Ks.shape[0]
+        onehot = np.eye(self.n_classes(data))[data.y.astype(int)]
+        u, logw = _mk().gh_rule()
+        with pm.Model(coords=self.coords(data)) as model:
+            log_alpha = _pm_log_gamma("log_alpha", self.tau, self.nu, dims=("basis", "class"))
+            z = pm.Normal("z", 0.0, 1.0, dims=("basis", "class"))
+            W = pm.Deterministic("W", z * pt.exp(-0.5 * log_alpha), dims=("basis", "class"))
+            beta = self._pm_beta(S)
+            if self.rule in ("mean", "convex"):
+                K = pt.tensordot(beta, Ks, axes=[[0], [0]])
+            elif self.rule == "product":
+                K = pt.as_tensor_variable(np.prod(Ks, 0))
+            else:
+                K = pt.exp(pt.tensordot(beta, np.log(np.clip(Ks, 1e-300, None)), axes=[[0], [0]]))
+            M = pt.dot(K, W)
+            m_t = pt.sum(M * onehot, axis=1, keepdims=True)
+            arg = u[None, :, None] + (m_t - M)[:, None, :]                         # (N, K, C)
+            lp = pt.sum(_pt_log_ndtr(arg) * (1.0 - onehot)[:, None, :], axis=2) + logw[None, :]
+            pm.Potential("loglik", pt.sum(pt.logsumexp(lp, axis=1)))
+        return model
+
+    def _pm_beta(self, S):
+        import pymc as pm
+
+        if self.rule == "convex":
+            return pm.Dirichlet("beta", a=np.full(S, float(self.rho)), dims="source")
+        if self.rule == "wproduct":
+            pi = pm.Exponential("pi", lam=float(self.mu), dims="source")
+            chi = pm.Exponential("chi", lam=float(self.lam), dims="source")
+            return pm.Gamma("beta", alpha=pi, beta=chi, dims="source")
+        return pm.Deterministic("beta", pm.math.constant(self.default_beta(S)), dims="source")
+
+    def numpyro_model(self, data: Dataset):
+        """The same joint density as :meth:`pymc_model`, as a zero-argument NumPyro model function."""
+        import jax.numpy as jnp
+        import numpyro
+        import numpyro.distributions as dist
+        from jax.scipy.special import log_ndtr, logsumexp
+
+        from bayeszoo.models.rvm import _log_gamma_numpyro
+
+        self.validate(data)
+        self._check_declarable()
+        Ks_np = self.train_kernels(data)
+        S, N = Ks_np.shape[:2]
+        C = self.n_classes(data)
+        onehot_np = np.eye(C)[data.y.astype(int)]
+        u_np, logw_np = _mk().gh_rule()
+        rule, tau, nu = self.rule, float(self.tau), float(self.nu)
+        rho, mu, lam = float(self.rho), float(self.mu), float(self.lam)
+        beta_fixed = self.default_beta(S)
+        LogGamma = _log_gamma_numpyro()
+
+        def model():
+            Ks, onehot = jnp.asarray(Ks_np), jnp.asarray(onehot_np)
+            u, logw = jnp.asarray(u_np), jnp.asarray(logw_np)
+            log_alpha = numpyro.sample("log_alpha", LogGamma(tau, nu).expand([N, C]).to_event(2))
+            z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([N, C]).to_event(2))
+            W = numpyro.deterministic("W", z * jnp.exp(-0.5 * log_alpha))
+            if rule == "convex":
+                beta = numpyro.sample("beta", dist.Dirichlet(jnp.full(S, rho)))
+            elif rule == "wproduct":
+                pi = numpyro.sample("pi", dist.Exponential(mu).expand([S]).to_event(1))
+                chi = numpyro.sample("chi", dist.Exponential(lam).expand([S]).to_event(1))
+                beta = numpyro.sample("beta", dist.Gamma(pi, chi).to_event(1))
+            else:
+                beta = numpyro.deterministic("beta", jnp.asarray(beta_fixed))
+            if rule in ("mean", "convex"):
+                K = jnp.tensordot(beta, Ks, axes=1)
+            elif rule == "product":
+                K = jnp.prod(Ks, 0)
+            else:
+                K = jnp.exp(jnp.tensordot(beta, jnp.log(jnp.clip(Ks, 1e-300, None)), axes=1))
+            M = K @ W
+            m_t = jnp.sum(M * onehot, axis=1, keepdims=True)
+            arg = u[None, :, None] + (m_t - M)[:, None, :]
+            lp = jnp.sum(log_ndtr(arg) * (1.0 - onehot)[:, None, :], axis=2) + logw[None, :]
+            numpyro.factor("loglik", jnp.sum(logsumexp(lp, axis=1)))
+
+        return model
+
+    # ---- densities used by the tests and the samplers ------------------------------------------------
+    def log_likelihood(self, W, K, y) -> float:
+        """sum_n log P(t_n | W, k_n) (eq. 3.11 by quadrature) for one W (N, C) and composite K (N, N)."""
+        lp = _mk().log_class_probs(K @ W)
+        return float(np.sum(lp[np.arange(len(y)), np.asarray(y, int)]))
+
+    def log_prior_beta(self, beta, pi=None, chi=None) -> float:
+        """log p(beta) under the rule's prior (up to nothing: normalised)."""
+        from scipy import stats
+
+        beta = np.asarray(beta, float)
+        S = beta.size
+        if self.rule == "convex":
+            if np.any(beta <= 0):
+                return -np.inf
+            return float(stats.dirichlet(np.full(S, self.rho)).logpdf(beta / beta.sum()))
+        if self.rule == "binary":
+            return float(S * np.log(0.5))
+        if self.rule == "wproduct":
+            return float(np.sum(stats.gamma(pi, scale=1.0 / chi).logpdf(beta)))
+        return 0.0
+
+    # ---- prediction ----------------------------------------------------------------------------------
+    @staticmethod
+    def _draws(fit, name, max_draws=MAX_PREDICT_DRAWS):
+        arr = np.asarray(fit.idata.posterior[name].values, dtype=float)
+        arr = arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
+        if arr.shape[0] > max_draws:
+            arr = arr[np.linspace(0, arr.shape[0] - 1, max_draws).astype(int)]
+        return arr
+
+    def latent_draws(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
+        """m = W^T k* for every (thinned) draw, with k* built from that draw's beta: (L, n_new, C)."""
+        sources, X = self._fit_sources(fit)
+        X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
+        if X_new.shape[1] != X.shape[1]:
+            raise ValueError(f"X_new has {X_new.shape[1]} columns but the training inputs have {X.shape[1]}")
+        Ks_test = _mk().base_grams(sources, X, X_new)
+        return _mk().latent_means(Ks_test, self._draws(fit, "W", max_draws), self._draws(fit, "beta", max_draws),
+                                  self.rule)
+
+    def log_predict_all(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
+        """log P(t* = i | x*) for every class (n_new, C): eq. 3.26, the quadrature of eq. 3.11 averaged over
+        draws (in log space)."""
+        from scipy.special import logsumexp
+
+        lp = _mk().log_class_probs(self.latent_draws(fit, X_new, max_draws))
+        return logsumexp(lp, axis=0) - np.log(lp.shape[0])
+
+    def predict(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
+        """Predictive class probabilities (n_new, C) (eq. 3.26), over at most ``max_draws`` evenly spaced draws."""
+        return np.exp(self.log_predict_all(fit, X_new, max_draws))
+
+    # ---- scoring -------------------------------------------------------------------------------------
+    def n_relevant(self, fit) -> int:
+        """Relevance vectors: training objects n with median_draws alpha_nc < 1e6 for some class c (the mRVM2
+        pruning rule of §5.4.5, applied to every backend)."""
+        la = np.median(self._draws(fit, "log_alpha", max_draws=10**9), axis=0)
+        return int(np.sum(np.min(la, axis=1) < np.log(PRUNE_ALPHA)))
+
+    def score(self, fit, data: Dataset) -> dict:
+        """Metrics on the test set (training set if there is none).
+
+        ``error_rate`` (argmax of the predictive probabilities), ``log_pred`` (mean log predictive probability
+        of the true class), ``pred_lik`` (the thesis's predictive likelihood, sum_n log P(true class), §5.4),
+        ``info_bits`` (mean log2 p(true) - log2 p_base(true), p_base = training class frequencies),
+        ``n_relevant`` and ``beta_<source>`` (posterior mean of each combination weight).
+        """
+        self.validate(data)
+        X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)
+        y = y.astype(int)
+        logp = self.log_predict_all(fit, X)
+        C = logp.shape[1]
+        lp_true = logp[np.arange(len(y)), y]
+        base = np.bincount(data.y.astype(int), minlength=C) / data.n
+        out = {"error_rate": float(np.mean(np.argmax(logp, 1) != y)),
+               "log_pred": float(np.mean(lp_true)),
+               "pred_lik": float(np.sum(lp_true)),
+               "info_bits": float(np.mean(lp_true - np.log(base[y])) / np.log(2.0)),
+               "n_relevant": self.n_relevant(fit)}
+        beta = fit.idata.posterior["beta"]
+        for name, value in zip(beta.coords["source"].values, beta.mean(("chain", "draw")).values):
+            out[f"beta_{name}"] = float(value)
+        return out
+
+
+# ---------------------------------------------------------------------------------------------- helpers
+def multisource_dataset(sources: dict, y, sources_test: dict | None = None, y_test=None, name: str = "mkl",
+                        meta: dict | None = None) -> Dataset:
+    """A Dataset from several feature matrices (one per source): X is their concatenation and
+    ``meta["sources"]`` maps each source name to its columns. Sources must have the same number of rows."""
+    if not isinstance(sources, dict) or not sources:
+        raise ValueError("sources must be a non-empty dict name -> feature matrix")
+    mats = {k: np.atleast_2d(np.asarray(v, dtype=float)) for k, v in sources.items()}
+    rows = {k: m.shape[0] for k, m in mats.items()}
+    if len(set(rows.values())) != 1:
+        raise ValueError(f"sources have different numbers of rows: {rows}")
+    cols, start = {}, 0
+    for k, m in mats.items():
+        cols[k] = list(range(start, start + m.shape[1]))
+        start += m.shape[1]
+    X = np.hstack(list(mats.values()))
+    X_test = None
+    if sources_test is not None:
+        if set(sources_test) != set(sources):
+            raise ValueError(f"test sources {sorted(sources_test)} differ from training sources {sorted(sources)}")
+        tmats = {k: np.atleast_2d(np.asarray(sources_test[k], dtype=float)) for k in mats}
+        trows = {k: m.shape[0] for k, m in tmats.items()}
+        if len(set(trows.values())) != 1:
+            raise ValueError(f"test sources have different numbers of rows: {trows}")
+        for k in mats:
+            if tmats[k].shape[1] != mats[k].shape[1]:
+                raise ValueError(f"test source {k!r} has {tmats[k].shape[1]} columns, training has "
+                                 f"{mats[k].shape[1]}")
+        X_test = np.hstack([tmats[k] for k in mats])
+    meta = {"task": "multiclass", **dict(meta or {}), "sources": cols}
+    return Dataset(X=X, y=y, X_test=X_test, y_test=y_test, name=name, meta=meta)
+
+
+def check_kernel_matrix(K, name: str = "kernel", tol: float = 1e-8) -> np.ndarray:
+    """``K`` as float if it is a finite, symmetric positive semi-definite matrix; a ValueError otherwise."""
+    K = np.asarray(K, dtype=float)
+    if K.ndim != 2 or K.shape[0] != K.shape[1]:
+        raise ValueError(f"{name} must be a square matrix, got shape {K.shape}")
+    if not np.all(np.isfinite(K)):
+        raise ValueError(f"{name} contains NaN or inf")
+    scale = max(1.0, float(np.max(np.abs(K))))
+    if np.max(np.abs(K - K.T)) > tol * scale:
+        raise ValueError(f"{name} is not symmetric (max |K - K^T| = {np.max(np.abs(K - K.T)):.3g})")
+    lam = np.linalg.eigvalsh(0.5 * (K + K.T))[0]
+    if lam < -tol * scale * K.shape[0]:
+        raise ValueError(f"{name} is not positive semi-definite (smallest eigenvalue {lam:.3g})")
+    return K
+
+
+def thesis_cv(model: PMKL, data: Dataset, backend: str = "vb", *, repeats: int = 1, folds: int = 10, seed: int = 0,
+              metrics=("error_rate", "pred_lik", "n_relevant"), **kwargs) -> dict:
+    """The thesis's protocols: 10-fold cross-validation (``repeats=1``, Tables 4.3-4.4) or 10 x 10-fold
+    (``repeats=10``, Tables 5.2-5.3). Returns ``{metric: (mean, sd)}`` over all folds, plus ``seconds``
+    (mean, sd of the fit time per fold); extra keyword arguments go to :func:`bayeszoo.cross_validate`."""
+    from bayeszoo.api import cross_validate
+
+    res = cross_validate(model, data, backend, folds=folds, repeats=repeats, seed=seed, **kwargs)
+    return {k: (float(np.mean(res[k])), float(np.std(res[k], ddof=1)))
+            for k in (*metrics, "seconds") if k in res}

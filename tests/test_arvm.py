@@ -1,0 +1,288 @@
+"""Numbers for the adaptive-kernel RVM: corrected gradients, Algorithm 1, sparsity prior, declarations."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bayeszoo as bz
+from bayeszoo.inference.arvm import learn as L
+from bayeszoo.models.arvm import ARVM, adaptive_design, sparsity_value
+from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
+
+
+def _state(D=1, K=1, mode="log_width", floor=0.0, c=1.7, clf=False, M=3, seed=0, N=25, u0=None):
+    """A random model state with M active bases (regression beta = 20, or classification at its Laplace mode)."""
+    rng = np.random.default_rng(seed)
+    X = rng.uniform(size=(N, D))
+    t = (X[:, 0] > 0.5).astype(float) if clf else np.sin(6 * X[:, 0]) + 0.1 * rng.normal(size=N)
+    kernel = L.Kernel(X, K, mode, floor=floor)
+    state = L.State(kernel, t, c, clf, None if clf else 20.0)
+    u0 = (3.0 if mode == "scale" else -1.5) if u0 is None else u0
+    state.theta = np.column_stack([X[:M], u0 + 0.3 * rng.normal(size=(M, K))])
+    state.alpha = rng.gamma(2.0, 1.0, M)
+    state.w_mode = np.zeros(M)
+    state.refresh()
+    cands = np.column_stack([X[5:9], u0 + 0.3 * rng.normal(size=(4, K))])
+    return state, cands, rng
+
+
+def _fd(fun, x, eps=1e-6):
+    """Central differences of a scalar-per-row (or scalar) function in every coordinate of x."""
+    out = np.zeros(x.shape)
+    for idx in np.ndindex(x.shape):
+        e = np.zeros(x.shape)
+        e[idx] = eps
+        out[idx] = (fun(x + e) - fun(x - e)) / (2 * eps)
+    return out
+
+
+GEOMETRIES = [dict(D=1, K=1), dict(D=2, K=1), dict(D=2, K=2), dict(D=2, K=2, floor=0.05),
+              dict(D=2, K=2, mode="scale"), dict(D=2, K=1, clf=True, c=0.1)]
+
+
+# ------------------------------------------------------------------------------------------- gradients
+@pytest.mark.parametrize("geom", GEOMETRIES)
+def test_candidate_gradient_is_the_corrected_eq51(geom):
+    state, cands, _ = _state(**geom)
+    gain, grad, _ = L.candidate_objective(state, cands)
+    keep = gain > 0                              # a candidate with q^2 <= (2c+1) s has gain 0 and no gradient
+    assert keep.sum() >= 2
+    cands, grad = cands[keep], grad[keep]
+    fd = np.stack([_fd(lambda th: L.candidate_objective(state, th[None])[0][0], cands[b]) for b in range(len(cands))])
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+
+
+def test_printed_eq51_coefficient_is_wrong():
+    """[P 51] prints (q^2 + c alpha); only (q^2 + 2 c alpha) matches the derivative of the paper's own l^s [P 42]."""
+    state, cands, _ = _state(c=2.0)
+    phi, dphi = state.kernel.eval(cands, grad=True)
+    Cphi, Ct = state.cinv(phi), state.cinv(state.that)
+    s, q = np.sum(phi * Cphi, 0), Ct @ phi
+    alpha = s**2 / (q**2 - 5.0 * s)
+    r, w = np.einsum("nb,nbp->bp", Cphi, dphi), np.einsum("n,nbp->bp", Ct, dphi)
+    printed = -(1 / (alpha + s) + (q**2 + 2.0 * alpha) / (alpha + s) ** 2)[:, None] * r + (q / (alpha + s))[:, None] * w
+    _, grad, _ = L.candidate_objective(state, cands)
+    assert np.max(np.abs(printed - grad)) > 1e-3 * np.max(np.abs(grad))
+
+
+@pytest.mark.parametrize("geom", GEOMETRIES)
+def test_joint_gradient_is_the_corrected_eq62(geom):
+    state, _, rng = _state(**geom)
+    delta = rng.gamma(2.0, 1.0, state.theta[:, state.kernel.D:].shape) if geom.get("mode") == "scale" else None
+    x = state.theta.ravel()
+    _, grad = L.joint_objective(state, x, delta)
+    fd = _fd(lambda th: L.joint_objective(state, th, delta)[0], x)
+    np.testing.assert_allclose(grad, fd, rtol=1e-6, atol=1e-7 * np.abs(fd).max())
+
+
+def test_printed_eq62_sign_is_wrong():
+    """[P 62] prints +2c B Phi Sigma A Sigma; the derivative of L^s [P 38] needs -2c."""
+    state, _, _ = _state(c=2.0)
+    x = state.theta.ravel()
+    _, grad = L.joint_objective(state, x)
+    Phi, dPhi = state.kernel.eval(state.theta, grad=True)
+    Sigma, mu, B, A = state.post.Sigma, state.post.mu, state.B, state.alpha
+    r = state.that - Phi @ mu
+    D_printed = B[:, None] * (np.outer(r, mu) - Phi @ Sigma + 2 * 2.0 * Phi @ Sigma @ (A[:, None] * Sigma))
+    printed = -np.einsum("nm,nmp->mp", D_printed, dPhi).ravel()
+    assert np.max(np.abs(printed - grad)) > 1e-3 * np.max(np.abs(grad))
+
+
+# ------------------------------------------------------------------------------------------- objective
+def _objective_after_adding(state, theta_new, alpha_new):
+    trial = L.State(state.kernel, state.t, state.c, state.clf, state.beta)
+    trial.theta = np.vstack([state.theta, theta_new])
+    trial.alpha = np.append(state.alpha, alpha_new)
+    trial.w_mode = np.zeros(trial.alpha.size)
+    trial.refresh()
+    return trial.log_marginal() - trial.c * trial.trace_S()
+
+
+@pytest.mark.parametrize("c, M", [(0.0, 3), (1.3, 0)])
+def test_add_gain_is_the_exact_change_of_Ls(c, M):
+    """With c = 0, or into an empty model, l^s(alpha*) [P 42, 44] is exactly the increase of L^s [P 38]."""
+    state, cands, _ = _state(c=c, M=max(M, 1))
+    if M == 0:
+        state.theta, state.alpha = state.theta[:0], state.alpha[:0]
+        state.refresh()
+    gain, _, alpha = L.candidate_objective(state, cands)
+    before = state.log_marginal() - c * state.trace_S()
+    assert np.sum(gain > 0) >= 2
+    for b in np.flatnonzero(gain > 0):
+        assert _objective_after_adding(state, cands[b], alpha[b]) - before == pytest.approx(gain[b], rel=1e-8)
+
+
+def test_exact_alpha_update_is_a_stationary_point_of_Ls():
+    """alpha_update="exact" solves d L^s / d log alpha = 0; [P 40] (diagonal-only) does not when Sigma is full."""
+    state, _, _ = _state(c=1.0, M=4, seed=3, u0=np.log(0.4))   # wide, overlapping kernels: Sigma is far from diagonal
+    opts = L.check({"hyper_sweeps": 2000})
+
+    def Ls(log_alpha, st):
+        st2 = L.State(st.kernel, st.t, st.c, False, st.beta)
+        st2.theta, st2.alpha = st.theta, np.exp(log_alpha)
+        st2.refresh()
+        return st2.log_marginal() - st2.c * st2.trace_S()
+
+    for update, stationary in (("exact", True), ("paper", False)):
+        st = L.State(state.kernel, state.t, state.c, False, state.beta)
+        st.theta, st.alpha = state.theta.copy(), state.alpha.copy()
+        st.refresh()
+        L.update_hyper(st, {**opts, "alpha_update": update}, beta_free=False)
+        assert st.M >= 2
+        grad = _fd(lambda la: Ls(la, st), np.log(st.alpha), eps=1e-5)
+        if stationary:
+            assert np.max(np.abs(grad)) < 1e-5
+        else:
+            assert np.max(np.abs(grad)) > 1e-4
+
+
+def test_sparsity_values_of_the_paper():
+    assert sparsity_value("none", 128) == 0.0
+    assert sparsity_value("aic", 128) == 1.0
+    assert sparsity_value("bic", 128) == pytest.approx(2.426, abs=1e-3)
+    assert sparsity_value("ric", 100) == pytest.approx(4.605, abs=1e-3)
+    assert sparsity_value(0.3, 10) == 0.3
+
+
+def test_trace_smoother_of_declarations_matches_dense_formula():
+    import jax.numpy as jnp
+    from bayeszoo.models.arvm import _trace_smoother
+
+    rng = np.random.default_rng(0)
+    Phi = rng.normal(size=(9, 4))
+    log_alpha = rng.normal(size=4) * 3
+    beta = 2.5
+    Sigma = np.linalg.inv(beta * Phi.T @ Phi + np.diag(np.exp(log_alpha)))
+    dense = np.trace(Phi @ Sigma @ Phi.T * beta)               # trace(S), S = Phi Sigma Phi^T B [P 32]
+    assert float(_trace_smoother(jnp.asarray(beta * Phi.T @ Phi), jnp.asarray(log_alpha), "jax")) == \
+        pytest.approx(dense, rel=1e-10)
+
+
+# ------------------------------------------------------------------------------------------- learning
+@pytest.fixture(scope="module")
+def doppler():
+    return bz.datasets.load("doppler", seed=0)
+
+
+FAST = dict(n_candidates=40, joint_iter=50)
+
+
+def test_learning_fit_layout_predict_and_reproducibility(doppler):
+    model = ARVM(n_basis=30)
+    fit = bz.fit(model, doppler, "arvm", draws=50, chains=2, seed=3, progress=False, **FAST)
+    again = bz.fit(model, doppler, "arvm", draws=50, chains=2, seed=3, progress=False, **FAST)
+    post = fit.posterior
+    np.testing.assert_array_equal(post.w.values, again.posterior.w.values)
+    assert post.w.shape == (2, 50, 30) and post.centre.shape == (2, 50, 30, 1) and post.inv_width.shape[-1] == 1
+    k = fit.info["n_relevant"]
+    assert 1 <= k < 30 and model.score(fit, doppler)["n_relevant"] == k
+    la = post.log_alpha.values[0, 0]
+    assert np.all(la[:k] < LOG_ALPHA_PRUNED) and np.all(la[k:] == LOG_ALPHA_PRUNED)
+    assert np.all(post.w.values[..., k:] == 0)
+    np.testing.assert_allclose(model.predict(fit, doppler.X), post.f.values.mean((0, 1)), atol=1e-12)
+    widths = 1.0 / post.inv_width.values[0, 0, :k, 0]
+    assert np.all(widths >= model.min_width_value(doppler.X))
+    obj = fit.idata.objective["objective"].values
+    assert fit.info["converged"] and obj[-1] > obj[0]
+
+
+def test_larger_sparsity_gives_fewer_relevance_vectors(doppler):
+    counts = []
+    for c in (0.5, "bic", "ric", 8.0):
+        fit = bz.fit(ARVM(sparsity=c), doppler, "arvm", draws=5, chains=1, progress=False, **FAST)
+        counts.append(fit.info["n_relevant"])
+    assert all(a >= b for a, b in zip(counts, counts[1:])) and counts[0] > counts[-1], counts
+
+
+def test_classification_on_gaussian_mixture():
+    data = bz.datasets.load("gaussian_mixture", n_test_per_class=1000, seed=0)
+    model = ARVM(task="classification", n_basis=15)
+    fit = bz.fit(model, data, "arvm", draws=20, chains=1, progress=False, **FAST)
+    score = model.score(fit, data)
+    assert score["error_rate"] < 0.2            # Bayes error 0.1186
+    assert 1 <= score["n_relevant"] <= 15
+    p = model.predict(fit, data.X_test)
+    assert np.all((p >= 0) & (p <= 1))
+
+
+def test_feature_selection_switches_off_the_irrelevant_direction():
+    """PhD ch. 7: y depends on x0 only; the delta = 1/v^2 prior drives v for x1 to zero in every basis."""
+    rng = np.random.default_rng(0)
+    X = rng.uniform(-1, 1, size=(80, 2))
+    y = np.exp(-(X[:, 0] / 0.3) ** 2) + 0.05 * rng.normal(size=80)
+    data = bz.datasets.Dataset(X, y, name="x0_only", meta={"task": "regression"})
+    model = ARVM(kernel="diag", feature_selection=True, n_basis=10)
+    fit = bz.fit(model, data, "arvm", draws=5, chains=1, progress=False, **FAST)
+    k = fit.info["n_relevant"]
+    v = fit.posterior.inv_width.values[0, 0, :k]
+    assert k >= 1
+    assert np.all(v[:, 1] < 0.05 * v[:, 0]), v
+    assert model.score(fit, data)["mse"] < 0.01
+
+
+# ------------------------------------------------------------------------------------------- declarations
+def test_pymc_numpyro_and_numpy_densities_agree():
+    from numpyro.infer.util import log_density
+
+    data = bz.datasets.load("doppler", n=20, seed=1)
+    model = ARVM(n_basis=3, sparsity="bic")
+    rng = np.random.default_rng(0)
+    lo, hi, wlo, whi = model._prior_bounds(data)
+    point = {"centre": rng.uniform(lo, hi, size=(3, 1)), "log_width": rng.uniform(wlo, whi, size=(3, 1)),
+             "log_alpha": rng.normal(size=3), "z": rng.normal(size=3), "log_beta": np.array(1.5)}
+    pm_model = model.pymc_model(data)
+    pm_point = {}
+    for rv in pm_model.free_RVs:
+        value_var = pm_model.rvs_to_values[rv]
+        tr = pm_model.rvs_to_transforms.get(rv)
+        v = point[rv.name]
+        pm_point[value_var.name] = tr.forward(v, *rv.owner.inputs).eval() if tr is not None else v
+    pm_lp = pm_model.compile_logp(jacobian=False)(pm_point)
+    np_lp, _ = log_density(model.numpyro_model(data), (), {}, point)
+    # the same density in NumPy
+    from scipy import stats
+    from bayeszoo.models.rvm import log_gamma_logpdf
+
+    v = np.exp(-point["log_width"])
+    Phi = adaptive_design(data.X, point["centre"], v)
+    w = point["z"] * np.exp(-0.5 * point["log_alpha"])
+    beta = np.exp(point["log_beta"])
+    Sigma = np.linalg.inv(beta * Phi.T @ Phi + np.diag(np.exp(point["log_alpha"])))
+    lp = (np.sum(stats.uniform(lo, hi - lo).logpdf(point["centre"]))
+          + np.sum(stats.uniform(wlo, whi - wlo).logpdf(point["log_width"]))
+          + np.sum(log_gamma_logpdf(point["log_alpha"], model.a, model.b)) + np.sum(stats.norm.logpdf(point["z"]))
+          + log_gamma_logpdf(point["log_beta"], model.c, model.d)
+          + np.sum(stats.norm(Phi @ w, beta**-0.5).logpdf(data.y))
+          - model.c_value(data.n) * np.trace(beta * Phi @ Sigma @ Phi.T))
+    assert float(pm_lp) == pytest.approx(lp, rel=1e-9)
+    assert float(np_lp) == pytest.approx(lp, rel=1e-9)
+
+
+# ------------------------------------------------------------------------------------------- bad input
+@pytest.mark.parametrize("kwargs, match", [
+    (dict(sparsity="aicc"), "sparsity"), (dict(sparsity=-1.0), "sparsity"), (dict(n_basis=0), "n_basis"),
+    (dict(kernel="ard"), "kernel"), (dict(feature_selection=True), "feature_selection"),
+    (dict(width_range=(1.0, 0.1)), "width_range"), (dict(min_width=-1.0), "min_width"), (dict(a=0.0), "a"),
+    (dict(task="ranking"), "task")])
+def test_bad_model_options(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        ARVM(**kwargs)
+
+
+def test_bad_data_and_options(doppler):
+    mixture = bz.datasets.load("gaussian_mixture", n_test_per_class=10)
+    with pytest.raises(ValueError, match="classification"):
+        bz.fit(ARVM(), mixture, "arvm", progress=False)
+    labels = bz.datasets.Dataset(doppler.X, np.where(doppler.y > 0, 2.0, 0.0), name="bad", meta={})
+    with pytest.raises(ValueError, match="binary labels"):
+        bz.fit(ARVM(task="classification"), labels, "arvm", progress=False)
+    with pytest.raises(ValueError, match="unknown option"):
+        bz.fit(ARVM(), doppler, "arvm", progress=False, restarts=3)
+    with pytest.raises(ValueError, match="n_candidates"):
+        bz.fit(ARVM(), doppler, "arvm", progress=False, n_candidates=0)
+    with pytest.raises(ValueError, match="alpha_update"):
+        bz.fit(ARVM(), doppler, "arvm", progress=False, alpha_update="mackay")
+    with pytest.raises(ValueError, match="unknown backend"):
+        bz.fit(ARVM(), doppler, "fast", progress=False)
+    with pytest.raises(ValueError):
+        bz.datasets.Dataset(np.array([[0.0], [np.nan]]), np.zeros(2))

@@ -1,0 +1,225 @@
+"""BID model, data and Fourier numerics: circular convolution, PSFs, degradations, declarations, scoring, bad input."""
+import math
+
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import gammaln
+
+import bayeszoo as bz
+from bayeszoo.datasets.bid_data import (degrade, gaussian_psf, image_problem, make_psf, motion_psf,
+                                        noise_variance, uniform_psf)
+from bayeszoo.inference._idata import make_fit
+from bayeszoo.inference.bid import _fft
+from bayeszoo.models.bid import BID, F_SCALE, VARIANTS, isnr, parse_variant
+
+
+def _direct_circular_conv(f, k):
+    """sum_j k_j f_{i - j} (indices mod the image size), written as loops."""
+    R, C = f.shape
+    kr, kc = k.shape
+    out = np.zeros_like(f)
+    for i in range(R):
+        for j in range(C):
+            for a in range(kr):
+                for b in range(kc):
+                    out[i, j] += k[a, b] * f[(i - (a - kr // 2)) % R, (j - (b - kc // 2)) % C]
+    return out
+
+
+def test_fft_circular_convolution_equals_direct():
+    rng = np.random.default_rng(0)
+    f = rng.standard_normal((9, 10))
+    for k in (rng.standard_normal((3, 5)), rng.standard_normal((7, 7)), motion_psf()):
+        k_otf = _fft.otf(k, f.shape)
+        np.testing.assert_allclose(_fft.conv(f, k_otf), _direct_circular_conv(f, k), atol=1e-12)
+        # corr is the adjoint of conv: <K x, y> = <x, K^T y>
+        y = rng.standard_normal(f.shape)
+        assert np.sum(_fft.conv(f, k_otf) * y) == pytest.approx(np.sum(f * _fft.corr(y, k_otf)), rel=1e-12)
+
+
+def test_fft_helpers_exact_on_small_arrays():
+    rng = np.random.default_rng(1)
+    shape = (6, 7)
+    k = rng.standard_normal((3, 3))
+    assert np.array_equal(_fft.window(_fft.embed(k, shape), 3), k)
+    # a^T C a for a circulant C with eigenvalues c, against the dense circulant matrix
+    c = 0.5 + np.abs(_fft.rfft2(rng.standard_normal(shape))) ** 2    # a real symmetric spectrum
+    a = rng.standard_normal(shape)
+    dense = np.column_stack([_fft.irfft2(_fft.rfft2(e.reshape(shape)) * c, shape).ravel() for e in np.eye(42)])
+    assert _fft.circulant_quad(_fft.rfft2(a), c, shape) == pytest.approx(a.ravel() @ dense @ a.ravel(), rel=1e-12)
+    assert _fft.spectrum_sum(np.log(c), shape) == pytest.approx(np.linalg.slogdet(dense)[1], rel=1e-12)
+    # difference filters: f(x, y) - f(x+1, y), f(x, y) - f(x, y+1) and the SAR Laplacian (5.10, 5.11, 5.54)
+    f = rng.standard_normal(shape)
+    q1, q2 = (_fft.rfft2(q) for q in _fft.difference_kernels(shape, "St"))
+    np.testing.assert_allclose(_fft.conv(f, q1), f - np.roll(f, -1, 0), atol=1e-12)
+    np.testing.assert_allclose(_fft.conv(f, q2), f - np.roll(f, -1, 1), atol=1e-12)
+    (lap,) = (_fft.rfft2(q) for q in _fft.difference_kernels(shape, "G"))
+    expected = 4 * f - np.roll(f, 1, 0) - np.roll(f, -1, 0) - np.roll(f, 1, 1) - np.roll(f, -1, 1)
+    np.testing.assert_allclose(_fft.conv(f, lap), expected, atol=1e-12)
+
+
+def test_pcg_solves_spd_system():
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((20, 20))
+    A = A @ A.T + 20 * np.eye(20)
+    b = rng.standard_normal((2, 4, 5))
+    x, its, rel = _fft.pcg(lambda v: (v.reshape(2, 20) @ A).reshape(2, 4, 5), b, lambda r: r, np.zeros_like(b),
+                           max_iter=100, tol=1e-12)
+    np.testing.assert_allclose(x.reshape(2, 20), np.linalg.solve(A, b.reshape(2, 20).T).T, atol=1e-10)
+    assert np.all(rel <= 1e-12) and its <= 25
+
+
+def test_thesis_psfs():
+    u = uniform_psf(7)
+    assert u.shape == (7, 7) and np.allclose(u, 1 / 49)
+    g = gaussian_psf(5.0)
+    assert g.shape == (15, 15) and g.sum() == pytest.approx(1.0)
+    x = np.arange(-7, 8)
+    assert np.sum(g * x[:, None] ** 2) == pytest.approx(5.0, rel=0.01)     # variance 5 (truncated at 3 sd)
+    m = motion_psf()
+    row = (0.25 + 0.2 * (np.arange(-4, 5) + 4)) ** -0.5                 # (u0^2 + 2a(x + s_x))^(-1/2)
+    assert m.shape == (3, 9)
+    np.testing.assert_allclose(m, np.tile(row, (3, 1)) / (3 * row.sum()))
+    for name in ("gaussian", "uniform", "motion"):
+        assert make_psf(name).sum() == pytest.approx(1.0)
+
+
+def test_degraded_cameraman_problem():
+    d = bz.datasets.load("cameraman", psf="uniform", snr_db=40, seed=0)
+    assert d.meta["shape"] == (256, 256) and d.n == 256 * 256 and d.task == "image"
+    f = d.meta["true_image"]
+    assert f.min() >= 0 and f.max() <= 1
+    sigma2 = d.meta["noise_var"]
+    assert 10 * np.log10(np.sum(f**2) / (f.size * sigma2)) == pytest.approx(40.0)
+    resid = d.y.reshape(256, 256) - _fft.conv(f, _fft.otf(uniform_psf(7), f.shape))
+    assert np.var(resid) == pytest.approx(sigma2, rel=0.02)                # the noise added is at that SNR
+    again = bz.datasets.load("cameraman", psf="uniform", snr_db=40, seed=0)
+    assert np.array_equal(again.y, d.y)
+    other = bz.datasets.load("cameraman", psf="uniform", snr_db=40, seed=1)
+    assert not np.array_equal(other.y, d.y)
+    crop = bz.datasets.load("cameraman", psf="motion", snr_db=20, crop=(40, 90, 32))
+    assert crop.meta["shape"] == (32, 32)
+    np.testing.assert_array_equal(crop.meta["true_image"], f[40:72, 90:122])
+    assert bz.datasets.load("coins", size=64).meta["shape"] == (64, 64)
+
+
+def test_bad_input_raises_before_work():
+    with pytest.raises(ValueError, match="2-D"):
+        image_problem(np.zeros((4, 4, 3)))
+    with pytest.raises(ValueError, match="non-finite"):
+        image_problem(np.array([[0.0, np.nan], [1.0, 2.0]]))
+    with pytest.raises(ValueError, match="smaller than the psf"):
+        degrade(np.ones((5, 5)), uniform_psf(7))
+    with pytest.raises(ValueError, match="positive value"):
+        degrade(np.ones((9, 9)), np.array([[1.0, -2.0, 1.0]]))
+    with pytest.raises(ValueError, match="positive value"):
+        degrade(np.ones((9, 9)), np.zeros((3, 3)))
+    with pytest.raises(ValueError, match="finite"):
+        noise_variance(np.ones((9, 9)), float("inf"))
+    with pytest.raises(ValueError, match="snr_db"):
+        bz.datasets.load("cameraman", snr_db=float("nan"))
+    with pytest.raises(ValueError, match="unknown PSF"):
+        bz.datasets.load("cameraman", psf="disk")
+    with pytest.raises(ValueError, match="variant"):
+        BID(variant="StStT")
+    with pytest.raises(ValueError, match="psf_size"):
+        BID(psf_size=4)
+    with pytest.raises(ValueError, match="b_gamma"):
+        BID(b_gamma=0.0)
+    small = image_problem(np.ones((5, 5)))
+    with pytest.raises(ValueError, match="smaller than the PSF"):
+        bz.fit(BID(psf_size=7), small, backend="vb")
+    sinc = bz.datasets.load("sinc", n=10)
+    with pytest.raises(ValueError, match="image dataset"):
+        bz.fit(BID(), sinc, backend="vb")
+    with pytest.raises(ValueError, match="a_alpha > 0"):
+        bz.fit(BID(a_alpha=0.0, b_alpha=0.0, psf_size=3), image_problem(np.ones((8, 8))), backend="gibbs")
+    with pytest.raises(ValueError, match="fewer draws"):
+        bz.fit(BID(), bz.datasets.load("cameraman"), backend="vb", draws=1000, chains=4)
+
+
+def test_variants_parse_in_thesis_order():
+    assert len(VARIANTS) == 8 and len(set(VARIANTS)) == 8
+    assert parse_variant("StGSt") == ("St", "G", "St")
+    assert parse_variant("GGG") == ("G", "G", "G")
+
+
+def test_canonical_output_is_invariant_to_scale_and_sign():
+    rng = np.random.default_rng(3)
+    model = BID(psf_size=5, sigma_phi2=1.0)
+    f = rng.uniform(0, 1, (12, 12))
+    w = np.where(model.support_mask(f.shape), rng.uniform(0.1, 1.0, f.shape), 0.0)
+    base = model.canonical(f, w)
+    for s in (3.0, -0.5):
+        other = model.canonical(s * f, w / s)
+        np.testing.assert_allclose(other["image"], base["image"], rtol=1e-9)
+        np.testing.assert_allclose(other["psf"], base["psf"], rtol=1e-9, atol=1e-15)
+    h = _fft.conv(w, _fft.rfft2(_fft.gaussian_basis(f.shape, 1.0)))
+    # image * psf reproduces f * h (psf window covers the whole support plus the kernel's reach here)
+    assert base["psf"].shape == (11, 11)
+    assert base["psf"].sum() == pytest.approx(1.0, abs=1e-3)
+    np.testing.assert_allclose(base["image"] / f, h.sum())
+
+
+def _direct_logp(model, data, point):
+    """log p(g, f, w) with the precisions integrated out, written with scipy's Student-t / by hand."""
+    arr = model._declaration_arrays(data)
+    R, C = arr["shape"]
+    mask = model.support_mask((R, C))
+    f = arr["f0"] + F_SCALE * point["z_f"]
+    w = np.zeros((R, C))
+    w[mask] = arr["w0"] + arr["w_scale"] * point["z_w"]
+    h = _fft.conv(w, _fft.rfft2(_fft.gaussian_basis((R, C), model.sigma_phi2)))
+    resid = arr["g"] - _fft.conv(f, _fft.rfft2(h))
+    psf_p, noise_p, image_p = model.priors
+    diffs = [_fft.conv(f, _fft.rfft2(q)) for q in _fft.difference_kernels((R, C), image_p)]
+
+    def group(x, a, b, per):
+        x = np.ravel(x)
+        if per:
+            return np.sum(stats.t.logpdf(x, df=2 * a, scale=math.sqrt(b / a)))
+        n = x.size
+        return (a * math.log(b) - gammaln(a) + gammaln(a + n / 2) - n / 2 * math.log(2 * math.pi)
+                - (a + n / 2) * math.log(b + 0.5 * np.sum(x**2)))
+
+    lp = group(w[mask], model.a_alpha, model.b_alpha, psf_p == "St")
+    lp += group(resid, model.a_beta, model.b_beta, noise_p == "St")
+    return lp + sum(group(e, model.a_gamma, model.b_gamma, image_p == "St") for e in diffs)
+
+
+@pytest.mark.parametrize("variant", ["StStSt", "GGG", "StGSt", "GStG"])
+def test_pymc_and_numpyro_declare_the_same_density(variant):
+    import jax.numpy as jnp
+    from numpyro.infer.util import log_density
+
+    data = bz.datasets.load("bid_blocks", size=16, n_blocks=4, psf="uniform")
+    model = BID(variant=variant, psf_size=5, sigma_phi2=1.0, a_alpha=1.0, b_alpha=1e-3, a_beta=2.0, b_beta=1e-3)
+    pm_model = model.pymc_model(data)
+    rng = np.random.default_rng(4)
+    point = {k: rng.standard_normal(np.shape(v)) for k, v in pm_model.initial_point().items()}
+    lp_pymc = float(pm_model.compile_logp()(point))
+    lp_numpyro = float(log_density(model.numpyro_model(data), (), {}, {k: jnp.asarray(v) for k, v in point.items()})[0])
+    lp_direct = _direct_logp(model, data, point)
+    assert lp_pymc == pytest.approx(lp_direct, rel=1e-10)
+    assert lp_numpyro == pytest.approx(lp_direct, rel=1e-10)
+
+
+def test_score_isnr_on_constructed_fits():
+    data = bz.datasets.load("bid_blocks", size=16, n_blocks=4, psf="uniform")
+    model = BID(psf_size=7, sigma_phi2=0.5)
+    truth, g = data.meta["true_image"], model.observed_image(data)
+    V = model.psf_view_side((16, 16))
+    true_window = _fft.window(_fft.embed(data.meta["true_psf"], (16, 16)), V)
+    h_in = _fft.window(_fft.embed(model.initial_psf((16, 16)), (16, 16)), V)
+    half_f = 0.5 * (truth + g)                                           # halves the error: ISNR = 20 log10 2
+    half_h = 0.5 * (true_window + h_in)
+    draws = {"image": np.broadcast_to(half_f, (2, 3, 16, 16)), "psf": np.broadcast_to(half_h, (2, 3, V, V))}
+    fit = make_fit(model, data, "vb", "approximation", draws, timing={"total": 1.0},
+                   info={"seconds_per_iteration": 0.25})
+    score = model.score(fit, data)
+    assert score["isnr_f"] == pytest.approx(20 * np.log10(2), rel=1e-9)
+    assert score["isnr_h"] == pytest.approx(20 * np.log10(2), rel=1e-9)
+    assert score["seconds_per_iter"] == 0.25
+    assert isnr(truth, g, g) == pytest.approx(0.0)
+    np.testing.assert_allclose(model.predict(fit, [[3, 4], [15, 0]]), [half_f[3, 4], half_f[15, 0]])
