@@ -16,6 +16,9 @@ Benchmarks (see BENCHMARKS.md):
   gpc_ess          ESS/s of the GPC Gibbs sampler vs PyMC NUTS on the latent f for sonar
   bid_scaling      BID VB seconds per iteration at 128, 256, 512 pixels square against the M log M ratio
   bid_peers        BID VB (StStSt) vs richardson_lucy / unsupervised_wiener (true PSF) and TV-blind, cameraman
+  pmkl_vb_gibbs    PMKL: VBpMKL vs Gibbs, time to the same test error on the mfeat stand-in (target: >= 100x)
+  pmkl_ess         PMKL: ESS/s of gibbs vs PyMC NUTS on W and beta (mkl_sources, n = 30)
+  pmkl_svc         PMKL vb / em vs scikit-learn SVC on the averaged kernel (mfeat stand-in)
 
 Every ratio in the printed table is measured in this one run. Results go to benchmarks/results/latest.json and
 latest.md.
@@ -34,7 +37,8 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn", "gpc_peers", "gpc_times", "gpc_ess", "bid_scaling", "bid_peers")
+BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn", "gpc_peers", "gpc_times", "gpc_ess", "bid_scaling", "bid_peers",
+              "pmkl_vb_gibbs", "pmkl_ess", "pmkl_svc")
 
 
 def _machine() -> dict:
@@ -99,6 +103,16 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
             else:
                 result = mod.run_peers(max_iter=30, psfs=("uniform",)) if quick else mod.run_peers()
             rows_fn = {"bid_scaling": mod.rows_scaling, "bid_peers": mod.rows_peers}[name]
+        elif name.startswith("pmkl_"):
+            import bench_pmkl as mod
+
+            if name == "pmkl_vb_gibbs":
+                result = mod.run_vb_gibbs(gibbs_sweeps=400) if quick else mod.run_vb_gibbs()
+            elif name == "pmkl_ess":
+                result = mod.run_ess(draws=300, tune=300) if quick else mod.run_ess()
+            else:
+                result = mod.run_svc()
+            rows_fn = {"pmkl_vb_gibbs": mod.rows_vb_gibbs, "pmkl_ess": mod.rows_ess, "pmkl_svc": mod.rows_svc}[name]
         else:
             raise ValueError(name)
     except Exception as exc:  # one broken benchmark must not hide the others

@@ -495,6 +495,17 @@ def _rvm_weights(comparison, labels, colors, ref_label):
 
 
 # ---- GPC
+def _f_moments(fit) -> tuple[np.ndarray, np.ndarray]:
+    """Means and sds of f_i: exact for a Gaussian approximation (its idata group ``gaussian``), else from draws."""
+    from bayeszoo.models.gpc import GAUSSIAN_GROUP
+
+    if GAUSSIAN_GROUP in fit.idata.groups():
+        q = fit.idata[GAUSSIAN_GROUP]
+        return q["q_mean"].values, np.sqrt(np.clip(np.diag(q["q_cov"].values), 0.0, None))
+    f = _draws(fit, "f")
+    return f.mean(0), f.std(0)
+
+
 @register_picture("gpc")
 def gpc_picture(comparison) -> Figure | None:
     """The thesis's marginals figure: each backend's posterior means and sds of f_i, and its predictive
@@ -507,17 +518,15 @@ def gpc_picture(comparison) -> Figure | None:
         return None
     colors = backend_colors(labels)
     X_eval = data.X_test if data.has_test else data.X
-    ref_f = _draws(ref, "f")
     ref_p = model.predict(ref, X_eval)
     fig = new_figure(13.5, 4.3)
     axes = fig.subplots(1, 3)
-    panels = [("posterior mean of f_i", lambda d: d.mean(0), ref_f.mean(0)),
-              ("posterior sd of f_i", lambda d: d.std(0), ref_f.std(0))]
-    for ax, (title, stat, ref_value) in zip(axes[:2], panels):
+    for k, (ax, title) in enumerate(zip(axes[:2], ("posterior mean of f_i", "posterior sd of f_i"))):
+        ref_value = _f_moments(ref)[k]
         for label in labels:
             if label == ref_label:
                 continue
-            ax.scatter(ref_value, stat(_draws(comparison.fits[label], "f")), s=9, alpha=0.7,
+            ax.scatter(ref_value, _f_moments(comparison.fits[label])[k], s=9, alpha=0.7,
                        color=colors[label], label=label)
         lo, hi = float(np.min(ref_value)), float(np.max(ref_value))
         ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
@@ -585,3 +594,6 @@ def grid_contours(ds, quantities=("log_evidence", "jensen_bound", "info_bits", "
 
 from bayeszoo.diagnostics import bid_plots  # noqa: E402,F401  (registers the BID picture)
 from bayeszoo.diagnostics import mkl_plots  # noqa: E402,F401  (registers the PMKL picture)
+
+
+from bayeszoo.diagnostics import arvm_plots  # noqa: E402,F401  (registers the arvm family's picture)

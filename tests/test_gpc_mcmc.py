@@ -286,3 +286,20 @@ def test_gibbs_chain_started_far_on_the_wrong_side_stays_finite():
     ypm = np.array([1.0, -1.0])
     res = gibbs_sample(K, ypm, probit=True, draws=200, tune=0, chains=2, seed=0, init=np.array([-60.0, 60.0]))
     assert np.all(np.isfinite(res["f"]))
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "logit"])
+def test_jensen_bounds_below_ais_log_evidence(likelihood):
+    """Every Gaussian method's Jensen bound (4.13) lies below AIS's log Z within AIS's error; the tightest
+    (KL's maximised bound) is within a few nats of it."""
+    model = bz.models.GPC(likelihood=likelihood, log_lengthscale=0.3, log_amplitude=1.0)
+    data = blobs(16, seed=3)
+    r = ais_log_evidence(model, data, n_runs=200, n_temps=200, seed=7)
+    assert r["log_evidence_se"] < 0.1
+    bounds = {}
+    for name in ("laplace", "ep", "kl", "vb", "fv", "lr"):
+        fit = bz.fit(model, data, name, draws=2, chains=1, seed=0, progress=False)
+        bounds[name] = fit.info["jensen_bound"]
+        assert bounds[name] <= r["log_evidence"] + 3 * r["log_evidence_se"], (name, bounds[name], r)
+    assert max(bounds.values()) == pytest.approx(bounds["kl"], abs=1e-6)
+    assert r["log_evidence"] - bounds["kl"] < 3.0
