@@ -306,3 +306,16 @@ def test_pytensor_log_ndtr_value_and_gradient_are_finite_in_both_tails():
     mills = np.exp(-0.5 * pts**2 - 0.5 * np.log(2 * np.pi) - log_ndtr(pts))   # d/dx log Phi(x) = phi / Phi
     np.testing.assert_allclose(grad, mills, rtol=1e-8, atol=1e-300)
     assert np.all(np.isfinite(grad)) and ndtr(0.0) == 0.5
+
+
+def test_non_positive_definite_kernel_and_nan_features_raise_before_sampling():
+    X = np.repeat([[0.5, -1.0]], 4, axis=0)                 # identical rows: K = sf^2 11^T, rank one
+    data = bz.datasets.Dataset(X=X, y=np.array([1.0, 0.0, 1.0, 0.0]), name="dup")
+    with pytest.raises(ValueError, match="not positive definite.*increase jitter"):
+        GPC(jitter=0.0).cholesky(X)
+    with pytest.raises(ValueError, match="not positive definite"):
+        bz.fit(GPC(jitter=0.0), data, "nuts", draws=5, tune=5, chains=1, progress=False)
+    # the default jitter makes the same problem well posed
+    assert np.all(np.isfinite(GPC().cholesky(X)))
+    with pytest.raises(ValueError, match="NaN"):
+        bz.datasets.Dataset(X=np.array([[0.0, np.nan], [1.0, 2.0]]), y=np.array([1.0, 0.0]), name="nan")
