@@ -339,3 +339,15 @@ def test_gaussian_fit_predicts_exactly_and_round_trips(tmp_path):
     np.testing.assert_allclose(model.predict(fit, Xs), expected, rtol=1e-8)
     fit.save(tmp_path / "la.nc")
     np.testing.assert_allclose(model.predict(bz.load_fit(tmp_path / "la.nc"), Xs), expected, rtol=1e-8)
+
+
+def test_optimize_hyperparameters_kl_raises_its_bound():
+    data = toy_data(14, seed=9)
+    model = bz.models.GPC(likelihood="probit", log_lengthscale=1.5, log_amplitude=-0.5)
+    lz0, _ = LA.log_evidence_and_grad(model, data, C.get_hyp(model, data.X), "kl")
+    best, res = LA.optimize_hyperparameters(model, data, "kl", return_result=True)
+    lz1, g1 = LA.log_evidence_and_grad(best, data, C.get_hyp(best, data.X), "kl")
+    assert lz1 > lz0 + 0.1 and np.isclose(-res.fun, lz1)
+    assert np.max(np.abs(g1)) < 1e-3
+    with pytest.raises(ValueError, match="method must be one of"):
+        LA.optimize_hyperparameters(model, data, "vb")

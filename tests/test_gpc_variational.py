@@ -63,13 +63,16 @@ def test_expected_log_lik_derivatives(likelihood):
     up, dn = C.expected_log_lik_derivs(y, m + e, v, likelihood), C.expected_log_lik_derivs(y, m - e, v, likelihood)
     np.testing.assert_allclose(a_m, (up[0] - dn[0]) / (2 * e), rtol=1e-6, atol=1e-9)
     np.testing.assert_allclose(a_mm, (up[1] - dn[1]) / (2 * e), rtol=1e-5, atol=1e-8)
-    ev = 1e-4 * v
+    ev = 1e-3 * v
     up, dn = C.expected_log_lik_derivs(y, m, v + ev, likelihood), C.expected_log_lik_derivs(y, m, v - ev, likelihood)
     np.testing.assert_allclose(a_v, (up[0] - dn[0]) / (2 * ev), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(a_mv, (up[1] - dn[1]) / (2 * ev), rtol=1e-4, atol=1e-6)   # FD round-off at v = 1e-3
     ev = 1e-2 * v                          # a_v is flat at v = 1e-3: a larger step keeps round-off below a_vv
     up, dn = C.expected_log_lik_derivs(y, m, v + ev, likelihood), C.expected_log_lik_derivs(y, m, v - ev, likelihood)
-    np.testing.assert_allclose(a_vv, (up[2] - dn[2]) / (2 * ev), rtol=1e-3, atol=1e-7)
+    np.testing.assert_allclose(a_vv, (up[2] - dn[2]) / (2 * ev), rtol=1e-3, atol=5e-7)
+    # site 3 is nearly a point mass (sd 0.03): a_vv = E[d4] / 4 ~ d4(m) / 4, d4 by differencing the analytic d3
+    d3 = [C.log_lik_derivs(m[3] + h, y[3], likelihood)[3] for h in (1e-3, -1e-3)]
+    np.testing.assert_allclose(a_vv[3], (d3[0] - d3[1]) / 2e-3 / 4, rtol=1e-2, atol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------------ KL
@@ -146,10 +149,10 @@ def test_kl_hyperparameter_gradient(likelihood):
     data = toy_data(12, seed=1)
     model = bz.models.GPC(likelihood=likelihood)
     hyp = np.array([0.3, 1.2])
-    lZ, g = KL.log_evidence_and_grad(model, data, hyp, tol=1e-15)
+    lZ, g = LA.log_evidence_and_grad(model, data, hyp, "kl", tol=1e-15)
     e = 1e-5
-    fd = [(KL.log_evidence_and_grad(model, data, hyp + e * u, tol=1e-15)[0]
-           - KL.log_evidence_and_grad(model, data, hyp - e * u, tol=1e-15)[0]) / (2 * e) for u in np.eye(2)]
+    fd = [(LA.log_evidence_and_grad(model, data, hyp + e * u, "kl", tol=1e-15)[0]
+           - LA.log_evidence_and_grad(model, data, hyp - e * u, "kl", tol=1e-15)[0]) / (2 * e) for u in np.eye(2)]
     np.testing.assert_allclose(g, fd, rtol=1e-4, atol=1e-5)
 
 
@@ -169,6 +172,21 @@ def test_kl_and_vb_stable_at_extreme_hyperparameters(likelihood, hyp):
     # ln Z_VB <= ln Z_KL <= ln Z (EP's value is close to ln Z and above the KL bound: Opper & Winther 2005)
     assert vb["log_evidence"] <= kl["J"] + 1e-8
     assert kl["J"] <= ep["log_evidence"] + 1e-6
+
+
+@pytest.mark.parametrize("kernel,kw", [("linear", {"log_amplitude": 0.5}), ("matern32", {"log_amplitude": 1.0}),
+                                       ("nn", {"log_amplitude": 2.0}), ("poly", {"log_amplitude": 0.0})])
+def test_kl_stationary_for_other_kernels(kernel, kw):
+    """Low-rank (linear, poly) and rough (Matern) priors: the KL optimum satisfies (F.3), below EP's evidence."""
+    data = toy_data(25, seed=14)
+    model = bz.models.GPC(likelihood="logit", kernel=kernel, **kw)
+    K, _ = C.kernel_and_grads(model, data.X, grads=False)
+    y = C.labels_pm(data.y)
+    res = KL.kl_fit(K, y, "logit", tol=1e-14)
+    assert res["converged"]
+    np.testing.assert_allclose(K @ res["alpha"], K @ res["a_m"], atol=1e-5 * (1 + np.abs(res["m"]).max()))
+    np.testing.assert_allclose(res["W"], -2 * res["a_v"], atol=1e-6)
+    assert res["J"] <= EP.ep_sites(K, y, "logit")["log_evidence"] + 1e-6
 
 
 # ------------------------------------------------------------------------------------------------ VB
@@ -343,7 +361,7 @@ def test_two_point_toy_kl_table():
             K = model.K(TWO_POINT_X)
             y = C.labels_pm(TWO_POINT_Y)
             q, fits = methods_q(K, y, "probit")
-            _, F1, F2, p, logp = grid_posterior(K, y, "probit")
+            _, F1, F2, p, logp = grid_posterior(K, y, "probit", n_grid=801)
             full = {k: kl_exact_to_gauss(F1, F2, p, logp, *q[k]) for k in names}
             gauss = {k: gauss_kl(m, V, *q[k]) for k in names}       # KL(N_P || Q): orders the methods
             print(f"{log_ell:7.1f} {log_sf:6.1f} " + " ".join(f"{full[k]:9.4f}" for k in names))
@@ -358,19 +376,27 @@ def test_two_point_toy_kl_table():
                 assert value <= lZ + 1e-7, (k, log_ell, log_sf)
 
 
-def test_two_point_toy_moments_against_exact():
-    """Regime 8 (near-Gaussian): LA, EP, KL, VB agree with the exact moments; regime 2: EP and KL do best."""
-    for (log_ell, log_sf), tol in [((1.0, -1.5), 2e-3), ((1.0, 1.5), None)]:
-        model = bz.models.GPC(likelihood="logit", log_lengthscale=log_ell, log_amplitude=log_sf)
+@pytest.mark.parametrize("likelihood", ["probit", "logit"])
+def test_two_point_toy_moments_against_exact(likelihood):
+    """Largest error of means and variances against the exact moments, in units of the largest exact sd.
+
+    Regime 7 (near-Gaussian, nearly independent prior): all of LA, EP, KL, VB, FV are accurate. Regime 1 (large
+    sigma_f, nearly independent prior): EP and FV (exact factorial there) are, LA, KL, VB and LR are not.
+    Regime 2 (large sigma_f, correlated prior): EP is the best and KL the best of the others."""
+    def errors(log_ell, log_sf):
+        model = bz.models.GPC(likelihood=likelihood, log_lengthscale=log_ell, log_amplitude=log_sf)
         m, V, _ = two_point_exact_moments(model)
-        K = model.K(TWO_POINT_X)
-        q, _ = methods_q(K, C.labels_pm(TWO_POINT_Y), "logit")
-        err = {k: max(np.max(np.abs(qm - m)), np.max(np.abs(np.diag(qV) - np.diag(V))))
-               / np.sqrt(np.max(np.diag(V))) for k, (qm, qV) in q.items()}
-        if tol is not None:
-            assert all(err[k] < tol for k in ("LA", "EP", "KL", "VB")), err
-        else:
-            assert err["EP"] < 0.02 and err["EP"] < err["KL"] < min(err["LA"], err["VB"], err["LR"]), err
+        q, _ = methods_q(model.K(TWO_POINT_X), C.labels_pm(TWO_POINT_Y), likelihood)
+        return {k: max(np.max(np.abs(qm - m)), np.max(np.abs(np.diag(qV) - np.diag(V)))) / np.sqrt(np.max(np.diag(V)))
+                for k, (qm, qV) in q.items()}
+
+    err = errors(0.0, -1.5)
+    assert all(err[k] < 1e-2 for k in ("LA", "EP", "KL", "VB", "FV")) and err["LR"] < 0.2, err
+    err = errors(0.0, 1.5)
+    assert err["EP"] < 1e-4 and err["FV"] < 1e-3, err
+    assert all(err[k] > 0.1 for k in ("LA", "KL", "VB", "LR")), err
+    err = errors(1.0, 1.5)
+    assert err["EP"] < 0.02 and err["EP"] < err["KL"] < min(err["LA"], err["VB"], err["LR"]), err
 
 
 # ------------------------------------------------------------------------------------------------ backends
@@ -469,3 +495,22 @@ def test_bad_data_and_hyperparameters(backend):
         bz.fit(bz.models.GPC(log_amplitude=25.0), data, backend, draws=5, chains=1, progress=False)
     with pytest.raises(ValueError, match="hyp"):
         bz.fit(bz.models.GPC(hyp=(0.0, 1.0, 2.0)), data, backend, draws=5, chains=1, progress=False)
+
+
+@pytest.mark.slow
+def test_sonar_regime_two_thesis_findings():
+    """Sonar, logit, ln ell = 2.25, ln sigma_f = 4.25 (the thesis's highly non-Gaussian setting, Fig. 4.6):
+    all methods converge; KL's information score is close to EP's (§4.12: "very close, at the peak even
+    slightly higher"), LA's and LR's are far lower; KL's evidence is below EP's; FV's variances are below EP's."""
+    data = bz.datasets.load("sonar")
+    model = bz.models.GPC(likelihood="logit", log_lengthscale=2.25, log_amplitude=4.25)
+    fits = {b: bz.fit(model, data, b, draws=200, chains=2, seed=0, progress=False)
+            for b in ("laplace", "ep", "kl", "vb", "fv", "lr")}
+    assert all(f.info["converged"] for f in fits.values())
+    info = {b: model.score(f, data)["info_bits"] for b, f in fits.items()}
+    print({b: round(v, 3) for b, v in info.items()})
+    assert abs(info["kl"] - info["ep"]) < 0.05
+    assert info["laplace"] < info["ep"] - 0.2 and info["lr"] < info["ep"] - 0.2
+    assert fits["kl"].info["log_evidence"] <= fits["ep"].info["log_evidence"]
+    assert fits["vb"].info["log_evidence"] <= fits["vb"].info["jensen_bound"]
+    assert np.median(np.array(fits["fv"].info["q_var"]) / np.array(fits["ep"].info["q_var"])) < 1.0

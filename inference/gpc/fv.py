@@ -110,7 +110,7 @@ def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, pr
                 step *= 0.5
             bar.update(1)
             if new is None:
-                converged = True
+                converged = bool(np.isfinite(s["F"]) and np.all(np.isfinite(step_dir)))   # no ascent left
                 break
             move = step * float(np.max(np.abs(step_dir)))
             gain = new["F"] - s["F"]

@@ -145,7 +145,7 @@ def kl_fit(K, y, likelihood, *, alpha0=None, W0=None, max_iter=500, tol=1e-10, p
                 step *= 0.5
             bar.update(1)
             if new is None:                 # no ascent left at machine precision: stationary
-                converged = True
+                converged = bool(np.isfinite(s["J"]) and np.all(np.isfinite(d_alpha)) and np.all(np.isfinite(d_W)))
                 break
             gain = new["J"] - s["J"]
             dm = step * float(np.max(np.abs(K @ d_alpha)))
@@ -172,16 +172,6 @@ def kl_log_evidence_grad(K, dK, y, likelihood, res=None, **fit_kw):
     M = 0.5 * (G + G.T) + A.T @ (res["a_v"][:, None] * A) - 0.5 * np.outer(alpha, alpha) - 0.5 * Cm @ K @ Cm
     g = np.array([float(np.sum(dK[j] * M)) for j in range(dK.shape[0])])
     return res["J"], g, res
-
-
-def log_evidence_and_grad(model, data, hyp, **fit_kw):
-    """(ln Z_KL, d ln Z_KL / d hyp) at log-hyperparameters ``hyp``."""
-    y = C.labels_pm(data.y)
-    K, dK = C.kernel_and_grads(model, data.X, hyp)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        lZ, g, _ = kl_log_evidence_grad(K, dK, y, model.likelihood, **fit_kw)
-    return lZ, g
 
 
 @register("kl", kind="approximation", family="gpc")

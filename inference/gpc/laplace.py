@@ -133,29 +133,32 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
 
 
 # ------------------------------------------------------------------------------------------------ type-II ML
+TYPE2_METHODS = ("laplace", "ep", "kl")   # approximations with an analytic evidence gradient
+
+
 def log_evidence_and_grad(model, data, hyp, method="laplace", **kw):
-    """(ln Z, d ln Z / d hyp) of the Laplace or EP approximation at log-hyperparameters ``hyp``."""
+    """(ln Z, d ln Z / d hyp) of the Laplace, EP or KL approximation at log-hyperparameters ``hyp``
+    (KL: its maximised Jensen bound, differentiated by the envelope theorem)."""
+    from .ep import ep_log_evidence_grad
+    from .kl import kl_log_evidence_grad
+
+    grads = {"laplace": laplace_log_evidence_grad, "ep": ep_log_evidence_grad, "kl": kl_log_evidence_grad}
+    if method not in grads:
+        raise ValueError(f"method must be one of {TYPE2_METHODS}, got {method!r}")
     y = C.labels_pm(data.y)
     K, dK = C.kernel_and_grads(model, data.X, hyp)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        if method == "laplace":
-            lZ, g, _ = laplace_log_evidence_grad(K, dK, y, model.likelihood, **kw)
-        elif method == "ep":
-            from .ep import ep_log_evidence_grad
-
-            lZ, g, _ = ep_log_evidence_grad(K, dK, y, model.likelihood, **kw)
-        else:
-            raise ValueError(f"method must be 'laplace' or 'ep', got {method!r}")
+        lZ, g, _ = grads[method](K, dK, y, model.likelihood, **kw)
     return lZ, g
 
 
 def optimize_hyperparameters(model, data, method="laplace", *, x0=None, max_iter=200, bounds=(-8.0, 8.0),
                              return_result=False):
-    """Type-II maximum likelihood: maximise ln Z_LA or ln Z_EP over the log-hyperparameters (L-BFGS-B with
-    analytic gradients). Returns a copy of ``model`` with the optimum (and the scipy result if asked)."""
-    if method not in ("laplace", "ep"):
-        raise ValueError(f"method must be 'laplace' or 'ep', got {method!r}")
+    """Type-II maximum likelihood: maximise ln Z_LA, ln Z_EP or ln Z_KL over the log-hyperparameters (L-BFGS-B
+    with analytic gradients). Returns a copy of ``model`` with the optimum (and the scipy result if asked)."""
+    if method not in TYPE2_METHODS:
+        raise ValueError(f"method must be one of {TYPE2_METHODS}, got {method!r}")
     model.validate(data)
     x0 = C.get_hyp(model, data.X) if x0 is None else np.asarray(x0, float)
 
