@@ -17,22 +17,16 @@ error. Target: ``fast`` faster than both at equal or better test MSE.
 from __future__ import annotations
 
 import math
-import time
 import traceback
 import warnings
+
+from _timing import best_of
 
 WIDTH = 5.0  # ~ sqrt(13 features): typical distance between z-scored Boston rows
 TARGET = ("fast faster than EMRVR and ARDRegression, with test MSE no worse than theirs "
           "(mean paired MSE difference within 2 paired standard errors)")
 
 
-def _best_of(fn, repeats):
-    best, out = math.inf, None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 def _fast(model, data, seed, repeats):
@@ -41,7 +35,7 @@ def _fast(model, data, seed, repeats):
     import bayeszoo as bz
     from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 
-    secs, fit = _best_of(lambda: bz.fit(model, data, backend="fast", draws=1000, chains=1, seed=seed,
+    secs, fit = best_of(lambda: bz.fit(model, data, backend="fast", draws=1000, chains=1, seed=seed,
                                         progress=False), repeats)
     log_alpha = np.median(fit.idata.posterior["log_alpha"].values.reshape(-1, model.n_basis(data)), 0)
     return {"fit_s": secs, "mse": float(np.mean((model.predict(fit, data.X_test) - data.y_test) ** 2)),
@@ -55,7 +49,7 @@ def _emrvr(width, data):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         em = EMRVR(kernel="rbf", gamma=1.0 / width**2, bias_used=True)
-        secs, _ = _best_of(lambda: em.fit(data.X, data.y), 1)
+        secs, _ = best_of(lambda: em.fit(data.X, data.y), 1)
         mse = float(np.mean((em.predict(data.X_test) - data.y_test) ** 2))
     return {"fit_s": secs, "mse": mse, "n_rv": int(len(em.alpha_)), "iterations": getattr(em, "n_iter_", None)}
 
@@ -70,7 +64,7 @@ def _ard(model, data):
 
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        secs, ard = _best_of(ard_fit, 1)
+        secs, ard = best_of(ard_fit, 1)
     mse = float(np.mean((ard.predict(model.design(data.X_test, data.X)) - data.y_test) ** 2))
     return {"fit_s": secs, "mse": mse, "n_rv": int(np.sum(ard.coef_ != 0)), "iterations": getattr(ard, "n_iter_", None)}
 

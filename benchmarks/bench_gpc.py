@@ -20,6 +20,7 @@ import traceback
 import warnings
 
 import numpy as np
+from _timing import best_of
 
 PEER_HYP = {"log_lengthscale": 2.0, "log_amplitude": 1.0}
 DATASETS = ("breast_wisconsin", "crabs", "ionosphere", "pima", "sonar", "usps35_standin")
@@ -30,13 +31,6 @@ PEERS_TARGET = 2.0
 TIMES_TARGET = 10.0
 
 
-def _best_of(fn, repeats):
-    best, out = math.inf, None
-    for _ in range(repeats):
-        t0 = time.perf_counter()
-        out = fn()
-        best = min(best, time.perf_counter() - t0)
-    return best, out
 
 
 # ------------------------------------------------------------------------------------------------ peers
@@ -47,7 +41,7 @@ def _ours(model, data, backend, repeats):
         fit = bz.fit(model, data, backend=backend, draws=1, chains=1, seed=0, progress=False)
         return fit, model.predict(fit, data.X_test)
 
-    secs, (fit, p) = _best_of(go, repeats)
+    secs, (fit, p) = best_of(go, repeats)
     return {"seconds": secs, "log_evidence": float(fit.info["log_evidence"]), "p": p}
 
 
@@ -62,7 +56,7 @@ def _gpy_ep(data, repeats):
                         inference_method=GPy.inference.latent_function_inference.EP())
         return float(m.log_likelihood()), m.predict(data.X_test)[0].ravel()
 
-    secs, (lz, p) = _best_of(go, repeats)
+    secs, (lz, p) = best_of(go, repeats)
     return {"seconds": secs, "log_evidence": lz, "p": p}
 
 
@@ -77,7 +71,7 @@ def _sklearn_laplace(data, repeats):
         clf = GaussianProcessClassifier(kernel=kern, optimizer=None).fit(data.X, data.y)
         return float(clf.log_marginal_likelihood_value_), clf.predict_proba(data.X_test)[:, 1]
 
-    secs, (lz, p) = _best_of(go, repeats)
+    secs, (lz, p) = best_of(go, repeats)
     return {"seconds": secs, "log_evidence": lz, "p": p}
 
 

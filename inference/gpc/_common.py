@@ -259,6 +259,12 @@ def kernel_and_grads(model, X, hyp=None, grads=True):
     return K, np.stack(gk.kernel_grad(_kind(model), X, hyp, _degree(model)))
 
 
+def labels_and_kernel(model, data):
+    """Validate ``data`` for ``model``; return the labels in {-1, +1} and K (with jitter) at the training inputs."""
+    model.validate(data)
+    return labels_pm(data.y), kernel_and_grads(model, data.X, grads=False)[0]
+
+
 def cross_kernel(model, X, Xs, hyp=None):
     from bayeszoo.models import gp_kernels as gk
 

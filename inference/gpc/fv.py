@@ -127,10 +127,8 @@ def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, pr
 def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
     """Factorial variational approximation: free-form mean field over the latents, sequential factor updates."""
     opts = _check(options)
-    model.validate(data)
     timer = C.Timer()
-    y = C.labels_pm(data.y)
-    K, _ = C.kernel_and_grads(model, data.X, grads=False)
+    y, K = C.labels_and_kernel(model, data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = fv_fit(K, y, model.likelihood, ridge=opts["ridge"], max_iter=opts["max_iter"],

@@ -178,10 +178,8 @@ def kl_log_evidence_grad(K, dK, y, likelihood, res=None, **fit_kw):
 def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
     """KL method: the Gaussian maximising the Jensen bound, i.e. minimising KL(Q || P) (thesis §4.5)."""
     opts = _check(options)
-    model.validate(data)
     timer = C.Timer()
-    y = C.labels_pm(data.y)
-    K, _ = C.kernel_and_grads(model, data.X, grads=False)
+    y, K = C.labels_and_kernel(model, data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = kl_fit(K, y, model.likelihood, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress)

@@ -92,10 +92,8 @@ def lr_fit(K, y, likelihood, *, noise_sd=None, noise_range=(0.5, 2.0)):
 def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
     """Label regression: GP regression on the +-1 labels, noise chosen by the regression evidence."""
     opts = _check(options)
-    model.validate(data)
     timer = C.Timer()
-    y = C.labels_pm(data.y)
-    K, _ = C.kernel_and_grads(model, data.X, grads=False)
+    y, K = C.labels_and_kernel(model, data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = lr_fit(K, y, model.likelihood, noise_sd=opts["noise_sd"], noise_range=tuple(opts["noise_range"]))

@@ -135,10 +135,8 @@ def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overre
 def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
     """Individual-potential bounds (Jaakkola-Jordan for logit, the thesis's bound for probit), EM updates."""
     opts = _check(options)
-    model.validate(data)
     timer = C.Timer()
-    y = C.labels_pm(data.y)
-    K, _ = C.kernel_and_grads(model, data.X, grads=False)
+    y, K = C.labels_and_kernel(model, data)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = vb_fit(K, y, model.likelihood, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress)
