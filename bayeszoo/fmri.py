@@ -20,8 +20,8 @@ c = (chi^2_1 quantile(1 - P_FA) - 1) / 2 (:func:`calibrated_c`: 1.42 for P_FA = 
 The phantom (:func:`phantom`) is a stand-in: the sources add Gaussian activations [PhD 6.61] to real
 resting-state volumes, which are not available here, and do not state the activation sizes or amplitudes.
 Stated parameters: a 30 x 30 slice, 10 + 10 volumes, a constant baseline of 100, noise sd 1 per voxel, white or
-coloured (white noise smoothed by a Gaussian filter of sd ``smoothing`` pixels, periodic boundary, rescaled
-to the stated sd); activations V exp(-(x - x0)^2 / sx^2 - (y - y0)^2 / sy^2).
+coloured (95 % of the variance from white noise smoothed by a Gaussian filter of sd ``smoothing`` pixels,
+periodic boundary, 5 % white); activations V exp(-(x - x0)^2 / sx^2 - (y - y0)^2 / sy^2).
 """
 from __future__ import annotations
 
@@ -97,12 +97,17 @@ def _smoother(shape, smoothing: float):
     return lambda z: apply(z) / norm
 
 
+NUGGET = 0.05  # white share of the coloured noise's variance
+
+
 def noise_covariance(shape, noise_sd: float, smoothing: float) -> np.ndarray:
-    """Covariance (P x P, P = H W) of one volume's noise: sd^2 I (white) or sd^2 G G^T (coloured)."""
+    """Covariance (P x P, P = H W) of one volume's noise: sd^2 I (white) or sd^2 ((1 - nugget) G G^T + nugget I)
+    (coloured: smoothed white noise plus a 5 % white share, which keeps the covariance well conditioned)."""
     P = shape[0] * shape[1]
     if smoothing <= 0:
         return noise_sd**2 * np.eye(P)
-    return noise_sd**2 * _correlation(tuple(int(v) for v in shape), float(smoothing))
+    R = _correlation(tuple(int(v) for v in shape), float(smoothing))
+    return noise_sd**2 * ((1.0 - NUGGET) * R + NUGGET * np.eye(P))
 
 
 @functools.lru_cache(maxsize=8)
@@ -118,9 +123,8 @@ def _correlation(shape, smoothing):
 def _whitening_matrix(shape, smoothing):
     from scipy.linalg import solve_triangular
 
-    cov = noise_covariance(shape, 1.0, smoothing) + 1e-6 * np.eye(shape[0] * shape[1])  # the filter suppresses
-    L = np.linalg.cholesky(cov)                                                          # high frequencies
-    out = solve_triangular(L, np.eye(cov.shape[0]), lower=True)
+    L = np.linalg.cholesky(noise_covariance(shape, 1.0, smoothing))
+    out = solve_triangular(L, np.eye(L.shape[0]), lower=True)
     out.setflags(write=False)
     return out
 
@@ -149,7 +153,10 @@ def phantom(shape=(30, 30), activations=None, *, n_baseline: int = 10, n_activat
 
     def draw(n):
         z = rng.standard_normal((n, H, W))
-        return noise_sd * (_smoother((H, W), smoothing)(z) if noise == "coloured" else z)
+        if noise == "white":
+            return noise_sd * z
+        smooth = _smoother((H, W), smoothing)(rng.standard_normal((n, H, W)))
+        return noise_sd * (np.sqrt(1.0 - NUGGET) * smooth + np.sqrt(NUGGET) * z)
 
     Xb = baseline + draw(n_baseline)
     Xa = baseline + A + draw(n_activated)
@@ -189,7 +196,7 @@ def _pixels(shape):
 
 def _whitener(ph: Phantom, sd: float):
     """(W, beta) such that W A-hat has white noise of precision beta: (L^-1 / sd, 1) for coloured noise, where
-    L L^T = R (+ 1e-6 I) is the noise correlation of the phantom's filter; (None, 1 / sd^2) for white noise."""
+    L L^T is the phantom's noise correlation; (None, 1 / sd^2) for white noise."""
     if ph.smoothing <= 0:
         return None, 1.0 / sd**2
     return _whitening_matrix(tuple(ph.shape), ph.smoothing) / sd, 1.0
@@ -237,6 +244,7 @@ def _kernel_map(ph: Phantom, model, opts: dict, dictionary=None, seed: int = 0):
     st = res["state"]
     if st.M:
         m, u = st.kernel.split(st.theta)
+        m = st.kernel.centre(m)
         from bayeszoo.models.arvm import adaptive_design
 
         s_hat = adaptive_design(X, m, st.kernel.inv_width(u)) @ st.post.mu

@@ -140,3 +140,11 @@ def rows_svc(r: dict):
     rows.append(("SVC (averaged kernel) test error / seconds",
                  f"{r['svc']['error_rate']:.3f} / {r['svc']['seconds']:.1f} s", f"C = {r['svc']['C']} by 5-fold CV"))
     return rows
+
+
+if __name__ == "__main__":
+    import bayeszoo  # noqa: F401  (configures JAX / PyTensor first)
+
+    for fn, rows in ((run_vb_gibbs, rows_vb_gibbs), (run_ess, rows_ess), (run_svc, rows_svc)):
+        for q, v, n in rows(fn()):
+            print(f"{q:<45} {v:>22}  {n}")

@@ -22,7 +22,7 @@ def weights_panel(ax, comparison, labels, colors):
         x = np.arange(len(sources)) - 0.4 + width * (k + 0.5)
         lo, hi = np.percentile(draws, [5, 95], axis=0)
         mean = draws.mean(0)
-        ax.errorbar(x, mean, yerr=[mean - lo, hi - mean], fmt="o", ms=4, capsize=2, color=colors[label], label=label)
+        ax.errorbar(x, mean, yerr=[np.clip(mean - lo, 0, None), np.clip(hi - mean, 0, None)], fmt="o", ms=4, capsize=2, color=colors[label], label=label)
     ax.set_xticks(np.arange(len(sources or [])))
     ax.set_xticklabels(sources or [], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel("kernel weight beta (mean, 5-95 %)")

@@ -12,9 +12,10 @@
 experts (5.16): its normaliser counts gamma_i^(1/2) per difference (for G: gamma^(M/2)).
 
 Canonical posterior variables (every backend): ``image`` over (row, col) and ``psf`` over (prow, pcol), the
-PSF on a centred window of side ``psf_view_side``. The model is invariant under f -> s f, w -> w / s (and the
-sign flip s = -1), so both are reported normalised: ``psf = h / sum(h)`` and ``image = f * sum(h)``; these
-are unchanged by the ambiguity, sum(psf) = 1 and image * psf = f * h. That is the normalisation that lets
+PSF on a centred window of side ``psf_view_side``. The likelihood is invariant under f -> s f, w -> w / s (the
+sign flip s = -1 included) and the priors pin s only weakly, so both are reported normalised: ``psf = h / sum(h)`` and ``image = f * sum(h)``; these
+are unchanged by the ambiguity and image * psf = f * h (psf sums to 1 over the whole image; the stored window
+holds all of it up to the kernel's 3-sd tail). That is the normalisation that lets
 the sampled and variational posteriors be compared (the thesis imposes none, digest §8).
 """
 from __future__ import annotations

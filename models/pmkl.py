@@ -76,8 +76,9 @@ class PMKL(Model):
         mk = _mk()
         if self.rule not in mk.RULES:
             raise ValueError(f"PMKL rule must be one of {mk.RULES}, got {self.rule!r}")
-        if self.kernel not in mk.KERNELS:
-            raise ValueError(f"PMKL kernel must be one of {mk.KERNELS}, got {self.kernel!r}")
+        if self.kernel not in mk.KERNELS[:3]:
+            raise ValueError(f"PMKL kernel must be one of {mk.KERNELS[:3]}, got {self.kernel!r} (precomputed "
+                             f"kernels are given per source)")
         for name in ("tau", "nu", "rho", "mu", "lam"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
@@ -90,12 +91,20 @@ class PMKL(Model):
                 raise ValueError("PMKL sources must be a non-empty tuple of dicts")
             self.sources = tuple(dict(s) for s in self.sources)
             for s in self.sources:
-                unknown = set(s) - {"name", "columns", "kernel", "theta", "degree"}
+                unknown = set(s) - {"name", "columns", "kernel", "theta", "degree", "gram"}
                 if unknown or "columns" not in s:
-                    raise ValueError(f"PMKL source {s!r}: needs 'columns' and takes only name, columns, kernel, "
-                                     f"theta, degree")
+                    raise ValueError(f"PMKL source {s.get('name')!r}: needs 'columns' and takes only name, columns, "
+                                     f"kernel, theta, degree, gram")
                 if s.get("kernel", self.kernel) not in mk.KERNELS:
                     raise ValueError(f"PMKL source {s.get('name')!r}: kernel must be one of {mk.KERNELS}")
+                if (s.get("kernel") == "precomputed") != ("gram" in s):
+                    raise ValueError(f"PMKL source {s.get('name')!r}: a 'gram' matrix goes with kernel "
+                                     f"'precomputed' (and that kernel needs one)")
+                if "gram" in s:
+                    s["gram"] = check_kernel_matrix(s["gram"], f"PMKL source {s.get('name')!r}: gram")
+                    if len(s["columns"]) != 1:
+                        raise ValueError(f"PMKL source {s.get('name')!r}: a precomputed kernel reads one column "
+                                         f"(the object index into its gram matrix)")
 
     # ---- sources and kernels ---------------------------------------------------------------------------
     def source_list(self, data: Dataset):
@@ -127,7 +136,7 @@ class PMKL(Model):
                 theta = tuple(np.atleast_1d(th).tolist())
             out.append(mk.Source(name=str(s.get("name", f"s{i}")), columns=tuple(int(c) for c in cols),
                                  kernel=s.get("kernel", self.kernel), theta=theta,
-                                 degree=int(s.get("degree", self.degree))))
+                                 degree=int(s.get("degree", self.degree)), matrix=s.get("gram")))
         names = [s.name for s in out]
         if len(set(names)) != len(names):
             raise ValueError(f"PMKL source names must be unique, got {names}")
@@ -179,6 +188,13 @@ class PMKL(Model):
             raise ValueError(f"PMKL test labels must be integers in 0..{C - 1} (the training classes); "
                              f"got values {np.unique(yt)[:10].tolist()}")
         sources = self.source_list(data)
+        for s in sources:
+            if s.kernel == "precomputed":
+                for what, X in (("X", data.X), ("X_test", data.X_test)):
+                    ids = X[:, s.columns[0]]
+                    if X.shape[0] and (np.any(ids != np.round(ids)) or ids.min() < 0 or ids.max() >= len(s.matrix)):
+                        raise ValueError(f"PMKL source {s.name!r}: column {s.columns[0]} of {what} must hold "
+                                         f"object indices 0..{len(s.matrix) - 1} into its gram matrix")
         if self.rule == "wproduct" and any(s.kernel != "rbf" for s in sources):
             raise ValueError("PMKL rule 'wproduct' needs rbf base kernels (element-wise powers of other kernels "
                              "are not positive semi-definite, digest §2.2)")

@@ -176,9 +176,9 @@ def test_every_student_t_psf_variant_improves_both_isnrs():
     data = bz.datasets.load("bid_blocks", size=64, psf="gaussian", snr_db=40, seed=0)
     a_beta = 1e4
     results = {}
-    for variant in VARIANTS:
+    for variant in [v for v in VARIANTS if v.startswith("St")] + ["GStSt"]:
         model = BID(variant=variant, sigma_phi2=2.0, a_beta=a_beta, b_beta=a_beta * data.meta["noise_var"])
-        fit = bz.fit(model, data, backend="vb", draws=2, chains=1, progress=False, max_iter=40)
+        fit = bz.fit(model, data, backend="vb", draws=50, chains=1, progress=False, max_iter=40)
         results[variant] = model.score(fit, data)
     for variant, score in results.items():
         if variant.startswith("St"):
@@ -266,3 +266,16 @@ def test_vb_gibbs_nuts_agree_on_a_crop():
         z = np.abs(mean - ref_mean) / ref_sd
         assert np.median(z) < 1.0 and np.quantile(z, 0.95) < 3.0, (name, np.median(z), np.quantile(z, 0.95))
     assert table.loc["vb", "isnr_f"] == pytest.approx(table.loc["gibbs", "isnr_f"], abs=1.5)
+
+
+@pytest.mark.slow
+def test_vb_full_size_cameraman_bound_and_psf():
+    """The thesis's protocol on the 256 x 256 cameraman (Gaussian blur, 40 dB): monotone bound, PSF recovered."""
+    data = bz.datasets.load("cameraman", psf="gaussian", snr_db=40, seed=0)
+    model = BID(sigma_phi2=2.0)
+    fit = bz.fit(model, data, backend="vb", draws=50, chains=1, progress=False, max_iter=100)
+    trace = fit.idata.objective["elbo"].values
+    # CG runs the thesis's 20 iterations, so the bound may dip by the solves' residual; allow 1e-7 relative
+    assert np.all(np.diff(trace) >= -1e-7 * np.abs(trace[1:]))
+    score = model.score(fit, data)
+    assert score["isnr_h"] > 3.0, score          # measured 5.3 dB

@@ -398,3 +398,38 @@ def test_multisource_dataset_and_explicit_sources():
     assert names == ["lin", "rbf"]
     rebuilt = bz.models.from_spec(model.spec())
     assert rebuilt.source_list(ds) == model.source_list(ds)
+
+
+def test_precomputed_source_matches_the_same_kernel_computed_from_features():
+    ds = tiny(n=12, sources=False)
+    src = MK.Source("r", (0, 1), "rbf", theta=(0.4, 0.4))
+    X_all = np.vstack([ds.X, ds.X[:3] + 0.1])
+    G = src.gram(X_all, X_all)
+    X_ids = np.column_stack([ds.X, np.arange(12)])
+    with_ids = bz.datasets.Dataset(X=X_ids, y=ds.y, X_test=np.column_stack([ds.X[:3] + 0.1, 12 + np.arange(3)]),
+                                   y_test=ds.y[:3], meta={"task": "multiclass"})
+    pre = bz.models.PMKL(sources=({"name": "r", "columns": [4], "kernel": "precomputed", "gram": G},))
+    feat = bz.models.PMKL(sources=({"name": "r", "columns": [0, 1], "theta": 0.4},))
+    np.testing.assert_allclose(pre.train_kernels(with_ids), feat.train_kernels(with_ids))
+    a = bz.fit(pre, with_ids, "vb", draws=50, chains=1, seed=0, progress=False)
+    b = bz.fit(feat, with_ids, "vb", draws=50, chains=1, seed=0, progress=False)
+    np.testing.assert_allclose(pre.predict(a, with_ids.X_test), feat.predict(b, with_ids.X_test), atol=1e-10)
+    rebuilt = bz.models.from_spec(pre.spec())
+    np.testing.assert_allclose(rebuilt.train_kernels(with_ids), pre.train_kernels(with_ids))
+
+
+def test_bad_precomputed_kernels_are_rejected():
+    G = np.eye(4)
+    with pytest.raises(ValueError, match="not symmetric"):
+        bz.models.PMKL(sources=({"name": "g", "columns": [0], "kernel": "precomputed",
+                                 "gram": np.array([[1.0, 0.3], [0.0, 1.0]])},))
+    with pytest.raises(ValueError, match="positive semi-definite"):
+        bz.models.PMKL(sources=({"name": "g", "columns": [0], "kernel": "precomputed",
+                                 "gram": np.array([[1.0, 3.0], [3.0, 1.0]])},))
+    with pytest.raises(ValueError, match="NaN"):
+        bz.models.PMKL(sources=({"name": "g", "columns": [0], "kernel": "precomputed",
+                                 "gram": np.full((2, 2), np.nan)},))
+    model = bz.models.PMKL(sources=({"name": "g", "columns": [0], "kernel": "precomputed", "gram": G},))
+    data = bz.datasets.Dataset(X=np.array([[0.0], [1.0], [2.0], [7.0]]), y=np.array([0.0, 1.0, 0.0, 1.0]))
+    with pytest.raises(ValueError, match="object indices"):
+        bz.fit(model, data, "vb")

@@ -18,7 +18,9 @@ Starting from an empty model, every iteration
 5. stops when L^s has grown by less than ``tol`` (1e-6) in ``patience`` (10) successive iterations.
 
 The paper's settings are the defaults (100 candidates x 10 BFGS iterations, 100 joint iterations). Widths are
-optimised on the log scale (the kernel is symmetric in +-h; digest pitfall 6). With ``feature_selection``
+optimised on the log scale (the kernel is symmetric in +-h; digest pitfall 6), above the floor
+``model.min_width`` (h = floor + exp(u)); centres are kept in the bounding box of the training inputs (both are
+choices of this implementation, explained in the README). With ``feature_selection``
 (PhD ch. 7, Algorithm 2) the per-direction inverse widths v are optimised directly, with the penalty
 -1/2 sum delta v^2 [PhD 7.12-7.13] and delta = 1/v^2 [PhD 7.14] after each iteration; a direction whose delta
 exceeds ``delta_max`` is switched off (v = 0, a fixed point of the updates).
@@ -42,7 +44,7 @@ from bayeszoo.registry import register
 
 OPTIONS = {"n_candidates": 100, "candidate_iter": 10, "joint_iter": 100, "max_iter": 300, "tol": 1e-6,
            "patience": 10, "prune_alpha": 1e12, "alpha_update": "exact", "hyper_sweeps": 20, "beta": None,
-           "init_beta": None, "delta_max": 1e6}
+           "init_beta": None, "delta_max": 1e6, "min_alpha": None}
 
 
 def check(options: dict) -> dict:
@@ -54,7 +56,7 @@ def check(options: dict) -> dict:
             raise ValueError(f"option {name} must be an integer >= 0, got {opts[name]!r}")
     for name in ("tol", "prune_alpha", "delta_max"):
         positive(name, opts[name])
-    for name in ("beta", "init_beta"):
+    for name in ("beta", "init_beta", "min_alpha"):
         if opts[name] is not None:
             positive(name, opts[name])
     if opts["alpha_update"] not in ("exact", "paper"):
@@ -68,15 +70,23 @@ class Kernel:
 
     ``mode="log_width"``: h = floor + exp(u) (K = 1 width per basis, or K = D), v = 1 / h; with floor = 0
     this is u = log h.
-    ``mode="scale"``:     u = v itself (K = D), so a direction can be switched off (v = 0) [PhD 7.9].
+    ``mode="scale"``:     u = v itself (K = D), so a direction can be switched off (v = 0) [PhD 7.9]; |v| is capped
+    at 1 / floor (the same lower bound on the width), with zero derivative beyond the cap.
     ``whiten`` (optional N x N matrix W): the model sees W phi, for known coloured noise (t -> W t).
     """
 
-    def __init__(self, X, K: int, mode: str = "log_width", whiten=None, floor: float = 0.0):
+    def __init__(self, X, K: int, mode: str = "log_width", whiten=None, floor: float = 0.0, box: bool = True):
         self.X = np.asarray(X, float)
         self.N, self.D = self.X.shape
         self.K, self.mode, self.whiten, self.floor = K, mode, whiten, float(floor)
         self.P = self.D + K
+        # centres stay in the bounding box of the training inputs (the samplable model's prior support): a
+        # centre outside it lets a basis fit one point with the far tail of the Gaussian and a huge weight,
+        # which then explodes at test inputs nearer the centre (seen on computer hardware: w = 6e9)
+        self.lo, self.hi = (self.X.min(0), self.X.max(0)) if box else (-np.inf, np.inf)
+
+    def centre(self, m):
+        return np.clip(m, self.lo, self.hi)
 
     def width(self, u):
         # u is clipped to +-30 only to keep exp finite: kernels that narrow or wide are spikes / constants
@@ -86,7 +96,9 @@ class Kernel:
         return np.log(np.maximum(h - self.floor, 1e-300)) if self.mode == "log_width" else 1.0 / h
 
     def inv_width(self, u):
-        return 1.0 / self.width(u) if self.mode == "log_width" else np.abs(u)
+        if self.mode == "log_width":
+            return 1.0 / self.width(u)
+        return np.minimum(np.abs(u), 1.0 / self.floor) if self.floor > 0 else np.abs(u)
 
     def split(self, theta):
         theta = theta.reshape(-1, self.P)
@@ -94,7 +106,8 @@ class Kernel:
 
     def eval(self, theta, grad: bool = False):
         """phi (N, B) for parameter rows theta (B, P); with ``grad`` also d phi / d theta (N, B, P)."""
-        m, u = self.split(theta)
+        m_free, u = self.split(theta)
+        m = self.centre(m_free)
         v = self.inv_width(u)
         v2 = v**2
         diff = self.X[:, None, :] - m[None]
@@ -102,12 +115,13 @@ class Kernel:
         phi = np.exp(-np.sum(sq, axis=2))
         if not grad:
             return self._w(phi)
-        d_m = 2.0 * diff * v2[None] * phi[..., None]                              # [P 64]
+        inside = ((m_free >= self.lo) & (m_free <= self.hi))[None]                # zero beyond the box
+        d_m = 2.0 * diff * v2[None] * phi[..., None] * inside                     # [P 64]
         if self.mode == "log_width":                                               # [P 65] times dh/du = h - floor
             rate = (1.0 - self.floor * v)[None]                                    # (h - floor) / h
             d_u = 2.0 * (np.sum(sq, 2, keepdims=True) if self.K == 1 else sq) * rate * phi[..., None]
         else:
-            d_u = -2.0 * u[None] * diff**2 * phi[..., None]
+            d_u = -2.0 * np.sign(u)[None] * v[None] * diff**2 * phi[..., None] * (np.abs(u) < 1.0 / max(self.floor, 1e-300))[None]
         return self._w(phi), self._w(np.concatenate([d_m, d_u], axis=2))
 
     def _w(self, a):
@@ -304,6 +318,10 @@ def draw_candidates(state: State, model, X, rng, n: int):
     lo, hi = model.width_bounds(X)
     h = np.exp(rng.uniform(lo, hi, size=(n, lo.size)))
     u = state.kernel.to_u(np.maximum(h, 1.01 * state.kernel.floor))
+    if state.kernel.mode == "scale":
+        # feature selection: each direction starts switched off (v = 0, a fixed point) with probability 1/2, so
+        # candidates that ignore a feature are proposed rather than hoped for from BFGS
+        u = np.where(rng.random(u.shape) < 0.5, 0.0, u)
     return np.column_stack([X[idx], u])
 
 
@@ -353,6 +371,8 @@ def update_hyper(state: State, opts, beta_free: bool):
             denom = mu**2 - 2 * c * SGS
         new_alpha = np.where(denom > 0, gamma / np.where(denom > 0, denom, 1.0), np.inf)
         new_alpha = np.where(new_alpha > 0, new_alpha, np.inf)
+        if state.clf:
+            new_alpha = np.maximum(new_alpha, opts["min_alpha"])
         if beta_free:
             r = state.that - state.Phi @ mu
             PtP = state.Phi.T @ state.Phi
@@ -382,9 +402,11 @@ def learn(model, X, t, opts, *, seed=0, progress=False, dictionary=None, whiten=
     clf = model.is_classifier
     c = model.c_value(N)
     mode = "scale" if model.feature_selection else "log_width"
-    kernel = Kernel(X, model.width_dims(D), mode, whiten, floor=0.0 if mode == "scale" else model.min_width_value(X))
+    kernel = Kernel(X, model.width_dims(D), mode, whiten, floor=model.min_width_value(X))
     rng = np.random.default_rng(seed)
     beta_free = not clf and opts["beta"] is None
+    if opts["min_alpha"] is None:
+        opts = {**opts, "min_alpha": 1e-2}
     beta = None if clf else float(opts["beta"] or opts["init_beta"] or 10.0 / max(float(np.var(t)), 1e-12))
     state = State(kernel, t, c, clf, beta)
     delta = np.zeros((0, kernel.K)) if model.feature_selection else None
@@ -496,7 +518,7 @@ def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm")
             mu = state.w_mode[order]
         w[:, :, :k] = gaussian_draws(rng, mu, Sigma, chains, draws)
         m, u = state.kernel.split(state.theta[order])
-        centre[:k] = m
+        centre[:k] = state.kernel.centre(m)
         inv_width[:k] = state.kernel.inv_width(u)
         log_alpha[:k] = np.minimum(np.log(state.alpha[order]), LOG_ALPHA_PRUNED - 1e-6)
     Phi = model_design(data.X, centre, inv_width)

@@ -20,6 +20,7 @@ import numpy as np
 
 from bayeszoo.datasets import Dataset
 
+DRAWS = 200  # draws of w per fit: the predictive mean averages over them, so their Monte-Carlo error must be small
 WIDTH_GRID = tuple(np.round(np.arange(0.5, 10.0 + 1e-9, 0.5), 10))
 SPARSITY_GRID = (1.0, "bic", "ric")
 
@@ -38,7 +39,7 @@ def _fit_score(model, backend, train: Dataset, options: dict, seed: int):
     from bayeszoo.api import fit
 
     t0 = time.perf_counter()
-    result = fit(model, train, backend, draws=20, chains=1, seed=seed, progress=False, **options)
+    result = fit(model, train, backend, draws=DRAWS, chains=1, seed=seed, progress=False, **options)
     seconds = time.perf_counter() - t0
     score = model.score(result, train)
     error = score["error_rate"] if "error_rate" in score else score["mse"]

@@ -175,11 +175,13 @@ class VBState:
         target = float(np.log(np.mean(E_b)) - np.mean(E_log_b))
         if not target > 0:
             return
-        fn = lambda log_a: np.log(np.exp(log_a)) - digamma(np.exp(log_a)) - target  # noqa: E731
+        def stationarity(log_a):          # log a - psi(a) decreases from +inf to 0: one root
+            return log_a - digamma(np.exp(log_a)) - target
+
         lo, hi = -30.0, 30.0
-        if fn(lo) * fn(hi) > 0:
+        if stationarity(lo) * stationarity(hi) > 0:
             return
-        a = float(np.exp(brentq(fn, lo, hi, xtol=1e-12)))
+        a = float(np.exp(brentq(stationarity, lo, hi, xtol=1e-12)))
         self.a_beta, self.b_beta = a, a / float(np.mean(E_b))
 
     # ---- the bound ---------------------------------------------------------------------------------------

@@ -13,7 +13,7 @@ Everything is NumPy / SciPy so that it can be imported by the model without pull
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from scipy import linalg as sla
@@ -21,7 +21,7 @@ from scipy.special import log_ndtr, logsumexp, ndtri_exp
 
 GH_NODES = 20          # quadrature nodes of eq. 3.11: abs. error < 1e-6 on probabilities (tests)
 RULES = ("mean", "convex", "binary", "product", "wproduct")
-KERNELS = ("rbf", "poly", "linear")
+KERNELS = ("rbf", "poly", "linear", "precomputed")
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
@@ -69,7 +69,8 @@ class Source:
     """One base kernel: ``kernel`` on the columns ``columns`` of X.
 
     rbf: exp(-sum_d theta_d (x_d - x'_d)^2) (ARD form, digest §2.1; theta defaults to 1/D_s, the thesis's
-    setting); poly: (x.x' + 1)^degree; linear: x.x'.
+    setting); poly: (x.x' + 1)^degree; linear: x.x'; precomputed: ``matrix`` is a kernel matrix over all objects
+    (training and test) and the single column holds each row's object index into it (e.g. string kernels).
     """
 
     name: str
@@ -77,6 +78,7 @@ class Source:
     kernel: str = "rbf"
     theta: tuple | None = None
     degree: int = 2
+    matrix: np.ndarray | None = field(default=None, compare=False, repr=False)   # precomputed gram
 
     def theta_vector(self) -> np.ndarray:
         D = len(self.columns)
@@ -98,6 +100,9 @@ class Source:
             return (A @ B.T + 1.0) ** self.degree
         if self.kernel == "linear":
             return A @ B.T
+        if self.kernel == "precomputed":
+            i, j = A[:, 0].astype(int), B[:, 0].astype(int)
+            return self.matrix[np.ix_(i, j)]
         raise ValueError(f"unknown kernel {self.kernel!r}; choose one of {KERNELS}")
 
 

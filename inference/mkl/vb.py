@@ -37,7 +37,12 @@ def prior_beta_draws(model, rng, n: int, S: int):
     if model.rule == "convex":
         return np.clip(rng.dirichlet(np.full(S, model.rho), size=n), 1e-300, None)
     if model.rule == "binary":
-        return (rng.random((n, S)) < 0.5).astype(float)
+        # Bernoulli(1/2) per kernel conditioned on at least one kernel selected, as in gibbs (by rejection)
+        b = (rng.random((n, S)) < 0.5).astype(float)
+        while np.any(b.sum(1) == 0):
+            empty = b.sum(1) == 0
+            b[empty] = (rng.random((int(empty.sum()), S)) < 0.5).astype(float)
+        return b
     # weighted product: pi, chi from their exponential priors, then beta ~ Gamma(pi, chi)
     pi = rng.exponential(1.0 / model.mu, (n, S))
     chi = rng.exponential(1.0 / model.lam, (n, S))
@@ -60,18 +65,26 @@ def is_log_weights(model, pool, Ks, W, Y, chunk: int = 256):
     return out
 
 
+def diag_cov(L):
+    """diag(V) for V = (L L^T)^-1, from the triangular inverse (LAPACK trtri, N^3 / 3 flops)."""
+    Linv, info = sla.lapack.dtrtri(L, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("singular Cholesky factor")
+    return np.sum(Linv**2, axis=0)
+
+
 def lower_bound(K, W, Ls, A, logZ):
     """B.23: NC/2 + 1/2 sum log|V_c| + sum log Z_n - 1/2 sum Tr[A_c V_c] - 1/2 sum w~_c^T A_c w~_c
-    + 1/2 sum log|A_c| - 1/2 sum_c sum_n k_n^T V_c k_n."""
+    + 1/2 sum log|A_c| - 1/2 sum_c sum_n k_n^T V_c k_n, where sum_n k_n^T V_c k_n = Tr(V_c K K) = N - Tr(A_c V_c)
+    because V_c^-1 = K K + A_c (so only diag(V_c) is needed)."""
     N, C = W.shape
     total = 0.5 * N * C + float(np.sum(logZ))
-    eye = np.eye(N)
     for c in range(C):
-        Linv = sla.solve_triangular(Ls[c], eye, lower=True, check_finite=False)    # V_c = Linv^T Linv
+        tr_AV = float(np.sum(A[:, c] * diag_cov(Ls[c])))
         total += -np.sum(np.log(np.diag(Ls[c])))
-        total += -0.5 * np.sum(A[:, c] * np.sum(Linv**2, axis=0))
+        total += -0.5 * tr_AV
         total += -0.5 * np.sum(A[:, c] * W[:, c] ** 2) + 0.5 * np.sum(np.log(A[:, c]))
-        total += -0.5 * np.sum((Linv @ K) ** 2)
+        total += -0.5 * (N - tr_AV)
     return total
 
 
@@ -102,8 +115,7 @@ def vb_fit_state(model, data, *, max_iter=100, tol=1e-3, is_samples=200, is_pool
                 w2 = W**2
                 if exact_alpha:
                     for c in range(C):
-                        Linv = sla.solve_triangular(Ls[c], np.eye(N), lower=True, check_finite=False)
-                        w2[:, c] += np.sum(Linv**2, axis=0)
+                        w2[:, c] += diag_cov(Ls[c])
                 A = (2.0 * tau + 1.0) / (2.0 * nu + w2)     # eq. 4.23
             if learn_beta:
                 new = prior_beta_draws(model, rng, is_samples, S)
