@@ -19,8 +19,9 @@ Starting from an empty model, every iteration
 
 The paper's settings are the defaults (100 candidates x 10 BFGS iterations, 100 joint iterations). Widths are
 optimised on the log scale (the kernel is symmetric in +-h; digest pitfall 6), above the floor
-``model.min_width`` (h = floor + exp(u)); centres are kept in the bounding box of the training inputs (both are
-choices of this implementation, explained in the README). With ``feature_selection``
+``model.min_width`` (h = floor + exp(u)); centres are kept in the bounding box of the training inputs, and a
+basis must reach ``min_peak`` (0.05) at one training input at least (choices of this implementation, explained
+in the README). With ``feature_selection``
 (PhD ch. 7, Algorithm 2) the per-direction inverse widths v are optimised directly, with the penalty
 -1/2 sum delta v^2 [PhD 7.12-7.13] and delta = 1/v^2 [PhD 7.14] after each iteration; a direction whose delta
 exceeds ``delta_max`` is switched off (v = 0, a fixed point of the updates).
@@ -44,7 +45,7 @@ from bayeszoo.registry import register
 
 OPTIONS = {"n_candidates": 100, "candidate_iter": 10, "joint_iter": 100, "max_iter": 300, "tol": 1e-6,
            "patience": 10, "prune_alpha": 1e12, "alpha_update": "exact", "hyper_sweeps": 20, "beta": None,
-           "init_beta": None, "delta_max": 1e6, "min_alpha": None}
+           "init_beta": None, "delta_max": 1e6, "min_alpha": None, "min_peak": 0.05}
 
 
 def check(options: dict) -> dict:
@@ -56,6 +57,8 @@ def check(options: dict) -> dict:
             raise ValueError(f"option {name} must be an integer >= 0, got {opts[name]!r}")
     for name in ("tol", "prune_alpha", "delta_max"):
         positive(name, opts[name])
+    if not (isinstance(opts["min_peak"], (int, float)) and 0 <= opts["min_peak"] < 1):
+        raise ValueError(f"option min_peak must be a number in [0, 1), got {opts['min_peak']!r}")
     for name in ("beta", "init_beta", "min_alpha"):
         if opts[name] is not None:
             positive(name, opts[name])
@@ -124,6 +127,12 @@ class Kernel:
             d_u = -2.0 * np.sign(u)[None] * v[None] * diff**2 * phi[..., None] * (np.abs(u) < 1.0 / max(self.floor, 1e-300))[None]
         return self._w(phi), self._w(np.concatenate([d_m, d_u], axis=2))
 
+    def peak(self, theta):
+        """max_n phi(x_n; theta) per row (before whitening)."""
+        m, u = self.split(theta)
+        diff = self.X[:, None, :] - self.centre(m)[None]
+        return np.exp(-np.min(np.sum(diff**2 * self.inv_width(u)[None] ** 2, axis=2), axis=0))
+
     def _w(self, a):
         if self.whiten is None:
             return a
@@ -136,6 +145,7 @@ class State:
 
     def __init__(self, kernel: Kernel, t, c: float, classifier: bool, beta: float | None):
         self.kernel, self.c, self.clf = kernel, c, classifier
+        self.min_peak = 0.0
         self.t = kernel._w(np.asarray(t, float)) if not classifier else np.asarray(t, float)
         self.theta = np.zeros((0, kernel.P))
         self.alpha = np.zeros(0)
@@ -254,6 +264,10 @@ def candidate_objective(state: State, theta, grad: bool = True):
     s = np.sum(phi * Cphi, 0)
     q = Ct @ phi
     gain, alpha, dl_ds, dl_dq = add_gain(s, q, state.c)
+    # a basis must reach min_peak at some training input: one supported only by its far tail fits outliers with
+    # huge weights that explode between the data (seen on computer hardware)
+    on_data = state.kernel.peak(theta) >= state.min_peak
+    gain, dl_ds, dl_dq = np.where(on_data, gain, 0.0), np.where(on_data, dl_ds, 0.0), np.where(on_data, dl_dq, 0.0)
     if not grad:
         return gain, None, alpha
     R = np.einsum("nb,nbp->bp", Cphi, dphi)
@@ -380,6 +394,7 @@ def update_hyper(state: State, opts, beta_free: bool):
             # exact d L^s / d log beta = 1/2 [N - beta |r|^2 - sum gamma] - c beta tr(A Sigma Phi^T Phi Sigma)  ([P 41] corrected)
             state.beta = float(max(state.kernel.N - gamma.sum(), 1e-6) / (r @ r + 2 * c * tr))
         keep = np.isfinite(new_alpha) & (new_alpha <= opts["prune_alpha"])          # step 4 [P §III-B]
+        keep &= state.kernel.peak(state.theta) >= state.min_peak                     # off-data bases (see min_peak)
         change = np.max(np.abs(np.log(new_alpha[keep]) - np.log(state.alpha[keep]))) if keep.any() else 0.0
         state.alpha = new_alpha[keep]
         state.theta = state.theta[keep]
@@ -409,6 +424,7 @@ def learn(model, X, t, opts, *, seed=0, progress=False, dictionary=None, whiten=
         opts = {**opts, "min_alpha": 1e-2}
     beta = None if clf else float(opts["beta"] or opts["init_beta"] or 10.0 / max(float(np.var(t)), 1e-12))
     state = State(kernel, t, c, clf, beta)
+    state.min_peak = float(opts["min_peak"])
     delta = np.zeros((0, kernel.K)) if model.feature_selection else None
     active_dict = np.zeros(0, int)
     if dictionary is not None:
