@@ -53,6 +53,8 @@ DEMOS = {
         model=lambda: bz.models.PMKL(rule="convex"),
         data=lambda: bz.datasets.load("mkl_sources", n=30, n_test=150, seed=0),
         reference="nuts",
+        # nutpie is left out: it compiles the quadrature likelihood for ~2 minutes before its first draw
+        backends=["nuts", "numpyro", "advi", "fullrank_advi", "gibbs", "vb", "em", "map", "mrvm1", "mrvm2"],
         sizes={"draws": 500, "tune": 500, "chains": 2},
         # full-rank ADVI hits a floating-point error at Adam's default step 0.01 on this model
         options={"gibbs": {"draws": 2000}, "advi": {"n_iter": 10000},
