@@ -44,6 +44,9 @@ def _check(options):
     return opts
 
 
+_ger = sla.blas.get_blas_funcs("ger", dtype=np.float64)   # rank-one update A += alpha x y^T, in place
+
+
 def _recompute(K, ttau, tnu):
     sW = np.sqrt(np.maximum(ttau, 0.0))
     L = C.chol_B(K, sW)
@@ -65,6 +68,7 @@ def _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L):
     return -nlZ
 
 
+@C.one_blas_thread_when_small
 def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_sweeps=2, ttau0=None, tnu0=None):
     """Run EP to convergence. Returns a dict with ``ttau``, ``tnu``, ``mu``, ``Sigma``, ``sW``, ``L``,
     ``alpha`` (= K^-1 mu = tnu - sW B^-1 sW K tnu), ``log_evidence``, its trace, ``sweeps``, ``converged``."""
@@ -95,10 +99,12 @@ def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_swe
             dtau = tau_new - ttau[i]
             max_change = max(max_change, abs(dtau) / (1.0 + abs(ttau[i])),
                              abs(nu_new - tnu[i]) / (1.0 + abs(tnu[i])))
+            dnu = nu_new - tnu[i]
             ttau[i], tnu[i] = tau_new, nu_new
             si = Sigma[:, i].copy()
-            Sigma -= (dtau / (1.0 + dtau * s_ii)) * np.outer(si, si)      # R&W 3.70
-            mu = Sigma @ tnu
+            c = dtau / (1.0 + dtau * s_ii)
+            _ger(-c, si, si, a=Sigma.T, overwrite_a=True)                  # R&W 3.70, in place (Sigma symmetric)
+            mu += si * (dnu * (1.0 - c * s_ii) - c * mu[i])                # = Sigma_new @ tnu_new, in O(n)
         Sigma, mu, sW, L = _recompute(K, ttau, tnu)
         lZ = _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L)
         trace.append(lZ)

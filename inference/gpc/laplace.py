@@ -32,6 +32,7 @@ def _check(options):
     return opts
 
 
+@C.one_blas_thread_when_small
 def laplace_mode(K, y, likelihood, *, a0=None, max_iter=100, tol=1e-9):
     """Mode of the GPC posterior by Newton (R&W Alg. 3.1) with step halving.
 
