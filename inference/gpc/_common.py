@@ -12,6 +12,7 @@ tens) cost the same ~730 nodes and are integrated as accurately as narrow ones. 
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import time
 import warnings
@@ -147,17 +148,20 @@ def expected_log_lik(y, m, v, likelihood):
 SMALL_N = 1000   # below this many training points the site loops run on one BLAS thread
 
 
-def one_blas_thread_when_small(fn):
-    """Run ``fn(K, ...)`` on one BLAS thread when K has fewer than ``SMALL_N`` rows.
+def one_blas_thread(n: int):
+    """Context in which BLAS runs on one thread when the problem has fewer than ``SMALL_N`` points.
 
-    EP's site loop and Laplace's Newton steps make many small level-2 / level-3 BLAS calls, and waking
-    OpenBLAS's worker threads costs more than the work: EP on sonar (n = 108) took 124 ms with two threads and
-    13 ms with one, Laplace 7.9 ms and 1.2 ms (2 cores)."""
+    EP's site loop, Laplace's Newton steps and the predictions make many small level-2 / level-3 BLAS calls, and
+    waking OpenBLAS's worker threads costs more than the work: EP on sonar (n = 108) took 124 ms with two
+    threads and 17 ms with one (2 cores)."""
+    return _blas_controller().limit(limits=1, user_api="blas") if n < SMALL_N else contextlib.nullcontext()
+
+
+def one_blas_thread_when_small(fn):
+    """Decorator: ``fn(K, ...)`` under :func:`one_blas_thread` for K's size."""
     @functools.wraps(fn)
     def wrapper(K, *args, **kwargs):
-        if np.shape(K)[0] >= SMALL_N:
-            return fn(K, *args, **kwargs)
-        with _blas_controller().limit(limits=1, user_api="blas"):
+        with one_blas_thread(np.shape(K)[0]):
             return fn(K, *args, **kwargs)
 
     return wrapper
@@ -310,10 +314,11 @@ def kss_diag(model, Xs, hyp=None):
 
 def predict_latent(model, X, Xs, alpha, sW, L):
     """Predictive latent mean and variance (4.10): mu_* = k_*^T alpha, s2_* = k_** - |L^-1 sW k_*|^2."""
-    Ks = cross_kernel(model, X, Xs)
-    mu = Ks.T @ alpha
-    v = sla.solve_triangular(L, sW[:, None] * Ks, lower=True, check_finite=False)
-    return mu, np.maximum(kss_diag(model, Xs) - np.sum(v * v, 0), 0.0)
+    with one_blas_thread(L.shape[0]):
+        Ks = cross_kernel(model, X, Xs)
+        mu = Ks.T @ alpha
+        v = sla.solve_triangular(L, sW[:, None] * Ks, lower=True, check_finite=False)
+        return mu, np.maximum(kss_diag(model, Xs) - np.sum(v * v, 0), 0.0)
 
 
 # ------------------------------------------------------------------------------------------------ output

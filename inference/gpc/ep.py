@@ -131,16 +131,17 @@ def ep_log_evidence_grad(K, dK, y, likelihood, res=None, **ep_kw):
 
 
 def fit_ep(model, data, opts=None):
-    opts = opts or dict(OPTIONS)
-    y = C.labels_pm(data.y)
-    K, _ = C.kernel_and_grads(model, data.X, grads=False)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = ep_sites(K, y, model.likelihood, max_sweeps=opts["max_sweeps"], tol=opts["tol"],
-                       damping=opts["damping"], min_sweeps=opts["min_sweeps"])
-    res["K"] = K
-    res["y"] = y
-    return res
+    with C.one_blas_thread(len(data.y)):
+        opts = opts or dict(OPTIONS)
+        y = C.labels_pm(data.y)
+        K, _ = C.kernel_and_grads(model, data.X, grads=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = ep_sites(K, y, model.likelihood, max_sweeps=opts["max_sweeps"], tol=opts["tol"],
+                           damping=opts["damping"], min_sweeps=opts["min_sweeps"])
+        res["K"] = K
+        res["y"] = y
+        return res
 
 
 @register("ep", kind="approximation", family="gpc")
