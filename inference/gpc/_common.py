@@ -296,6 +296,20 @@ def labels_and_kernel(model, data):
     return labels_pm(data.y), kernel_and_grads(model, data.X, grads=False)[0]
 
 
+def run_at_hyperparameters(model, data, algorithm, **kwargs) -> dict:
+    """``algorithm(K, y, likelihood, **kwargs)`` (Laplace's Newton, EP's sweeps) at the model's hyperparameters,
+    on one BLAS thread for small problems; its result dict plus ``K`` and ``y``."""
+    with one_blas_thread(len(data.y)):
+        y = labels_pm(data.y)
+        K, _ = kernel_and_grads(model, data.X, grads=False)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", RuntimeWarning)
+            res = algorithm(K, y, model.likelihood, **kwargs)
+    res["K"] = K
+    res["y"] = y
+    return res
+
+
 def cross_kernel(model, X, Xs, hyp=None):
     from bayeszoo.models import gp_kernels as gk
 

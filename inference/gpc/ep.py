@@ -21,7 +21,6 @@ b = nu~ - sW B^-1 sW K nu~ and R = sW B^-1 sW.
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 from scipy import linalg as sla
@@ -131,17 +130,10 @@ def ep_log_evidence_grad(K, dK, y, likelihood, res=None, **ep_kw):
 
 
 def fit_ep(model, data, opts=None):
-    with C.one_blas_thread(len(data.y)):
-        opts = opts or dict(OPTIONS)
-        y = C.labels_pm(data.y)
-        K, _ = C.kernel_and_grads(model, data.X, grads=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = ep_sites(K, y, model.likelihood, max_sweeps=opts["max_sweeps"], tol=opts["tol"],
-                           damping=opts["damping"], min_sweeps=opts["min_sweeps"])
-        res["K"] = K
-        res["y"] = y
-        return res
+    """EP at the model's hyperparameters: returns the site / posterior dict plus K and y."""
+    opts = opts or dict(OPTIONS)
+    return C.run_at_hyperparameters(model, data, ep_sites, max_sweeps=opts["max_sweeps"], tol=opts["tol"],
+                                    damping=opts["damping"], min_sweeps=opts["min_sweeps"])
 
 
 @register("ep", kind="approximation", family="gpc")

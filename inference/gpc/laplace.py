@@ -103,17 +103,9 @@ def laplace_log_evidence_grad(K, dK, y, likelihood, res=None, **mode_kw):
 
 
 def fit_laplace(model, data, opts=None):
-    """Laplace approximation at the model's hyperparameters: returns the mode dict plus K."""
-    with C.one_blas_thread(len(data.y)):
-        opts = opts or dict(OPTIONS)
-        y = C.labels_pm(data.y)
-        K, _ = C.kernel_and_grads(model, data.X, grads=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
-            res = laplace_mode(K, y, model.likelihood, max_iter=opts["max_iter"], tol=opts["tol"])
-        res["K"] = K
-        res["y"] = y
-        return res
+    """Laplace approximation at the model's hyperparameters: returns the mode dict plus K and y."""
+    opts = opts or dict(OPTIONS)
+    return C.run_at_hyperparameters(model, data, laplace_mode, max_iter=opts["max_iter"], tol=opts["tol"])
 
 
 @register("laplace", kind="approximation", family="gpc")
