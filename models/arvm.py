@@ -40,7 +40,8 @@ import numpy as np
 
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model
-from bayeszoo.models.rvm import LOG_ALPHA_PRUNED, RVM, RELEVANCE_THRESHOLD, _log_gamma_numpyro, _pm_log_gamma
+from bayeszoo.models.rvm import (LOG_ALPHA_PRUNED, RVM, RELEVANCE_THRESHOLD, _log_gamma_numpyro, _pm_log_gamma,
+                                 check_gamma_hyperpriors)
 
 ARVM_KERNELS = ("iso", "diag")
 SPARSITY_NAMES = ("none", "aic", "bic", "ric")
@@ -127,10 +128,7 @@ class ARVM(Model):
                                                 and not isinstance(self.min_width, bool)
                                                 and np.isfinite(self.min_width) and self.min_width >= 0)):
             raise ValueError(f"ARVM min_width must be 'spacing' or a number >= 0, got {self.min_width!r}")
-        for name in ("a", "b", "c", "d"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"ARVM hyperparameter {name} must be > 0 (a proper Gamma prior), got {value!r}")
+        check_gamma_hyperpriors(self)
 
     @property
     def is_classifier(self) -> bool:

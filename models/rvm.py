@@ -50,6 +50,15 @@ def _bspline3(r):
     return np.where((r >= 1.0) & (r < 2.0), (2.0 - r) ** 3 / 6.0, out)
 
 
+def check_gamma_hyperpriors(model) -> None:
+    """The Gamma(a, b) prior on the weight precisions and Gamma(c, d) on the noise precision must be proper."""
+    for name in ("a", "b", "c", "d"):
+        value = getattr(model, name)
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"{type(model).__name__} hyperparameter {name} must be > 0 (a proper Gamma prior), "
+                             f"got {value!r}")
+
+
 @dataclass
 class RVM(Model):
     """Relevance vector machine for regression or binary classification.
@@ -99,10 +108,7 @@ class RVM(Model):
             raise ValueError(f"RVM link must be one of {LINKS}, got {self.link!r}")
         if not (np.isfinite(self.width) and self.width > 0):
             raise ValueError(f"RVM width must be a positive number, got {self.width!r}")
-        for name in ("a", "b", "c", "d"):
-            value = getattr(self, name)
-            if not (np.isfinite(value) and value > 0):
-                raise ValueError(f"RVM hyperparameter {name} must be > 0 (a proper Gamma prior), got {value!r}")
+        check_gamma_hyperpriors(self)
 
     @property
     def is_classifier(self) -> bool:
