@@ -351,3 +351,13 @@ def test_optimize_hyperparameters_kl_raises_its_bound():
     assert np.max(np.abs(g1)) < 1e-3
     with pytest.raises(ValueError, match="method must be one of"):
         LA.optimize_hyperparameters(model, data, "vb")
+
+
+@pytest.mark.parametrize("backend, options, limit", [("laplace", {"max_iter": 1}, "1 Newton iterations"),
+                                                     ("ep", {"max_sweeps": 1, "min_sweeps": 1}, "1 sweeps")])
+def test_unconverged_fit_says_so(backend, options, limit):
+    model = bz.models.GPC(likelihood="logit", log_lengthscale=0.3, log_amplitude=2.0)
+    fit = bz.fit(model, toy_data(15, seed=2), backend, draws=2, chains=1, seed=0, progress=False, **options)
+    assert fit.info["converged"] is False
+    assert fit.info["warnings"] == [f"{backend} did not converge in {limit}"]
+    assert set(fit.timing) >= {"compile", "tune", "sample"} and fit.timing["tune"] > 0

@@ -336,12 +336,14 @@ def predict_latent(model, X, Xs, alpha, sW, L):
 
 
 # ------------------------------------------------------------------------------------------------ output
-def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, timing, info, objective=None):
+def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, seconds, info, objective=None, limit=None):
     """Fit whose posterior ``f`` holds i.i.d. draws from Q = N(m, V) (kind "approximation"); the group
     ``gaussian`` of its idata holds m (``q_mean``) and V (``q_cov``), which ``GPC.predict`` uses.
 
     ``info`` must hold ``log_evidence`` (the method's own approximation) and ``jensen_bound``; the mean and
-    variance of Q are added as ``q_mean`` / ``q_var``.
+    variance of Q are added as ``q_mean`` / ``q_var``. ``seconds``: the fit's time (the timing's "tune" entry);
+    ``limit``: the iteration cap it ran under (e.g. "200 sweeps"), named in the warning when
+    ``info["converged"]`` is False.
     """
     from bayeszoo.inference._idata import gaussian_draws, make_fit
 
@@ -353,9 +355,10 @@ def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, timing, inf
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         f = gaussian_draws(rng, np.asarray(m, float), np.asarray(V, float), chains, draws)
-    timing = dict(timing)
-    timing["sample"] = timing.get("sample", 0.0) + time.perf_counter() - t0
+    timing = {"compile": 0.0, "tune": float(seconds), "sample": time.perf_counter() - t0}
     info = dict(info)
+    info.setdefault("converged", True)
+    info.setdefault("warnings", [] if info["converged"] else [f"{backend} did not converge in {limit}"])
     info["log_evidence"] = float(info["log_evidence"])
     info["jensen_bound"] = float(info["jensen_bound"])
     info["q_mean"] = np.asarray(m, float).tolist()

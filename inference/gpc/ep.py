@@ -144,12 +144,11 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
     res = fit_ep(model, data, opts)
     jb = C.jensen_bound(res["y"], res["mu"], res["Sigma"], model.likelihood, sW=res["sW"], L=res["L"],
                         alpha=res["alpha"])
-    warn = [] if res["converged"] else [f"ep did not converge in {opts['max_sweeps']} sweeps"]
     info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["sweeps"],
-            "converged": res["converged"], "warnings": warn, "alpha": res["alpha"].tolist(),
+            "converged": res["converged"], "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist(), "site_tau": res["ttau"].tolist(), "site_nu": res["tnu"].tolist()}
     return C.gaussian_fit(model, data, "ep", res["mu"], res["Sigma"], draws=draws, chains=chains, seed=seed,
-                          timing={"compile": 0.0, "tune": timer()}, info=info,
+                          seconds=timer(), info=info, limit=f"{opts['max_sweeps']} sweeps",
                           objective={"log_evidence": res["trace"]})
 
 

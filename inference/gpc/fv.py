@@ -135,9 +135,8 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
                      tol=opts["tol"], progress=progress)
         V = np.diag(res["v"])
         jb = C.jensen_bound(y, res["m"], V, model.likelihood, K=K)
-    warn = [] if res["converged"] else [f"fv did not converge in {opts['max_iter']} iterations"]
     info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "warnings": warn, "ridge": float(opts["ridge"])}
+            "converged": res["converged"], "ridge": float(opts["ridge"])}
     return C.gaussian_fit(model, data, "fv", res["m"], V, draws=draws, chains=chains, seed=seed,
-                          timing={"compile": 0.0, "tune": timer()}, info=info,
+                          seconds=timer(), info=info, limit=f"{opts['max_iter']} iterations",
                           objective={"log_evidence": res["trace"]})

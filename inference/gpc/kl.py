@@ -183,10 +183,9 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = kl_fit(K, y, model.likelihood, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress)
-    warn = [] if res["converged"] else [f"kl did not converge in {opts['max_iter']} iterations"]
     info = {"log_evidence": res["J"], "jensen_bound": res["J"], "iterations": res["iterations"],
-            "converged": res["converged"], "warnings": warn, "alpha": res["alpha"].tolist(),
+            "converged": res["converged"], "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist()}
     return C.gaussian_fit(model, data, "kl", res["m"], res["V"], draws=draws, chains=chains, seed=seed,
-                          timing={"compile": 0.0, "tune": timer()}, info=info,
+                          seconds=timer(), info=info, limit=f"{opts['max_iter']} iterations",
                           objective={"jensen_bound": res["trace"]})

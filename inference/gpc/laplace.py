@@ -117,12 +117,11 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
     K, y = res["K"], res["y"]
     V = C.posterior_cov(K, res["sW"], res["L"])
     jb = C.jensen_bound(y, res["f"], V, model.likelihood, sW=res["sW"], L=res["L"], alpha=res["alpha"])
-    warn = [] if res["converged"] else [f"laplace: Newton did not converge in {opts['max_iter']} iterations"]
     info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "warnings": warn, "alpha": res["alpha"].tolist(),
+            "converged": res["converged"], "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist()}
     return C.gaussian_fit(model, data, "laplace", res["f"], V, draws=draws, chains=chains, seed=seed,
-                          timing={"compile": 0.0, "tune": timer()}, info=info,
+                          seconds=timer(), info=info, limit=f"{opts['max_iter']} Newton iterations",
                           objective={"psi": res["psi"]})
 
 

@@ -99,7 +99,7 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
         res = lr_fit(K, y, model.likelihood, noise_sd=opts["noise_sd"], noise_range=tuple(opts["noise_range"]))
     info = {"log_evidence": res["jensen_bound"], "jensen_bound": res["jensen_bound"],
             "log_evidence_regression": res["log_evidence_regression"], "noise_sd": res["noise_sd"],
-            "converged": True, "warnings": [], "alpha": res["alpha"].tolist(), "sW": res["sW"].tolist()}
+            "alpha": res["alpha"].tolist(), "sW": res["sW"].tolist()}
     return C.gaussian_fit(model, data, "lr", res["m"], res["V"], draws=draws, chains=chains, seed=seed,
-                          timing={"compile": 0.0, "tune": timer()}, info=info,
+                          seconds=timer(), info=info,
                           objective={"log_evidence_regression": np.array([res["log_evidence_regression"]])})

@@ -141,10 +141,9 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
         warnings.simplefilter("ignore", RuntimeWarning)
         res = vb_fit(K, y, model.likelihood, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress)
         jb = C.jensen_bound(y, res["m"], res["V"], model.likelihood, sW=res["sW"], L=res["L"], alpha=res["alpha"])
-    warn = [] if res["converged"] else [f"vb did not converge in {opts['max_iter']} iterations"]
     info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "warnings": warn, "alpha": res["alpha"].tolist(),
+            "converged": res["converged"], "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist(), "varsigma": res["varsigma"].tolist()}
     return C.gaussian_fit(model, data, "vb", res["m"], res["V"], draws=draws, chains=chains, seed=seed,
-                          timing={"compile": 0.0, "tune": timer()}, info=info,
+                          seconds=timer(), info=info, limit=f"{opts['max_iter']} iterations",
                           objective={"log_evidence": res["trace"]})
