@@ -1,5 +1,6 @@
-"""The PMKL family picture: posterior of the kernel weights per backend, and decision regions on 2-D data
-(otherwise each backend's predictive probability of the true class against the reference's)."""
+"""The PMKL family picture: posterior of the kernel weights per backend (and of the rbf parameters theta when
+they are inferred), and decision regions on 2-D data (otherwise each backend's predictive probability of the
+true class against the reference's)."""
 from __future__ import annotations
 
 import numpy as np
@@ -11,13 +12,19 @@ GRID = 60                # grid points per axis of the decision regions
 MAX_REGION_PANELS = 4
 
 
-def weights_panel(ax, comparison, labels, colors):
-    """Posterior mean and 5-95 % interval of every beta_s, one offset marker per backend."""
+PANEL_TEXT = {"beta": ("kernel weight beta (mean, 5-95 %)", "posterior of the combination weights"),
+              "theta": ("kernel parameter theta (mean, 5-95 %)", "posterior of the rbf parameters theta_sd")}
+
+
+def weights_panel(ax, comparison, labels, colors, var="beta"):
+    """Posterior mean and 5-95 % interval of every component of ``var`` (beta over sources, or theta over the
+    rbf sources' columns), one offset marker per backend."""
     sources = None
     width = 0.8 / max(len(labels), 1)
     for k, label in enumerate(labels):
-        beta = comparison.fits[label].idata.posterior["beta"]
-        sources = [str(s) for s in beta.coords["source"].values]
+        beta = comparison.fits[label].idata.posterior[var]
+        dim = [d for d in beta.dims if d not in ("chain", "draw")][0]
+        sources = [str(s) for s in beta.coords[dim].values]
         draws = beta.values.reshape(-1, len(sources))
         x = np.arange(len(sources)) - 0.4 + width * (k + 0.5)
         lo, hi = np.percentile(draws, [5, 95], axis=0)
@@ -25,8 +32,8 @@ def weights_panel(ax, comparison, labels, colors):
         ax.errorbar(x, mean, yerr=[np.clip(mean - lo, 0, None), np.clip(hi - mean, 0, None)], fmt="o", ms=4, capsize=2, color=colors[label], label=label)
     ax.set_xticks(np.arange(len(sources or [])))
     ax.set_xticklabels(sources or [], rotation=30, ha="right", fontsize=8)
-    ax.set_ylabel("kernel weight beta (mean, 5-95 %)")
-    ax.set_title("posterior of the combination weights", fontsize=9)
+    ax.set_ylabel(PANEL_TEXT[var][0])
+    ax.set_title(PANEL_TEXT[var][1], fontsize=9)
     ax.legend(fontsize=7)
 
 
@@ -72,7 +79,16 @@ def mkl_picture(comparison):
     model, data = comparison.model, comparison.data
     colors = backend_colors(labels)
     ref_label = _reference_label(comparison)
-    if data.d == 2:
+    if getattr(model, "infer_theta", False):
+        fig = new_figure(15.0, 4.2)
+        axes = fig.subplots(1, 3)
+        weights_panel(axes[0], comparison, labels, colors)
+        weights_panel(axes[1], comparison, labels, colors, var="theta")
+        if comparison.reference_fit is not None:
+            true_class_panel(axes[2], comparison, labels, colors, ref_label)
+        else:
+            axes[2].set_axis_off()
+    elif data.d == 2:
         shown = labels[:MAX_REGION_PANELS]
         fig = new_figure(4.2 * (1 + len(shown)), 4.0)
         axes = fig.subplots(1, 1 + len(shown))

@@ -3,14 +3,18 @@
     K = combination of base kernels K_1..K_S (one per source / feature space, eqs 3.1-3.5)
     y_nc = w_c^T k_n + eps_nc,  eps ~ N(0, 1),  t_n = argmax_c y_nc                     (eqs 3.8-3.10)
     w_nc ~ N(0, 1 / alpha_nc),  alpha_nc ~ Gamma(shape tau, rate nu)                    (eqs 3.13-3.14, corrected)
-    convex rule: beta ~ Dirichlet(rho 1_S);  binary: beta_s ~ Bernoulli(1/2);
+    convex rule: beta ~ Dirichlet(rho), rho_s fixed or ~ Gamma(shape lambda, rate mu);  binary: beta_s ~ Bernoulli(1/2);
     weighted product: beta_s ~ Gamma(pi_s, chi_s), pi_s ~ Exp(mu), chi_s ~ Exp(lambda)  (eqs 3.15-3.20)
+    rbf base kernels k_s(x, x') = exp(-sum_d theta_sd (x_d - x'_d)^2), theta_sd fixed (1/D_s) or
+    ~ Gamma(shape omega, rate phi)                                                          (eq. 3.21, digest §2.1)
 
 Marginalising the auxiliary y gives P(t_n = i | W, k_n) = E_u prod_{j != i} Phi(u + (w_i - w_j)^T k_n) (eq. 3.11),
 computed by Gauss-Hermite quadrature; the PyMC / NumPyro declarations use it, the Gibbs / VB / EM backends keep y.
 
 Canonical posterior variables written by every backend: ``W`` over (``basis``, ``class``), ``log_alpha`` over
-(``basis``, ``class``) and ``beta`` over ``source``. Labels are the integers 0..C-1. Several sources are
+(``basis``, ``class``) and ``beta`` over ``source``; with ``kernel_params="infer"`` also ``theta`` over
+``kernel_param`` (one per rbf source and column, labelled "source:column"), with ``infer_rho=True`` also ``rho``
+over ``source``. Labels are the integers 0..C-1. Several sources are
 described by ``sources`` (a tuple of dicts ``{"name", "columns", "kernel", "theta", "degree"}``) or, when that
 is None, by ``data.meta["sources"]`` (name -> column indices) with the model's ``kernel``; without either the
 whole X is one source.
@@ -56,7 +60,16 @@ class PMKL(Model):
         The thesis never states its values; the default Gamma(1, 1) (w ~ Student-t(2) of scale 1) is proper,
         so every backend targets one posterior.
     rho : Dirichlet concentration of beta for the convex rule (rho 1_S; 1 is uniform, as in ch. 5).
-    mu, lam : rates of the exponential priors on pi and chi (weighted product, 3.18-3.19).
+    mu, lam : rates of the exponential priors on pi and chi (weighted product, 3.18-3.19); with ``infer_rho``
+        the rate and shape of rho_s ~ Gamma(shape lam, rate mu) (3.16 and A.2; B.9 swaps them, erratum 2).
+    kernel_params : {"fixed", "infer"}
+        "fixed" keeps every rbf theta_sd at its given value (default 1/D_s, the thesis's experiments); "infer"
+        gives each theta_sd of the rbf sources the Gamma(omega, phi) prior of eq. 3.21. Precomputed sources have
+        no parameters and cannot be combined with "infer"; poly and linear sources stay fixed.
+    omega, phi : shape and rate of the Gamma prior on theta_sd (3.21). The thesis gives no values; Gamma(1, 1)
+        is the digest's uninformative default (mode 0, so irrelevant inputs can switch off, Fig. 3.8).
+    infer_rho : convex rule only: give rho_s the Gamma(lam, mu) hyperprior (3.16) instead of fixing it at ``rho``
+        (which is then only the samplers' starting value).
     """
 
     rule: str = "convex"
@@ -68,6 +81,10 @@ class PMKL(Model):
     rho: float = 1.0
     mu: float = 1.0
     lam: float = 1.0
+    kernel_params: str = "fixed"
+    omega: float = 1.0
+    phi: float = 1.0
+    infer_rho: bool = False
 
     family = "mkl"
     compare_vars = ("W", "beta")
@@ -79,7 +96,14 @@ class PMKL(Model):
         if self.kernel not in mk.KERNELS[:3]:
             raise ValueError(f"PMKL kernel must be one of {mk.KERNELS[:3]}, got {self.kernel!r} (precomputed "
                              f"kernels are given per source)")
-        for name in ("tau", "nu", "rho", "mu", "lam"):
+        if self.kernel_params not in ("fixed", "infer"):
+            raise ValueError(f"PMKL kernel_params must be 'fixed' or 'infer', got {self.kernel_params!r}")
+        if not isinstance(self.infer_rho, (bool, np.bool_)):
+            raise ValueError(f"PMKL infer_rho must be True or False, got {self.infer_rho!r}")
+        if self.infer_rho and self.rule != "convex":
+            raise ValueError(f"PMKL infer_rho applies to the convex rule (rho is the Dirichlet parameter of beta); "
+                             f"got rule={self.rule!r}")
+        for name in ("tau", "nu", "rho", "mu", "lam", "omega", "phi"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
                     or value <= 0:
@@ -149,9 +173,13 @@ class PMKL(Model):
         meta = {n: np.nonzero(m)[0].tolist() for n, m in zip(names, mask)}
         return self._sources(X.shape[1], meta), X
 
-    def train_kernels(self, data: Dataset) -> np.ndarray:
-        """Base kernels at the training inputs (S, N, N)."""
-        return _mk().base_grams(self.source_list(data), data.X, data.X)
+    def train_kernels(self, data: Dataset, theta=None) -> np.ndarray:
+        """Base kernels at the training inputs (S, N, N); ``theta`` (flat) overrides the rbf parameters."""
+        return _mk().base_grams(self.source_list(data), data.X, data.X, theta)
+
+    @property
+    def infer_theta(self) -> bool:
+        return self.kernel_params == "infer"
 
     def composite(self, Ks, beta) -> np.ndarray:
         return _mk().combine(Ks, beta, self.rule)
@@ -195,16 +223,39 @@ class PMKL(Model):
                     if X.shape[0] and (np.any(ids != np.round(ids)) or ids.min() < 0 or ids.max() >= len(s.matrix)):
                         raise ValueError(f"PMKL source {s.name!r}: column {s.columns[0]} of {what} must hold "
                                          f"object indices 0..{len(s.matrix) - 1} into its gram matrix")
+        if self.infer_theta:
+            pre = [s.name for s in sources if s.kernel == "precomputed"]
+            if pre:
+                raise ValueError(f"PMKL kernel_params='infer' needs sources given as feature matrices; the "
+                                 f"precomputed gram source(s) {pre} have no kernel parameters to infer")
+            if not any(s.kernel == "rbf" for s in sources):
+                raise ValueError("PMKL kernel_params='infer' needs at least one rbf source (poly and linear "
+                                 "kernels have no theta)")
         if self.rule == "wproduct" and any(s.kernel != "rbf" for s in sources):
             raise ValueError("PMKL rule 'wproduct' needs rbf base kernels (element-wise powers of other kernels "
                              "are not positive semi-definite, digest §2.2)")
 
     def var_dims(self, data: Dataset) -> dict[str, tuple[str, ...]]:
-        return {"W": ("basis", "class"), "log_alpha": ("basis", "class"), "beta": ("source",)}
+        out = {"W": ("basis", "class"), "log_alpha": ("basis", "class"), "beta": ("source",)}
+        if self.infer_theta:
+            out["theta"] = ("kernel_param",)
+        if self.infer_rho:
+            out["rho"] = ("source",)
+        return out
 
     def coords(self, data: Dataset) -> dict[str, np.ndarray]:
-        return {"basis": np.arange(data.n), "class": np.arange(self.n_classes(data)),
-                "source": np.array([s.name for s in self.source_list(data)]), "obs": np.arange(data.n)}
+        sources = self.source_list(data)
+        out = {"basis": np.arange(data.n), "class": np.arange(self.n_classes(data)),
+               "source": np.array([s.name for s in sources]), "obs": np.arange(data.n)}
+        if self.infer_theta:
+            out["kernel_param"] = np.array(_mk().theta_labels(sources))
+        return out
+
+    def _sq_dists(self, data: Dataset):
+        """Per-column squared differences (D_s, N, N) of every rbf source, for the declared kernels."""
+        sources = self.source_list(data)
+        return {i: np.stack([(data.X[:, c][:, None] - data.X[:, c][None, :]) ** 2 for c in sources[i].columns])
+                for i, _ in _mk().theta_layout(sources)}
 
     def constant_data(self, data: Dataset) -> dict:
         sources = self.source_list(data)
@@ -240,10 +291,19 @@ class PMKL(Model):
             z = pm.Normal("z", 0.0, 1.0, dims=("basis", "class"))
             W = pm.Deterministic("W", z * pt.exp(-0.5 * log_alpha), dims=("basis", "class"))
             beta = self._pm_beta(S)
+            if self.infer_theta:
+                # theta_sd ~ Gamma(omega, phi) (3.21); PyMC samples it on the log scale with the Jacobian
+                theta = pm.Gamma("theta", alpha=float(self.omega), beta=float(self.phi), dims="kernel_param")
+                sq = self._sq_dists(data)
+                slices = dict(_mk().theta_layout(self.source_list(data)))
+                Ks = pt.stack([pt.exp(-pt.tensordot(theta[slices[i]], sq[i], axes=[[0], [0]])) if i in sq
+                               else pt.as_tensor_variable(Ks[i]) for i in range(S)])
             if self.rule in ("mean", "convex"):
                 K = pt.tensordot(beta, Ks, axes=[[0], [0]])
             elif self.rule == "product":
-                K = pt.as_tensor_variable(np.prod(Ks, 0))
+                K = pt.prod(Ks, axis=0) if self.infer_theta else pt.as_tensor_variable(np.prod(Ks, 0))
+            elif self.infer_theta:
+                K = pt.exp(pt.tensordot(beta, pt.log(pt.clip(Ks, 1e-300, np.inf)), axes=[[0], [0]]))
             else:
                 K = pt.exp(pt.tensordot(beta, np.log(np.clip(Ks, 1e-300, None)), axes=[[0], [0]]))
             M = pt.dot(K, W)
@@ -257,6 +317,10 @@ class PMKL(Model):
         import pymc as pm
 
         if self.rule == "convex":
+            if self.infer_rho:
+                # rho_s ~ Gamma(shape lam, rate mu) (3.16, erratum 2)
+                rho = pm.Gamma("rho", alpha=float(self.lam), beta=float(self.mu), dims="source")
+                return pm.Dirichlet("beta", a=rho, dims="source")
             return pm.Dirichlet("beta", a=np.full(S, float(self.rho)), dims="source")
         if self.rule == "wproduct":
             pi = pm.Exponential("pi", lam=float(self.mu), dims="source")
@@ -284,6 +348,11 @@ class PMKL(Model):
         rho, mu, lam = float(self.rho), float(self.mu), float(self.lam)
         beta_fixed = self.default_beta(S)
         LogGamma = _log_gamma_numpyro()
+        infer_theta, infer_rho = self.infer_theta, self.infer_rho
+        omega, phi = float(self.omega), float(self.phi)
+        sq_np = self._sq_dists(data) if infer_theta else {}
+        slices = dict(_mk().theta_layout(self.source_list(data)))
+        n_theta = sum(len(v) for v in sq_np.values())
 
         def model():
             Ks, onehot = jnp.asarray(Ks_np), jnp.asarray(onehot_np)
@@ -291,7 +360,15 @@ class PMKL(Model):
             log_alpha = numpyro.sample("log_alpha", LogGamma(tau, nu).expand([N, C]).to_event(2))
             z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([N, C]).to_event(2))
             W = numpyro.deterministic("W", z * jnp.exp(-0.5 * log_alpha))
-            if rule == "convex":
+            if infer_theta:
+                # theta_sd ~ Gamma(omega, phi) (3.21); NUTS moves on log theta with the Jacobian (biject_to)
+                theta = numpyro.sample("theta", dist.Gamma(omega, phi).expand([n_theta]).to_event(1))
+                Ks = jnp.stack([jnp.exp(-jnp.tensordot(theta[slices[i]], jnp.asarray(sq_np[i]), axes=1))
+                                if i in sq_np else Ks[i] for i in range(S)])
+            if rule == "convex" and infer_rho:
+                conc = numpyro.sample("rho", dist.Gamma(lam, mu).expand([S]).to_event(1))   # 3.16, erratum 2
+                beta = numpyro.sample("beta", dist.Dirichlet(conc))
+            elif rule == "convex":
                 beta = numpyro.sample("beta", dist.Dirichlet(jnp.full(S, rho)))
             elif rule == "wproduct":
                 pi = numpyro.sample("pi", dist.Exponential(mu).expand([S]).to_event(1))
@@ -319,8 +396,8 @@ class PMKL(Model):
         lp = _mk().log_class_probs(K @ W)
         return float(np.sum(lp[np.arange(len(y)), np.asarray(y, int)]))
 
-    def log_prior_beta(self, beta, pi=None, chi=None) -> float:
-        """log p(beta) under the rule's prior (up to nothing: normalised)."""
+    def log_prior_beta(self, beta, pi=None, chi=None, rho=None) -> float:
+        """log p(beta) under the rule's prior (normalised); ``rho`` (S,) overrides the fixed Dirichlet parameter."""
         from scipy import stats
 
         beta = np.asarray(beta, float)
@@ -328,12 +405,25 @@ class PMKL(Model):
         if self.rule == "convex":
             if np.any(beta <= 0):
                 return -np.inf
-            return float(stats.dirichlet(np.full(S, self.rho)).logpdf(beta / beta.sum()))
+            conc = np.full(S, self.rho) if rho is None else np.asarray(rho, float)
+            return float(stats.dirichlet(conc).logpdf(beta / beta.sum()))
         if self.rule == "binary":
             return float(S * np.log(0.5))
         if self.rule == "wproduct":
             return float(np.sum(stats.gamma(pi, scale=1.0 / chi).logpdf(beta)))
         return 0.0
+
+    def log_prior_theta(self, theta) -> float:
+        """log p(Theta) = sum_sd log Gamma(theta_sd | omega, phi) (3.21), normalised."""
+        from scipy import stats
+
+        return float(np.sum(stats.gamma(self.omega, scale=1.0 / self.phi).logpdf(np.asarray(theta, float))))
+
+    def log_prior_rho(self, rho) -> float:
+        """log p(rho) = sum_s log Gamma(rho_s | shape lam, rate mu) (3.16), normalised."""
+        from scipy import stats
+
+        return float(np.sum(stats.gamma(self.lam, scale=1.0 / self.mu).logpdf(np.asarray(rho, float))))
 
     # ---- prediction ----------------------------------------------------------------------------------
     @staticmethod
@@ -345,14 +435,19 @@ class PMKL(Model):
         return arr
 
     def latent_draws(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
-        """m = W^T k* for every (thinned) draw, with k* built from that draw's beta: (L, n_new, C)."""
+        """m = W^T k* for every (thinned) draw, with k* built from that draw's beta and, when the kernel
+        parameters are inferred, that draw's theta (3.26; digest §3.3): (L, n_new, C)."""
+        mk = _mk()
         sources, X = self._fit_sources(fit)
         X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
         if X_new.shape[1] != X.shape[1]:
             raise ValueError(f"X_new has {X_new.shape[1]} columns but the training inputs have {X.shape[1]}")
-        Ks_test = _mk().base_grams(sources, X, X_new)
-        return _mk().latent_means(Ks_test, self._draws(fit, "W", max_draws), self._draws(fit, "beta", max_draws),
-                                  self.rule)
+        W, beta = self._draws(fit, "W", max_draws), self._draws(fit, "beta", max_draws)
+        if "theta" not in fit.idata.posterior:
+            return mk.latent_means(mk.base_grams(sources, X, X_new), W, beta, self.rule)
+        theta = self._draws(fit, "theta", max_draws)
+        return np.stack([mk.latent_means(mk.base_grams(sources, X, X_new, theta[l]), W[l:l + 1], beta[l:l + 1],
+                                         self.rule)[0] for l in range(W.shape[0])])
 
     def log_predict_all(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
         """log P(t* = i | x*) for every class (n_new, C): eq. 3.26, the quadrature of eq. 3.11 averaged over

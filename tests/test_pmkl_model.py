@@ -136,8 +136,7 @@ def test_w_conditional_matches_dense_gaussian_algebra():
         np.testing.assert_allclose(np.linalg.inv(Ls[c] @ Ls[c].T), cov, rtol=1e-8, atol=1e-12)
     # the batched sampler over chains: sample moments
     ch = 4000
-    W = G.w_draw(rng, np.repeat(K[None], ch, 0), np.repeat((K @ K)[None], ch, 0), np.repeat(Y[None], ch, 0),
-                 np.repeat(A[None], ch, 0))
+    W = G.w_from(rng, G.collapse(np.repeat(Y[None], ch, 0), np.repeat(K[None], ch, 0), np.repeat(A[None], ch, 0)))
     m_ours, Ls = MK.w_posterior(K, K @ K, Y, A)
     for c in range(C):
         cov = np.linalg.inv(Ls[c] @ Ls[c].T)
@@ -216,10 +215,10 @@ def test_convex_beta_mh_leaves_the_brute_force_conditional_invariant(step):
     kept = []
     for it in range(250):
         if step == "marginal":
-            beta, _ = G.convex_beta_mh(rng, beta, kappa, np.repeat(Y[None], chains, 0), rho, Ks=Ks,
+            beta, _, _ = G.convex_beta_mh(rng, beta, kappa, np.repeat(Y[None], chains, 0), rho, Ks=Ks,
                                        A=np.repeat(A[None], chains, 0))
         else:
-            beta, _ = G.convex_beta_mh(rng, beta, kappa, np.repeat(Y[None], chains, 0), rho, KsW=KsW)
+            beta, _, _ = G.convex_beta_mh(rng, beta, kappa, np.repeat(Y[None], chains, 0), rho, KsW=KsW)
         if it >= 50:
             kept.append(beta[:, 0])
     kept = np.concatenate(kept)

@@ -106,9 +106,44 @@ class Source:
         raise ValueError(f"unknown kernel {self.kernel!r}; choose one of {KERNELS}")
 
 
-def base_grams(sources, X1, X2) -> np.ndarray:
-    """Stack of base kernels (S, n1, n2)."""
-    return np.stack([s.gram(X1, X2) for s in sources])
+def base_grams(sources, X1, X2, theta=None) -> np.ndarray:
+    """Stack of base kernels (S, n1, n2); ``theta`` (flat, :func:`theta_layout` order) overrides the rbf
+    sources' own parameters."""
+    if theta is None:
+        return np.stack([s.gram(X1, X2) for s in sources])
+    slices = dict(theta_layout(sources))
+    return np.stack([s.gram(X1, X2, theta[slices[i]] if i in slices else None) for i, s in enumerate(sources)])
+
+
+# ------------------------------------------------------------------------------ kernel parameters Theta
+def theta_layout(sources):
+    """Where each rbf source's theta_sd sit in the flat parameter vector: [(source index, slice), ...].
+    Only rbf sources have parameters (poly and linear kernels are fixed forms, precomputed ones are given)."""
+    out, start = [], 0
+    for i, s in enumerate(sources):
+        if s.kernel == "rbf":
+            out.append((i, slice(start, start + len(s.columns))))
+            start += len(s.columns)
+    return out
+
+
+def theta_labels(sources) -> list[str]:
+    """Coordinate labels "source:column" of the flat theta vector."""
+    return [f"{sources[i].name}:{c}" for i, _ in theta_layout(sources) for c in sources[i].columns]
+
+
+def theta_start(sources) -> np.ndarray:
+    """The flat theta vector at the sources' fixed values (1/D_s unless given)."""
+    return np.concatenate([sources[i].theta_vector() for i, _ in theta_layout(sources)])
+
+
+def rbf_gram_batch(A, B, theta) -> np.ndarray:
+    """exp(-sum_d theta_d (a_d - b_d)^2) for a batch of parameter vectors: A (n1, D), B (n2, D), theta (..., D)
+    -> (..., n1, n2)."""
+    sq = (np.einsum("...d,nd->...n", theta, A * A)[..., :, None]
+          + np.einsum("...d,md->...m", theta, B * B)[..., None, :]
+          - 2.0 * np.einsum("nd,...d,md->...nm", A, theta, B))
+    return np.exp(-np.clip(sq, 0.0, None))
 
 
 def combine(Ks, beta, rule: str) -> np.ndarray:

@@ -38,6 +38,11 @@ def train_loglik(K, W, y):
     return float(np.sum(lp[np.arange(len(y)), y]))
 
 
+def fixed_kernels(model) -> bool:
+    """The point estimators keep theta and rho fixed (ch. 5 conditions on them, Fig. 5.1): they apply only then."""
+    return getattr(model, "kernel_params", "fixed") == "fixed" and not getattr(model, "infer_rho", False)
+
+
 def check_rule(model, backend):
     if model.rule not in ("convex", "mean"):
         raise ValueError(f"{backend} implements chapter 5 of the thesis (convex or mean rule); "
@@ -120,13 +125,15 @@ def _run(variant, model, data, draws, chains, seed, progress, options):
                      info=info)
 
 
-@register("em", kind="approximation", family="mkl", description="EM point estimates with the beta QP (Algorithm 5)")
+@register("em", kind="approximation", family="mkl", applies=fixed_kernels,
+          description="EM point estimates with the beta QP (Algorithm 5)")
 def run_em(model, data, *, draws, tune, chains, seed, progress, **options):
     """EM (Algorithm 5): E-steps for Y and A, M-step for W, QP for beta."""
     return _run("em", model, data, draws, chains, seed, progress, options)
 
 
-@register("map", kind="approximation", family="mkl", description="MAP point estimates with the beta QP (Algorithm 4)")
+@register("map", kind="approximation", family="mkl", applies=fixed_kernels,
+          description="MAP point estimates with the beta QP (Algorithm 4)")
 def run_map(model, data, *, draws, tune, chains, seed, progress, **options):
     """MAP (Algorithm 4): modes for Y and A, M-step for W, QP for beta."""
     return _run("map", model, data, draws, chains, seed, progress, options)

@@ -32,7 +32,7 @@ from bayeszoo.progress import progress_bar
 from bayeszoo.registry import register
 
 from . import _common as MK
-from .em import check_rule, point_fit, train_loglik
+from .em import check_rule, fixed_kernels, point_fit, train_loglik
 
 OPTIONS1 = {"max_iter": None, "min_iter": None, "threshold": 1e-6, "learn_beta": True}
 OPTIONS2 = {"max_iter": 200, "tol": 1e-4, "tau": 1e-5, "nu": 1e-8, "prune": 1e6, "learn_beta": True}
@@ -178,7 +178,7 @@ def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, pr
             "n_rv": np.asarray(n_rv), "iterations": len(trace), "converged": converged}
 
 
-@register("mrvm1", kind="approximation", family="mkl",
+@register("mrvm1", kind="approximation", family="mkl", applies=fixed_kernels,
           description="mRVM1: fast constructive multiclass RVM with shared precisions (Algorithms 6-7)")
 def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **options):
     """mRVM1: constructive type-II ML with informative sample selection."""
@@ -202,7 +202,7 @@ def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **options):
                      active=res["active"])
 
 
-@register("mrvm2", kind="approximation", family="mkl",
+@register("mrvm2", kind="approximation", family="mkl", applies=fixed_kernels,
           description="mRVM2: flat-prior multiclass RVM with top-down pruning (Algorithm 8)")
 def run_mrvm2(model, data, *, draws, tune, chains, seed, progress, **options):
     """mRVM2: EM with per-class precisions under a flat prior, pruning at alpha > 1e6."""
