@@ -29,29 +29,35 @@ for psf, d in problems.items():
     snr = 10 * np.log10(np.sum(f**2) / (f.size * d.meta["noise_var"]))
     print(psf, d.meta["shape"], f"SNR {snr:.1f} dB", "true PSF", d.meta["true_psf"].shape)
     assert abs(snr - 40) < 1e-9"""),
-    ("md", """## The eight variants on the three blurs (40 dB)
+    ("md", """## The eight variants on the Gaussian blur, StStSt and GStSt on all three (40 dB)
 
 The thesis's hyperparameters and initialisation (h_in Gaussian of variance 3; sigma_phi^2 = 2 for the Gaussian
-and uniform blurs, 1 for motion), 15 VB iterations each (fixed, for time). ISNRs are those of the posterior
-mean (50 draws from q). ISNR_h is measured against h_in (§5.11)."""),
+and uniform blurs, 1 for motion), the weights on the default 31 x 31 window, the noise hyperparameters learned,
+at most 15 VB iterations each (for time; the stopping rule may end a run sooner). ISNRs are those of the
+posterior mean (50 draws from q). ISNR_h is measured against h_in (§5.11)."""),
     ("code", """rows, ststst = [], {}
 for psf, d in problems.items():
-    for variant in bz.models.bid.VARIANTS:
+    for variant in bz.models.bid.VARIANTS if psf == "gaussian" else ("StStSt", "GStSt"):
         model = bz.models.BID(variant=variant, sigma_phi2=1.0 if psf == "motion" else 2.0)
         fit = bz.fit(model, d, backend="vb", draws=50, chains=1, progress=False, max_iter=15)
         if variant == "StStSt":
             ststst[psf] = (model, fit)
         trace = fit.idata.objective["elbo"].values
         assert np.all(np.diff(trace) >= -1e-6 * np.abs(trace[1:])), "the bound decreased"
-        rows.append({"psf": psf, "variant": variant, **model.score(fit, d)})
+        noise_sd = np.sqrt(fit.info["b_beta"] / fit.info["a_beta"])
+        rows.append({"psf": psf, "variant": variant, **model.score(fit, d),
+                     "noise_sd / truth": noise_sd / np.sqrt(d.meta["noise_var"])})
 table = pd.DataFrame(rows)
 isnr = table.pivot(index="variant", columns="psf", values=["isnr_f", "isnr_h"]).round(2)
 isnr"""),
-    ("code", """# the thesis's finding: the Student-t PSF prior is decisive (G-PSF variants lose the PSF)
-st = table[table.variant.str.startswith("St")].groupby("psf").isnr_h.mean()
-g = table[~table.variant.str.startswith("St")].groupby("psf").isnr_h.mean()
-print(pd.DataFrame({"St PSF prior": st, "G PSF prior": g}).round(2))
-assert (st > g).all()"""),
+    ("code", """# the noise level is learned (q(beta) and its hyperparameters at the bound's joint maximum), where the
+# thesis's prior alone would put the noise sd at 1 / sqrt(1e3) = 0.032, 5.5x the truth (after 15 iterations the
+# motion-blur runs are still settling)
+print(table.pivot(index="variant", columns="psf", values="noise_sd / truth").round(3))
+assert table["noise_sd / truth"].between(0.8, 1.4).all()
+# the Gaussian blur is restored (uniform and motion are not: see BENCHMARKS.md)
+print(table[table.variant == "StStSt"].set_index("psf")[["isnr_f", "isnr_h"]].round(2))
+assert table.query("variant == 'StStSt' and psf == 'gaussian'").isnr_f.item() > 1.0"""),
     ("md", """## StStSt: degraded, true and restored, image and PSF"""),
     ("code", """import matplotlib.pyplot as plt
 fig, axes = plt.subplots(2, 9, figsize=(18, 4.4))
@@ -73,7 +79,7 @@ the same posterior; `vb` keeps the noise hyperparameters fixed (`learn_noise_pri
 NumPyro chain) to stay within the notebook's time; `make demo` runs the 32 x 32 version with more draws."""),
     ("code", """crop = bz.datasets.load("cameraman", psf="uniform", snr_db=30, seed=0, crop=(48, 96, 16))
 model = bz.models.BID(sigma_phi2=1.0, psf_size=7, a_alpha=1.0, b_alpha=1e-4, a_beta=100.0,
-                      b_beta=100.0 * crop.meta["noise_var"])
+                      b_beta=100.0 * crop.meta["noise_var"], white_level=1.0)
 cmp = bz.compare(model, crop, backends=["gibbs", "numpyro", "vb"], reference="gibbs", draws=80, tune=80,
                  chains=1, seed=0, progress=False, options={"vb": {"learn_noise_prior": False}})
 tab = cmp.table()

@@ -73,3 +73,41 @@ class Model:
     @classmethod
     def option_names(cls) -> list[str]:
         return [f.name for f in fields(cls)]
+
+
+@dataclass
+class ImageModel(Model):
+    """Base of the families that model one observed image (:class:`BID`, :class:`ImageRVM`): the dataset has task
+    "image", ``meta["shape"] = (rows, cols)``, y the pixel values and X their (row, col) coordinates."""
+
+    example_data: ClassVar[str] = "cameraman"      # named in the error for a dataset that is not an image
+
+    @classmethod
+    def image_shape(cls, data: Dataset) -> tuple[int, int]:
+        shape = data.meta.get("shape")
+        if data.task != "image" or shape is None or len(shape) != 2:
+            raise ValueError(f"{cls.__name__} needs an image dataset (task 'image' with meta['shape']), e.g. "
+                             f"bz.datasets.load({cls.example_data!r}) or bz.datasets.bid_data.image_problem(g); "
+                             f"got {data!r}")
+        return int(shape[0]), int(shape[1])
+
+    def observed_image(self, data: Dataset) -> np.ndarray:
+        return np.asarray(data.y, dtype=float).reshape(self.image_shape(data))
+
+    @staticmethod
+    def pixel_values(image: np.ndarray, X_new) -> np.ndarray:
+        """``image`` at the pixel coordinates X_new (n, 2) = (row, col): what ``predict`` returns."""
+        X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
+        if X_new.shape[1] != 2:
+            raise ValueError(f"X_new must hold (row, col) pixel coordinates, got shape {X_new.shape}")
+        idx = np.rint(X_new).astype(int)
+        if np.any(idx < 0) or np.any(idx[:, 0] >= image.shape[0]) or np.any(idx[:, 1] >= image.shape[1]):
+            raise ValueError(f"X_new has pixel coordinates outside the {image.shape} image")
+        return image[idx[:, 0], idx[:, 1]]
+
+    def validate(self, data: Dataset) -> None:
+        super().validate(data)
+        R, C = self.image_shape(data)
+        if data.n != R * C or data.d != 2:
+            raise ValueError(f"{type(self).__name__} dataset {data.name!r}: X must hold the {R * C} pixel "
+                             f"coordinates (rows, cols) of a {R} x {C} image, got X of shape {data.X.shape}")

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bayeszoo.datasets import Dataset
-from bayeszoo.models.base import Model
+from bayeszoo.models.base import ImageModel
 
 VARIANTS = ("GGG", "GGSt", "GStG", "GStSt", "StGG", "StGSt", "StStG", "StStSt")
 DEFAULT_SUPPORT_VIEW = 15   # side of the reported PSF window when w lives on every pixel (psf_size=None)
@@ -59,7 +59,7 @@ def marginal_logp(xp, sq, a: float, b: float, n: int, per_element: bool):
 
 
 @dataclass
-class BID(Model):
+class BID(ImageModel):
     """Blind image deconvolution (Tzikas PhD ch. 5).
 
     Parameters
@@ -67,19 +67,28 @@ class BID(Model):
     variant : one of GGG, GGSt, GStG, GStSt, StGG, StGSt, StStG, StStSt (PSF weights, noise, image).
     sigma_phi2 : width sigma_phi^2 of the Gaussian PSF kernel (thesis: 2 for Gaussian / uniform blurs, 1 for
         motion, 0.1 for Lenna).
-    psf_size : None (the thesis: one weight per pixel) or an odd side: the weights w live on a centred
-        psf_size x psf_size window (zero elsewhere). The sampler comparisons on crops use a window.
+    psf_size : an odd side (default 31): the weights w live on a centred psf_size x psf_size window (zero
+        elsewhere); or None, the thesis's one weight per pixel. With a weight per pixel the diagonal Sigma_w (5.47)
+        counts every unpruned weight as a fitted parameter: <n_i^2> gains (1/<beta>) x (the fraction of weights
+        the data fix), so the bound cannot identify the noise level (it sinks towards 0 when learned and stays
+        wherever its prior puts it otherwise; README). A window P wider than the blur (31 covers the thesis's
+        7 x 7, 9 x 3 and variance-5 PSFs twice over) but small against the image (P/M) leaves an inflation of the
+        noise variance of about 1 / (1 - P/M) (1.5 % at 256 x 256) and keeps the ARD pruning inside it.
     a_alpha, b_alpha : Gamma prior of the PSF-weight precisions. The thesis uses 0, 0 (improper, which ``vb``
         accepts); the default 1e-6 is the thesis's own "uninformative" value (§3.4.4) and can be sampled.
     a_beta, b_beta : noise precisions; thesis initial values: mean 1e3, variance 1e2 -> (1e4, 10).
     a_gamma, b_gamma : image-difference precisions; thesis: mean 1e2, variance 1e4 -> (1, 0.01).
+    The noise and image-difference rates are for intensities on [0, 1] (the thesis's scale, digest §5.2): every
+    backend converts them to the data's unit (``intensity_unit``), so a fit of c g is c times the fit of g.
+    white_level : the intensity of white in the data (1 for [0, 1] images, 255 for 8-bit ones); None (default)
+        takes max |g|, right for a whole natural image but not for a dark crop (pass the image's white level).
     init_psf_var : variance of the Gaussian initial PSF h_in (3 in all the thesis's experiments); ISNR_h is
         measured against it (§5.11).
     """
 
     variant: str = "StStSt"
     sigma_phi2: float = 2.0
-    psf_size: int | None = None
+    psf_size: int | None = 31
     a_alpha: float = 1e-6
     b_alpha: float = 1e-6
     a_beta: float = 1e4
@@ -87,6 +96,7 @@ class BID(Model):
     a_gamma: float = 1.0
     b_gamma: float = 0.01
     init_psf_var: float = 3.0
+    white_level: float | None = None
 
     family = "bid"
     compare_vars = ("image", "psf")
@@ -107,6 +117,10 @@ class BID(Model):
         for name in ("a_beta", "b_beta", "a_gamma", "b_gamma"):
             if getattr(self, name) == 0:
                 raise ValueError(f"BID hyperparameter {name} must be > 0 (the image / noise priors need it)")
+        if self.white_level is not None and (isinstance(self.white_level, bool) or not isinstance(
+                self.white_level, (int, float, np.integer, np.floating)) or not np.isfinite(self.white_level)
+                or self.white_level <= 0):
+            raise ValueError(f"BID white_level must be None or a positive number, got {self.white_level!r}")
         if not (np.isfinite(self.init_psf_var) and self.init_psf_var > 0):
             raise ValueError(f"BID init_psf_var must be a positive number, got {self.init_psf_var!r}")
 
@@ -121,24 +135,9 @@ class BID(Model):
                              f"prior cannot be sampled); got a_alpha={self.a_alpha}, b_alpha={self.b_alpha}")
 
     # ---- data ----------------------------------------------------------------------------------------
-    @staticmethod
-    def image_shape(data: Dataset) -> tuple[int, int]:
-        shape = data.meta.get("shape")
-        if data.task != "image" or shape is None or len(shape) != 2:
-            raise ValueError(f"BID needs an image dataset (task 'image' with meta['shape']), e.g. "
-                             f"bz.datasets.load('cameraman') or bz.datasets.bid_data.image_problem(g); "
-                             f"got {data!r}")
-        return int(shape[0]), int(shape[1])
-
-    def observed_image(self, data: Dataset) -> np.ndarray:
-        return np.asarray(data.y, dtype=float).reshape(self.image_shape(data))
-
     def validate(self, data: Dataset) -> None:
-        super().validate(data)
+        super().validate(data)            # an image dataset (ImageModel)
         R, C = self.image_shape(data)
-        if data.n != R * C or data.d != 2:
-            raise ValueError(f"BID dataset {data.name!r}: X must hold the {R * C} pixel coordinates (rows, cols) "
-                             f"of a {R} x {C} image, got X of shape {data.X.shape}")
         side = self.psf_size or 1
         if side > min(R, C):
             raise ValueError(f"the image ({R} x {C}) is smaller than the PSF support ({side} x {side})")
@@ -146,6 +145,22 @@ class BID(Model):
             from bayeszoo.datasets.bid_data import check_psf
 
             check_psf(data.meta["true_psf"], (R, C), "true psf")
+
+    def intensity_unit(self, g: np.ndarray) -> float:
+        """The data's intensity unit, in which the hyperparameters are stated: ``white_level``, or max |g|."""
+        if self.white_level is not None:
+            return float(self.white_level)
+        unit = float(np.max(np.abs(g)))
+        if not unit > 0:
+            raise ValueError("BID: the degraded image is zero everywhere; there is nothing to deconvolve")
+        return unit
+
+    def precision_priors(self, g: np.ndarray) -> dict[str, float]:
+        """(a, b) of the noise and image-difference precisions in the data's unit: a precision of x / unit scales by
+        unit^-2, so its Gamma rate scales by unit^2 (the shapes are unit-free)."""
+        u2 = self.intensity_unit(g) ** 2
+        return {"a_beta": float(self.a_beta), "b_beta": float(self.b_beta) * u2,
+                "a_gamma": float(self.a_gamma), "b_gamma": float(self.b_gamma) * u2}
 
     def psf_view_side(self, shape: tuple[int, int]) -> int:
         """Side of the reported PSF window: the weight support plus the kernel's 3-sd reach, at most the image."""
@@ -233,9 +248,10 @@ class BID(Model):
         # psf window = view @ w: h(v) = sum_j w_j phi(v - s_j)
         view = phi[(vr[:, None, None] - sr[None, None, :]) % R, (vc[None, :, None] - sc[None, None, :]) % C]
         w0 = self.initial_weights((R, C))[mask]
-        return dict(shape=(R, C), g=g, phi_r=circ_gauss(R), phi_c=circ_gauss(C), gather=gather,
-                    view=view.reshape(V * V, -1), V=V, phi_sum=float(phi.sum()), P=int(mask.sum()),
-                    f0=g, w0=w0, f_scale=F_SCALE, w_scale=W_SCALE * float(np.max(np.abs(w0))))
+        return dict(shape=(R, C), g=g, **self.precision_priors(g), phi_r=circ_gauss(R), phi_c=circ_gauss(C),
+                    gather=gather, view=view.reshape(V * V, -1), V=V, phi_sum=float(phi.sum()), P=int(mask.sum()),
+                    f0=g, w0=w0, f_scale=F_SCALE * self.intensity_unit(g),
+                    w_scale=W_SCALE * float(np.max(np.abs(w0))))
 
     def _log_density(self, xp, roll, f, w, arr):
         """log p(g, f, w) with the precisions integrated out, for the array module ``xp`` (shared formula)."""
@@ -246,13 +262,13 @@ class BID(Model):
         pred = xp.dot(u.reshape((M,))[arr["gather"]], w)              # h * f = sum_j w_j shift_j(phi * f)
         resid = arr["g"].reshape((M,)) - pred
         logp = marginal_logp(xp, w * w, self.a_alpha, self.b_alpha, arr["P"], psf_p == "St")
-        logp = logp + marginal_logp(xp, resid * resid, self.a_beta, self.b_beta, M, noise_p == "St")
+        logp = logp + marginal_logp(xp, resid * resid, arr["a_beta"], arr["b_beta"], M, noise_p == "St")
         if image_p == "St":
             diffs = [f - roll(f, -1, 0), f - roll(f, -1, 1)]          # (5.10), (5.11)
         else:
             diffs = [4.0 * f - roll(f, 1, 0) - roll(f, -1, 0) - roll(f, 1, 1) - roll(f, -1, 1)]   # SAR (5.54)
         for eps in diffs:
-            logp = logp + marginal_logp(xp, eps * eps, self.a_gamma, self.b_gamma, M, image_p == "St")
+            logp = logp + marginal_logp(xp, eps * eps, arr["a_gamma"], arr["b_gamma"], M, image_p == "St")
         return logp
 
     def pymc_model(self, data: Dataset):
@@ -319,14 +335,7 @@ class BID(Model):
 
     def predict(self, fit, X_new) -> np.ndarray:
         """Restored intensities (posterior mean of ``image``) at pixel coordinates X_new (n, 2) = (row, col)."""
-        image = self._mean(fit, "image")
-        X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
-        if X_new.shape[1] != 2:
-            raise ValueError(f"X_new must hold (row, col) pixel coordinates, got shape {X_new.shape}")
-        idx = np.rint(X_new).astype(int)
-        if np.any(idx < 0) or np.any(idx[:, 0] >= image.shape[0]) or np.any(idx[:, 1] >= image.shape[1]):
-            raise ValueError(f"X_new has pixel coordinates outside the {image.shape} image")
-        return image[idx[:, 0], idx[:, 1]]
+        return self.pixel_values(self._mean(fit, "image"), X_new)
 
     def score(self, fit, data: Dataset) -> dict:
         """``isnr_f`` = 10 log10(|f - g|^2 / |f - f_hat|^2) and ``isnr_h`` = 10 log10(|h - h_in|^2 / |h - h_hat|^2)
@@ -359,7 +368,7 @@ class BID(Model):
         return None  # the family picture (degraded / restored / true side by side) is diagnostics.bid_plots
 
 
-F_SCALE = 0.05   # pixel-intensity unit of the declarations' z_f (images in [0, 1])
+F_SCALE = 0.05   # step of the declarations' z_f, in units of the image's intensity unit
 W_SCALE = 0.05   # fraction of the largest initial weight per unit of z_w
 
 

@@ -57,6 +57,13 @@ def test_fft_helpers_exact_on_small_arrays():
     (lap,) = (_fft.rfft2(q) for q in _fft.difference_kernels(shape, "G"))
     expected = 4 * f - np.roll(f, 1, 0) - np.roll(f, -1, 0) - np.roll(f, 1, 1) - np.roll(f, -1, 1)
     np.testing.assert_allclose(_fft.conv(f, lap), expected, atol=1e-12)
+    # the stencil forms used inside CG equal the spectral products, adjoints included (batched too)
+    fb = rng.standard_normal((2, *shape))
+    for variant in ("St", "G"):
+        for q, stencil in zip(_fft.difference_kernels(shape, variant), _fft.STENCILS[variant]):
+            q_hat = _fft.rfft2(q)
+            np.testing.assert_allclose(_fft.apply_stencil(fb, stencil), _fft.conv(fb, q_hat), atol=1e-12)
+            np.testing.assert_allclose(_fft.adjoint_stencil(fb, stencil), _fft.corr(fb, q_hat), atol=1e-12)
 
 
 def test_pcg_solves_spd_system():
@@ -127,6 +134,10 @@ def test_bad_input_raises_before_work():
         BID(psf_size=4)
     with pytest.raises(ValueError, match="b_gamma"):
         BID(b_gamma=0.0)
+    with pytest.raises(ValueError, match="white_level"):
+        BID(white_level=0.0)
+    with pytest.raises(ValueError, match="zero everywhere"):
+        bz.fit(BID(psf_size=3), image_problem(np.zeros((8, 8))), backend="vb")
     small = image_problem(np.ones((5, 5)))
     with pytest.raises(ValueError, match="smaller than the PSF"):
         bz.fit(BID(psf_size=7), small, backend="vb")
@@ -167,7 +178,7 @@ def _direct_logp(model, data, point):
     arr = model._declaration_arrays(data)
     R, C = arr["shape"]
     mask = model.support_mask((R, C))
-    f = arr["f0"] + F_SCALE * point["z_f"]
+    f = arr["f0"] + F_SCALE * model.intensity_unit(arr["g"]) * point["z_f"]
     w = np.zeros((R, C))
     w[mask] = arr["w0"] + arr["w_scale"] * point["z_w"]
     h = _fft.conv(w, _fft.rfft2(_fft.gaussian_basis((R, C), model.sigma_phi2)))
@@ -183,9 +194,10 @@ def _direct_logp(model, data, point):
         return (a * math.log(b) - gammaln(a) + gammaln(a + n / 2) - n / 2 * math.log(2 * math.pi)
                 - (a + n / 2) * math.log(b + 0.5 * np.sum(x**2)))
 
+    prec = model.precision_priors(arr["g"])                   # the rates in the image's intensity unit
     lp = group(w[mask], model.a_alpha, model.b_alpha, psf_p == "St")
-    lp += group(resid, model.a_beta, model.b_beta, noise_p == "St")
-    return lp + sum(group(e, model.a_gamma, model.b_gamma, image_p == "St") for e in diffs)
+    lp += group(resid, prec["a_beta"], prec["b_beta"], noise_p == "St")
+    return lp + sum(group(e, prec["a_gamma"], prec["b_gamma"], image_p == "St") for e in diffs)
 
 
 @pytest.mark.parametrize("variant", ["StStSt", "GGG", "StGSt"])

@@ -86,7 +86,7 @@ def test_each_vb_update_is_the_exact_conditional_optimum(variant):
     st.update_gamma()
     for Qk, gk in zip(Q, st.gamma):
         m2 = (Qk @ st.mf.ravel()) ** 2 + np.diag(Qk @ Sf @ Qk.T)
-        expected = model.b_gamma + 0.5 * (m2 if model.priors[2] == "St" else m2.sum())
+        expected = problem.b_gamma + 0.5 * (m2 if model.priors[2] == "St" else m2.sum())
         np.testing.assert_allclose(np.ravel(gk[1]), np.ravel(expected), rtol=1e-10)
     # q(w): precision Phi^T (F_m^T B F_m + tr(B) S_f) Phi + <A> on the support; Sigma_w = 1 / its diagonal
     Phi, Hm, Fm, Sf, Q, B, G, A = _dense_pieces(problem, st)
@@ -108,7 +108,7 @@ def test_each_vb_update_is_the_exact_conditional_optimum(variant):
     n2 = np.array([(g[i] - mh @ P[i] @ mf) ** 2 + mh @ P[i] @ Sf @ P[i].T @ mh + mf @ P[i].T @ Ch @ P[i] @ mf
                    + np.trace(Ch @ P[i] @ Sf @ P[i].T) for i in range(M)])
     st.update_beta()
-    expected = model.b_beta + 0.5 * (n2 if model.priors[1] == "St" else n2.sum())
+    expected = problem.b_beta + 0.5 * (n2 if model.priors[1] == "St" else n2.sum())
     np.testing.assert_allclose(np.ravel(st.beta[1]), np.ravel(expected), rtol=1e-10)
 
 
@@ -125,8 +125,7 @@ def test_bound_never_decreases_over_updates(variant):
     st.update_beta()
     last = st.bound()
     steps = [st.update_f, st.update_gamma, st.update_w, st.update_alpha, st.update_beta]
-    if model.priors[1] == "St":
-        steps.append(st.update_noise_prior)
+    steps.append(st.update_noise_prior)
     for _ in range(6):
         for step in steps:
             step()
@@ -170,22 +169,88 @@ def test_noise_prior_update_solves_the_stationarity_equations():
     assert M * a / b - np.sum(E_b) == pytest.approx(0.0, abs=1e-8 * np.sum(E_b))
 
 
-def test_every_student_t_psf_variant_improves_both_isnrs():
-    """bid_blocks 64 x 64, Gaussian blur (variance 5), 40 dB; the noise prior is as informative as the thesis's
-    (shape 1e4) but centred on this problem's noise level, the thesis's initialisation otherwise."""
-    data = bz.datasets.load("bid_blocks", size=64, psf="gaussian", snr_db=40, seed=0)
-    a_beta = 1e4
-    results = {}
-    for variant in [v for v in VARIANTS if v.startswith("St")] + ["GStSt"]:
-        model = BID(variant=variant, sigma_phi2=2.0, a_beta=a_beta, b_beta=a_beta * data.meta["noise_var"])
-        fit = bz.fit(model, data, backend="vb", draws=50, chains=1, progress=False, max_iter=40)
-        results[variant] = model.score(fit, data)
-    for variant, score in results.items():
-        if variant.startswith("St"):
-            assert score["isnr_f"] > 1.0 and score["isnr_h"] > 3.0, (variant, score)
-    # the Student-t PSF prior is what makes the difference (thesis §5.4.1)
-    assert results["StStSt"]["isnr_h"] > results["GStSt"]["isnr_h"] + 1.0
-    assert results["StStSt"]["isnr_f"] > results["GStSt"]["isnr_f"] + 1.0
+def _blocks_problem():
+    return bz.datasets.load("bid_blocks", size=64, psf="gaussian", snr_db=40, seed=0)
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+def test_noise_precision_is_learned_within_a_factor_of_the_truth(variant):
+    """bid_blocks 64 x 64, Gaussian blur, 40 dB, the thesis's settings: the learned noise precision <beta> is within
+    a factor 1.5 of 1 / sigma^2 (measured 1.31-1.37: the 31 x 31 window is P/M = 23 % of this small image, and
+    1 / (1 - 0.23) = 1.30), where the thesis's prior (mean 1e3 on [0, 1] intensities) is 20x too low and its EM
+    update (5.43-5.44) did not move it."""
+    data = _blocks_problem()
+    model = BID(variant=variant, sigma_phi2=2.0)
+    state, res = vb.vb_fit(model, data, max_iter=40)
+    truth = 1.0 / data.meta["noise_var"]
+    prior_mean = 1e3 / model.intensity_unit(data.y) ** 2
+    assert truth / prior_mean > 10                                         # the prior alone would be far off
+    learned = float(np.mean(state.E(state.beta)[0]))
+    assert 1 / 1.5 < learned / truth < 1.5, (variant, learned, truth)
+    trace = res["bound"]
+    assert np.all(np.diff(trace) >= -1e-7 * np.abs(trace[1:]))
+
+
+def test_vb_is_unit_free():
+    """Intensities x 255 (the thesis's hyperparameters are stated for [0, 1]): the same PSF, the image x 255, the
+    noise precision / 255^2. Up to rounding only: the early w solves (<alpha> starts at 1e-16) are ill-conditioned
+    and magnify last-digit differences to ~1e-5 relative; without the unit conversion they differ grossly."""
+    data = _blocks_problem()
+    g, f = data.y.reshape(data.meta["shape"]), data.meta["true_image"]
+    scaled = image_problem(255.0 * g, true_image=255.0 * f, true_psf=data.meta["true_psf"])
+    model = BID(sigma_phi2=2.0)
+    a, _ = vb.vb_fit(model, data, max_iter=8)
+    b, _ = vb.vb_fit(model, scaled, max_iter=8)
+    assert np.max(np.abs(b.mf / 255.0 - a.mf)) < 1e-3 * np.max(np.abs(a.mf))
+    assert np.max(np.abs(b.mw - a.mw)) < 1e-3 * np.max(np.abs(a.mw))
+    assert b.a_beta == pytest.approx(a.a_beta, rel=1e-3)
+    assert b.b_beta == pytest.approx(255.0**2 * a.b_beta, rel=1e-3)
+
+
+def test_vb_warns_that_weights_on_every_pixel_leave_the_noise_unidentified():
+    """psf_size=None: with M free weights the learned noise precision sinks (README, "Noise level"); vb says so
+    whenever the window covers more than 10 % of the image."""
+    data = bz.datasets.load("bid_blocks", size=32, psf="gaussian", snr_db=40, seed=0)
+    every = bz.fit(BID(sigma_phi2=2.0, psf_size=None), data, backend="vb", draws=2, chains=1, progress=False,
+                   max_iter=30)
+    window = bz.fit(BID(sigma_phi2=2.0, psf_size=7), data, backend="vb", draws=2, chains=1, progress=False,
+                    max_iter=30)
+    assert any("cover 100%" in w for w in every.info["warnings"])
+    assert not any("PSF weights cover" in w for w in window.info["warnings"])
+    truth = data.meta["noise_var"]
+    assert window.info["b_beta"] / window.info["a_beta"] < 1.5 * truth
+    assert every.info["b_beta"] / every.info["a_beta"] > 3.0 * truth
+
+
+def test_stopping_rule_ends_before_the_image_gets_worse():
+    """After its fast phase the bound creeps up (~1e-5 nats / pixel / iteration) while the PSF narrows and ISNR
+    falls; the default rule (tol = 1e-4 nats per pixel) stops at the end of the fast phase. Measured on this
+    problem: stops at 36 iterations with ISNR_f 2.85 dB; 3x longer gives 2.6 dB."""
+    data = _blocks_problem()
+    model = BID(sigma_phi2=2.0)
+    fit = bz.fit(model, data, backend="vb", draws=30, chains=1, seed=0, progress=False)
+    assert fit.info["converged"] and fit.info["iterations"] < 100, fit.info["iterations"]
+    longer = bz.fit(model, data, backend="vb", draws=30, chains=1, seed=0, progress=False,
+                    max_iter=3 * fit.info["iterations"], tol=1e-12)
+    assert longer.info["iterations"] == 3 * fit.info["iterations"]
+    stop, late = model.score(fit, data), model.score(longer, data)
+    assert stop["isnr_f"] > 2.0 and stop["isnr_h"] > 0.0, stop
+    assert stop["isnr_f"] >= late["isnr_f"] - 0.05, (stop, late)
+
+
+def test_student_t_image_prior_restores_blocks():
+    """Every variant with the Student-t image prior (edge-preserving) improves the image; with the Gaussian SAR
+    image prior the blocks' edges are smoothed (GGG, GStG measured -0.5 dB): the image prior is what matters on a
+    piecewise-constant image. (The thesis's PSF-prior finding, St better than G, is not reproduced here: on this
+    problem GStSt recovers the PSF better, ISNR_h 8.4 against 0.9 dB; see README.)"""
+    data = _blocks_problem()
+    scores = {}
+    for variant in ("StStSt", "GStSt", "StStG", "GStG"):
+        model = BID(variant=variant, sigma_phi2=2.0)
+        scores[variant] = model.score(bz.fit(model, data, backend="vb", draws=30, chains=1, progress=False), data)
+    for variant in ("StStSt", "GStSt"):
+        assert scores[variant]["isnr_f"] > 2.0, (variant, scores[variant])
+        assert scores[variant]["isnr_f"] > scores[variant[:-2] + "G"]["isnr_f"] + 1.0, scores
 
 
 def test_gibbs_conditional_draws_are_exact():
@@ -231,6 +296,44 @@ def test_gibbs_conditional_draws_are_exact():
     check(sampler.w.reshape(n, M)[:, idx], K.T @ B @ K + np.diag(sampler.alpha[0].ravel()[idx]), K.T @ B @ g)
 
 
+def test_gibbs_scale_move_leaves_the_orbit_conditional_invariant():
+    """2000 chains start on the orbit (e^s f, e^-s w) with s drawn exactly from the target's restriction to it (grid
+    inverse CDF); one scale move must leave that distribution unchanged, and must actually move."""
+    from scipy import stats
+
+    rng = np.random.default_rng(11)
+    data = image_problem(rng.uniform(0, 1, SHAPE))
+    model = BID(variant="StStSt", sigma_phi2=0.6, psf_size=3, a_alpha=1.0, b_alpha=1e-3, a_gamma=2.0, b_gamma=0.05)
+    problem = C.make_problem(model, data)
+    n = 2000
+    sampler = GibbsSampler(problem, model.initial_weights(SHAPE), n, np.random.default_rng(12), cg_iter=50,
+                           cg_tol=1e-10, jitter=0.01)
+    f0 = rng.uniform(0, 1, SHAPE)
+    w0 = np.where(problem.mask, rng.uniform(0.1, 1.0, SHAPE), 0.0)
+    w2 = w0[problem.mask] ** 2
+    d2 = [_fft.apply_stencil(f0, st) ** 2 for st in problem.q_stencils]
+    grid = np.linspace(-4, 4, 8001)
+    logp = np.array([sampler.scale_log_density(t, w2, d2) for t in grid])
+    pdf = np.exp(logp - logp.max())
+    cdf = np.cumsum(pdf) / pdf.sum()
+    assert pdf[0] < 1e-12 * pdf.max() and pdf[-1] < 1e-12 * pdf.max()       # the grid holds the whole target
+    s0 = np.interp(rng.uniform(size=n), cdf, grid)
+    sampler.f = np.exp(s0)[:, None, None] * f0
+    sampler.w = np.exp(-s0)[:, None, None] * w0
+    sampler.scale_move()
+    s1 = np.log(sampler.f[:, 0, 0] / f0[0, 0])
+    np.testing.assert_allclose(sampler.w * np.exp(s1)[:, None, None], np.broadcast_to(w0, sampler.w.shape),
+                               atol=1e-12)                                    # stays on the orbit
+    exact = lambda x: np.interp(x, grid, cdf)                                 # noqa: E731
+    assert stats.kstest(s1, exact).pvalue > 1e-3
+    assert abs(np.mean(s1) - np.mean(s0)) < 4 * np.std(s0) * np.sqrt(2 / n)
+    assert np.corrcoef(s0, s1)[0, 1] < 0.9                                    # it moves
+    # the check can fail: without the Jacobian e^{(M - P) s} the orbit's distribution is another one, rejected
+    no_jacobian = np.exp(logp - (problem.M - problem.P) * grid - np.max(logp - (problem.M - problem.P) * grid))
+    wrong = lambda x: np.interp(x, grid, np.cumsum(no_jacobian) / no_jacobian.sum())   # noqa: E731
+    assert stats.kstest(s1, wrong).pvalue < 1e-6
+
+
 def test_gibbs_multichain_seeded():
     data = bz.datasets.load("bid_blocks", size=16, n_blocks=5, psf="uniform")
     model = BID(sigma_phi2=1.0, psf_size=5)
@@ -246,7 +349,8 @@ def test_gibbs_multichain_seeded():
         bz.fit(model, data, backend="gibbs", thin=0)
 
 
-CROP_MODEL = dict(variant="StStSt", sigma_phi2=1.0, psf_size=7, a_alpha=1.0, b_alpha=1e-4, a_beta=100.0)
+CROP_MODEL = dict(variant="StStSt", sigma_phi2=1.0, psf_size=7, a_alpha=1.0, b_alpha=1e-4, a_beta=100.0,
+                  white_level=1.0)
 
 
 @pytest.mark.slow
@@ -265,17 +369,70 @@ def test_vb_gibbs_nuts_agree_on_a_crop():
         mean = cmp.fits[name].posterior["image"].mean(("chain", "draw")).values
         z = np.abs(mean - ref_mean) / ref_sd
         assert np.median(z) < 1.0 and np.quantile(z, 0.95) < 3.0, (name, np.median(z), np.quantile(z, 0.95))
-    assert table.loc["vb", "isnr_f"] == pytest.approx(table.loc["gibbs", "isnr_f"], abs=1.5)
+    # measured: gibbs 3.72 dB (1.16 without its scale move), vb 0.56 dB: VB's mean field stops nearer its start
+    assert table.loc["gibbs", "isnr_f"] > 2.0 and table.loc["vb", "isnr_f"] > 0.0, table[["isnr_f", "isnr_h"]]
 
 
 @pytest.mark.slow
 def test_vb_full_size_cameraman_bound_and_psf():
-    """The thesis's protocol on the 256 x 256 cameraman (Gaussian blur, 40 dB): monotone bound, PSF recovered."""
+    """The thesis's protocol on the 256 x 256 cameraman (Gaussian blur, 40 dB), default stopping rule: monotone
+    bound, the noise level learned, image and PSF improved (measured: 15 iterations, noise sd 0.0058 against
+    0.0058, ISNR_f 2.16 dB, ISNR_h 3.17 dB; unsupervised Wiener with the true PSF: 1.81 dB)."""
     data = bz.datasets.load("cameraman", psf="gaussian", snr_db=40, seed=0)
     model = BID(sigma_phi2=2.0)
-    fit = bz.fit(model, data, backend="vb", draws=50, chains=1, progress=False, max_iter=100)
+    fit = bz.fit(model, data, backend="vb", draws=50, chains=1, progress=False)
+    assert fit.info["converged"]
     trace = fit.idata.objective["elbo"].values
     # CG runs the thesis's 20 iterations, so the bound may dip by the solves' residual; allow 1e-7 relative
     assert np.all(np.diff(trace) >= -1e-7 * np.abs(trace[1:]))
+    noise_var = fit.info["b_beta"] / fit.info["a_beta"]
+    assert noise_var == pytest.approx(data.meta["noise_var"], rel=0.2)
     score = model.score(fit, data)
-    assert score["isnr_h"] > 3.0, score          # measured 5.3 dB
+    assert score["isnr_f"] > 1.5 and score["isnr_h"] > 2.0, score
+
+
+def test_annealed_q_f_is_the_tempered_optimum():
+    """With entropy weight T the q(f) step maximises E[log p] + T H[q(f)] over circulant Gaussians: the same mean
+    (PCG solves the same system) and T times the covariance of the plain step."""
+    _, _, _, st = _random_state("StStSt")
+    plain = (st.mf.copy(), st.cf.copy())
+    st.update_f()
+    mean1, cov1 = st.mf.copy(), st.cf.copy()
+    st.mf, st.cf = plain
+    st.entropy_weight = 7.0
+    st.update_f()
+    np.testing.assert_allclose(st.mf, mean1, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose(st.cf, 7.0 * cov1, rtol=1e-12)
+
+
+@pytest.mark.parametrize("psf, sigma_phi2, seed", [("motion", 1.0, 0), ("uniform", 2.0, 1)])
+def test_annealed_start_reaches_a_higher_bound_than_the_thesis_start(psf, sigma_phi2, seed):
+    """bid_blocks 64 x 64, 40 dB, the thesis's settings: the run whose q(f) entropy is annealed from T = 10 ends
+    at a higher bound than the thesis's VB (measured 189.6 against 163.5 nats for motion, -1627.2 against -1642.7
+    for uniform), the two-start fit keeps it, and its image is no worse (ISNR_f -2.38 against -3.02 dB, 0.37
+    against -1.30 dB)."""
+    data = bz.datasets.load("bid_blocks", size=64, psf=psf, snr_db=40, seed=seed)
+    model = BID(sigma_phi2=sigma_phi2)
+    thesis = bz.fit(model, data, backend="vb", draws=30, chains=1, seed=0, progress=False)
+    both = bz.fit(model, data, backend="vb", draws=30, chains=1, seed=0, progress=False,
+                  anneal_temperatures=(1.0, 10.0))
+    bounds = dict(both.info["start_bounds"])                  # (temperature, final bound) per start
+    assert bounds[1.0] == thesis.info["bound"]                   # the T = 1 start is the thesis's VB exactly
+    assert bounds[10.0] > bounds[1.0] + 10.0, bounds
+    assert both.info["anneal_temperature"] == 10.0 and both.info["bound"] == bounds[10.0]
+    # after the annealing phase the kept run is plain VB: its bound never decreases
+    trace = both.idata.objective["elbo"].values[vb.OPTIONS["anneal_iter"]:]
+    assert np.all(np.diff(trace) >= -1e-6 * np.abs(trace[1:])), np.diff(trace).min()
+    assert model.score(both, data)["isnr_f"] > model.score(thesis, data)["isnr_f"], (both.info, thesis.info)
+
+
+def test_anneal_options_are_checked_before_any_work():
+    data = bz.datasets.load("bid_blocks", size=16, n_blocks=5, psf="gaussian")
+    model = BID(sigma_phi2=1.0, psf_size=7)
+    for bad in ((0.5,), (), "10", (1.0, float("nan")), 10.0):
+        with pytest.raises(ValueError, match="anneal_temperatures"):
+            bz.fit(model, data, backend="vb", anneal_temperatures=bad)
+    with pytest.raises(ValueError, match="anneal_iter"):
+        bz.fit(model, data, backend="vb", anneal_temperatures=(10.0,), anneal_iter=30, max_iter=30)
+    with pytest.raises(ValueError, match="anneal_iter"):
+        bz.fit(model, data, backend="vb", anneal_iter=0)

@@ -22,6 +22,7 @@ class Problem:
     shape: tuple[int, int]
     phi_hat: np.ndarray        # rfft2 of the PSF kernel phi (5.4)
     q_hats: list[np.ndarray]   # rfft2 of the image-prior filters Q^k (5.10-5.11, or SAR 5.54)
+    q_stencils: list           # the same filters as shift stencils (cheaper products, _fft.STENCILS)
     mask: np.ndarray           # where the PSF weights live
     psf_prior: str             # "St" or "G"
     noise_prior: str
@@ -32,6 +33,7 @@ class Problem:
     b_beta: float
     a_gamma: float
     b_gamma: float
+    unit: float = 1.0          # the data's intensity unit (BID.intensity_unit); the hyperparameters are for unit 1
 
     @property
     def M(self) -> int:
@@ -47,11 +49,13 @@ def make_problem(model, data) -> Problem:
     g = model.observed_image(data)
     shape = g.shape
     psf_p, noise_p, image_p = model.priors
+    precisions = model.precision_priors(g)                 # noise / image rates in the data's intensity unit
     return Problem(g=g, shape=shape, phi_hat=_fft.rfft2(_fft.gaussian_basis(shape, model.sigma_phi2)),
                    q_hats=[_fft.rfft2(q) for q in _fft.difference_kernels(shape, image_p)],
+                   q_stencils=_fft.STENCILS[image_p],
                    mask=model.support_mask(shape), psf_prior=psf_p, noise_prior=noise_p, image_prior=image_p,
-                   a_alpha=float(model.a_alpha), b_alpha=float(model.b_alpha), a_beta=float(model.a_beta),
-                   b_beta=float(model.b_beta), a_gamma=float(model.a_gamma), b_gamma=float(model.b_gamma))
+                   a_alpha=float(model.a_alpha), b_alpha=float(model.b_alpha), unit=model.intensity_unit(g),
+                   **precisions)
 
 
 def check_draw_budget(backend: str, chains: int, draws: int, shape) -> None:

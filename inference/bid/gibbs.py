@@ -9,6 +9,11 @@ One sweep draws, for every chain at once (arrays carry a leading chain axis):
   Phi^T F^T B^(1/2) z_1 + A^(1/2) z_2), z ~ N(0, I), so the exact solution is an exact draw (Papandreou & Yuille
   2010). The systems are solved by PCG in the Fourier domain, preconditioned by the circulant projection of A_f
   and by the diagonal of A_w (the thesis's Sigma_f, Sigma_w approximations, 5.47-5.48), to ``cg_tol``.
+* (option ``scale_move``, default on) an exact move along the scale-exchange orbit (f, w) -> (e^s f, e^-s w), on
+  which the likelihood is constant and the Gibbs blocks crawl (f and w each conditioned on the other): s is drawn by
+  slice sampling (Neal 2003) from the posterior of (f, w) with the precisions integrated out, restricted to the
+  orbit, times the Jacobian e^{(M - P) s} (Liu & Sabatti 2000's group move for the additive group of s). The
+  precisions are drawn afresh from their conditionals right after, so the sweep leaves the joint invariant.
 Hyperparameters are the model's (fixed). Chains start at the thesis's initial point (f = g, w fitted to h_in)
 with a small per-chain jitter; the same seed gives the same draws.
 """
@@ -22,7 +27,8 @@ from bayeszoo.registry import register
 from . import _common as C
 from . import _fft
 
-OPTIONS = {"thin": 1, "cg_iter": 500, "cg_tol": 1e-8, "jitter": 0.01}
+OPTIONS = {"thin": 1, "cg_iter": 500, "cg_tol": 1e-8, "jitter": 0.01, "scale_move": True}
+SLICE_WIDTH = 0.1      # initial bracket of the slice sampler in s = log scale (stepped out as needed)
 
 
 def _check(options):
@@ -31,6 +37,8 @@ def _check(options):
     C.positive("cg_iter", opts["cg_iter"], integer=True)
     C.positive("cg_tol", opts["cg_tol"])
     C.positive("jitter", opts["jitter"])
+    if not isinstance(opts["scale_move"], bool):
+        raise ValueError(f"option scale_move must be True or False, got {opts['scale_move']!r}")
     return opts
 
 
@@ -43,7 +51,7 @@ class GibbsSampler:
         self.rng = rng
         self.cg_iter, self.cg_tol = cg_iter, cg_tol
         shape = (chains, *p.shape)
-        self.f = p.g + jitter * rng.standard_normal(shape)
+        self.f = p.g + jitter * p.unit * rng.standard_normal(shape)
         self.w = np.where(p.mask, w0 * np.exp(jitter * rng.standard_normal(shape)), 0.0)
         self.cg_counts = []
 
@@ -62,8 +70,8 @@ class GibbsSampler:
                                                   p.psf_prior == "St", p.P), 1.0)
         resid = p.g - _fft.irfft2(_fft.rfft2(self.f) * _fft.rfft2(self.w) * p.phi_hat, p.shape)
         self.beta = self._gamma(p.a_beta, p.b_beta, resid**2, p.noise_prior == "St", p.M)
-        self.gammas = [self._gamma(p.a_gamma, p.b_gamma, _fft.conv(self.f, q) ** 2, p.image_prior == "St", p.M)
-                       for q in p.q_hats]
+        self.gammas = [self._gamma(p.a_gamma, p.b_gamma, _fft.apply_stencil(self.f, s) ** 2, p.image_prior == "St",
+                                   p.M) for s in p.q_stencils]
 
     def draw_f(self):
         """f | w, beta, gamma by perturb-and-solve (circulant-preconditioned CG)."""
@@ -73,15 +81,14 @@ class GibbsSampler:
         shape = self.f.shape
 
         def apply_f(v):
-            v_hat = _fft.rfft2(v)
-            out = np.conj(h_hat) * _fft.rfft2(beta * _fft.irfft2(v_hat * h_hat, p.shape))
-            for q, gk in zip(p.q_hats, gammas):
-                out += np.conj(q) * _fft.rfft2(gk * _fft.irfft2(v_hat * q, p.shape))
-            return _fft.irfft2(out, p.shape)
+            out = _fft.irfft2(np.conj(h_hat) * _fft.rfft2(beta * _fft.irfft2(_fft.rfft2(v) * h_hat, p.shape)), p.shape)
+            for s, gk in zip(p.q_stencils, gammas):
+                out += _fft.adjoint_stencil(gk * _fft.apply_stencil(v, s), s)
+            return out
 
         rhs = _fft.corr(beta * p.g + np.sqrt(beta) * self.rng.standard_normal(shape), h_hat)
-        for q, gk in zip(p.q_hats, gammas):
-            rhs += _fft.corr(np.sqrt(gk) * self.rng.standard_normal(shape), q)
+        for s, gk in zip(p.q_stencils, gammas):
+            rhs += _fft.adjoint_stencil(np.sqrt(gk) * self.rng.standard_normal(shape), s)
         eig = (beta.mean((1, 2))[:, None, None] * np.abs(h_hat) ** 2
                + sum(gk.mean((1, 2))[:, None, None] * np.abs(q) ** 2 for q, gk in zip(p.q_hats, gammas)))
         self.f, its, _ = _fft.pcg(apply_f, rhs, lambda r: _fft.irfft2(_fft.rfft2(r) / eig, p.shape), self.f,
@@ -109,7 +116,45 @@ class GibbsSampler:
                                   max_iter=self.cg_iter, tol=self.cg_tol)
         self.cg_counts.append(its)
 
-    def sweep(self):
+    def scale_log_density(self, s: float, w2: np.ndarray, d2: list[np.ndarray]) -> float:
+        """log p(e^s f, e^-s w | g) + (M - P) s up to a constant, the precisions integrated out (the likelihood is
+        constant on the orbit); ``w2`` = w^2 on the support, ``d2`` = (Q^k f)^2, of one chain."""
+        from bayeszoo.models.bid import marginal_logp
+
+        p = self.p
+        lp = (p.M - p.P) * s + marginal_logp(np, np.exp(-2.0 * s) * w2, p.a_alpha, p.b_alpha, p.P,
+                                             p.psf_prior == "St")
+        for d in d2:
+            lp += marginal_logp(np, np.exp(2.0 * s) * d, p.a_gamma, p.b_gamma, p.M, p.image_prior == "St")
+        return float(lp)
+
+    def scale_move(self):
+        """(f, w) -> (e^s f, e^-s w) per chain, s by a stepping-out slice sampler started at s = 0 (Neal 2003, §4)."""
+        p = self.p
+        for c in range(self.f.shape[0]):
+            w2 = self.w[c][p.mask] ** 2
+            d2 = [_fft.apply_stencil(self.f[c], st) ** 2 for st in p.q_stencils]
+
+            def logp(s):
+                return self.scale_log_density(s, w2, d2)
+            level = logp(0.0) + np.log(self.rng.uniform())
+            lo = -SLICE_WIDTH * self.rng.uniform()
+            hi = lo + SLICE_WIDTH
+            while logp(lo) > level:
+                lo -= SLICE_WIDTH
+            while logp(hi) > level:
+                hi += SLICE_WIDTH
+            while True:
+                s = self.rng.uniform(lo, hi)
+                if logp(s) > level:
+                    break
+                lo, hi = (s, hi) if s < 0 else (lo, s)
+            self.f[c] *= np.exp(s)
+            self.w[c] *= np.exp(-s)
+
+    def sweep(self, scale_move: bool = True):
+        if scale_move:
+            self.scale_move()          # before the precisions: they are then drawn given the moved (f, w)
         self.draw_precisions()
         self.draw_f()
         self.draw_w()
@@ -119,13 +164,15 @@ class GibbsSampler:
           description="conjugate Gibbs for BID: Gaussian blocks by perturb-and-solve with Fourier-domain PCG, "
                       "Gamma precisions in closed form")
 def run(model, data, *, draws, tune, chains, seed, progress, **options):
-    """Conjugate Gibbs sampler (multi-chain, seeded); options ``thin``, ``cg_iter``, ``cg_tol``, ``jitter``."""
+    """Conjugate Gibbs sampler (multi-chain, seeded); options ``thin``, ``cg_iter``, ``cg_tol``, ``jitter``,
+    ``scale_move``."""
     from bayeszoo.inference._idata import make_fit
 
     opts = _check(options)
     model.require_proper("gibbs")
     problem = C.make_problem(model, data)
     C.check_draw_budget("gibbs", chains, draws, problem.shape)
+    _fft.keep_temporaries_on_the_heap()
     rng = np.random.default_rng(seed)
     timer = C.Timer()
     sampler = GibbsSampler(problem, model.initial_weights(problem.shape), chains, rng, cg_iter=opts["cg_iter"],
@@ -134,12 +181,12 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
     psf = None
     with progress_bar(total=tune + draws * opts["thin"], desc="bid gibbs", disable=not progress) as bar:
         for _ in range(tune):
-            sampler.sweep()
+            sampler.sweep(opts["scale_move"])
             bar.update()
         t_tune = timer()
         for d in range(draws):
             for _ in range(opts["thin"]):
-                sampler.sweep()
+                sampler.sweep(opts["scale_move"])
                 bar.update()
             canon = model.canonical(sampler.f, sampler.w)
             if psf is None:
