@@ -6,10 +6,12 @@ sparsity c in {1, BIC, RIC}. Reported side by side: mean test error (MSE / error
 relevance vectors, and seconds per outer fold (selection included). Not a test: nothing is asserted.
 
 Sizes: every data set is subsampled (seeded) to at most ``max_n`` points, and the aRVM runs a shorter search
-than the paper's (``ARVM_OPTIONS``), so that the whole table takes tens of minutes on 2 cores instead of days;
-``--quick`` uses 3 x 3 folds, every other width, and 150 points.
+than the paper's (``ARVM_OPTIONS``); ``--folds``, ``--inner-folds`` and ``--max-n`` set the sizes (defaults: the
+sources' 10 x 9 folds, 300 points); ``--quick`` uses 3 x 3 folds, every other width, and 150 points. On a shared
+machine run it with ``OPENBLAS_NUM_THREADS=1``: the RVM's many small fits otherwise spend their time waking BLAS
+threads (single RVM fits took 40-200 s instead of about 1 s at load 11).
 
-    .venv/bin/python benchmarks/bench_arvm.py [--quick]
+    OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_arvm.py [--quick] [--folds 5 --inner-folds 3 --max-n 250]
 """
 from __future__ import annotations
 
@@ -73,10 +75,18 @@ def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--datasets", default=",".join(REGRESSION + CLASSIFICATION))
+    parser.add_argument("--folds", type=int, default=10, help="outer folds (the sources: 10)")
+    parser.add_argument("--inner-folds", type=int, default=9, help="inner folds (the sources: 9)")
+    parser.add_argument("--max-n", type=int, default=300, help="subsample every data set to at most this many points")
+    parser.add_argument("--json", default=None, help="also write the result to this file")
     args = parser.parse_args(argv)
     names = [d for d in args.datasets.split(",") if d]
-    kwargs = dict(folds=3, inner_folds=3, widths=np.arange(0.5, 10.01, 1.0), max_n=150) if args.quick else {}
+    kwargs = dict(folds=3, inner_folds=3, widths=np.arange(0.5, 10.01, 1.0), max_n=150) if args.quick else \
+        dict(folds=args.folds, inner_folds=args.inner_folds, max_n=args.max_n)
     result = run(names, progress=True, **kwargs)
+    if args.json:
+        with open(args.json, "w") as fh:
+            json.dump(result, fh, indent=1)
     for q, v, n in rows(result):
         print(f"{q:<45} {v:>22}  {n}")
 

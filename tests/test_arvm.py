@@ -217,13 +217,36 @@ def test_larger_sparsity_gives_fewer_relevance_vectors(doppler):
     assert all(a >= b for a, b in zip(counts, counts[1:])) and counts[0] > counts[-1], counts
 
 
+def _rvm_start(model, data, width):
+    """Algorithm 1's starting model taken from an RVM fit (no bias) at ``width``: its relevance vectors and alphas."""
+    rvm = bz.models.RVM(task=model.task, width=width, bias=False)
+    fit = bz.fit(rvm, data, "fast", draws=2, chains=1, progress=False)
+    rel = fit.info["relevant"]
+    return data.X[rel], np.full(len(rel), width), np.exp(fit.posterior.log_alpha.values[0, 0][rel])
+
+
+def test_search_from_empty_reaches_the_objective_of_an_rvm_start(doppler):
+    """The search is not what limits the aRVM on Doppler: Algorithm 1 from the empty model reaches the same L^s
+    [P 38] as Algorithm 1 started at the best RVM's solution (h = 0.04), and a higher L^s than that RVM's kernel
+    with alpha, beta re-optimised for L^s (measured, seed 0: -43.96, -43.96, -51.89)."""
+    model = ARVM(sparsity="bic")
+    opts = L.check({})
+    start = _rvm_start(model, doppler, 0.04)
+    empty = L.learn(model, doppler.X, doppler.y, opts, seed=0)["state"].objective()
+    warm = L.learn(model, doppler.X, doppler.y, opts, seed=0, init=start)["state"].objective()
+    fixed = L.learn(model, doppler.X, doppler.y, {**opts, "max_iter": 1, "joint_iter": 0, "candidate_iter": 0,
+                                                   "n_candidates": 1}, seed=0, init=start)["state"].objective()
+    assert empty >= warm - 1e-3 * abs(warm)
+    assert empty > fixed + 1.0
+
+
 def test_doppler_arvm_against_rvm_widths(doppler):
     """[P §IV-A1]: aRVM (c = BIC) against the RVM on a grid of widths, MSE against the true signal.
 
-    Measured (seed 0): aRVM 0.0349 with 6 bases; best RVM 0.0360 (h = 0.025, 16 RVs). Over 6 noise
-    realisations the best single width wins on average (0.0303 against 0.0322, README), so the test asserts what
-    holds on all of them: the aRVM beats the narrow widths the paper shows (h = 1.5 and 2 grid spacings), stays
-    within 10 % of the best width, and uses fewer bases."""
+    Measured (seed 0): aRVM 0.0348 with 6 bases; best RVM on this realisation 0.0360 (h = 0.04, 11 RVs). Over 10
+    noise realisations the best single width wins on average (RVM h = 0.04: 0.0311; aRVM: 0.0325; README and the
+    slow test below), so this test asserts what holds on every realisation: the aRVM beats the narrow widths the
+    paper shows (h = 1.5 and 2 grid spacings), stays within 10 % of the best width, and uses fewer bases."""
     # predictions average f over the draws of w: 1000 draws keep that Monte-Carlo error well below the differences
     fit = bz.fit(ARVM(sparsity="bic"), doppler, "arvm", draws=1000, chains=1, progress=False)
     arvm = ARVM(sparsity="bic").score(fit, doppler)
@@ -237,8 +260,28 @@ def test_doppler_arvm_against_rvm_widths(doppler):
     assert arvm["n_relevant"] < best["n_relevant"]
 
 
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="measured: over 10 Doppler realisations the aRVM (BIC) has mean MSE 0.0325 "
+                   "and the RVM at the best single width (h = 0.04) 0.0311; see README, aRVM section")
+def test_doppler_arvm_beats_the_best_single_width_on_average():
+    """The paper's Doppler claim, as stated: over 10 noise realisations the aRVM's mean test MSE is below that of
+    the RVM at the single width that is best on average (chosen with knowledge of the test error)."""
+    widths = (0.03, 0.035, 0.04, 0.045, 0.05)
+    arvm, rvm = [], {h: [] for h in widths}
+    for seed in range(10):
+        data = bz.datasets.load("doppler", seed=seed)
+        st = L.learn(ARVM(sparsity="bic"), data.X, data.y, L.check({}), seed=0)["state"]
+        arvm.append(np.mean((st.Phi @ st.post.mu - data.y_test) ** 2))
+        for h in widths:
+            m = bz.models.RVM(width=h)
+            rvm[h].append(m.score(bz.fit(m, data, "fast", draws=400, chains=1, progress=False), data)["mse"])
+    best = min(np.mean(v) for v in rvm.values())
+    assert np.mean(arvm) < best
+
+
 def test_classification_on_gaussian_mixture():
-    """Measured: error 0.215 with 2 bases (the RVM at h = 0.8 has 0.15; Bayes error 0.1186)."""
+    """Measured: error 0.215 with 2 bases (the RVM at h = 0.8 has 0.16; Bayes error 0.1186). Why it stops at 2
+    bases: see the next test and the README."""
     data = bz.datasets.load("gaussian_mixture", n_test_per_class=1000, seed=0)
     model = ARVM(task="classification", n_basis=15)
     fit = bz.fit(model, data, "arvm", draws=20, chains=1, progress=False, **FAST)
@@ -247,6 +290,42 @@ def test_classification_on_gaussian_mixture():
     assert 1 <= score["n_relevant"] <= 15
     p = model.predict(fit, data.X_test)
     assert np.all((p >= 0) & (p <= 1))
+
+
+def test_classification_objective_prefers_the_two_basis_fit():
+    """On the Gaussian mixture the 2-basis model is the optimum of the paper's objective, not a search failure:
+    its Laplace L^s (BIC) is higher than that of the RVM's better classifier (h = 0.8, 5 bases; its alpha
+    re-optimised for L^s prunes it to 2 wide bases), and Algorithm 1 started from that RVM returns to the same 2
+    bases (measured: -35.35 from empty and from the RVM start, -45.40 at the RVM's kernels)."""
+    data = bz.datasets.load("gaussian_mixture", n_test_per_class=10, seed=0)
+    model = ARVM(task="classification", sparsity="bic")
+    opts = L.check({"min_alpha": 1e-2})
+    start = _rvm_start(model, data, 0.8)
+    assert len(start[0]) >= 4
+    empty = L.learn(model, data.X, data.y, opts, seed=0)["state"]
+    warm = L.learn(model, data.X, data.y, opts, seed=0, init=start)["state"]
+    fixed = L.learn(model, data.X, data.y, {**opts, "max_iter": 1, "joint_iter": 0, "candidate_iter": 0,
+                                             "n_candidates": 1}, seed=0, init=start)["state"]
+    assert empty.M == 2 and warm.M == 2
+    assert empty.objective() >= warm.objective() - 1e-3 * abs(warm.objective())
+    assert empty.objective() > fixed.objective() + 5.0
+
+
+@pytest.mark.slow
+@pytest.mark.xfail(strict=True, reason="measured: aRVM error 0.215-0.22 (c = 1, BIC, RIC) against the RVM's 0.16 "
+                   "(h = 0.8); the paper's objective prefers the 2-basis fit (see the test above and the README)")
+def test_gaussian_mixture_arvm_error_matches_the_rvm():
+    """[P §IV-A2]: the aRVM (c chosen by its test error, as the RVM's h is) classifies the 2-D Gaussian mixture
+    at least as well as the RVM with the best of the paper's widths, up to Monte-Carlo error of the test set."""
+    data = bz.datasets.load("gaussian_mixture", n_test_per_class=5000, seed=0)
+    arvm = min(ARVM(task="classification", sparsity=c).score(
+        bz.fit(ARVM(task="classification", sparsity=c), data, "arvm", draws=100, chains=1, progress=False),
+        data)["error_rate"] for c in (1.0, "bic", "ric"))
+    rvm = min(bz.models.RVM(task="classification", width=h).score(
+        bz.fit(bz.models.RVM(task="classification", width=h), data, "fast", draws=100, chains=1, progress=False),
+        data)["error_rate"] for h in (0.2, 0.4, 0.8))
+    mc = np.sqrt(rvm * (1 - rvm) / data.y_test.size)
+    assert arvm <= rvm + 2 * mc
 
 
 def test_feature_selection_switches_off_the_irrelevant_direction():
@@ -398,6 +477,14 @@ def test_bad_data_and_options(doppler):
         bz.fit(ARVM(), doppler, "arvm", progress=False, alpha_update="mackay")
     with pytest.raises(ValueError, match="unknown backend"):
         bz.fit(ARVM(), doppler, "fast", progress=False)
+    opts = L.check({})
+    with pytest.raises(ValueError, match="init needs centres"):
+        L.learn(ARVM(), doppler.X, doppler.y, opts, init=(np.zeros((3, 2)), np.ones(3), np.ones(3)))
+    with pytest.raises(ValueError, match="above the floor"):
+        L.learn(ARVM(), doppler.X, doppler.y, opts, init=(np.full(3, 0.5), np.full(3, 1e-4), np.ones(3)))
+    with pytest.raises(ValueError, match="feature_selection"):
+        L.learn(ARVM(kernel="diag", feature_selection=True), doppler.X, doppler.y, opts,
+                init=(np.full(3, 0.5), np.ones(3), np.ones(3)))
     with pytest.raises(ValueError):
         bz.datasets.Dataset(np.array([[0.0], [np.nan]]), np.zeros(2))
 
