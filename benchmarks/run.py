@@ -12,6 +12,7 @@ Benchmarks (see BENCHMARKS.md):
   ess_sparse       the same under the near-improper default prior (1e-4), where NUTS does not converge
   fast_vs_sklearn  RVM `fast` vs sklearn-rvm EMRVR and sklearn ARDRegression on Boston housing
   arvm             aRVM vs RVM (inner-CV width) on the real data sets: error, relevance vectors, time (nested CV)
+  dftrvm           DFT-RVM (Tzikas PhD ch. 4): Table 4.1 protocol, 256 x 256 multikernel ISNR, detection LROC
   gpc_peers        GPC `ep` vs GPy's EP and `laplace` vs scikit-learn's GaussianProcessClassifier on sonar
   gpc_times        GPC relative running times (LA = 1) of LA, EP, KL, VB, FV, LR, NUTS, Gibbs on six datasets
   gpc_ess          ESS/s of the GPC Gibbs sampler vs PyMC NUTS on the latent f for sonar
@@ -39,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn", "gpc_peers", "gpc_times", "gpc_ess", "bid_scaling", "bid_peers",
-              "pmkl_vb_gibbs", "pmkl_ess", "pmkl_svc", "arvm")
+              "pmkl_vb_gibbs", "pmkl_ess", "pmkl_svc", "arvm", "dftrvm")
 
 
 def _machine() -> dict:
@@ -109,6 +110,10 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
 
             result = (mod.run(folds=3, inner_folds=3, widths=[0.5 + k for k in range(10)], max_n=150)
                       if quick else mod.run())
+        elif name == "dftrvm":
+            import bench_dftrvm as mod
+
+            result = mod.run(quick=quick)
         elif name.startswith("pmkl_"):
             import bench_pmkl as mod
 

@@ -595,3 +595,4 @@ def grid_contours(ds, quantities=("log_evidence", "jensen_bound", "info_bits", "
 from bayeszoo.diagnostics import bid_plots  # noqa: E402,F401  (registers the BID picture)
 from bayeszoo.diagnostics import mkl_plots  # noqa: E402,F401  (registers the PMKL picture)
 from bayeszoo.diagnostics import arvm_plots  # noqa: E402,F401  (registers the arvm family's picture)
+from bayeszoo.diagnostics import imagervm_plots  # noqa: E402,F401  (registers the imagervm picture)

@@ -7,3 +7,4 @@ from bayeszoo.inference import gpc  # noqa: F401
 from bayeszoo.inference import arvm  # noqa: F401
 from bayeszoo.inference import mkl  # noqa: F401
 from bayeszoo.inference import bid  # noqa: F401
+from bayeszoo.inference import dftrvm  # noqa: F401

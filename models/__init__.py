@@ -7,10 +7,12 @@ from bayeszoo.models.rvm import RVM
 from bayeszoo.models.arvm import ARVM
 from bayeszoo.models.pmkl import PMKL
 from bayeszoo.models.bid import BID
+from bayeszoo.models.imagervm import ImageRVM
 
-FAMILIES: dict[str, type[Model]] = {"rvm": RVM, "gpc": GPC, "arvm": ARVM, "mkl": PMKL, "bid": BID}
+FAMILIES: dict[str, type[Model]] = {"rvm": RVM, "gpc": GPC, "arvm": ARVM, "mkl": PMKL, "bid": BID,
+                                 "imagervm": ImageRVM}
 
-__all__ = ["Model", "RVM", "GPC", "ARVM", "PMKL", "BID", "FAMILIES", "from_spec", "get_family"]
+__all__ = ["Model", "RVM", "GPC", "ARVM", "PMKL", "BID", "ImageRVM", "FAMILIES", "from_spec", "get_family"]
 
 
 def get_family(name: str) -> type[Model]:
