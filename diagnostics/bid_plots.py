@@ -9,7 +9,7 @@ from bayeszoo.diagnostics.plots import _labels, new_figure, register_picture
 
 def bid_panels(model, data, fits: dict) -> list[tuple[str, np.ndarray, np.ndarray]]:
     """(title, image, psf window) per panel: the degraded input with h_in, the truth (when known), each fit."""
-    from bayeszoo.inference.bid import _fft
+    from bayeszoo.inference import _fft
 
     shape = model.image_shape(data)
     V = model.psf_view_side(shape)

@@ -173,7 +173,7 @@ class BID(ImageModel):
         """Boolean image: where the PSF weights w may be non-zero (all pixels when psf_size is None)."""
         if self.psf_size is None:
             return np.ones(shape, dtype=bool)
-        from bayeszoo.inference.bid import _fft
+        from bayeszoo.inference import _fft
 
         return _fft.embed(np.ones((self.psf_size, self.psf_size)), shape) > 0
 
@@ -205,7 +205,7 @@ class BID(ImageModel):
         """w fitted to h_in (§5.4.4): w = beta Sigma_w Phi^T h_in, Sigma_w = (beta Phi^T Phi + alpha I)^-1, solved
         in the Fourier domain with alpha / beta = 1e-4 max|phi_hat|^2 (the thesis does not state them), then
         restricted to the weight support."""
-        from bayeszoo.inference.bid import _fft
+        from bayeszoo.inference import _fft
 
         phi_hat = _fft.rfft2(_fft.gaussian_basis(shape, self.sigma_phi2))
         h_hat = _fft.otf(self.initial_psf(shape), shape)
@@ -215,7 +215,7 @@ class BID(ImageModel):
 
     def canonical(self, f: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
         """``image`` = f sum(h) and ``psf`` = h / sum(h) on the view window, h = phi * w (batched over leading axes)."""
-        from bayeszoo.inference.bid import _fft
+        from bayeszoo.inference import _fft
 
         shape = f.shape[-2:]
         phi_hat = _fft.rfft2(_fft.gaussian_basis(shape, self.sigma_phi2))
@@ -227,7 +227,7 @@ class BID(ImageModel):
     def _declaration_arrays(self, data: Dataset) -> dict:
         """Fixed arrays of the declarations: separable circular kernel matrices, the weight-support offsets, the
         gather index of the convolution, the PSF-view matrix and the affine reparametrisation of (f, w)."""
-        from bayeszoo.inference.bid import _fft
+        from bayeszoo.inference import _fft
 
         R, C = self.image_shape(data)
         g = self.observed_image(data)
@@ -342,7 +342,7 @@ class BID(ImageModel):
         (§5.11; h_in is the initial PSF), from the posterior means, when ``data.meta`` holds the truth (else
         NaN); ``seconds_per_iter``: a hand-written backend's time per VB iteration / Gibbs sweep, or a generic
         backend's wall time per draw and chain (warm-up included)."""
-        from bayeszoo.inference.bid import _fft
+        from bayeszoo.inference import _fft
 
         self.validate(data)
         shape = self.image_shape(data)

@@ -126,7 +126,7 @@ class ImageRVM(ImageModel):
 
     def kernel_images(self, shape: tuple[int, int]) -> np.ndarray:
         """(M, R, C): every kernel as an image-sized circular array with its centre at pixel (0, 0)."""
-        from bayeszoo.inference.bid import _fft
+        from bayeszoo.inference import _fft
 
         out = np.empty((self.n_kernels, *shape))
         for m, k in enumerate(self.kernels):
@@ -221,7 +221,7 @@ class ImageRVM(ImageModel):
 
     def restored(self, fit) -> np.ndarray:
         """Posterior mean of the noise-free image y = sum_m phi_m * w_m (4.17)."""
-        from bayeszoo.inference.bid import _fft
+        from bayeszoo.inference import _fft
 
         shape = self._fit_shape(fit)
         w_mean = np.asarray(fit.idata.posterior["w"].mean(("chain", "draw")).values, dtype=float)

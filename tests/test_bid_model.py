@@ -10,7 +10,7 @@ import bayeszoo as bz
 from bayeszoo.datasets.bid_data import (degrade, gaussian_psf, image_problem, make_psf, motion_psf,
                                         noise_variance, uniform_psf)
 from bayeszoo.inference._idata import make_fit
-from bayeszoo.inference.bid import _fft
+from bayeszoo.inference import _fft
 from bayeszoo.models.bid import BID, F_SCALE, VARIANTS, isnr, parse_variant
 
 

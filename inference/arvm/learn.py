@@ -42,7 +42,7 @@ from scipy import optimize
 
 from bayeszoo.inference._idata import gaussian_draws, make_fit
 from bayeszoo.inference._options import Timer, check_options, positive
-from bayeszoo.inference.gpc._common import one_blas_thread
+from bayeszoo.inference._blas import one_blas_thread
 from bayeszoo.inference.rvm import _common as C
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.progress import progress_bar

@@ -8,7 +8,7 @@ from scipy.special import digamma, gammaln
 
 from bayeszoo.inference._options import Timer, check_options, positive  # noqa: F401  (re-exported)
 
-from . import _fft
+from bayeszoo.inference import _fft
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 MAX_DRAW_VALUES = 50_000_000   # chains x draws x pixels kept in memory (400 MB of float64)

@@ -25,7 +25,7 @@ from bayeszoo.progress import progress_bar
 from bayeszoo.registry import register
 
 from . import _common as C
-from . import _fft
+from bayeszoo.inference import _fft
 
 OPTIONS = {"thin": 1, "cg_iter": 500, "cg_tol": 1e-8, "jitter": 0.01, "scale_move": True}
 SLICE_WIDTH = 0.1      # initial bracket of the slice sampler in s = log scale (stepped out as needed)

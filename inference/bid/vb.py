@@ -38,7 +38,7 @@ from bayeszoo.progress import progress_bar
 from bayeszoo.registry import register
 
 from . import _common as C
-from . import _fft
+from bayeszoo.inference import _fft
 
 OPTIONS = {"max_iter": 200, "tol": 1e-4, "cg_iter": 20, "cg_tol": 1e-8, "learn_noise_prior": True,
            "init_alpha": 1e-16, "init_beta": 1e3, "init_gamma": 1e2,

@@ -6,14 +6,14 @@ Weights are stored as an (M, R, C) stack of weight images, one per kernel; every
     Phi^T r = (phi_1 (x) r, ..., phi_M (x) r)   (circular correlations)
 
 cost O(M N log N) and memory O(M N) instead of the O(M N^2) of the dense design. The convolutions and the
-conjugate-gradient solver are those of the blind-deconvolution family (``inference/bid/_fft.py``).
+conjugate-gradient solver are the shared ones of ``inference/_fft.py`` (also used by the blind-deconvolution family).
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy.interpolate import CubicSpline
 
-from bayeszoo.inference.bid import _fft
+from bayeszoo.inference import _fft
 
 
 class ImageDesign:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.inference.bid import _fft
+from bayeszoo.inference import _fft
 from bayeszoo.models.imagervm import ImageRVM
 from bayeszoo.progress import progress_bar
 

@@ -32,7 +32,7 @@ import numpy as np
 
 from bayeszoo.inference._idata import make_fit
 from bayeszoo.inference._options import Timer, check_options, positive
-from bayeszoo.inference.bid import _fft
+from bayeszoo.inference import _fft
 from bayeszoo.inference.rvm import _common as rvm_common
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.progress import progress_bar
@@ -74,6 +74,7 @@ def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: boo
     t = check_image(image, "observed image")
     shape = t.shape
     model.check_kernels_fit(shape)
+    _fft.keep_temporaries_on_the_heap()      # image-sized temporaries in every CG product (inference/_fft.py)
     design = ImageDesign(model.kernel_images(shape))
     M, N = design.M, design.N
     exact = opts["approx"] == "exact"

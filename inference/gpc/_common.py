@@ -12,18 +12,16 @@ tens) cost the same ~730 nodes and are integrated as accurately as narrow ones. 
 """
 from __future__ import annotations
 
-import contextlib
-import functools
 import time
 import warnings
 
 import numpy as np
 import xarray as xr
-from threadpoolctl import ThreadpoolController
 
 from bayeszoo.models.gpc import GAUSSIAN_GROUP
 from scipy import linalg as sla
 from bayeszoo.inference._options import Timer, check_options, positive  # noqa: F401  (re-exported)
+from bayeszoo.inference._blas import one_blas_thread, one_blas_thread_when_small  # noqa: F401
 from scipy.special import expit, log_expit, log_ndtr, logsumexp
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -145,34 +143,6 @@ def expected_log_lik(y, m, v, likelihood):
 
 
 # ------------------------------------------------------------------------------------------------ linear algebra
-SMALL_N = 1000   # below this many training points the site loops run on one BLAS thread
-
-
-def one_blas_thread(n: int):
-    """Context in which BLAS runs on one thread when the problem has fewer than ``SMALL_N`` points.
-
-    EP's site loop, Laplace's Newton steps and the predictions make many small level-2 / level-3 BLAS calls, and
-    waking OpenBLAS's worker threads costs more than the work: EP on sonar (n = 108) took 124 ms with two
-    threads and 17 ms with one (2 cores)."""
-    return _blas_controller().limit(limits=1, user_api="blas") if n < SMALL_N else contextlib.nullcontext()
-
-
-def one_blas_thread_when_small(fn):
-    """Decorator: ``fn(K, ...)`` under :func:`one_blas_thread` for K's size."""
-    @functools.wraps(fn)
-    def wrapper(K, *args, **kwargs):
-        with one_blas_thread(np.shape(K)[0]):
-            return fn(K, *args, **kwargs)
-
-    return wrapper
-
-
-@functools.lru_cache(maxsize=1)
-def _blas_controller() -> ThreadpoolController:
-    """The loaded BLAS libraries, found once (a fresh ``threadpool_limits`` rescans them: ~3 ms a call)."""
-    return ThreadpoolController()
-
-
 def chol_B(K, sW):
     """Lower Cholesky factor of B = I + sW K sW (eigenvalues >= 1, thesis footnote 9)."""
     n = K.shape[0]

@@ -263,16 +263,6 @@ def w_posterior(K, KK, Y, A):
     return mean, Ls
 
 
-def w_sample(rng, mean, Ls):
-    """One draw of W given the mean and the Cholesky factors of the precisions: w_c = m_c + L_c^-T z."""
-    N, C = mean.shape
-    z = rng.standard_normal((N, C))
-    out = np.empty((N, C))
-    for c in range(C):
-        out[:, c] = mean[:, c] + sla.solve_triangular(Ls[c], z[:, c], lower=True, trans="T", check_finite=False)
-    return out
-
-
 # ------------------------------------------------------------------------------------- beta by QP
 def simplex_qp(Omega, f, x0=None, iters: int = 500, tol: float = 1e-12) -> np.ndarray:
     """argmin 1/2 b^T Omega b - b^T f over the probability simplex (eq. 5.10), by projected gradient with the

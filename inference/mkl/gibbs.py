@@ -47,7 +47,7 @@ from scipy.special import gammaln
 
 from bayeszoo.inference._idata import make_fit
 from bayeszoo.inference._options import Timer, check_options, positive
-from bayeszoo.inference.gpc._common import one_blas_thread
+from bayeszoo.inference._blas import one_blas_thread
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import register
 
@@ -403,7 +403,7 @@ def gibbs_sample(model, data, *, draws, tune, chains, seed, thin=1, beta_steps=1
     window_acc, window_theta, window_rho = np.zeros(chains), np.zeros((chains, len(blocks))), np.zeros(chains)
     window = 0
     elapsed = np.empty(n_sweeps)                          # seconds since the start at the end of each sweep
-    # many N x N factorisations: BLAS worker threads only contend at these sizes (gpc._common.one_blas_thread)
+    # many N x N factorisations: BLAS worker threads only contend at these sizes (inference._blas)
     with one_blas_thread(N), progress_bar(total=n_sweeps, desc="gibbs", disable=not progress) as bar:
         K = chain_combine(Ks, beta, rule)                                     # (ch, N, N)
         for sweep in range(n_sweeps):

@@ -37,7 +37,7 @@ from scipy import linalg as sla
 
 from bayeszoo.inference._idata import make_fit
 from bayeszoo.inference._options import Timer, check_options, positive
-from bayeszoo.inference.gpc._common import one_blas_thread
+from bayeszoo.inference._blas import one_blas_thread
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import register
 
@@ -188,7 +188,7 @@ def vb_fit_state(model, data, *, max_iter=100, tol=1e-3, is_samples=200, is_pool
     log_wts = np.empty(0)
     bounds, betas = [], []
     converged = False
-    # many N x N factorisations: BLAS worker threads only contend at these sizes (gpc._common.one_blas_thread)
+    # many N x N factorisations: BLAS worker threads only contend at these sizes (inference._blas)
     with one_blas_thread(N), progress_bar(total=max_iter, desc="vb", disable=not progress) as bar:
         for it in range(max_iter):
             K = MK.combine(Ks, beta, model.rule)

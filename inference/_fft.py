@@ -1,4 +1,5 @@
-"""Fourier-domain numerics of blind image deconvolution (Tzikas PhD ch. 5; digest §5.8).
+"""Fourier-domain numerics of the image models: blind deconvolution (Tzikas PhD ch. 5; digest §5.8) and the
+multikernel image RVM (ch. 4).
 
 Every convolution in the model is 2-D and circular (5.1), so every convolution matrix (H, F, Phi, Q^k) is
 block-circulant and diagonalised by the 2-D DFT. Arrays are images of shape (rows, cols), optionally with
