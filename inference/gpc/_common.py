@@ -12,6 +12,7 @@ tens) cost the same ~730 nodes and are integrated as accurately as narrow ones. 
 """
 from __future__ import annotations
 
+import contextlib
 import time
 import warnings
 
@@ -260,20 +261,21 @@ def kernel_and_grads(model, X, hyp=None, grads=True):
     return K, np.stack(gk.kernel_grad(_kind(model), X, hyp, _degree(model)))
 
 
-def labels_and_kernel(model, data):
-    """Validate ``data`` for ``model``; return the labels in {-1, +1} and K (with jitter) at the training inputs."""
-    model.validate(data)
-    return labels_pm(data.y), kernel_and_grads(model, data.X, grads=False)[0]
+@contextlib.contextmanager
+def quiet_numerics():
+    """Silence RuntimeWarnings (overflow in exp, log of 0) that the approximations handle themselves."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        yield
 
 
 def run_at_hyperparameters(model, data, algorithm, **kwargs) -> dict:
-    """``algorithm(K, y, likelihood, **kwargs)`` (Laplace's Newton, EP's sweeps) at the model's hyperparameters,
-    on one BLAS thread for small problems; its result dict plus ``K`` and ``y``."""
+    """``algorithm(K, y, likelihood, **kwargs)`` (every approximation's own iterations) at the model's
+    hyperparameters, on one BLAS thread for small problems; its result dict plus ``K`` and ``y``."""
     with one_blas_thread(len(data.y)):
         y = labels_pm(data.y)
         K, _ = kernel_and_grads(model, data.X, grads=False)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", RuntimeWarning)
+        with quiet_numerics():
             res = algorithm(K, y, model.likelihood, **kwargs)
     res["K"] = K
     res["y"] = y
@@ -322,8 +324,7 @@ def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, seconds, in
             raise ValueError(f"gaussian_fit: info lacks {key!r}")
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with quiet_numerics():
         f = gaussian_draws(rng, np.asarray(m, float), np.asarray(V, float), chains, draws)
     timing = {"compile": 0.0, "tune": float(seconds), "sample": time.perf_counter() - t0}
     info = dict(info)

@@ -32,7 +32,6 @@ prior is correlated (large lengthscales); its Jensen bound (4.13) is evaluated a
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 from scipy import linalg as sla
@@ -128,13 +127,11 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
     """Factorial variational approximation: free-form mean field over the latents, sequential factor updates."""
     opts = _check(options)
     timer = C.Timer()
-    y, K = C.labels_and_kernel(model, data)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = fv_fit(K, y, model.likelihood, ridge=opts["ridge"], max_iter=opts["max_iter"],
-                     tol=opts["tol"], progress=progress)
-        V = np.diag(res["v"])
-        jb = C.jensen_bound(y, res["m"], V, model.likelihood, K=K)
+    res = C.run_at_hyperparameters(model, data, fv_fit, ridge=opts["ridge"], max_iter=opts["max_iter"],
+                                   tol=opts["tol"], progress=progress)
+    V = np.diag(res["v"])
+    with C.quiet_numerics():
+        jb = C.jensen_bound(res["y"], res["m"], V, model.likelihood, K=res["K"])
     info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
             "converged": res["converged"], "ridge": float(opts["ridge"])}
     return C.gaussian_fit(model, data, "fv", res["m"], V, draws=draws, chains=chains, seed=seed,

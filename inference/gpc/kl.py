@@ -28,7 +28,6 @@ M = sym(a_m alpha^T) + A^T diag(a_v) A - alpha alpha^T / 2 - C K C / 2, A = V K^
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 
@@ -179,10 +178,8 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
     """KL method: the Gaussian maximising the Jensen bound, i.e. minimising KL(Q || P) (thesis §4.5)."""
     opts = _check(options)
     timer = C.Timer()
-    y, K = C.labels_and_kernel(model, data)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = kl_fit(K, y, model.likelihood, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress)
+    res = C.run_at_hyperparameters(model, data, kl_fit, max_iter=opts["max_iter"], tol=opts["tol"],
+                                   progress=progress)
     info = {"log_evidence": res["J"], "jensen_bound": res["J"], "iterations": res["iterations"],
             "converged": res["converged"], "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist()}

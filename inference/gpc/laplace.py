@@ -12,7 +12,6 @@ for EP.
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 from scipy import linalg as sla
@@ -140,8 +139,7 @@ def log_evidence_and_grad(model, data, hyp, method="laplace", **kw):
         raise ValueError(f"method must be one of {TYPE2_METHODS}, got {method!r}")
     y = C.labels_pm(data.y)
     K, dK = C.kernel_and_grads(model, data.X, hyp)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
+    with C.quiet_numerics():
         lZ, g, _ = grads[method](K, dK, y, model.likelihood, **kw)
     return lZ, g
 

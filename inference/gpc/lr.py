@@ -20,7 +20,6 @@ ln Z_reg at the chosen sigma_n is kept in ``info["log_evidence_regression"]``.
 from __future__ import annotations
 
 import numbers
-import warnings
 
 import numpy as np
 from scipy.optimize import minimize_scalar
@@ -93,10 +92,8 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
     """Label regression: GP regression on the +-1 labels, noise chosen by the regression evidence."""
     opts = _check(options)
     timer = C.Timer()
-    y, K = C.labels_and_kernel(model, data)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = lr_fit(K, y, model.likelihood, noise_sd=opts["noise_sd"], noise_range=tuple(opts["noise_range"]))
+    res = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"],
+                                   noise_range=tuple(opts["noise_range"]))
     info = {"log_evidence": res["jensen_bound"], "jensen_bound": res["jensen_bound"],
             "log_evidence_regression": res["log_evidence_regression"], "noise_sd": res["noise_sd"],
             "alpha": res["alpha"].tolist(), "sW": res["sW"].tolist()}

@@ -29,7 +29,6 @@ latter for model selection).
 """
 from __future__ import annotations
 
-import warnings
 
 import numpy as np
 from scipy.special import log_expit, log_ndtr
@@ -136,11 +135,11 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
     """Individual-potential bounds (Jaakkola-Jordan for logit, the thesis's bound for probit), EM updates."""
     opts = _check(options)
     timer = C.Timer()
-    y, K = C.labels_and_kernel(model, data)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore", RuntimeWarning)
-        res = vb_fit(K, y, model.likelihood, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress)
-        jb = C.jensen_bound(y, res["m"], res["V"], model.likelihood, sW=res["sW"], L=res["L"], alpha=res["alpha"])
+    res = C.run_at_hyperparameters(model, data, vb_fit, max_iter=opts["max_iter"], tol=opts["tol"],
+                                   progress=progress)
+    with C.quiet_numerics():
+        jb = C.jensen_bound(res["y"], res["m"], res["V"], model.likelihood, sW=res["sW"], L=res["L"],
+                            alpha=res["alpha"])
     info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
             "converged": res["converged"], "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist(), "varsigma": res["varsigma"].tolist()}
