@@ -41,7 +41,7 @@ import numpy as np
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model
 from bayeszoo.models.rvm import (LOG_ALPHA_PRUNED, RVM, RELEVANCE_THRESHOLD, _log_gamma_numpyro, _pm_log_gamma,
-                                 check_gamma_hyperpriors)
+                                 check_gamma_hyperpriors, check_task_matches_data)
 
 ARVM_KERNELS = ("iso", "diag")
 SPARSITY_NAMES = ("none", "aic", "bic", "ric")
@@ -144,18 +144,7 @@ class ARVM(Model):
     # ---- data ----------------------------------------------------------------------------------------
     def validate(self, data: Dataset) -> None:
         super().validate(data)
-        if self.is_classifier:
-            for what, y in (("y", data.y), ("y_test", data.y_test)):
-                labels = np.unique(y)
-                if not np.all(np.isin(labels, (0.0, 1.0))):
-                    raise ValueError(f"ARVM classification needs binary labels 0/1 in {what}; "
-                                     f"got values {labels[:10].tolist()}")
-            if np.unique(data.y).size < 2:
-                raise ValueError("ARVM classification needs both classes (0 and 1) in the training labels")
-            if data.task == "regression":
-                raise ValueError(f"dataset {data.name!r} is a regression problem; use ARVM(task='regression')")
-        elif data.task in ("classification", "multiclass"):
-            raise ValueError(f"dataset {data.name!r} is a {data.task} problem; use ARVM(task='classification')")
+        check_task_matches_data(self, data)
 
     def width_dims(self, d: int) -> int:
         return 1 if self.kernel == "iso" else d

@@ -59,6 +59,23 @@ def check_gamma_hyperpriors(model) -> None:
                              f"got {value!r}")
 
 
+def check_task_matches_data(model, data: Dataset) -> None:
+    """A binary classifier needs 0/1 labels with both classes in training; a regressor needs a regression set."""
+    name = type(model).__name__
+    if model.is_classifier:
+        for what, y in (("y", data.y), ("y_test", data.y_test)):
+            labels = np.unique(y)
+            if not np.all(np.isin(labels, (0.0, 1.0))):
+                raise ValueError(f"{name} classification needs binary labels 0/1 in {what}; "
+                                 f"got values {labels[:10].tolist()}")
+        if np.unique(data.y).size < 2:
+            raise ValueError(f"{name} classification needs both classes (0 and 1) in the training labels")
+        if data.task == "regression":
+            raise ValueError(f"dataset {data.name!r} is a regression problem; use {name}(task='regression')")
+    elif data.task in ("classification", "multiclass"):
+        raise ValueError(f"dataset {data.name!r} is a {data.task} problem; use {name}(task='classification')")
+
+
 @dataclass
 class RVM(Model):
     """Relevance vector machine for regression or binary classification.
@@ -122,18 +139,7 @@ class RVM(Model):
     # ---- data ----------------------------------------------------------------------------------------
     def validate(self, data: Dataset) -> None:
         super().validate(data)
-        if self.is_classifier:
-            for what, y in (("y", data.y), ("y_test", data.y_test)):
-                labels = np.unique(y)
-                if not np.all(np.isin(labels, (0.0, 1.0))):
-                    raise ValueError(f"RVM classification needs binary labels 0/1 in {what}; "
-                                     f"got values {labels[:10].tolist()}")
-            if np.unique(data.y).size < 2:
-                raise ValueError("RVM classification needs both classes (0 and 1) in the training labels")
-        elif data.task in ("classification", "multiclass"):
-            raise ValueError(f"dataset {data.name!r} is a {data.task} problem; use RVM(task='classification')")
-        if self.is_classifier and data.task == "regression":
-            raise ValueError(f"dataset {data.name!r} is a regression problem; use RVM(task='regression')")
+        check_task_matches_data(self, data)
 
     def design(self, X_new, centers) -> np.ndarray:
         """Design matrix Phi (n_new x M): [1, K(x, x_1), ..., K(x, x_N)] with the bias column first."""
