@@ -32,7 +32,6 @@ prior is correlated (large lengthscales); its Jensen bound (4.13) is evaluated a
 """
 from __future__ import annotations
 
-
 import numpy as np
 from scipy import linalg as sla
 

@@ -28,7 +28,6 @@ M = sym(a_m alpha^T) + A^T diag(a_v) A - alpha alpha^T / 2 - C K C / 2, A = V K^
 """
 from __future__ import annotations
 
-
 import numpy as np
 
 from bayeszoo.progress import progress_bar

@@ -12,7 +12,6 @@ for EP.
 """
 from __future__ import annotations
 
-
 import numpy as np
 from scipy import linalg as sla
 from scipy.optimize import minimize

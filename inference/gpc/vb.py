@@ -29,7 +29,6 @@ latter for model selection).
 """
 from __future__ import annotations
 
-
 import numpy as np
 from scipy.special import log_expit, log_ndtr
 
