@@ -13,6 +13,8 @@ from bayeszoo.inference._idata import make_fit
 from bayeszoo.inference import _fft
 from bayeszoo.models.bid import BID, F_SCALE, VARIANTS, isnr, parse_variant
 
+from _declarations import declared_log_densities
+
 
 def _direct_circular_conv(f, k):
     """sum_j k_j f_{i - j} (indices mod the image size), written as loops."""
@@ -202,16 +204,9 @@ def _direct_logp(model, data, point):
 
 @pytest.mark.parametrize("variant", ["StStSt", "GGG", "StGSt"])
 def test_pymc_and_numpyro_declare_the_same_density(variant):
-    import jax.numpy as jnp
-    from numpyro.infer.util import log_density
-
     data = bz.datasets.load("bid_blocks", size=16, n_blocks=4, psf="uniform")
     model = BID(variant=variant, psf_size=5, sigma_phi2=1.0, a_alpha=1.0, b_alpha=1e-3, a_beta=2.0, b_beta=1e-3)
-    pm_model = model.pymc_model(data)
-    rng = np.random.default_rng(4)
-    point = {k: rng.standard_normal(np.shape(v)) for k, v in pm_model.initial_point().items()}
-    lp_pymc = float(pm_model.compile_logp()(point))
-    lp_numpyro = float(log_density(model.numpyro_model(data), (), {}, {k: jnp.asarray(v) for k, v in point.items()})[0])
+    [(point, lp_pymc, lp_numpyro, _)] = declared_log_densities(model, data, rng=np.random.default_rng(4), n=1)
     lp_direct = _direct_logp(model, data, point)
     assert lp_pymc == pytest.approx(lp_direct, rel=1e-10)
     assert lp_numpyro == pytest.approx(lp_direct, rel=1e-10)

@@ -14,6 +14,8 @@ from bayeszoo.inference.rvm.em import OPTIONS as EM_OPTIONS, type2_fit
 from bayeszoo.models.imagervm import ImageRVM
 from bayeszoo.models.rvm import RVM, log_gamma_logpdf
 
+from _declarations import declared_log_densities
+
 pytestmark = pytest.mark.filterwarnings("ignore::RuntimeWarning")
 
 ODD_KERNEL = [[0.0, 1.0, 0.5], [2.0, -1.0, 0.0], [0.3, 0.0, 1.0]]   # not symmetric, not positive: not Mercer
@@ -227,20 +229,12 @@ def _exact_logp(model, data, point):
 
 
 def test_pymc_and_numpyro_log_densities_agree_exactly():
-    from numpyro.infer.util import log_density
-
     data = bz.datasets.load("sinc2d_image", size=5, seed=0)
     model = ImageRVM(kernels=(1.0, 3.0), a=0.5, b=0.02, c=2.0, d=0.1)
-    pm_model = model.pymc_model(data)
-    logp = pm_model.compile_logp()
-    fn = model.numpyro_model(data)
-    rng = np.random.default_rng(0)
-    for _ in range(2):
-        point = {k: rng.normal(scale=1.5, size=np.shape(v)) for k, v in pm_model.initial_point().items()}
+    for point, pm_lp, np_lp, _ in declared_log_densities(model, data, n=2, scale=1.5):
         ours = _exact_logp(model, data, point)
-        np_lp, trace = log_density(fn, (), {}, point)
-        assert np.isclose(logp(point), ours, rtol=1e-10)
-        assert np.isclose(float(np_lp), ours, rtol=1e-10)
+        assert np.isclose(pm_lp, ours, rtol=1e-10)
+        assert np.isclose(np_lp, ours, rtol=1e-10)
 
 
 @pytest.mark.slow

@@ -11,6 +11,8 @@ from bayeszoo.models import from_spec, gp_kernels
 from bayeszoo.models.gpc import (GPC, TWO_POINT_X, gp_conditional, log_predictive_probability, log_sig,
                                  predictive_probability, two_point_exact_moments)
 
+from _declarations import declared_log_densities
+
 KINDS = [(k, 2) for k in gp_kernels.KERNELS if k != "poly"] + [("poly", p) for p in (1, 2, 3)]
 
 
@@ -120,22 +122,17 @@ def test_bad_labels_and_hyperparameters_raise(small):
 # ---- declarations ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("likelihood, kernel", [("probit", "se"), ("logit", "matern52"), ("probit", "nn")])
 def test_pymc_and_numpyro_log_densities_agree(likelihood, kernel, small):
-    from numpyro.infer.util import log_density
-
     model = GPC(likelihood=likelihood, kernel=kernel, log_lengthscale=0.3, log_amplitude=1.0)
-    pm_model = model.pymc_model(small)
-    logp = pm_model.compile_logp()
-    fn = model.numpyro_model(small)
     L = model.cholesky(small.X)
     ypm = GPC.labels_pm(small.y)
     rng = np.random.default_rng(0)
-    for scale in (0.5, 3.0, 10.0):
-        z = rng.normal(scale=scale, size=small.n)
+    points = [{"z": rng.normal(scale=scale, size=small.n)} for scale in (0.5, 3.0, 10.0)]
+    for point, pm_lp, np_lp, trace in declared_log_densities(model, small, points):
+        z = point["z"]
         f = L @ z
         exact = -0.5 * z @ z - 0.5 * small.n * np.log(2 * np.pi) + np.sum(log_sig(ypm * f, likelihood))
-        np_lp, trace = log_density(fn, (), {}, {"z": z})
-        assert np.isclose(logp({"z": z}), exact, rtol=1e-10, atol=1e-8)
-        assert np.isclose(float(np_lp), exact, rtol=1e-10, atol=1e-8)
+        assert np.isclose(pm_lp, exact, rtol=1e-10, atol=1e-8)
+        assert np.isclose(np_lp, exact, rtol=1e-10, atol=1e-8)
         np.testing.assert_allclose(np.asarray(trace["f"]["value"]), f, rtol=1e-12, atol=1e-12)
         # in f coordinates the density differs by the constant log |L|
         assert np.isclose(model.log_joint(f, small), exact - np.sum(np.log(np.diag(L))), rtol=1e-10)

@@ -6,6 +6,8 @@ import bayeszoo as bz
 from bayeszoo.inference._idata import make_fit
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED, RVM, log_gamma_logpdf
 
+from _declarations import declared_log_densities
+
 
 @pytest.fixture(scope="module")
 def sinc():
@@ -39,20 +41,12 @@ def _exact_logp(model, data, point):
 @pytest.mark.parametrize("task, link", [("regression", "logit"), ("classification", "logit"),
                                         ("classification", "probit")])
 def test_pymc_and_numpyro_log_densities_agree_exactly(task, link, sinc, mixture):
-    from numpyro.infer.util import log_density
-
     data = sinc if task == "regression" else mixture
     model = RVM(task=task, link=link, width=3.0 if task == "regression" else 0.5, a=0.3, b=0.02, c=2.0, d=0.1)
-    pm_model = model.pymc_model(data)
-    logp = pm_model.compile_logp()
-    fn = model.numpyro_model(data)
-    rng = np.random.default_rng(0)
-    for _ in range(3):
-        point = {k: rng.normal(scale=2.0, size=np.shape(v)) for k, v in pm_model.initial_point().items()}
+    for point, pm_lp, np_lp, trace in declared_log_densities(model, data, n=3, scale=2.0):
         ours = _exact_logp(model, data, point)
-        np_lp, trace = log_density(fn, (), {}, point)
-        assert np.isclose(logp(point), ours, rtol=1e-10, atol=1e-8)
-        assert np.isclose(float(np_lp), ours, rtol=1e-10, atol=1e-8)
+        assert np.isclose(pm_lp, ours, rtol=1e-10, atol=1e-8)
+        assert np.isclose(np_lp, ours, rtol=1e-10, atol=1e-8)
         np.testing.assert_allclose(np.asarray(trace["w"]["value"]), point["z"] * np.exp(-0.5 * point["log_alpha"]))
 
 
