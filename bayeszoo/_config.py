@@ -2,7 +2,7 @@
 
 * JAX runs in float64: GP, EP and RVM numerics (Cholesky of nearly singular kernel matrices,
   log-evidence differences) are not reliable in float32. This is the only place it is set.
-* PyTensor is pointed at a real BLAS before it is first imported (see :mod:`bayeszoo._blas`).
+* PyTensor is pointed at a real BLAS before it is first imported (see :mod:`bayeszoo.numerics.pytensor_blas`).
 """
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ warnings.filterwarnings("ignore", message="ArviZ is undergoing a major refactor"
 
 os.environ.setdefault("XLA_FLAGS", "--xla_force_host_platform_device_count=1")
 
-from bayeszoo import _blas  # noqa: E402
+from bayeszoo.numerics import pytensor_blas as _blas  # noqa: E402
 
 _blas.configure_pytensor_blas()
 

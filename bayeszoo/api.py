@@ -8,14 +8,18 @@ from concurrent.futures import Executor
 
 import numpy as np
 
+import pandas as pd
+
+from bayeszoo import inference  # noqa: F401  (importing it registers every backend)
 from bayeszoo import registry
+from bayeszoo.comparison import Comparison, fit_filename
 from bayeszoo.datasets import Dataset
-from bayeszoo.fit import Fit, load_fit
+from bayeszoo.fit import Fit, _jsonable, load_fit
+from bayeszoo.models import Model
+from bayeszoo.progress import progress_bar
 
 
 def _check_model(model):
-    from bayeszoo.models import Model
-
     if not isinstance(model, Model):
         raise ValueError(f"model must be a bayeszoo model (e.g. bz.models.RVM()), got {type(model).__name__}")
 
@@ -25,17 +29,50 @@ def _check_positive_int(value, what, minimum=1):
         raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}")
 
 
-def backends(model) -> list[str]:
-    """Names of the backends that apply to ``model``."""
+def backends(model, details: bool = False) -> list[str] | pd.DataFrame:
+    """Names of the backends that apply to ``model``; with ``details=True`` a table of each backend's kind,
+    library, default draws / tune / chains and options (one row per option: name, default, meaning)."""
     _check_model(model)
-    return registry.backends_for(model)
+    names = registry.backends_for(model)
+    if not details:
+        return names
+    return backend_table([registry.get(model, name) for name in names])
 
 
-def fit(model, data: Dataset, backend: str = "nuts", *, draws: int = 1000, tune: int = 1000, chains: int = 4,
-        seed: int | None = 0, progress: bool = True, **options) -> Fit:
+def backend_table(specs: list[registry.Backend], model=None, data=None) -> pd.DataFrame:
+    """One row per option of each backend (a backend without options has one row with ``option`` None)."""
+    rows = []
+    for spec in specs:
+        own = spec.defaults if isinstance(spec.defaults, dict) else {}
+        common = {"backend": spec.name, "family": spec.family or "generic", "kind": spec.kind,
+                  "library": spec.library, "description": spec.description,
+                  "defaults": "per problem" if callable(spec.defaults) else
+                  ", ".join(f"{k}={v}" for k, v in {**registry.HARNESS_DEFAULTS, **own}.items())}
+        if not spec.options:   # TRANSITION: None while a backend does not declare its options
+            rows.append({**common, "option": None, "default": None, "meaning": ""})
+        for name, opt in (spec.options or {}).items():
+            rows.append({**common, "option": name, "default": repr(opt.default), "meaning": opt.help})
+    return pd.DataFrame(rows, columns=["backend", "family", "kind", "library", "description", "defaults", "option",
+                                       "default", "meaning"])
+
+
+def _check_counts(draws, tune, chains, seed) -> None:
+    if draws is not None:
+        _check_positive_int(draws, "draws")
+    if tune is not None:
+        _check_positive_int(tune, "tune", minimum=0)
+    if chains is not None:
+        _check_positive_int(chains, "chains")
+    if seed is not None:
+        _check_positive_int(seed, "seed", minimum=0)
+
+
+def fit(model, data: Dataset, backend: str = "nuts", *, draws: int | None = None, tune: int | None = None,
+        chains: int | None = None, seed: int | None = 0, progress: bool = True, **options) -> Fit:
     """Fit ``model`` to ``data`` with one backend and return a :class:`Fit`.
 
-    Inputs are checked (model, data, backend name, counts) before any compilation or sampling starts.
+    Inputs are checked (model, data, backend name, counts, options) before any compilation or sampling starts.
+    ``draws``, ``tune`` and ``chains`` default to what the backend declares (``bz.backends(model, details=True)``).
     ``options`` go to the backend (e.g. ``max_iter`` for ``em``); an option it does not know is an error.
     """
     _check_model(model)
@@ -43,23 +80,20 @@ def fit(model, data: Dataset, backend: str = "nuts", *, draws: int = 1000, tune:
         raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
     model.validate(data)
     spec = registry.get(model, backend)
-    _check_positive_int(draws, "draws")
-    _check_positive_int(tune, "tune", minimum=0)
-    _check_positive_int(chains, "chains")
-    if seed is not None:
-        _check_positive_int(seed, "seed", minimum=0)
+    _check_counts(draws, tune, chains, seed)
+    opts = spec.resolve(options)
+    given = {"draws": draws, "tune": tune, "chains": chains}
+    counts = {k: (v if v is not None else spec.harness_defaults(model, data)[k]) for k, v in given.items()}
     start = time.perf_counter()
-    result = spec.run(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress, **options)
+    result = spec.run(model, data, **counts, seed=seed, progress=progress, **opts)
     result.timing.setdefault("total", time.perf_counter() - start)
-    result.info.setdefault("seed", seed)
-    result.info["settings"] = _settings(draws=draws, tune=tune, chains=chains, seed=seed, **options)
+    result.info["seed"] = seed
+    result.info["settings"] = _settings(**counts, seed=seed, **options)
     return result
 
 
 def _settings(**kwargs) -> dict:
     """What a fit was asked for (minus ``progress``), so a resumed grid can tell a stale fit from a current one."""
-    from bayeszoo.fit import _jsonable
-
     kwargs.pop("progress", None)
     return {k: (v if isinstance(v, (int, float, str, bool, type(None))) else repr(v))
             for k, v in _jsonable(kwargs).items()}
@@ -80,8 +114,8 @@ def _run_one(model, data, backend, kwargs, path):
 
 
 def compare(model, data: Dataset, backends: list[str] | None = None, reference: str | Fit | None = None, *,
-            draws: int = 1000, tune: int = 1000, chains: int = 4, seed: int = 0, progress: bool = True,
-            executor: Executor | None = None, out: str | os.PathLike | None = None,
+            draws: int | None = None, tune: int | None = None, chains: int | None = None, seed: int = 0,
+            progress: bool = True, executor: Executor | None = None, out: str | os.PathLike | None = None,
             options: dict[str, dict] | None = None, reference_draws: int | None = None):
     """Run a grid of backends on one model and dataset and return a :class:`Comparison`.
 
@@ -92,9 +126,8 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
     out : folder; each finished fit is saved there at once, and a grid started again with the same ``out``
         loads those fits instead of recomputing them (resume). The table and report are written at the end.
     options : per-backend keyword options, e.g. ``{"em": {"max_iter": 500}}``.
+    draws, tune, chains : the same for every backend; where None, each backend's own default.
     """
-    from bayeszoo.comparison import Comparison
-
     _check_model(model)
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
@@ -110,9 +143,18 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
     unknown = set(options) - set(backends) - ({reference} if isinstance(reference, str) else set())
     if unknown:
         raise ValueError(f"options given for backends not in the grid: {sorted(unknown)}")
-    common = dict(draws=draws, tune=tune, chains=chains, seed=seed, progress=progress)
+    _check_counts(draws, tune, chains, seed)
+    asked = {"draws": draws, "tune": tune, "chains": chains}
 
-    jobs = {name: {**common, **options.get(name, {})} for name in backends}
+    def job(name: str) -> dict:
+        """The full keyword arguments of one cell (counts resolved, options checked), before anything runs."""
+        spec = registry.get(model, name)
+        own = options.get(name, {})
+        spec.resolve(own)
+        counts = {k: (v if v is not None else spec.harness_defaults(model, data)[k]) for k, v in asked.items()}
+        return {**counts, "seed": seed, "progress": progress, **own}
+
+    jobs = {name: job(name) for name in backends}
     ref_label = None
     if isinstance(reference, str):
         registry.get(model, reference)
@@ -120,7 +162,7 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
             ref_label = reference
         else:
             ref_label = f"{reference} (reference)"
-            ref_kwargs = {**common, **options.get(reference, {})}
+            ref_kwargs = job(reference)
             if reference_draws is not None:
                 _check_positive_int(reference_draws, "reference_draws")
                 ref_kwargs["draws"] = reference_draws
@@ -132,7 +174,7 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
     fits_dir = os.path.join(os.fspath(out), "fits") if out is not None else None
     pending = {}
     for label, kwargs in jobs.items():
-        path = os.path.join(fits_dir, f"{_safe(label)}.nc") if fits_dir else None
+        path = os.path.join(fits_dir, fit_filename(label)) if fits_dir else None
         if path and os.path.exists(path):
             saved = load_fit(path)
             if saved.info.get("settings") == _settings(**kwargs):
@@ -140,8 +182,6 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
                 continue
             os.remove(path)  # asked for with other settings (draws, seed, options): run it again
         pending[label] = (label.replace(" (reference)", ""), kwargs, path)
-
-    from bayeszoo.progress import progress_bar
 
     with progress_bar(total=len(jobs), initial=len(fits), desc="grid", disable=not progress) as bar:
         if executor is None:
@@ -183,10 +223,6 @@ def _store(fits, errors, label, result, error):
         errors[label] = error
 
 
-def _safe(label: str) -> str:
-    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in label)
-
-
 # ------------------------------------------------------------------------------------- cross-validation
 def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10, repeats: int = 1, seed: int = 0,
                    draws: int = 500, tune: int = 500, chains: int = 2, progress: bool = True,
@@ -201,8 +237,6 @@ def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10
     _check_positive_int(repeats, "repeats")
     if folds > data.n:
         raise ValueError(f"folds={folds} is more than the {data.n} training points")
-    from bayeszoo.progress import progress_bar
-
     rng = np.random.default_rng(seed)
     results: dict[str, list] = {}
     with progress_bar(total=folds * repeats, desc=f"cv {backend}", disable=not progress) as bar:

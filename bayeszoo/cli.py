@@ -192,6 +192,8 @@ def cmd_list(args, out=None) -> int:
             where = "generic" if b.family is None else fam
             desc = f"  {b.description}" if b.description else ""
             print(f"      {b.name:<14} {b.kind:<13} [{where}]{desc}", file=out)
+            for name, opt in (b.options or {}).items():
+                print(f"          {name} = {opt.default!r}: {opt.help}", file=out)
     print("Datasets:", file=out)
     for name in bz.datasets.names():
         try:

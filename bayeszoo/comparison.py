@@ -61,17 +61,16 @@ class Comparison:
         """Write ``fits/<backend>.nc``, ``data.npz``, ``comparison.json``, ``table.csv`` and ``report.html``."""
         directory = os.fspath(directory)
         os.makedirs(os.path.join(directory, "fits"), exist_ok=True)
-        from bayeszoo.api import _safe
 
         for label, result in self.fits.items():
-            path = os.path.join(directory, "fits", f"{_safe(label)}.nc")
+            path = os.path.join(directory, "fits", fit_filename(label))
             if not os.path.exists(path):
                 result.save(path)
         np.savez_compressed(os.path.join(directory, "data.npz"), X=self.data.X, y=self.data.y,
                             X_test=self.data.X_test, y_test=self.data.y_test)
         meta = {"model_spec": self.model.spec(), "data_name": self.data.name, "data_meta": _jsonable(self.data.meta),
                 "reference": self.reference, "order": self.order or list(self.fits),
-                "files": {label: f"fits/{_safe(label)}.nc" for label in self.fits}, "errors": self.errors}
+                "files": {label: f"fits/{fit_filename(label)}" for label in self.fits}, "errors": self.errors}
         with open(os.path.join(directory, "comparison.json"), "w") as fh:
             json.dump(meta, fh, indent=2)
         self.table().to_csv(os.path.join(directory, "table.csv"), index=False)
@@ -101,6 +100,11 @@ def load_comparison(directory: str | os.PathLike) -> Comparison:
     ref = meta.get("reference")
     return Comparison(model=from_spec(meta["model_spec"]), data=data, fits=fits, errors=meta.get("errors", {}),
                       reference=ref, reference_fit=fits.get(ref), order=meta.get("order", list(fits)))
+
+
+def fit_filename(label: str) -> str:
+    """The file name of a grid cell's fit: the label with anything but letters, digits, - and _ replaced."""
+    return "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in label) + ".nc"
 
 
 def _jsonable(obj):

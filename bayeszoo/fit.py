@@ -1,15 +1,35 @@
-"""The :class:`Fit` type: one backend's answer for one model on one dataset."""
+"""The :class:`Fit` type (one backend's answer for one model on one dataset) and :func:`build_fit`, the one
+place where every backend's arrays become a Fit (docs/architecture.md, "Fit and InferenceData")."""
 from __future__ import annotations
 
+import datetime
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
+from importlib import metadata
 from typing import Any
 
 import arviz as az
+import numpy as np
+import xarray as xr
 
 KINDS = ("mcmc", "approximation")
 _ATTR = "bayeszoo_fit"  # JSON blob stored in idata.posterior.attrs so a saved fit is self-describing
+
+#: The info keys every fit carries, with their value when a backend has nothing to say. The report, the
+#: comparison table and the CLI read these and nothing else; a backend may add its own keys beside them.
+INFO_KEYS: dict[str, Any] = {
+    "iterations": None,   # optimisation iterations, EP sweeps or sampler sweeps (warm-up included)
+    "converged": None,    # True / False where the algorithm has a stopping rule, else None
+    "objective": None,    # name of the variable in the ``objective`` group the algorithm optimises
+    "n_grad": None,       # gradient evaluations (leapfrog steps, ADVI steps x MC samples); None without gradients
+    "divergences": None,  # divergent transitions after warm-up (gradient-based samplers)
+    "warnings": [],       # messages for the user: non-convergence, divergences, uneven weights
+}
+#: sample_stats names of ArviZ's schema; a backend uses these for the quantities they name.
+ARVIZ_SAMPLE_STATS = ("lp", "acceptance_rate", "step_size", "step_size_bar", "tree_depth", "n_steps", "diverging",
+                      "energy", "energy_error", "max_energy_error", "largest_eigval", "smallest_eigval")
 
 
 @dataclass
@@ -116,3 +136,98 @@ def _jsonable(obj: Any):
     if isinstance(obj, np.generic):
         return obj.item()
     return obj
+
+
+# ------------------------------------------------------------------------------------------ the builder
+_RENAMED_INFO = {"n_iter": "iterations", "sweeps": "iterations", "grad_evals": "n_grad"}
+
+
+def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, sample_stats: dict | None = None,
+              objective: dict | None = None, info: dict | None = None, library: str = "bayeszoo") -> Fit:
+    """The one way a backend turns its results into a :class:`Fit`.
+
+    posterior : mapping (or ``xarray.Dataset``) name -> array shaped (chain, draw, *var_shape); it must hold every
+        canonical variable of ``model.var_dims(data)``; other variables (a declaration's auxiliaries) are dropped.
+    sample_stats : name -> array (chain, draw), under ArviZ's names where the quantity has one
+        (:data:`ARVIZ_SAMPLE_STATS`); ``diverging`` is stored as bool.
+    objective : name -> trace over iterations, (iteration,) or (chain, iteration): the ``objective`` group.
+    info : the backend's counts and flags; the keys of :data:`INFO_KEYS` are filled in where missing.
+    library : the distribution that did the inference ("bayeszoo" for the hand-written algorithms, "pymc",
+        "numpyro", "nutpie"), recorded with its version in every group's provenance attributes.
+    """
+    groups = {"posterior": _canonical_posterior(model, data, backend, posterior)}
+    n_chain, n_draw = groups["posterior"].sizes["chain"], groups["posterior"].sizes["draw"]
+    if sample_stats:
+        stats = {}
+        for name, values in sample_stats.items():
+            values = np.asarray(values)
+            if values.shape != (n_chain, n_draw):
+                raise ValueError(f"backend {backend!r}: sample_stats[{name!r}] has shape {values.shape}, "
+                                 f"expected (chain, draw) = {(n_chain, n_draw)}")
+            stats[name] = xr.DataArray(values.astype(bool) if name == "diverging" else values, dims=("chain", "draw"))
+        groups["sample_stats"] = xr.Dataset(stats, coords=_chain_draw(n_chain, n_draw))
+    obs_coords = model.coords(data).get("obs", np.arange(data.n))
+    groups["observed_data"] = xr.Dataset({"y": xr.DataArray(np.asarray(data.y), dims=("obs",),
+                                                            coords={"obs": obs_coords})})
+    groups["constant_data"] = xr.Dataset({
+        name: xr.DataArray(np.asarray(value), dims=tuple(f"{name}_dim_{i}" for i in range(np.ndim(value))))
+        for name, value in model.constant_data(data).items()})
+    if objective:
+        groups["objective"] = xr.Dataset({
+            name: xr.DataArray(np.asarray(trace, dtype=float),
+                               dims=("iteration",) if np.ndim(trace) == 1 else ("chain", "iteration"))
+            for name, trace in objective.items()})
+    attrs = _provenance(library)
+    for group in groups.values():
+        group.attrs.update(attrs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the custom ``objective`` group
+        idata = az.InferenceData(**groups)
+    timing = {k: float(max(v, 0.0)) for k, v in timing.items()}
+    return Fit(idata=idata, backend=backend, kind=kind, timing=timing, model_spec=model.spec(),
+               info=_standard_info(backend, info or {}))
+
+
+def _chain_draw(n_chain: int, n_draw: int) -> dict:
+    return {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
+
+
+def _canonical_posterior(model, data, backend: str, posterior) -> xr.Dataset:
+    var_dims, coords = model.var_dims(data), model.coords(data)
+    names = set(posterior.data_vars) if isinstance(posterior, xr.Dataset) else set(posterior)
+    missing = set(var_dims) - names
+    if missing:
+        raise ValueError(f"backend {backend!r} returned variables {sorted(names)}, which lack the canonical "
+                         f"variable(s) {sorted(missing)} of {type(model).__name__}")
+    out = {}
+    for name, dims in var_dims.items():
+        values = np.asarray(posterior[name], dtype=float)
+        if values.ndim != 2 + len(dims):
+            raise ValueError(f"backend {backend!r}: {name} has shape {values.shape[2:]} per draw, expected dims {dims}")
+        out[name] = xr.DataArray(values, dims=("chain", "draw", *dims),
+                                 coords={d: coords[d] for d in dims if d in coords})
+    n_chain, n_draw = next(iter(out.values())).shape[:2]
+    return xr.Dataset(out, coords=_chain_draw(n_chain, n_draw))
+
+
+def _provenance(library: str) -> dict:
+    """ArviZ's provenance attributes for every group."""
+    try:
+        version = metadata.version(library)
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "arviz_version": az.__version__, "inference_library": library,
+            "inference_library_version": version}
+
+
+def _standard_info(backend: str, info: dict) -> dict:
+    renamed = sorted(set(info) & set(_RENAMED_INFO))
+    if renamed:
+        raise ValueError(f"backend {backend!r} reports info keys {renamed}; the standard names are "
+                         f"{[_RENAMED_INFO[k] for k in renamed]} (bayeszoo.fit.INFO_KEYS)")
+    out = {key: (list(default) if isinstance(default, list) else default) for key, default in INFO_KEYS.items()}
+    out.update(info)
+    warns = out["warnings"]
+    out["warnings"] = [warns] if isinstance(warns, str) else list(warns or [])
+    return out

@@ -1,44 +1,94 @@
-"""Backend registry.
+"""Backend registry: the one contract every backend, generic or hand-written, follows.
 
 A backend is a function ``run(model, data, *, draws, tune, chains, seed, progress, **options) -> Fit``
-registered under a name. Generic backends (``nuts``, ``numpyro``, ``advi`` ...) apply to every model that
-declares itself in PyMC / NumPyro; hand-written ones are registered for one family (``family="rvm"``), so
-the same name (``gibbs``, ``vb``) can mean a different algorithm in each family.
+registered under a name with :func:`register`. Registration declares everything the harness needs to know:
+
+* ``kind``: "mcmc" or "approximation" (draws of an approximation are i.i.d. and not judged by R-hat);
+* ``options``: name -> :class:`Option` (default and a one-line meaning). :func:`bayeszoo.fit` merges the user's
+  options into these defaults, rejects unknown names and runs ``check`` once, before any work; ``run`` then
+  receives every option, resolved;
+* ``defaults``: the draws / tune / chains that suit the backend (a dict, or a function of model and data, e.g.
+  fewer draws from an approximation of a large image); :data:`HARNESS_DEFAULTS` otherwise;
+* ``library``: the distribution whose name and version go into the InferenceData's provenance attributes.
+
+Generic backends (``nuts``, ``numpyro``, ...) apply to every model that declares itself in PyMC / NumPyro;
+hand-written ones are registered for one family (``family="rvm"``), so the same name (``gibbs``, ``vb``) can mean a
+different algorithm in each family. Importing :mod:`bayeszoo.inference` registers them all.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Callable
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, NamedTuple
+
+KINDS = ("mcmc", "approximation")
+HARNESS_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 
 _GENERIC: dict[str, "Backend"] = {}
 _FAMILY: dict[tuple[str, str], "Backend"] = {}
+
+
+class Option(NamedTuple):
+    """One backend option: its default and what it means, in one line."""
+
+    default: Any
+    help: str
 
 
 @dataclass(frozen=True)
 class Backend:
     name: str
     run: Callable
-    kind: str                     # "mcmc" or "approximation"
-    family: str | None            # None for generic backends
+    kind: str                                   # "mcmc" or "approximation"
+    family: str | None                          # None for generic backends
     description: str = ""
-    applies: Callable | None = None  # optional predicate model -> bool (e.g. regression only)
+    options: Mapping[str, Option] | None = None   # None: not declared yet (the backend checks its own)
+    check: Callable[[dict], dict | None] | None = None   # validates resolved options; may return them normalised
+    defaults: Mapping[str, int] | Callable | None = None   # draws / tune / chains, or model, data -> those
+    applies: Callable | None = None             # optional predicate model -> bool (e.g. regression only)
+    library: str = "bayeszoo"                   # provenance: the library that does the inference
 
     def applies_to(self, model) -> bool:
         if self.family is not None and self.family != model.family:
             return False
         return self.applies is None or bool(self.applies(model))
 
+    def resolve(self, options: dict) -> dict:
+        """``options`` merged into the declared defaults and checked; a ValueError names an unknown option."""
+        if self.options is None:   # TRANSITION: backends not yet declaring their options check them in run
+            return dict(options)
+        unknown = sorted(set(options) - set(self.options))
+        if unknown:
+            allowed = ", ".join(sorted(self.options)) or "no options"
+            raise ValueError(f"unknown option(s) {unknown} for backend {self.name!r}; allowed: {allowed}")
+        resolved = {name: opt.default for name, opt in self.options.items()}
+        resolved.update(options)
+        if self.check is not None:
+            checked = self.check(dict(resolved))
+            if checked is not None:
+                resolved = dict(checked)
+        return resolved
+
+    def harness_defaults(self, model, data) -> dict:
+        """The draws / tune / chains this backend uses when the caller does not say."""
+        own = self.defaults(model, data) if callable(self.defaults) else (self.defaults or {})
+        return {**HARNESS_DEFAULTS, **own}
+
 
 def register(name: str, *, kind: str, family: str | None = None, description: str = "",
-             applies: Callable | None = None):
+             options: Mapping[str, Option] | None = None, check: Callable | None = None,
+             defaults: Mapping[str, int] | Callable | None = None, applies: Callable | None = None,
+             library: str = "bayeszoo"):
     """Decorator that registers ``run`` as backend ``name`` (for one ``family``, or generic if None)."""
-    if kind not in ("mcmc", "approximation"):
+    if kind not in KINDS:
         raise ValueError(f"kind must be 'mcmc' or 'approximation', got {kind!r}")
+    for opt_name, opt in (options or {}).items():
+        if not isinstance(opt, Option) or not opt.help:
+            raise TypeError(f"backend {name!r}: option {opt_name!r} must be an Option(default, help) with a help text")
 
     def deco(run):
         backend = Backend(name=name, run=run, kind=kind, family=family,
                           description=description or (run.__doc__ or "").strip().split("\n")[0],
-                          applies=applies)
+                          options=None if options is None else dict(options), check=check, defaults=defaults, applies=applies, library=library)
         table, key = (_GENERIC, name) if family is None else (_FAMILY, (family, name))
         table[key] = backend
         return run
@@ -46,13 +96,8 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
     return deco
 
 
-def _ensure_loaded():
-    import bayeszoo.inference  # noqa: F401  (importing registers every backend)
-
-
 def backends_for(model) -> list[str]:
     """Names of the backends that apply to ``model``: generic ones first, then the family's own."""
-    _ensure_loaded()
     names = [b.name for b in _GENERIC.values() if b.applies_to(model)]
     names += [b.name for (fam, _), b in _FAMILY.items() if fam == model.family and b.applies_to(model)]
     return names
@@ -60,7 +105,6 @@ def backends_for(model) -> list[str]:
 
 def get(model, name: str) -> Backend:
     """The backend called ``name`` for ``model``; a ValueError naming the choices if there is none."""
-    _ensure_loaded()
     if not isinstance(name, str):
         raise ValueError(f"backend must be a name (str), got {type(name).__name__}")
     backend = _FAMILY.get((model.family, name)) or _GENERIC.get(name)
@@ -71,5 +115,4 @@ def get(model, name: str) -> Backend:
 
 
 def all_backends() -> list[Backend]:
-    _ensure_loaded()
     return list(_GENERIC.values()) + list(_FAMILY.values())

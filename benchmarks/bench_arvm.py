@@ -1,6 +1,6 @@
 """aRVM against the RVM with inner-CV width on the real data sets of Tzikas et al. (2009, Tables I-II).
 
-Both run the sources' nested protocol (:func:`bayeszoo.inference.arvm.protocol.rvm_versus_arvm`): outer
+Both run the sources' nested protocol (:func:`bayeszoo.studies.arvm_nested_cv.rvm_versus_arvm`): outer
 10-fold CV, inner 9-fold selection of the RVM width on 0.5, 1, ..., 10 (``fast`` backend) and of the aRVM
 sparsity c in {1, BIC, RIC}. Reported side by side: mean test error (MSE / error rate), mean number of
 relevance vectors, and seconds per outer fold (selection included). Not a test: nothing is asserted.
@@ -39,7 +39,7 @@ def _subsample(data, max_n, seed):
 def run(datasets=REGRESSION + CLASSIFICATION, folds=10, inner_folds=9, widths=None, max_n=300,
         arvm_options=None, seed=0, progress=False) -> dict:
     import bayeszoo as bz
-    from bayeszoo.inference.arvm.protocol import WIDTH_GRID, rvm_versus_arvm
+    from bayeszoo.studies.arvm_nested_cv import WIDTH_GRID, rvm_versus_arvm
 
     widths = WIDTH_GRID if widths is None else widths
     out = {"name": "arvm", "folds": folds, "inner_folds": inner_folds, "max_n": max_n, "widths": list(widths),

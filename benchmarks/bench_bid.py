@@ -75,7 +75,7 @@ def noise_sd_mad(g: np.ndarray) -> float:
 
 def _tv_weights(x, eps):
     """Lagged-diffusivity weights 1 / sqrt(|grad x|^2 + eps^2) of the smoothed isotropic TV (circular differences)."""
-    from bayeszoo.inference import _fft
+    from bayeszoo.numerics import fft as _fft
 
     dx, dy = (_fft.apply_stencil(x, s) for s in _fft.STENCILS["St"])
     return 1.0 / np.sqrt(dx**2 + dy**2 + eps**2)
@@ -83,7 +83,7 @@ def _tv_weights(x, eps):
 
 def _tv_operator(weights):
     """v -> D^T diag(weights) D v over both difference directions (the TV term's lagged-diffusivity Hessian)."""
-    from bayeszoo.inference import _fft
+    from bayeszoo.numerics import fft as _fft
 
     def apply(v):
         return sum(_fft.adjoint_stencil(weights * _fft.apply_stencil(v, s), s) for s in _fft.STENCILS["St"])
@@ -100,7 +100,7 @@ def tv_blind(g, h_init, *, outer=15, inner=3, support=15, cg_iter=60, lam_h_fact
     a Laplace prior on the gradient magnitude with the maximum-likelihood scale b, the mean |grad|) the weight is
     lam = s^2 / b: lam_f = s^2 / mean|grad g| and lam_h = s^2 / mean|grad h_in| over the support, s by
     ``noise_sd_mad``. The smoothing eps is 1% of each mean gradient. Returns (f, h window, settings)."""
-    from bayeszoo.inference import _fft
+    from bayeszoo.numerics import fft as _fft
 
     shape = g.shape
     mask = _fft.embed(np.ones((support, support)), shape) > 0
@@ -172,7 +172,7 @@ def run_peers(max_iter: int = 200, psfs=("gaussian", "uniform", "motion")) -> di
     from skimage.restoration import unsupervised_wiener
 
     import bayeszoo as bz
-    from bayeszoo.inference import _fft
+    from bayeszoo.numerics import fft as _fft
     from bayeszoo.models.bid import isnr
 
     out = {}

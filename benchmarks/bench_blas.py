@@ -3,7 +3,7 @@
 Each variant runs in its own subprocess with its own fresh ``compiledir`` and its own ``PYTENSOR_FLAGS``:
 
 * ``fallback``: ``blas__ldflags=`` (empty), what a plain pip install gets: PyTensor's NumPy C-API fallback;
-* ``blas``: bayeszoo's configuration (:mod:`bayeszoo._blas`), OpenBLAS from the pip wheels;
+* ``blas``: bayeszoo's configuration (:mod:`bayeszoo.numerics.pytensor_blas`), OpenBLAS from the pip wheels;
 * ``numba`` (optional, ``--blas-numba``): PyTensor's NUMBA mode instead of the C backend.
 
 Model: M = 300 basis functions, N = 300 observations, dense design ``Phi`` (300 x 300),
@@ -38,7 +38,7 @@ def _worker(variant: str) -> dict:
     warnings.showwarning = lambda msg, cat, *a, **k: caught.append(f"{cat.__name__}: {str(msg)[:120]}")
     t0 = time.perf_counter()
     import bayeszoo  # noqa: F401  (configures PyTensor's BLAS unless PYTENSOR_FLAGS sets blas__ldflags)
-    from bayeszoo import _blas
+    from bayeszoo.numerics import pytensor_blas as _blas
     import numpy as np
     import pymc as pm
     import pytensor

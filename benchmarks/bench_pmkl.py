@@ -42,10 +42,10 @@ def _data(seed=0):
 def run_vb_gibbs(seed: int = 0, gibbs_sweeps: int = 1500, slack: int = 1, y_step: str = "collapsed",
                  vb_repeats: int = 5) -> dict:
     import bayeszoo as bz
-    from bayeszoo.inference._idata import make_fit
-    from bayeszoo.inference.mkl import _common as MK
-    from bayeszoo.inference.mkl.gibbs import gibbs_sample
-    from bayeszoo.inference.mkl.vb import vb_fit_state, vb_predictive
+    from bayeszoo.fit import build_fit
+    from bayeszoo.inference.pmkl import _common as MK
+    from bayeszoo.inference.pmkl.gibbs import gibbs_sample
+    from bayeszoo.inference.pmkl.vb import vb_fit_state, vb_predictive
 
     data = _data(seed)
     model = bz.models.PMKL(rule="convex")
@@ -88,7 +88,7 @@ def run_vb_gibbs(seed: int = 0, gibbs_sweeps: int = 1500, slack: int = 1, y_step
     res = gibbs_sample(model, data, draws=gibbs_sweeps, tune=0, chains=1, seed=seed, y_step=y_step)
     curve, reached = [], None
     for k in (k for k in CHECKPOINTS if k <= gibbs_sweeps):
-        fit = make_fit(model, data, "gibbs", "mcmc", {v: res[v][:, k // 2:k] for v in ("W", "log_alpha", "beta")},
+        fit = build_fit(model, data, "gibbs", "mcmc", {v: res[v][:, k // 2:k] for v in ("W", "log_alpha", "beta")},
                        timing={"total": float(res["elapsed"][k - 1])})
         curve.append({"sweeps": k, "seconds": float(res["elapsed"][k - 1]),
                       "error_rate": model.score(fit, data)["error_rate"]})

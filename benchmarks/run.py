@@ -40,7 +40,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn", "gpc_peers", "gpc_times", "gpc_ess", "bid_scaling", "bid_peers",
-              "pmkl_vb_gibbs", "pmkl_ess", "pmkl_svc", "arvm", "dftrvm")
+              "pmkl_vb_gibbs", "pmkl_ess", "pmkl_svc", "arvm", "imagervm")
 
 
 def _machine() -> dict:
@@ -110,8 +110,8 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
 
             result = (mod.run(folds=3, inner_folds=3, widths=[0.5 + k for k in range(10)], max_n=150)
                       if quick else mod.run())
-        elif name == "dftrvm":
-            import bench_dftrvm as mod
+        elif name == "imagervm":
+            import bench_imagervm as mod
 
             result = mod.run(quick=quick)
         elif name.startswith("pmkl_"):
@@ -191,7 +191,7 @@ def main(argv=None) -> int:
     meta = {"date": date, "machine": machine, "total_seconds": total, "quick": args.quick,
             "command": " ".join(["benchmarks/run.py", *(argv if argv is not None else sys.argv[1:])]).strip()}
     try:
-        import bayeszoo._blas as blas
+        import bayeszoo.numerics.pytensor_blas as blas
 
         meta["pytensor_blas"] = blas.configure_pytensor_blas()
     except Exception as exc:

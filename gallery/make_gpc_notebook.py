@@ -13,7 +13,7 @@ import numpy as np
 import arviz as az
 import bayeszoo as bz
 from bayeszoo.diagnostics.plots import family_picture, grid_contours
-from bayeszoo.inference.gpc import grid_study, best_point
+from bayeszoo.studies.gpc_grid import grid_study, best_point
 from bayeszoo.inference.gpc.ep import optimize_hyperparameters
 
 data = bz.datasets.load("sonar")

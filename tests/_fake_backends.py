@@ -19,7 +19,7 @@ import time
 import numpy as np
 
 from bayeszoo import registry
-from bayeszoo.inference._idata import make_fit
+from bayeszoo.fit import build_fit
 
 FAIL_MESSAGE = "fake backend exploded"
 
@@ -62,7 +62,7 @@ def fake_ok(model, data, *, draws, tune, chains, seed, progress, log=None, sleep
     post = _draws(model, data, chains, draws, seed, rho=0.5)
     stats = {"diverging": np.zeros((chains, draws), dtype=bool)}
     stats["diverging"][0, 0] = True  # one divergence, so the report has something to flag
-    return make_fit(model, data, "fake_ok", "mcmc", post, sample_stats=stats,
+    return build_fit(model, data, "fake_ok", "mcmc", post, sample_stats=stats,
                     timing={"sample": time.perf_counter() - start + 0.01}, info={"calls": 1, "seed": seed})
 
 
@@ -71,7 +71,7 @@ def fake_vb(model, data, *, draws, tune, chains, seed, progress, log=None):
     _log(log, "fake_vb", seed)
     post = _draws(model, data, chains, draws, seed + 1, rho=0.0)
     elbo = -100.0 - 50.0 * np.exp(-0.3 * np.arange(40))
-    return make_fit(model, data, "fake_vb", "approximation", post, objective={"elbo": elbo},
+    return build_fit(model, data, "fake_vb", "approximation", post, objective={"elbo": elbo},
                     timing={"sample": 0.005}, info={"iterations": 40, "converged": True})
 
 
@@ -89,7 +89,7 @@ def fake_em(model, data, *, draws, tune, chains, seed, progress, log=None):
     log_alpha[list(RELEVANT)] = 0.0
     post["log_alpha"] = np.broadcast_to(log_alpha, (chains, draws, M)).copy()
     post["w"][..., log_alpha >= LOG_ALPHA_PRUNED] = 0.0
-    return make_fit(model, data, "fake_em", "approximation", post, objective={"log_evidence": -np.geomspace(90, 30, 25)},
+    return build_fit(model, data, "fake_em", "approximation", post, objective={"log_evidence": -np.geomspace(90, 30, 25)},
                     timing={"sample": 0.002}, info={"iterations": 25, "converged": True})
 
 

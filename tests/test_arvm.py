@@ -388,7 +388,7 @@ def test_pymc_numpyro_and_numpy_densities_agree():
     np_lp, _ = log_density(model.numpyro_model(data), (), {}, point)
     # the same density in NumPy
     from scipy import stats
-    from bayeszoo.models.rvm import log_gamma_logpdf
+    from bayeszoo.numerics.special import log_gamma_logpdf
 
     v = np.exp(-point["log_width"])
     Phi = adaptive_design(data.X, point["centre"], v)
@@ -491,7 +491,7 @@ def test_bad_data_and_options(doppler):
 
 # ------------------------------------------------------------------------------------------- protocol
 def test_nested_cv_protocol_selects_on_inner_folds_and_scores_outer():
-    from bayeszoo.inference.arvm.protocol import DRAWS, nested_cv
+    from bayeszoo.studies.arvm_nested_cv import DRAWS, nested_cv
 
     data = bz.datasets.load("sinc", n=60, seed=4)
     res = nested_cv(lambda h: bz.models.RVM(width=float(h)), [0.5, 4.0], data, backend="fast", folds=3,
@@ -521,7 +521,7 @@ def test_nested_cv_protocol_selects_on_inner_folds_and_scores_outer():
 
 @pytest.mark.slow
 def test_rvm_versus_arvm_on_cpus():
-    from bayeszoo.inference.arvm.protocol import rvm_versus_arvm
+    from bayeszoo.studies.arvm_nested_cv import rvm_versus_arvm
 
     data = bz.datasets.load("cpus")
     both = rvm_versus_arvm(data, folds=3, inner_folds=3, widths=[1.0, 3.0, 6.0], arvm_options=FAST, progress=False)

@@ -9,8 +9,8 @@ from scipy.special import gammaln
 import bayeszoo as bz
 from bayeszoo.datasets.bid_data import (degrade, gaussian_psf, image_problem, make_psf, motion_psf,
                                         noise_variance, uniform_psf)
-from bayeszoo.inference._idata import make_fit
-from bayeszoo.inference import _fft
+from bayeszoo.fit import build_fit
+from bayeszoo.numerics import fft as _fft
 from bayeszoo.models.bid import BID, F_SCALE, VARIANTS, isnr, parse_variant
 
 from _declarations import declared_log_densities
@@ -222,7 +222,7 @@ def test_score_isnr_on_constructed_fits():
     half_f = 0.5 * (truth + g)                                           # halves the error: ISNR = 20 log10 2
     half_h = 0.5 * (true_window + h_in)
     draws = {"image": np.broadcast_to(half_f, (2, 3, 16, 16)), "psf": np.broadcast_to(half_h, (2, 3, V, V))}
-    fit = make_fit(model, data, "vb", "approximation", draws, timing={"total": 1.0},
+    fit = build_fit(model, data, "vb", "approximation", draws, timing={"total": 1.0},
                    info={"seconds_per_iteration": 0.25})
     score = model.score(fit, data)
     assert score["isnr_f"] == pytest.approx(20 * np.log10(2), rel=1e-9)
@@ -240,7 +240,7 @@ def test_family_picture_shows_degraded_true_and_each_backend():
     model = BID(psf_size=7, sigma_phi2=0.5)
     V = model.psf_view_side((16, 16))
     rng = np.random.default_rng(5)
-    fits = {name: make_fit(model, data, name, "approximation",
+    fits = {name: build_fit(model, data, name, "approximation",
                            {"image": rng.uniform(0, 1, (1, 2, 16, 16)), "psf": rng.uniform(0, 1, (1, 2, V, V))},
                            timing={"total": 1.0}) for name in ("vb", "gibbs")}
     fig = family_picture(Comparison(model=model, data=data, fits=fits, order=["vb", "gibbs"]))

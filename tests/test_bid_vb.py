@@ -6,7 +6,7 @@ import pytest
 import bayeszoo as bz
 from bayeszoo.datasets.bid_data import image_problem
 from bayeszoo.inference.bid import _common as C
-from bayeszoo.inference import _fft
+from bayeszoo.numerics import fft as _fft
 from bayeszoo.inference.bid import vb
 from bayeszoo.inference.bid.gibbs import GibbsSampler
 from bayeszoo.models.bid import BID, VARIANTS

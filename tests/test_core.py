@@ -5,11 +5,12 @@ import pytest
 import bayeszoo as bz
 from bayeszoo.datasets import Dataset
 from bayeszoo.diagnostics.metrics import reference_errors, sampling_diagnostics
-from bayeszoo.inference._idata import gaussian_draws, make_fit
+from bayeszoo.fit import build_fit
+from bayeszoo.inference._gaussian import gaussian_draws
 
 
 def _fit_from(model, data, draws, kind="mcmc", backend="constructed"):
-    return make_fit(model, data, backend, kind, draws, timing={"sample": 2.0})
+    return build_fit(model, data, backend, kind, draws, timing={"sample": 2.0})
 
 
 @pytest.fixture
@@ -79,7 +80,7 @@ def test_model_spec_round_trips():
 
 # ------------------------------------------------------------------------------------------ kernels
 def test_kernels_exact_values():
-    from models.rvm import kernel_matrix
+    from bayeszoo.models.rvm import kernel_matrix
 
     X1, X2 = np.array([[0.0], [1.0]]), np.array([[0.0], [2.0]])
     np.testing.assert_allclose(kernel_matrix(X1, X2, "gauss", width=2.0),
@@ -101,12 +102,12 @@ def test_fit_save_load_round_trip(tmp_path, tiny):
     M = model.n_basis(tiny)
     draws = {"w": rng.normal(size=(2, 30, M)), "log_alpha": rng.normal(size=(2, 30, M)),
              "log_beta": rng.normal(size=(2, 30))}
-    fit = make_fit(model, tiny, "constructed", "approximation", draws, timing={"compile": 1.0, "sample": 0.5},
-                   objective={"elbo": np.arange(5.0)}, info={"n_iter": np.int64(5)})
+    fit = build_fit(model, tiny, "constructed", "approximation", draws, timing={"compile": 1.0, "sample": 0.5},
+                   objective={"elbo": np.arange(5.0)}, info={"iterations": np.int64(5)})
     assert fit.timing["total"] == pytest.approx(1.5)
     path = fit.save(tmp_path / "f.nc")
     back = bz.load_fit(path)
-    assert back.backend == "constructed" and back.kind == "approximation" and back.info["n_iter"] == 5
+    assert back.backend == "constructed" and back.kind == "approximation" and back.info["iterations"] == 5
     np.testing.assert_array_equal(back.posterior["w"].values, draws["w"])
     np.testing.assert_array_equal(back.idata.objective["elbo"].values, np.arange(5.0))
     assert back.model() == model
@@ -118,7 +119,7 @@ def test_fit_save_load_round_trip(tmp_path, tiny):
 def test_make_fit_insists_on_canonical_variables(tiny):
     model = bz.models.RVM()
     with pytest.raises(ValueError, match="canonical"):
-        make_fit(model, tiny, "x", "mcmc", {"w": np.zeros((1, 2, model.n_basis(tiny)))}, timing={})
+        build_fit(model, tiny, "x", "mcmc", {"w": np.zeros((1, 2, model.n_basis(tiny)))}, timing={})
 
 
 # ------------------------------------------------------------------------------------------ metrics

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bayeszoo import fmri
+from bayeszoo.studies import fmri
 
 
 def test_calibrated_c_matches_the_thesis():

@@ -13,7 +13,7 @@ from bayeszoo.datasets import Dataset
 from bayeszoo.inference.gpc import _common as C
 from bayeszoo.inference.gpc import ep as EP
 from bayeszoo.inference.gpc import laplace as LA
-from bayeszoo.models import gp_kernels as gk
+from bayeszoo.numerics import gp_kernels as gk
 
 LOG_ELLS = (0.0, 1.0, 2.5)
 LOG_SFS = (1.5, 0.0, -1.5)           # rows of Fig. 4.3: sigma_f large (non-Gaussian) to small

@@ -6,7 +6,7 @@ import pytest
 
 import bayeszoo as bz
 from bayeszoo.diagnostics.plots import grid_contours
-from bayeszoo.inference.gpc import best_point, grid_study
+from bayeszoo.studies.gpc_grid import best_point, grid_study
 
 ELLS = np.array([0.0, 1.0, 2.0])
 SFS = np.array([-0.5, 0.5, 1.5])

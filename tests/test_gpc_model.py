@@ -6,8 +6,9 @@ import pytest
 from scipy.special import log_ndtr, ndtr
 
 import bayeszoo as bz
-from bayeszoo.inference._idata import make_fit
-from bayeszoo.models import from_spec, gp_kernels
+from bayeszoo.fit import build_fit
+from bayeszoo.models import from_spec
+from bayeszoo.numerics import gp_kernels
 from bayeszoo.models.gpc import (GPC, TWO_POINT_X, gp_conditional, log_predictive_probability, log_sig,
                                  predictive_probability, two_point_exact_moments)
 
@@ -140,7 +141,7 @@ def test_pymc_and_numpyro_log_densities_agree(likelihood, kernel, small):
 
 # ---- prediction and scores -----------------------------------------------------------------------------
 def _fit_with_draws(model, data, f):
-    return make_fit(model, data, "fake", "approximation", {"f": f}, timing={"total": 0.0},
+    return build_fit(model, data, "fake", "approximation", {"f": f}, timing={"total": 0.0},
                     info={"log_evidence": -3.5})
 
 
@@ -292,10 +293,10 @@ def test_pytensor_log_ndtr_value_and_gradient_are_finite_in_both_tails():
     import pytensor.tensor as pt
     from scipy.special import log_ndtr, ndtr
 
-    from bayeszoo.models.rvm import _pt_log_ndtr
+    from bayeszoo.numerics.special import pt_log_ndtr
 
     x = pt.dvector("x")
-    y = _pt_log_ndtr(x)
+    y = pt_log_ndtr(x)
     fn = pytensor.function([x], [y, pt.grad(y.sum(), x)])
     pts = np.array([-60.0, -5.0, -1.0, -0.3, 0.0, 2.0, 30.0, 400.0])
     val, grad = fn(pts)

@@ -5,10 +5,10 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-from bayeszoo.inference.mkl import _common as MK
-from bayeszoo.inference.mkl.em import em_estimate
-from bayeszoo.inference.mkl.vb import vb_fit_state, vb_predictive
-from bayeszoo.models.pmkl import thesis_cv
+from bayeszoo.inference.pmkl import _common as MK
+from bayeszoo.inference.pmkl.em import em_estimate
+from bayeszoo.inference.pmkl.vb import vb_fit_state, vb_predictive
+from bayeszoo.studies.pmkl_thesis_cv import thesis_cv
 
 
 @pytest.fixture(scope="module")
@@ -210,7 +210,7 @@ def test_gibbs_vb_and_nuts_agree_on_a_small_problem(small):
 
 
 def test_lower_bound_matches_b23_with_explicit_covariances():
-    from bayeszoo.inference.mkl.vb import lower_bound
+    from bayeszoo.inference.pmkl.vb import lower_bound
 
     rng = np.random.default_rng(5)
     N, C = 6, 3

@@ -8,9 +8,9 @@ from scipy import integrate, stats
 from scipy.special import log_ndtr
 
 import bayeszoo as bz
-from bayeszoo.inference.mkl import _common as MK
-from bayeszoo.inference.mkl import gibbs as G
-from bayeszoo.inference.mkl.mrvm import sparsity_quality
+from bayeszoo.inference.pmkl import _common as MK
+from bayeszoo.inference.pmkl import gibbs as G
+from bayeszoo.inference.pmkl.mrvm import sparsity_quality
 from bayeszoo.models.pmkl import check_kernel_matrix, multisource_dataset
 
 

@@ -9,9 +9,9 @@ from scipy import stats
 from scipy.special import gammaln
 
 import bayeszoo as bz
-from bayeszoo.inference.mkl import _common as MK
-from bayeszoo.inference.mkl import gibbs as G
-from bayeszoo.inference.mkl.vb import normalised, theta_log_weights, vb_fit_state
+from bayeszoo.inference.pmkl import _common as MK
+from bayeszoo.inference.pmkl import gibbs as G
+from bayeszoo.inference.pmkl.vb import normalised, theta_log_weights, vb_fit_state
 
 
 def ard_data(n=60, n_test=100, seed=0):
@@ -155,7 +155,7 @@ def test_vb_theta_weights_equal_a_direct_computation(rule):
 
 
 def test_local_theta_proposal_ratio_is_prior_over_the_mixture_density():
-    from bayeszoo.inference.mkl.vb import LOCAL_LOG_SD, theta_proposal_draws
+    from bayeszoo.inference.pmkl.vb import LOCAL_LOG_SD, theta_proposal_draws
 
     rng = np.random.default_rng(7)
     center, omega, phi = np.array([0.3, 2.0]), 1.5, 0.8
@@ -339,7 +339,7 @@ def test_compare_with_theta_runs_through_the_harness(tmp_path):
 
 
 def test_vb_beta_weights_by_the_quadratic_form_equal_the_direct_sum():
-    from bayeszoo.inference.mkl.vb import is_log_weights
+    from bayeszoo.inference.pmkl.vb import is_log_weights
 
     rng = np.random.default_rng(6)
     N, C, S = 6, 3, 3

@@ -3,8 +3,9 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-from bayeszoo.inference._idata import make_fit
-from bayeszoo.models.rvm import LOG_ALPHA_PRUNED, RVM, log_gamma_logpdf
+from bayeszoo.fit import build_fit
+from bayeszoo.models.rvm import LOG_ALPHA_PRUNED, RVM
+from bayeszoo.numerics.special import log_gamma_logpdf
 
 from _declarations import declared_log_densities
 
@@ -63,10 +64,10 @@ def test_log_gamma_is_the_gamma_pushed_through_log():
 
 def test_numpyro_log_gamma_sampler_matches_moments():
     import jax
-    from bayeszoo.models.rvm import _log_gamma_numpyro
+    from bayeszoo.numerics.special import log_gamma_numpyro
 
     a, b = 0.05, 2.0
-    u = np.asarray(_log_gamma_numpyro()(a, b).sample(jax.random.PRNGKey(0), (200_000,)))
+    u = np.asarray(log_gamma_numpyro()(a, b).sample(jax.random.PRNGKey(0), (200_000,)))
     # E[log x] = digamma(a) - log b for x ~ Gamma(a, b); Var = trigamma(a)
     from scipy.special import digamma, polygamma
     assert abs(u.mean() - (digamma(a) - np.log(b))) < 4 * np.sqrt(polygamma(1, a) / u.size)
@@ -86,7 +87,7 @@ def _constructed(model, data, w, log_alpha, log_beta=None, chains=2):
     draws = {"w": w, "log_alpha": log_alpha}
     if log_beta is not None:
         draws["log_beta"] = log_beta
-    return make_fit(model, data, "constructed", "mcmc", draws, timing={"sample": 1.0})
+    return build_fit(model, data, "constructed", "mcmc", draws, timing={"sample": 1.0})
 
 
 def test_predict_and_score_regression_on_constructed_draws(sinc):

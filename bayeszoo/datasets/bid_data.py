@@ -105,7 +105,7 @@ def check_psf(psf, image_shape, what: str = "psf") -> np.ndarray:
 
 def blur(image: np.ndarray, psf: np.ndarray) -> np.ndarray:
     """Circular 2-D convolution h * f (5.1)."""
-    from bayeszoo.inference import _fft
+    from bayeszoo.numerics import fft as _fft
 
     return _fft.conv(image, _fft.otf(psf, image.shape))
 

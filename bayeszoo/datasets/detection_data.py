@@ -94,7 +94,7 @@ def detection_scenes(n_present: int = 50, n_absent: int = 50, size: int = 64, no
         raise ValueError(f"size {size} is smaller than the {target.shape[0]} x {target.shape[1]} target")
     if not (np.isfinite(noise_var) and noise_var > 0):
         raise ValueError(f"noise_var must be a positive number, got {noise_var!r}")
-    from bayeszoo.inference import _fft
+    from bayeszoo.numerics import fft as _fft
 
     rng = np.random.default_rng(seed)
     pool = background_pool()

@@ -1,0 +1,85 @@
+"""What the BID backends share: the problem's fixed operators, Gamma-factor helpers, draw-size guard."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.special import digamma, gammaln
+
+from bayeszoo.inference._options import Timer, check_options, positive  # noqa: F401  (re-exported)
+
+from bayeszoo.numerics import fft as _fft
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+MAX_DRAW_VALUES = 50_000_000   # chains x draws x pixels kept in memory (400 MB of float64)
+
+
+@dataclass
+class Problem:
+    """The fixed parts of one BID problem (Tzikas PhD ch. 5): image, kernels in the Fourier domain, priors."""
+
+    g: np.ndarray              # degraded image (R, C)
+    shape: tuple[int, int]
+    phi_hat: np.ndarray        # rfft2 of the PSF kernel phi (5.4)
+    q_hats: list[np.ndarray]   # rfft2 of the image-prior filters Q^k (5.10-5.11, or SAR 5.54)
+    q_stencils: list           # the same filters as shift stencils (cheaper products, _fft.STENCILS)
+    mask: np.ndarray           # where the PSF weights live
+    psf_prior: str             # "St" or "G"
+    noise_prior: str
+    image_prior: str
+    a_alpha: float
+    b_alpha: float
+    a_beta: float
+    b_beta: float
+    a_gamma: float
+    b_gamma: float
+    unit: float = 1.0          # the data's intensity unit (BID.intensity_unit); the hyperparameters are for unit 1
+
+    @property
+    def M(self) -> int:
+        return self.shape[0] * self.shape[1]
+
+    @property
+    def P(self) -> int:
+        return int(self.mask.sum())
+
+
+def make_problem(model, data) -> Problem:
+    model.validate(data)
+    g = model.observed_image(data)
+    shape = g.shape
+    psf_p, noise_p, image_p = model.priors
+    precisions = model.precision_priors(g)                 # noise / image rates in the data's intensity unit
+    return Problem(g=g, shape=shape, phi_hat=_fft.rfft2(_fft.gaussian_basis(shape, model.sigma_phi2)),
+                   q_hats=[_fft.rfft2(q) for q in _fft.difference_kernels(shape, image_p)],
+                   q_stencils=_fft.STENCILS[image_p],
+                   mask=model.support_mask(shape), psf_prior=psf_p, noise_prior=noise_p, image_prior=image_p,
+                   a_alpha=float(model.a_alpha), b_alpha=float(model.b_alpha), unit=model.intensity_unit(g),
+                   **precisions)
+
+
+def check_draw_budget(backend: str, chains: int, draws: int, shape) -> None:
+    """Draws of the full image are kept in memory: refuse (before any work) what would not fit."""
+    values = chains * draws * shape[0] * shape[1]
+    if values > MAX_DRAW_VALUES:
+        raise ValueError(f"{backend}: chains x draws x pixels = {chains} x {draws} x {shape[0] * shape[1]} = "
+                         f"{values:.3g} values exceeds {MAX_DRAW_VALUES:.0e}; ask for fewer draws or chains "
+                         f"(e.g. draws=20, chains=1 on a 256 x 256 image)")
+
+
+def gamma_log_prior(shape: float, rate: float, E_x, E_log_x):
+    """<log Gamma(x | shape, rate)> summed; shape = rate = 0 is the improper Jeffreys prior 1/x (digest §1)."""
+    if shape == 0 and rate == 0:
+        return -np.sum(E_log_x)
+    return np.sum(shape * np.log(rate) - gammaln(shape) + (shape - 1.0) * E_log_x - rate * E_x)
+
+
+def gamma_entropy(shape, rate):
+    """Entropy of Gamma(shape, rate) summed over elements: shape - log rate + log Gamma(shape) + (1 - shape) psi(shape)."""
+    shape = np.broadcast_to(shape, np.shape(rate))
+    return np.sum(shape - np.log(rate) + gammaln(shape) + (1.0 - shape) * digamma(shape))
+
+
+def gamma_moments(shape, rate):
+    """<x>, <log x> of Gamma(shape, rate)."""
+    return shape / rate, digamma(shape) - np.log(rate)

@@ -1,0 +1,148 @@
+"""Numerics shared by the PMKL backends (Damoulas thesis; digest ``damoulas_mkl.md``).
+
+* Exact one-dimensional truncated-normal draws (inverse CDF in log space) and one Gibbs sweep inside the cone
+  {y_t > y_j for all j != t} (digest §3.1 option (b)).
+* Moments of the cone-truncated Gaussian (eqs 4.14-4.16) used by VB and EM.
+* W | Y, A (eq. 3.22) and the simplex-constrained QP for beta (eq. 5.10, App. C).
+
+The base kernels and combination rules (:mod:`bayeszoo.numerics.kernels`) and the class probabilities by
+quadrature (:mod:`bayeszoo.numerics.probit`) are shared with the model and imported here for the backends.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg as sla
+from scipy.special import log_ndtr, ndtri_exp
+
+from bayeszoo.numerics.kernels import (KERNELS, RULES, Source, base_grams, combine, latent_means,  # noqa: F401
+                                       rbf_gram_batch, theta_labels, theta_layout, theta_start)
+from bayeszoo.numerics.probit import GH_NODES, gh_rule, log_class_probs, log_class_probs_mc  # noqa: F401
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+# ---------------------------------------------------------------------------- truncated normal draws
+def truncnorm_above(rng, mean, lower):
+    """Exact draws from N(mean, 1) truncated to (lower, inf) by the inverse CDF in log space."""
+    a = np.asarray(lower, float) - mean
+    u = rng.random(np.shape(a))
+    # x = -Phi^-1(u Phi(-a)): upper tail of the standard normal, stable for any a
+    return mean - ndtri_exp(log_ndtr(-a) + np.log(u))
+
+
+def truncnorm_below(rng, mean, upper):
+    """Exact draws from N(mean, 1) truncated to (-inf, upper)."""
+    b = np.asarray(upper, float) - mean
+    u = rng.random(np.shape(b))
+    return mean + ndtri_exp(log_ndtr(b) + np.log(u))
+
+
+def cone_gibbs_sweep(rng, Y, Mean, onehot):
+    """One Gibbs sweep of Y ~ prod_n N(m_n, I) restricted to the cones {y_n,t_n > y_nj, j != t_n} (eq. 3.23).
+
+    y_nt | y_n,-t ~ N(m_nt, 1) truncated to (max_{j != t} y_nj, inf); then every y_nj, j != t, given y_nt,
+    independently N(m_nj, 1) truncated to (-inf, y_nt). Both steps are exact draws from full conditionals,
+    so the sweep leaves the cone-truncated Gaussian invariant. Shapes (..., N, C); ``onehot`` bool (N, C).
+    """
+    others = np.where(onehot, -np.inf, Y).max(-1)
+    m_t = np.sum(np.where(onehot, Mean, 0.0), -1)
+    y_t = truncnorm_above(rng, m_t, others)
+    y_o = truncnorm_below(rng, Mean, y_t[..., None])
+    return np.where(onehot, y_t[..., None], y_o)
+
+
+# ------------------------------------------------------------------------- cone-truncated moments
+def cone_moments(M, onehot, n_nodes: int = GH_NODES):
+    """Mean of N(m_n, I) truncated to the cone of class t_n, and log Z_n (eqs 4.14-4.16).
+
+    For c != i = t_n: E y_nc = m_nc - E_u{phi(u + m_ni - m_nc) Phi_u^{n,i,c}} / Z_n, and
+    E y_ni = m_ni + sum_{c != i} (m_nc - E y_nc). Returns (Ey (N, C), logZ (N,)).
+    """
+    M = np.asarray(M, dtype=float)
+    u, logw = gh_rule(n_nodes)
+    m_t = np.sum(np.where(onehot, M, 0.0), -1, keepdims=True)                            # (N, 1)
+    d = u[:, None, None] + m_t[None] - M[None]                                             # (K, N, C)
+    lphi = log_ndtr(d)
+    lphi = np.where(onehot[None], 0.0, lphi)
+    total = lphi.sum(-1, keepdims=True)                                                    # (K, N, 1)
+    logZ = logsumexp(total[..., 0] + logw[:, None], axis=0)                               # (N,)
+    # Phi_u^{n,i,c} = prod_{j != i, c} = total - lphi_c; numerator density phi(u + m_i - m_c)
+    lnum = -0.5 * d**2 - 0.5 * LOG_2PI + (total - lphi)
+    num = np.exp(logsumexp(lnum + logw[:, None, None], axis=0) - logZ[:, None])          # (N, C)
+    Ey_other = M - num
+    shift = np.sum(np.where(onehot, 0.0, num), -1)                                        # sum_c (m_c - Ey_c)
+    Ey = np.where(onehot, M + shift[:, None], Ey_other)                                   # eq. 4.16 / B.11
+    return Ey, logZ
+
+
+# --------------------------------------------------------------------------------------- W | Y, A
+def chol_spd(H):
+    """Lower Cholesky factor with growing jitter if needed (H symmetric positive definite)."""
+    scale = float(np.mean(np.diag(H))) if H.size else 1.0
+    jitter = 0.0
+    for _ in range(8):
+        try:
+            return sla.cholesky(H + jitter * np.eye(H.shape[0]) if jitter else H, lower=True, check_finite=False)
+        except (np.linalg.LinAlgError, sla.LinAlgError):
+            jitter = 1e-10 * scale if jitter == 0.0 else 10.0 * jitter
+    raise np.linalg.LinAlgError("matrix is not positive definite even with jitter")
+
+
+def w_posterior(K, KK, Y, A):
+    """Mean (N, C) and Cholesky factors (C, N, N) of W | Y, A: N(V_c K y_c, V_c), V_c^-1 = K K + A_c (eq. 3.22)."""
+    N, C = Y.shape
+    KY = K.T @ Y
+    mean = np.empty((N, C))
+    Ls = np.empty((C, N, N))
+    for c in range(C):
+        L = chol_spd(KK + np.diag(A[:, c]))
+        mean[:, c] = sla.cho_solve((L, True), KY[:, c], check_finite=False)
+        Ls[c] = L
+    return mean, Ls
+
+
+# ------------------------------------------------------------------------------------- beta by QP
+def simplex_qp(Omega, f, x0=None, iters: int = 500, tol: float = 1e-12) -> np.ndarray:
+    """argmin 1/2 b^T Omega b - b^T f over the probability simplex (eq. 5.10), by projected gradient with the
+    exact step 1 / lambda_max(Omega) and Nesterov momentum (Omega is positive semi-definite, S is small)."""
+    S = len(f)
+    b = np.full(S, 1.0 / S) if x0 is None else project_simplex(np.asarray(x0, float))
+    lip = float(np.linalg.eigvalsh(Omega)[-1]) if S > 1 else 1.0
+    if S == 1:
+        return np.ones(1)
+    if lip <= 0:
+        return b
+    z, t = b.copy(), 1.0
+    for _ in range(iters):
+        b_new = project_simplex(z - (Omega @ z - f) / lip)
+        t_new = 0.5 * (1.0 + np.sqrt(1.0 + 4.0 * t * t))
+        z = b_new + (t - 1.0) / t_new * (b_new - b)
+        if np.max(np.abs(b_new - b)) < tol:
+            b = b_new
+            break
+        b, t = b_new, t_new
+    return b
+
+
+def project_simplex(v) -> np.ndarray:
+    """Euclidean projection onto {b >= 0, sum b = 1} (Held, Wolfe & Crowder)."""
+    v = np.asarray(v, float)
+    u = np.sort(v)[::-1]
+    css = np.cumsum(u) - 1.0
+    k = np.arange(1, len(v) + 1)
+    rho = np.nonzero(u - css / k > 0)[0][-1]
+    return np.clip(v - css[rho] / (rho + 1.0), 0.0, None)
+
+
+def beta_qp_terms(Ks, W, Ytil):
+    """Omega (S, S) and f (S,) of the beta QP: m_snc = w_c^T k_sn without beta (App. C, corrected)."""
+    Msrc = np.einsum("snm,nc->smc", Ks, W)             # (S, N, C): K_s is symmetric, column n = row n
+    Omega = np.einsum("snc,tnc->st", Msrc, Msrc)
+    f = np.einsum("snc,nc->s", Msrc, Ytil)
+    return Omega, f
+
+
+def gaussian_loglik(Y, Mean) -> float:
+    """sum_{n,c} log N(y_nc | m_nc, 1) (eq. 3.8)."""
+    R = np.asarray(Y) - np.asarray(Mean)
+    return float(-0.5 * np.sum(R * R) - 0.5 * R.size * LOG_2PI)

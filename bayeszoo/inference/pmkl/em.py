@@ -1,0 +1,139 @@
+"""``em`` and ``map``: the point estimators of Damoulas ch. 5 (Algorithms 4 and 5), convex or mean rule.
+
+    W  = (K K + A)^-1 K Y                                          (5.1)
+    Y  em: moments of the cone-truncated Gaussian (5.4-5.6 = 4.15-4.16);
+       map: its mode, the untruncated mean where feasible, else the truncation point (5.3)
+    A  em: posterior mean (2 tau + 1) / (w^2 + 2 nu); map: mode (2 tau - 1) / (w^2 + 2 nu)   (5.9; map needs tau > 1/2)
+    beta = argmin 1/2 b^T Omega b - b^T f on the simplex            (5.10, App. C with m_snc excluding beta, erratum 10)
+Stops when the relative change of W and Y is below ``tol`` or after ``max_iter`` iterations. The traced
+objective is the training log likelihood sum_n log P(t_n | W, k_n) (eq. 3.11 by quadrature).
+
+These are point estimates. The fit's draws of W come from the Gaussian conditional N(W^, V_c) at the estimates
+(eq. 3.22 with Y, A, beta at their estimates), so ``predict`` averages over it; ``log_alpha`` and ``beta`` are
+fixed at their estimates. ``kind`` is ``approximation``.
+"""
+from __future__ import annotations
+
+import numpy as np
+from scipy import linalg as sla
+
+from bayeszoo.fit import build_fit
+from bayeszoo.inference._options import Timer, check_options, positive
+from bayeszoo.progress import progress_bar
+from bayeszoo.registry import register
+
+from . import _common as MK
+
+OPTIONS = {"max_iter": 100, "tol": 1e-4, "learn_beta": True}
+
+
+def map_y(M, onehot):
+    """Mode of the cone-truncated Gaussian given means M (5.3)."""
+    m_t = np.sum(np.where(onehot, M, 0.0), -1, keepdims=True)
+    return np.where(onehot, M, np.minimum(M, m_t))
+
+
+def train_loglik(K, W, y):
+    lp = MK.log_class_probs(K @ W)
+    return float(np.sum(lp[np.arange(len(y)), y]))
+
+
+def fixed_kernels(model) -> bool:
+    """The point estimators keep theta and rho fixed (ch. 5 conditions on them, Fig. 5.1): they apply only then."""
+    return getattr(model, "kernel_params", "fixed") == "fixed" and not getattr(model, "infer_rho", False)
+
+
+def check_rule(model, backend):
+    if model.rule not in ("convex", "mean"):
+        raise ValueError(f"{backend} implements chapter 5 of the thesis (convex or mean rule); "
+                         f"PMKL(rule={model.rule!r}) is not supported, use gibbs or vb")
+
+
+def point_fit(model, data, backend, W, Ls, A, beta, *, draws, chains, seed, timing, objective, info, active=None):
+    """Fit with W ~ N(W^, V_c) on the active rows (zero elsewhere), log alpha and beta fixed at the estimates."""
+    from bayeszoo.models.pmkl import LOG_ALPHA_PRUNED
+
+    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 99]))
+    N, C = data.n, W.shape[1]
+    active = np.arange(N) if active is None else np.asarray(active)
+    Wd = np.zeros((chains, draws, N, C))
+    m = len(active)
+    z = rng.standard_normal((C, m, chains * draws))
+    for c in range(C):
+        noise = sla.solve_triangular(Ls[c], z[c], lower=True, trans="T", check_finite=False)
+        Wd[:, :, active, c] = (W[:, c][:, None] + noise).T.reshape(chains, draws, m)
+    la = np.full((N, C), LOG_ALPHA_PRUNED)
+    la[active] = np.log(A)
+    return build_fit(model, data, backend, "approximation",
+                    {"W": Wd, "log_alpha": np.broadcast_to(la, (chains, draws, N, C)).copy(),
+                     "beta": np.broadcast_to(beta, (chains, draws, beta.size)).copy()},
+                    timing=timing, objective=objective, info=info)
+
+
+def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta=True, progress=False):
+    """Algorithm 5 (``variant="em"``) or 4 (``"map"``); returns the estimates and traces."""
+    Ks = model.train_kernels(data)
+    S, N = Ks.shape[:2]
+    C = model.n_classes(data)
+    y = data.y.astype(int)
+    onehot = np.eye(C, dtype=bool)[y]
+    tau, nu = float(model.tau), float(model.nu)
+    if variant == "map" and tau <= 0.5:
+        raise ValueError(f"map uses the mode (2 tau - 1) / (w^2 + 2 nu) of alpha (eq. 5.9), which needs "
+                         f"tau > 1/2; got tau = {tau}")
+    beta = model.default_beta(S)
+    learn_beta = learn_beta and model.rule == "convex"
+    A = np.ones((N, C))
+    Y = np.where(onehot, 1.0, 0.0)
+    W = np.zeros((N, C))
+    trace, converged = [], False
+    with progress_bar(total=max_iter, desc=variant, disable=not progress) as bar:
+        for it in range(max_iter):
+            K = MK.combine(Ks, beta, model.rule)
+            W_new, Ls = MK.w_posterior(K, K @ K, Y, A)
+            M = K @ W_new
+            Y_new = MK.cone_moments(M, onehot)[0] if variant == "em" else map_y(M, onehot)
+            A = ((2 * tau + 1) if variant == "em" else (2 * tau - 1)) / (W_new**2 + 2 * nu)
+            if learn_beta:
+                beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W_new, Y_new), x0=beta)
+            change = max(np.linalg.norm(W_new - W) / max(np.linalg.norm(W_new), 1e-300),
+                         np.linalg.norm(Y_new - Y) / max(np.linalg.norm(Y_new), 1e-300))
+            W, Y = W_new, Y_new
+            trace.append(train_loglik(K, W, y))
+            bar.update()
+            if change < tol:
+                converged = True
+                break
+    K = MK.combine(Ks, beta, model.rule)
+    W, Ls = MK.w_posterior(K, K @ K, Y, A)
+    return {"W": W, "Ls": Ls, "A": A, "beta": beta, "Y": Y, "trace": np.asarray(trace),
+            "iterations": len(trace), "converged": converged}
+
+
+def _run(variant, model, data, draws, chains, seed, progress, options):
+    timer = Timer()
+    opts = check_options(variant, options, OPTIONS)
+    positive("max_iter", opts["max_iter"], integer=True)
+    positive("tol", opts["tol"])
+    check_rule(model, variant)
+    res = em_estimate(model, data, variant=variant, progress=progress, **opts)
+    warn = [] if res["converged"] else [f"{variant} did not converge in {opts['max_iter']} iterations"]
+    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn,
+            "beta_estimate": res["beta"].tolist(), "train_loglik": float(res["trace"][-1])}
+    return point_fit(model, data, variant, res["W"], res["Ls"], res["A"], res["beta"], draws=draws, chains=chains,
+                     seed=seed, timing={"compile": 0.0, "tune": timer()}, objective={"train_loglik": res["trace"]},
+                     info=info)
+
+
+@register("em", kind="approximation", family="pmkl", applies=fixed_kernels,
+          description="EM point estimates with the beta QP (Algorithm 5)")
+def run_em(model, data, *, draws, tune, chains, seed, progress, **options):
+    """EM (Algorithm 5): E-steps for Y and A, M-step for W, QP for beta."""
+    return _run("em", model, data, draws, chains, seed, progress, options)
+
+
+@register("map", kind="approximation", family="pmkl", applies=fixed_kernels,
+          description="MAP point estimates with the beta QP (Algorithm 4)")
+def run_map(model, data, *, draws, tune, chains, seed, progress, **options):
+    """MAP (Algorithm 4): modes for Y and A, M-step for W, QP for beta."""
+    return _run("map", model, data, draws, chains, seed, progress, options)

@@ -1,0 +1,107 @@
+"""The contract every model family follows (docs/architecture.md, "The model contract")."""
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, fields
+from typing import ClassVar
+
+import numpy as np
+
+from bayeszoo.datasets import Dataset
+
+
+@dataclass
+class Model:
+    """Base class of the family classes (:class:`RVM`, :class:`GPC`, ...).
+
+    Subclasses are dataclasses whose fields are the model options, so ``spec()`` / ``from_spec`` round-trip
+    through JSON and a model pickles to Dask workers. A subclass provides:
+
+    ``validate(data)``        raise ValueError naming the problem (labels, shapes), before any sampling;
+    ``var_dims(data)``        canonical posterior variables -> their dims, the same for every backend;
+    ``coords(data)``          coordinate values for those dims;
+    ``pymc_model(data)``      a ``pm.Model`` whose canonical variables carry those names and dims;
+    ``numpyro_model(data)``   a zero-argument NumPyro model function with the same joint density;
+    ``predict(fit, X_new)``   binary: P(y = 1); regression: predictive mean; multiclass: (n, C) probabilities;
+    ``score(fit, data)``      dict of the family's metrics on ``data``'s test set (training set if it has none);
+    ``compare_vars``          the variables ``mean_err`` / ``sd_err`` are computed on.
+
+    The family's pictures live in ``bayeszoo.diagnostics.<family>_plots``; its backends in
+    ``bayeszoo.inference.<family>`` (see docs/architecture.md).
+    """
+
+    family = "base"
+    compare_vars: ClassVar[tuple[str, ...]] = ()
+
+    # ---- identity ------------------------------------------------------------------------------------
+    def spec(self) -> dict:
+        return {"family": self.family, **asdict(self)}
+
+    # ---- data ----------------------------------------------------------------------------------------
+    def validate(self, data: Dataset) -> None:
+        if not isinstance(data, Dataset):
+            raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+
+    def constant_data(self, data: Dataset) -> dict:
+        """Arrays stored with every fit (``idata.constant_data``) so predictions need only the fit."""
+        return {"X": data.X}
+
+    # ---- to be provided by families ------------------------------------------------------------------
+    def var_dims(self, data: Dataset) -> dict[str, tuple[str, ...]]:
+        raise NotImplementedError
+
+    def coords(self, data: Dataset) -> dict[str, np.ndarray]:
+        raise NotImplementedError
+
+    def pymc_model(self, data: Dataset):
+        raise NotImplementedError(f"{type(self).__name__} has no PyMC declaration")
+
+    def numpyro_model(self, data: Dataset):
+        raise NotImplementedError(f"{type(self).__name__} has no NumPyro declaration")
+
+    def predict(self, fit, X_new):
+        raise NotImplementedError
+
+    def score(self, fit, data: Dataset) -> dict:
+        raise NotImplementedError
+
+    @classmethod
+    def option_names(cls) -> list[str]:
+        return [f.name for f in fields(cls)]
+
+
+@dataclass
+class ImageModel(Model):
+    """Base of the families that model one observed image (:class:`BID`, :class:`ImageRVM`): the dataset has task
+    "image", ``meta["shape"] = (rows, cols)``, y the pixel values and X their (row, col) coordinates."""
+
+    example_data: ClassVar[str] = "cameraman"      # named in the error for a dataset that is not an image
+
+    @classmethod
+    def image_shape(cls, data: Dataset) -> tuple[int, int]:
+        shape = data.meta.get("shape")
+        if data.task != "image" or shape is None or len(shape) != 2:
+            raise ValueError(f"{cls.__name__} needs an image dataset (task 'image' with meta['shape']), e.g. "
+                             f"bz.datasets.load({cls.example_data!r}) or bz.datasets.bid_data.image_problem(g); "
+                             f"got {data!r}")
+        return int(shape[0]), int(shape[1])
+
+    def observed_image(self, data: Dataset) -> np.ndarray:
+        return np.asarray(data.y, dtype=float).reshape(self.image_shape(data))
+
+    @staticmethod
+    def pixel_values(image: np.ndarray, X_new) -> np.ndarray:
+        """``image`` at the pixel coordinates X_new (n, 2) = (row, col): what ``predict`` returns."""
+        X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
+        if X_new.shape[1] != 2:
+            raise ValueError(f"X_new must hold (row, col) pixel coordinates, got shape {X_new.shape}")
+        idx = np.rint(X_new).astype(int)
+        if np.any(idx < 0) or np.any(idx[:, 0] >= image.shape[0]) or np.any(idx[:, 1] >= image.shape[1]):
+            raise ValueError(f"X_new has pixel coordinates outside the {image.shape} image")
+        return image[idx[:, 0], idx[:, 1]]
+
+    def validate(self, data: Dataset) -> None:
+        super().validate(data)
+        R, C = self.image_shape(data)
+        if data.n != R * C or data.d != 2:
+            raise ValueError(f"{type(self).__name__} dataset {data.name!r}: X must hold the {R * C} pixel "
+                             f"coordinates (rows, cols) of a {R} x {C} image, got X of shape {data.X.shape}")
