@@ -1,0 +1,161 @@
+"""The backend contract (docs/architecture.md), checked on every registered backend with a tiny problem per family.
+
+Every backend: canonical variables and dims, ArviZ provenance attributes on every group, the standard info and
+timing keys, same seed -> same draws, an unknown option -> ValueError, bad data -> ValueError before the backend
+runs, save -> load round trip. Generic backends (PyMC, NumPyro, nutpie) run on the RVM problem; the slow set
+runs them on every family's problem too.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+import bayeszoo as bz
+from bayeszoo import registry
+from bayeszoo.fit import INFO_KEYS
+
+# a tiny problem per family: model, data loader, the counts to run with
+_TINY = dict(draws=15, tune=15, chains=2)
+
+
+def _gpc_data():
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((16, 2))
+    y = (X[:, 0] + 0.3 * rng.standard_normal(16) > 0).astype(int)
+    return bz.datasets.Dataset(X=X, y=y, name="tiny_gpc", meta={"task": "classification"})
+
+
+PROBLEMS = {
+    "rvm": (lambda: bz.models.RVM(width=3.0), lambda: bz.datasets.load("sinc", n=16, n_test=20, seed=0)),
+    "arvm": (lambda: bz.models.ARVM(n_basis=4), lambda: bz.datasets.load("sinc", n=16, n_test=20, seed=0)),
+    "gpc": (lambda: bz.models.GPC(), _gpc_data),
+    "pmkl": (lambda: bz.models.PMKL(rule="mean"), lambda: bz.datasets.load("mkl_sources", n=12, n_test=12, seed=0)),
+    "bid": (lambda: bz.models.BID(psf_size=3), lambda: bz.datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)),
+    "imagervm": (lambda: bz.models.ImageRVM(), lambda: bz.datasets.load("sinc2d_image", size=8, seed=0)),
+}
+# options that keep the tiny runs short; everything else at the backend's defaults
+FAST = {"advi": {"n_iter": 200}, "fullrank_advi": {"n_iter": 200}}
+GENERIC_FAMILY = "rvm"
+
+
+def _cases():
+    cases = []
+    for backend in registry.all_backends():
+        families = [backend.family] if backend.family else list(PROBLEMS)
+        for family in families:
+            slow = backend.family is None and family != GENERIC_FAMILY
+            marks = [pytest.mark.slow] if slow else []
+            cases.append(pytest.param(family, backend.name, id=f"{family}-{backend.name}", marks=marks))
+    return cases
+
+
+_CACHE: dict = {}
+
+
+def _problem(family):
+    make_model, make_data = PROBLEMS[family]
+    return make_model(), make_data()
+
+
+def _fit(family, name, seed=0):
+    """One fit per (family, backend, seed), shared by the checks below."""
+    key = (family, name, seed)
+    if key not in _CACHE:
+        model, data = _problem(family)
+        if not registry.get(model, name).applies_to(model):
+            pytest.skip(f"{name} does not apply to the tiny {family} model")
+        _CACHE[key] = bz.fit(model, data, name, seed=seed, progress=False, **_TINY, **FAST.get(name, {}))
+    return _CACHE[key]
+
+
+def test_every_family_has_a_tiny_problem():
+    assert set(bz.models.FAMILIES) == set(PROBLEMS)
+
+
+@pytest.mark.parametrize("family,name", _cases())
+def test_backend_contract(family, name, tmp_path):
+    model, data = _problem(family)
+    if name not in bz.backends(model):
+        pytest.skip(f"{name} does not apply to the tiny {family} model")
+    spec = registry.get(model, name)
+    fit = _fit(family, name)
+
+    # canonical variables with the model's dims, (chain, draw) first
+    var_dims = model.var_dims(data)
+    assert set(fit.posterior.data_vars) == set(var_dims)
+    for var, dims in var_dims.items():
+        assert fit.posterior[var].dims == ("chain", "draw", *dims)
+    assert (fit.n_chains, fit.n_draws) == (_TINY["chains"], _TINY["draws"])
+    assert np.all(np.isfinite(np.concatenate([fit.posterior[v].values.ravel() for v in var_dims])))
+
+    # ArviZ's provenance on every group; sample_stats over (chain, draw)
+    for group in fit.idata.groups():
+        attrs = fit.idata[group].attrs
+        assert {"created_at", "inference_library", "inference_library_version"} <= set(attrs), group
+        assert attrs["inference_library"] == spec.library
+    if "sample_stats" in fit.idata.groups():
+        for var in fit.idata.sample_stats.data_vars.values():
+            assert var.dims == ("chain", "draw")
+        if "diverging" in fit.idata.sample_stats:
+            assert fit.idata.sample_stats["diverging"].dtype == bool
+
+    # the fixed keys the report reads, and the timing
+    assert set(INFO_KEYS) <= set(fit.info)
+    assert isinstance(fit.info["warnings"], list)
+    assert fit.info["converged"] in (True, False, None)
+    if fit.info["objective"] is not None:
+        assert fit.info["objective"] in fit.idata.objective
+    assert {"compile", "tune", "sample", "total"} <= set(fit.timing)
+    assert all(v >= 0 for v in fit.timing.values())
+    assert fit.kind == spec.kind
+
+    # same seed, same draws
+    again = bz.fit(model, data, name, seed=0, progress=False, **_TINY, **FAST.get(name, {}))
+    for var in var_dims:
+        np.testing.assert_array_equal(again.posterior[var].values, fit.posterior[var].values)
+
+    # save -> load
+    back = bz.load_fit(fit.save(tmp_path / "fit.nc"))
+    assert (back.backend, back.kind, back.model_spec) == (fit.backend, fit.kind, fit.model_spec)
+    for var in var_dims:
+        np.testing.assert_array_equal(back.posterior[var].values, fit.posterior[var].values)
+    assert back.info["warnings"] == fit.info["warnings"]
+    assert back.idata.posterior.attrs["inference_library"] == spec.library
+
+
+@pytest.mark.parametrize("family,name", [c for c in _cases() if not c.marks])
+def test_bad_options_and_data_fail_before_the_backend_runs(family, name, monkeypatch):
+    model, data = _problem(family)
+    if name not in bz.backends(model):
+        pytest.skip(f"{name} does not apply to the tiny {family} model")
+    spec = registry.get(model, name)
+
+    def must_not_run(*args, **kwargs):
+        raise AssertionError("the backend ran although its input was bad")
+
+    table, key = (registry._GENERIC, name) if spec.family is None else (registry._FAMILY, (spec.family, name))
+    monkeypatch.setitem(table, key, dataclasses.replace(spec, run=must_not_run))
+    with pytest.raises(ValueError, match="unknown option"):
+        bz.fit(model, data, name, no_such_option=1, progress=False)
+    other = "sinc" if family in ("bid", "imagervm") else "cameraman"
+    wrong = bz.datasets.load(other, n=10) if other == "sinc" else bz.datasets.load(other, size=16)
+    with pytest.raises(ValueError):
+        bz.fit(model, wrong, name, progress=False)
+    with pytest.raises(ValueError, match="draws"):
+        bz.fit(model, data, name, draws=0, progress=False)
+
+
+def test_every_backend_declares_its_options():
+    for backend in registry.all_backends():
+        assert backend.options is not None, f"{backend.family or 'generic'}/{backend.name} declares no options"
+        for opt_name, opt in backend.options.items():
+            assert isinstance(opt, registry.Option) and opt.help, (backend.name, opt_name)
+
+
+def test_backends_details_lists_options():
+    table = bz.backends(bz.models.RVM(), details=True)
+    assert set(table["backend"]) == set(bz.backends(bz.models.RVM()))
+    nuts = table[table["backend"] == "nuts"].set_index("option")
+    assert nuts.loc["target_accept", "default"] == "0.9" and "acceptance" in nuts.loc["target_accept", "meaning"]
