@@ -18,6 +18,7 @@ demo: $(STAMP)
 	$(BIN)/python -m bayeszoo.demo --out runs/demo
 
 test: $(STAMP)
+	$(BIN)/lint-imports
 	$(BIN)/python -m pytest -q
 
 test-slow: $(STAMP)

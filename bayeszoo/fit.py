@@ -51,7 +51,9 @@ class Fit:
     model_spec : dict
         ``model.spec()``: enough to rebuild the model with :func:`bayeszoo.models.from_spec`.
     info : dict
-        Backend-specific counts and flags: gradient evaluations, iterations, ``converged``, ``warnings``.
+        The standard keys of :data:`INFO_KEYS` (``iterations``, ``converged``, ``objective``, ``n_grad``,
+        ``divergences``, ``warnings``), plus ``seed`` and ``settings`` (what the fit was asked for) and any
+        backend-specific counts and flags.
     """
 
     idata: az.InferenceData
@@ -66,6 +68,10 @@ class Fit:
             raise ValueError(f"Fit.kind must be one of {KINDS}, got {self.kind!r}")
         for key in ("compile", "tune", "sample"):
             self.timing.setdefault(key, 0.0)
+        for key, default in INFO_KEYS.items():
+            self.info.setdefault(key, list(default) if isinstance(default, list) else default)
+        if isinstance(self.info["warnings"], str):
+            self.info["warnings"] = [self.info["warnings"]]
         self.timing.setdefault("total", self.timing["compile"] + self.timing["tune"] + self.timing["sample"])
 
     @property
@@ -226,8 +232,6 @@ def _standard_info(backend: str, info: dict) -> dict:
     if renamed:
         raise ValueError(f"backend {backend!r} reports info keys {renamed}; the standard names are "
                          f"{[_RENAMED_INFO[k] for k in renamed]} (bayeszoo.fit.INFO_KEYS)")
-    out = {key: (list(default) if isinstance(default, list) else default) for key, default in INFO_KEYS.items()}
-    out.update(info)
-    warns = out["warnings"]
-    out["warnings"] = [warns] if isinstance(warns, str) else list(warns or [])
-    return out
+    out = dict(info)
+    out["warnings"] = [out["warnings"]] if isinstance(out.get("warnings"), str) else list(out.get("warnings") or [])
+    return out   # Fit fills in the other standard keys

@@ -53,7 +53,11 @@ def _draws(model, data, chains, draws, seed, rho):
     return out
 
 
-@registry.register("fake_ok", kind="mcmc", family="rvm", description="fake AR(1) sampler for tests")
+_LOG = {"log": registry.Option(None, "file to which each call appends its backend name and seed")}
+
+
+@registry.register("fake_ok", kind="mcmc", family="rvm", description="fake AR(1) sampler for tests",
+                   options={**_LOG, "sleep": registry.Option(0.0, "seconds to wait before returning")})
 def fake_ok(model, data, *, draws, tune, chains, seed, progress, log=None, sleep=0.0):
     _log(log, "fake_ok", seed)
     start = time.perf_counter()
@@ -66,7 +70,8 @@ def fake_ok(model, data, *, draws, tune, chains, seed, progress, log=None, sleep
                     timing={"sample": time.perf_counter() - start + 0.01}, info={"calls": 1, "seed": seed})
 
 
-@registry.register("fake_vb", kind="approximation", family="rvm", description="fake variational fit for tests")
+@registry.register("fake_vb", kind="approximation", family="rvm", description="fake variational fit for tests",
+                   options=_LOG)
 def fake_vb(model, data, *, draws, tune, chains, seed, progress, log=None):
     _log(log, "fake_vb", seed)
     post = _draws(model, data, chains, draws, seed + 1, rho=0.0)
@@ -78,7 +83,8 @@ def fake_vb(model, data, *, draws, tune, chains, seed, progress, log=None):
 RELEVANT = (0, 3, 7, 12)  # bases kept by fake_em (0 is the bias column when the model has one)
 
 
-@registry.register("fake_em", kind="approximation", family="rvm", description="fake type-II fit for tests")
+@registry.register("fake_em", kind="approximation", family="rvm", description="fake type-II fit for tests",
+                   options=_LOG)
 def fake_em(model, data, *, draws, tune, chains, seed, progress, log=None):
     from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 
@@ -93,13 +99,15 @@ def fake_em(model, data, *, draws, tune, chains, seed, progress, log=None):
                     timing={"sample": 0.002}, info={"iterations": 25, "converged": True})
 
 
-@registry.register("fake_fail", kind="mcmc", family="rvm", description="a backend that always fails")
+@registry.register("fake_fail", kind="mcmc", family="rvm", description="a backend that always fails",
+                   options=_LOG)
 def fake_fail(model, data, *, draws, tune, chains, seed, progress, log=None):
     _log(log, "fake_fail", seed)
     raise RuntimeError(FAIL_MESSAGE)
 
 
-@registry.register("fake_flaky", kind="mcmc", family="rvm", description="fails on its first call")
+@registry.register("fake_flaky", kind="mcmc", family="rvm", description="fails on its first call",
+                   options={**_LOG, "marker": registry.Option(None, "file path: the first call that finds it missing creates it and fails")})
 def fake_flaky(model, data, *, draws, tune, chains, seed, progress, log=None, marker=None):
     _log(log, "fake_flaky", seed)
     if marker is not None and not os.path.exists(marker):
@@ -125,7 +133,7 @@ def ensure_score():
         return
 
     def score(self, fit, data):
-        from bayeszoo.diagnostics.plots import rvm_predict
+        from bayeszoo.diagnostics.rvm_plots import rvm_predict
 
         X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)
         pred = rvm_predict(self, fit, X)

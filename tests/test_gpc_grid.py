@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-from bayeszoo.diagnostics.plots import grid_contours
+from bayeszoo.diagnostics.gpc_plots import grid_contours
 from bayeszoo.studies.gpc_grid import best_point, grid_study
 
 ELLS = np.array([0.0, 1.0, 2.0])

@@ -13,7 +13,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 
 import bayeszoo as bz  # noqa: E402
 import _fake_backends as fb  # noqa: E402
-from bayeszoo.diagnostics import plots  # noqa: E402
+from bayeszoo.diagnostics import plots, rvm_plots  # noqa: E402
 from bayeszoo.diagnostics.metrics import ESS_METHOD  # noqa: E402
 from bayeszoo.diagnostics.report import write_report  # noqa: E402
 
@@ -97,9 +97,9 @@ def test_selected_components_are_the_largest_weights(regression_cmp):
 
 def test_relevance_vectors_of_type2_fit(regression_cmp):
     model, fit = regression_cmp.model, regression_cmp.fits["fake_em"]
-    assert plots.is_type2(fit) and not plots.is_type2(regression_cmp.fits["fake_ok"])
+    assert rvm_plots.is_type2(fit) and not rvm_plots.is_type2(regression_cmp.fits["fake_ok"])
     # basis 0 is the bias; basis j >= 1 is training point j - 1
-    np.testing.assert_array_equal(plots.relevance_vectors(model, fit), [2, 6, 11])
+    np.testing.assert_array_equal(rvm_plots.relevance_vectors(model, fit), [2, 6, 11])
 
 
 def test_fallback_prediction_matches_phi_w(regression_cmp):
@@ -107,7 +107,7 @@ def test_fallback_prediction_matches_phi_w(regression_cmp):
     X = np.linspace(-5, 5, 7)[:, None]
     w = fit.posterior["w"].values.reshape(-1, model.n_basis(regression_cmp.data))
     expected = model.design(X, regression_cmp.data.X) @ w.mean(0)
-    np.testing.assert_allclose(plots.rvm_predict(model, fit, X), expected, rtol=1e-6, atol=1e-8)
+    np.testing.assert_allclose(rvm_plots.rvm_predict(model, fit, X), expected, rtol=1e-6, atol=1e-8)
 
 
 @pytest.mark.parametrize("dataset, task", [("ripley", "classification"), ("sinc2d", "regression")])

@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse
 
-from bayeszoo.diagnostics.plots import _labels, backend_colors, new_figure, register_picture
+from bayeszoo.diagnostics.plots import _labels, backend_colors, new_figure
 
 
 def _point_bases(model, fit):
@@ -65,8 +65,7 @@ def draw_fit(model, fit, data, ax=None, color="#1f77b4", label=None):
     return ax
 
 
-@register_picture("arvm")
-def arvm_picture(comparison) -> Figure | None:
+def family_picture(comparison) -> Figure | None:
     model, data = comparison.model, comparison.data
     labels = _labels(comparison)
     if not labels:

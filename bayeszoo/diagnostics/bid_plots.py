@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.diagnostics.plots import _labels, new_figure, register_picture
+from bayeszoo.diagnostics.plots import _labels, new_figure
 
 
 def bid_panels(model, data, fits: dict) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -28,8 +28,7 @@ def bid_panels(model, data, fits: dict) -> list[tuple[str, np.ndarray, np.ndarra
     return panels
 
 
-@register_picture("bid")
-def bid_picture(comparison):
+def family_picture(comparison):
     model, data = comparison.model, comparison.data
     fits = {label: comparison.fits[label] for label in _labels(comparison)}
     panels = bid_panels(model, data, fits)

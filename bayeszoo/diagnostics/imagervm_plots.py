@@ -5,11 +5,10 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from bayeszoo.diagnostics.plots import _labels, backend_colors, new_figure, register_picture
+from bayeszoo.diagnostics.plots import _labels, backend_colors, new_figure
 
 
-@register_picture("imagervm")
-def imagervm_picture(comparison) -> Figure:
+def family_picture(comparison) -> Figure:
     """Row 1: observed image, true image (when known), each backend's restored image with its ISNR.
     Rows 2..: |posterior mean weight| of every kernel (kernel per row, backend per column; white = pruned)."""
     model, data = comparison.model, comparison.data

@@ -8,9 +8,9 @@ decision boundaries, or the posterior |w| per basis).
 from __future__ import annotations
 
 import base64
+import importlib
 import io
 import math
-from typing import Callable
 
 import numpy as np
 import xarray as xr
@@ -68,6 +68,12 @@ def _reference_label(comparison) -> str | None:
         if fit is ref:
             return label
     return comparison.reference
+
+
+def flat_draws(fit, name) -> np.ndarray:
+    """Draws of ``name`` with chains and draws merged into the first axis."""
+    arr = fit.idata.posterior[name].values
+    return arr.reshape(-1, *arr.shape[2:])
 
 
 # ---------------------------------------------------------------------------------- components shown
@@ -277,322 +283,12 @@ def objective_figure(comparison) -> Figure | None:
 
 
 # ------------------------------------------------------------------------------------ family pictures
-_FAMILY_PICTURES: dict[str, Callable] = {}
-
-
-def register_picture(family: str):
-    """Decorator registering ``fn(comparison) -> Figure | None`` as the picture of ``family``."""
-
-    def deco(fn):
-        _FAMILY_PICTURES[family] = fn
-        return fn
-
-    return deco
-
-
 def family_picture(comparison) -> Figure | None:
-    """The family's own picture of a comparison, or None if the family has none."""
-    fn = _FAMILY_PICTURES.get(getattr(comparison.model, "family", None))
-    return fn(comparison) if fn is not None else None
-
-
-# ---- RVM
-TYPE2_BACKENDS = ("em", "fast")  # hand-written type-II ML backends: pruned bases sit at LOG_ALPHA_PRUNED
-
-
-def _draws(fit, name) -> np.ndarray:
-    arr = fit.idata.posterior[name].values
-    return arr.reshape(-1, *arr.shape[2:])
-
-
-def _thin(draws: np.ndarray, n: int = MAX_PRED_DRAWS) -> np.ndarray:
-    if draws.shape[0] <= n:
-        return draws
-    return draws[np.linspace(0, draws.shape[0] - 1, n).astype(int)]
-
-
-def rvm_latent_draws(model, fit, X) -> np.ndarray:
-    """Draws (S, n) of the latent function Phi(X) w from the fit's posterior ``w`` draws."""
-    centers = fit.idata.constant_data["X"].values
-    Phi = model.design(np.asarray(X, dtype=float), centers)
-    w = _thin(_draws(fit, "w"))
-    return w @ Phi.T
-
-
-def rvm_predict(model, fit, X) -> np.ndarray:
-    """``model.predict(fit, X)``; falls back to the posterior average of Phi w (or of the link of it)."""
+    """The family's own picture of a comparison: ``family_picture`` of ``bayeszoo.diagnostics.<family>_plots``,
+    or None where the family has no such module."""
+    family = getattr(comparison.model, "family", None)
     try:
-        out = np.asarray(model.predict(fit, X), dtype=float)
-        if out.shape[0] == np.asarray(X).shape[0]:
-            return out.reshape(out.shape[0], -1)[:, 0] if out.ndim > 1 else out
-    except Exception:
-        pass
-    f = rvm_latent_draws(model, fit, X)
-    if model.is_classifier:
-        if model.link == "probit":
-            from scipy.special import ndtr
-
-            return ndtr(f).mean(0)
-        from scipy.special import expit
-
-        return expit(f).mean(0)
-    return f.mean(0)
-
-
-def is_type2(fit) -> bool:
-    """A type-II ML fit: an ``em`` / ``fast`` backend, or any fit whose ``log_alpha`` is a point estimate
-    with some bases pruned (stored at LOG_ALPHA_PRUNED)."""
-    from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
-
-    if fit.backend in TYPE2_BACKENDS:
-        return True
-    la = _draws(fit, "log_alpha")
-    return bool(np.all(la == la[:1]) and np.any(la[0] >= LOG_ALPHA_PRUNED - 1e-6))
-
-
-def relevance_vectors(model, fit) -> np.ndarray:
-    """Indices (into the training inputs) of the bases a type-II fit kept: log_alpha < LOG_ALPHA_PRUNED."""
-    from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
-
-    la = _draws(fit, "log_alpha")
-    with np.errstate(invalid="ignore"):
-        kept = np.nanmedian(np.where(np.isnan(la), np.inf, la), axis=0) < LOG_ALPHA_PRUNED - 1e-6
-    idx = np.flatnonzero(kept) - int(model.bias)
-    return idx[idx >= 0]
-
-
-@register_picture("rvm")
-def rvm_picture(comparison) -> Figure | None:
-    model, data = comparison.model, comparison.data
-    labels = _labels(comparison)
-    if not labels:
+        module = importlib.import_module(f"bayeszoo.diagnostics.{family}_plots")
+    except ModuleNotFoundError:
         return None
-    colors = backend_colors(labels)
-    ref_label = _reference_label(comparison)
-    if data.d == 1 and not model.is_classifier:
-        return _rvm_curve(comparison, labels, colors, ref_label)
-    if data.d == 2 and model.is_classifier:
-        return _rvm_boundary(comparison, labels, colors)
-    return _rvm_weights(comparison, labels, colors, ref_label)
-
-
-def _rvm_curve(comparison, labels, colors, ref_label):
-    model, data = comparison.model, comparison.data
-    X = data.X[:, 0]
-    xs = np.concatenate([X, data.X_test[:, 0]]) if data.has_test else X
-    lo, hi = xs.min(), xs.max()
-    pad = 0.02 * (hi - lo if hi > lo else 1.0)
-    grid = np.linspace(lo - pad, hi + pad, 400)
-    fig = new_figure(10, 5)
-    ax = fig.add_subplot()
-    ax.scatter(X, data.y, s=10, color="0.55", zorder=1, label="training data")
-    if data.has_test:
-        order = np.argsort(data.X_test[:, 0])
-        ax.plot(data.X_test[order, 0], data.y_test[order], color="k", lw=0.8, ls=":", label="test targets")
-    notes = []
-    if ref_label is not None and comparison.reference_fit is not None:
-        try:
-            f = rvm_latent_draws(model, comparison.reference_fit, grid[:, None])
-            band = np.quantile(f, [0.025, 0.975], axis=0)
-            ax.fill_between(grid, band[0], band[1], color=colors.get(ref_label, "0.6"), alpha=0.18, lw=0,
-                            label=f"{ref_label}: 95% band of f")
-        except Exception as exc:
-            notes.append(f"reference band: {type(exc).__name__}")
-    for label in labels:
-        fit = comparison.fits[label]
-        try:
-            mean = rvm_predict(model, fit, grid[:, None])
-        except Exception as exc:
-            notes.append(f"{label}: {type(exc).__name__}")
-            continue
-        ax.plot(grid, mean, color=colors[label], lw=1.8 if label == ref_label else 1.3, label=label)
-        if is_type2(fit):
-            try:
-                rv = relevance_vectors(model, fit)
-                if rv.size:
-                    xr_ = X[rv]
-                    ax.scatter(xr_, rvm_predict(model, fit, xr_[:, None]), s=70, facecolors="none",
-                               edgecolors=colors[label], linewidths=1.6, zorder=3,
-                               label=f"{label}: {rv.size} relevance vectors")
-            except Exception as exc:
-                notes.append(f"{label} relevance vectors: {type(exc).__name__}")
-    ax.set_xlabel("x")
-    ax.set_ylabel("y")
-    ax.set_title(f"{data.name}: predictive mean per backend" + (f"  ({'; '.join(notes)})" if notes else ""),
-                 fontsize=10)
-    ax.legend(fontsize=8, loc="best", ncol=2)
-    fig.tight_layout()
-    return fig
-
-
-def _rvm_boundary(comparison, labels, colors):
-    model, data = comparison.model, comparison.data
-    X = data.X
-    lo, hi = X.min(0), X.max(0)
-    pad = 0.05 * np.where(hi > lo, hi - lo, 1.0)
-    g1 = np.linspace(lo[0] - pad[0], hi[0] + pad[0], 120)
-    g2 = np.linspace(lo[1] - pad[1], hi[1] + pad[1], 120)
-    G1, G2 = np.meshgrid(g1, g2)
-    grid = np.column_stack([G1.ravel(), G2.ravel()])
-    fig = new_figure(8.5, 7)
-    ax = fig.add_subplot()
-    for cls, marker, c in ((0, "o", "#3b6fb6"), (1, "^", "#c0392b")):
-        m = data.y == cls
-        ax.scatter(X[m, 0], X[m, 1], s=14, marker=marker, color=c, alpha=0.6, label=f"class {cls}")
-    from matplotlib.lines import Line2D
-
-    handles, notes = [], []
-    for label in labels:
-        fit = comparison.fits[label]
-        try:
-            p = rvm_predict(model, fit, grid).reshape(G1.shape)
-            if np.nanmin(p) < 0.5 < np.nanmax(p):
-                ax.contour(G1, G2, p, levels=[0.5], colors=[colors[label]], linewidths=1.6)
-            handles.append(Line2D([], [], color=colors[label], label=f"{label}: P = 0.5"))
-        except Exception as exc:
-            notes.append(f"{label}: {type(exc).__name__}")
-            continue
-        if is_type2(fit):
-            try:
-                rv = relevance_vectors(model, fit)
-                if rv.size:
-                    h = ax.scatter(X[rv, 0], X[rv, 1], s=110, facecolors="none", edgecolors=colors[label],
-                                   linewidths=1.6, label=f"{label}: {rv.size} relevance vectors")
-                    handles.append(h)
-            except Exception as exc:
-                notes.append(f"{label} relevance vectors: {type(exc).__name__}")
-    h0, _ = ax.get_legend_handles_labels()
-    ax.legend(handles=h0[:2] + handles, fontsize=8, loc="best")
-    ax.set_xlabel("x1")
-    ax.set_ylabel("x2")
-    ax.set_title(f"{data.name}: decision boundaries" + (f"  ({'; '.join(notes)})" if notes else ""), fontsize=10)
-    fig.tight_layout()
-    return fig
-
-
-def _rvm_weights(comparison, labels, colors, ref_label):
-    fig = new_figure(10, 4.5)
-    ax = fig.add_subplot()
-    first = True
-    for label in labels:
-        fit = comparison.fits[label]
-        w = _draws(fit, "w")
-        with np.errstate(invalid="ignore"):
-            mag = np.abs(np.nanmean(w, axis=0))
-        idx = np.arange(mag.size)
-        if label == ref_label or (ref_label is None and first):
-            ax.bar(idx, mag, color=colors[label], alpha=0.45, width=1.0, label=label)
-        else:
-            ax.plot(idx, mag, ls="none", marker="o", ms=3.5, color=colors[label], label=label)
-        first = False
-    ax.set_xlabel("basis (0 = bias)" if comparison.model.bias else "basis")
-    ax.set_ylabel("|posterior mean of w|")
-    ax.set_yscale("symlog", linthresh=1e-3)
-    ax.set_title(f"{comparison.data.name}: posterior |w| per basis", fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
-    fig.tight_layout()
-    return fig
-
-
-# ---- GPC
-def _f_moments(fit) -> tuple[np.ndarray, np.ndarray]:
-    """Means and sds of f_i: exact for a Gaussian approximation (its idata group ``gaussian``), else from draws."""
-    from bayeszoo.models.gpc import GAUSSIAN_GROUP
-
-    if GAUSSIAN_GROUP in fit.idata.groups():
-        q = fit.idata[GAUSSIAN_GROUP]
-        return q["q_mean"].values, np.sqrt(np.clip(np.diag(q["q_cov"].values), 0.0, None))
-    f = _draws(fit, "f")
-    return f.mean(0), f.std(0)
-
-
-@register_picture("gpc")
-def gpc_picture(comparison) -> Figure | None:
-    """The thesis's marginals figure: each backend's posterior means and sds of f_i, and its predictive
-    probabilities at the test inputs, against the reference's (the diagonal is perfect agreement)."""
-    model, data = comparison.model, comparison.data
-    labels = _labels(comparison)
-    ref_label = _reference_label(comparison)
-    ref = comparison.reference_fit
-    if ref is None or not labels:
-        return None
-    colors = backend_colors(labels)
-    X_eval = data.X_test if data.has_test else data.X
-    ref_p = model.predict(ref, X_eval)
-    fig = new_figure(13.5, 4.3)
-    axes = fig.subplots(1, 3)
-    for k, (ax, title) in enumerate(zip(axes[:2], ("posterior mean of f_i", "posterior sd of f_i"))):
-        ref_value = _f_moments(ref)[k]
-        for label in labels:
-            if label == ref_label:
-                continue
-            ax.scatter(ref_value, _f_moments(comparison.fits[label])[k], s=9, alpha=0.7,
-                       color=colors[label], label=label)
-        lo, hi = float(np.min(ref_value)), float(np.max(ref_value))
-        ax.plot([lo, hi], [lo, hi], color="k", lw=0.8)
-        ax.set_title(title)
-        ax.set_xlabel(f"reference ({ref_label})")
-    for label in labels:
-        if label != ref_label:
-            axes[2].scatter(ref_p, model.predict(comparison.fits[label], X_eval), s=9, alpha=0.7,
-                            color=colors[label], label=label)
-    axes[2].plot([0, 1], [0, 1], color="k", lw=0.8)
-    axes[2].set_title("P(y* = 1) at the test inputs")
-    axes[2].set_xlabel(f"reference ({ref_label})")
-    axes[0].set_ylabel("backend")
-    axes[2].legend(fontsize=7, loc="upper left")
-    fig.tight_layout()
-    return fig
-
-
-GRID_TITLES = {"log_evidence": "log evidence (own approximation)", "jensen_bound": "Jensen lower bound (4.13)",
-               "info_bits": "information [bits]", "n_errors": "test errors", "log_pred": "test log predictive",
-               "error_rate": "test error rate", "seconds": "seconds per fit"}
-
-
-def grid_contours(ds, quantities=("log_evidence", "jensen_bound", "info_bits", "n_errors"), methods=None,
-                  levels: int = 12) -> Figure:
-    """Contour panels of a :func:`bayeszoo.studies.gpc_grid.grid_study` result, as in the thesis's
-    Figs. 4.9-4.11: one row per method, one column per quantity, the same contour levels down each column
-    (so methods can be compared by eye); the best grid point of each panel is marked."""
-    if methods is None:
-        methods = [str(m) for m in ds["backend"].values]
-    unknown = [q for q in quantities if q not in ds]
-    if unknown:
-        raise ValueError(f"unknown quantities {unknown}; the study has {list(ds.data_vars)}")
-    ell, sf = ds["log_lengthscale"].values, ds["log_amplitude"].values
-    fig = new_figure(3.3 * len(quantities), 2.8 * len(methods))
-    axes = np.atleast_2d(fig.subplots(len(methods), len(quantities), squeeze=False))
-    for c, q in enumerate(quantities):
-        values = ds[q].sel(backend=methods).values
-        finite = values[np.isfinite(values)]
-        if finite.size == 0:
-            continue
-        lo, hi = np.percentile(finite, [2, 100]) if q in ("log_evidence", "jensen_bound", "log_pred") else (
-            finite.min(), finite.max())
-        lv = np.linspace(lo, hi, levels) if hi > lo else None
-        minimise = q in ("n_errors", "error_rate", "seconds")
-        for r, name in enumerate(methods):
-            ax = axes[r, c]
-            z = ds[q].sel(backend=name).values.T        # rows: log_amplitude, columns: log_lengthscale
-            if np.isfinite(z).sum() >= 4 and lv is not None:
-                cs = ax.contour(ell, sf, np.clip(z, lo, hi), levels=lv, linewidths=0.8, cmap="viridis")
-                ax.clabel(cs, fontsize=6, fmt="%.3g")
-                flat = np.where(np.isfinite(z), z, np.inf if minimise else -np.inf)
-                j, i = np.unravel_index(np.argmin(flat) if minimise else np.argmax(flat), z.shape)
-                ax.plot(ell[i], sf[j], "r+", ms=9, mew=1.5)
-            ax.set_title(f"{name}: {GRID_TITLES.get(q, q)}", fontsize=8)
-            if r == len(methods) - 1:
-                ax.set_xlabel("ln lengthscale")
-            if c == 0:
-                ax.set_ylabel("ln amplitude")
-    fig.suptitle(f"{ds.attrs.get('dataset', '')} ({ds.attrs.get('likelihood', '')}, {ds.attrs.get('kernel', '')}): "
-                 f"+ marks each panel's best grid point", fontsize=9)
-    fig.tight_layout()
-    return fig
-
-
-from bayeszoo.diagnostics import bid_plots  # noqa: E402,F401  (registers the BID picture)
-from bayeszoo.diagnostics import pmkl_plots  # noqa: E402,F401  (registers the PMKL picture)
-from bayeszoo.diagnostics import arvm_plots  # noqa: E402,F401  (registers the arvm family's picture)
-from bayeszoo.diagnostics import imagervm_plots  # noqa: E402,F401  (registers the imagervm picture)
+    return module.family_picture(comparison)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.diagnostics.plots import _labels, _reference_label, backend_colors, new_figure, register_picture
+from bayeszoo.diagnostics.plots import _labels, _reference_label, backend_colors, new_figure
 
 PICTURE_DRAWS = 100      # posterior draws averaged over in the decision-region grids
 GRID = 60                # grid points per axis of the decision regions
@@ -71,8 +71,7 @@ def true_class_panel(ax, comparison, labels, colors, ref_label):
     ax.legend(fontsize=7)
 
 
-@register_picture("pmkl")
-def mkl_picture(comparison):
+def family_picture(comparison):
     labels = _labels(comparison)
     if not labels:
         return None

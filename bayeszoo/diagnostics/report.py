@@ -56,7 +56,7 @@ class _Images:
         try:
             fig = make()
         except Exception as exc:
-            return _note(f"{what}: could not be drawn ({type(exc).__name__}: {_short(exc)})")
+            return _note(f"{what}: could not be drawn ({type(exc).__name__}: {_first_line(exc)})")
         if fig is None:
             return ""
         if self.used >= self.budget:
@@ -65,7 +65,7 @@ class _Images:
         try:
             data = figure_to_base64(fig)
         except Exception as exc:
-            return _note(f"{what}: could not be rendered ({type(exc).__name__}: {_short(exc)})")
+            return _note(f"{what}: could not be rendered ({type(exc).__name__}: {_first_line(exc)})")
         self.used += len(data)
         return (f'<div class="fig"><img alt="{html.escape(what)}" '
                 f'src="data:image/png;base64,{data}"></div>')
@@ -75,7 +75,8 @@ def _note(text: str) -> str:
     return f'<p class="note">{html.escape(text)}</p>'
 
 
-def _short(exc, n: int = 200) -> str:
+def _first_line(exc, n: int = 200) -> str:
+    """The first line of an error message, cut to ``n`` characters."""
     text = str(exc).strip().split("\n")[0]
     return text if len(text) <= n else text[: n - 1] + "…"
 
@@ -140,7 +141,7 @@ def table_html(table, comparison=None) -> str:
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
-def _short(value, limit: int = 120) -> str:
+def _truncated(value, limit: int = 120) -> str:
     """A meta value as text, long ones (per-feature statistics, name lists) cut to ``limit`` characters."""
     text = str(value)
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
@@ -157,7 +158,7 @@ def _meta_html(comparison) -> str:
     others = {k: v for k, v in meta.items()
               if k not in ("task", "source", "licence", "license", "citation", "preprocessing")}
     if others:
-        items.append(("options", ", ".join(f"{k}={_short(v)}" for k, v in others.items())))
+        items.append(("options", ", ".join(f"{k}={_truncated(v)}" for k, v in others.items())))
     try:
         spec = model.spec()
         items.insert(0, ("model", ", ".join(f"{k}={v!r}" for k, v in spec.items())))
@@ -188,16 +189,13 @@ def _reference_sentence(comparison) -> str:
 def _fit_summary(fit) -> str:
     timing = ", ".join(f"{k} {float(v):.2f}s" for k, v in fit.timing.items() if isinstance(v, (int, float)))
     parts = [f"{fit.kind}", f"{fit.n_chains} chain(s) × {fit.n_draws} draws", timing]
-    info = fit.info or {}
-    for key in ("converged", "iterations", "n_iter", "grad_evals", "n_grad"):
-        if key in info:
+    info = fit.info   # a Fit always carries the keys of bayeszoo.fit.INFO_KEYS
+    for key in ("converged", "iterations", "n_grad", "divergences"):
+        if info[key] is not None:
             parts.append(f"{key} = {info[key]}")
     text = " · ".join(html.escape(p) for p in parts if p)
-    warns = info.get("warnings") or []
-    if isinstance(warns, str):
-        warns = [warns]
-    if warns:
-        text += "".join(_note(f"warning: {w}") for w in list(warns)[:5])
+    if info["warnings"]:
+        text += "".join(_note(f"warning: {w}") for w in info["warnings"][:5])
     return f'<p class="small">{text}</p>'
 
 
@@ -225,7 +223,7 @@ def write_report(comparison, path: str) -> str:
         out.append(table_html(table, comparison))
     except Exception as exc:
         table = None
-        out.append(_note(f"table could not be computed ({type(exc).__name__}: {_short(exc)})"))
+        out.append(_note(f"table could not be computed ({type(exc).__name__}: {_first_line(exc)})"))
     out.append(f"<p>ESS estimator: {html.escape(ESS_METHOD)}. <code>ess_bulk_per_s</code> divides the smallest "
                f"bulk ESS over all components of the canonical variables by the fit's total wall time "
                f"(compile + tune + sample). R-hat (rank-normalised, split) is computed for MCMC fits with "
@@ -262,7 +260,7 @@ def write_report(comparison, path: str) -> str:
         components = plots.select_components(comparison)
     except Exception as exc:
         components = []
-        out.append(_note(f"components to plot could not be chosen ({type(exc).__name__}: {_short(exc)})"))
+        out.append(_note(f"components to plot could not be chosen ({type(exc).__name__}: {_first_line(exc)})"))
     if components:
         names = ", ".join(plots.component_label(n, s) for n, s in components)
         out.append(f"<p>Components shown: <code>{html.escape(names)}</code> (scalars, and the "

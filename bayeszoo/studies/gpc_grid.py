@@ -6,7 +6,7 @@ test-set information score (bits), log predictive probability, number and rate o
 The predictions come from the method's Gaussian Q itself (exact, no Monte-Carlo error).
 
     ds = grid_study(model, data, methods=("laplace", "ep", "kl", "vb"))
-    bz.diagnostics.plots.grid_contours(ds)          # the thesis's panels: evidence, bound, information, errors
+    bz.diagnostics.gpc_plots.grid_contours(ds)          # the thesis's panels: evidence, bound, information, errors
 """
 from __future__ import annotations
 

@@ -13,17 +13,22 @@ tens) cost the same ~730 nodes and are integrated as accurately as narrow ones. 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
+import numbers
 import time
 import warnings
 
 import numpy as np
 import xarray as xr
-
-from bayeszoo.models.gpc import GAUSSIAN_GROUP
 from scipy import linalg as sla
-from bayeszoo.inference._options import Timer, check_options, positive  # noqa: F401  (re-exported)
-from bayeszoo.numerics.blas_threads import one_blas_thread, one_blas_thread_when_small  # noqa: F401
 from scipy.special import expit, log_expit, log_ndtr, logsumexp
+
+from bayeszoo.fit import build_fit
+from bayeszoo.inference._gaussian import gaussian_draws
+from bayeszoo.inference._options import Timer, positive  # noqa: F401  (re-exported)
+from bayeszoo.models.gpc import GAUSSIAN_GROUP, GPC
+from bayeszoo.numerics import gp_kernels as gk
+from bayeszoo.numerics.blas_threads import one_blas_thread, one_blas_thread_when_small  # noqa: F401
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 LIKELIHOODS = ("probit", "logit")
@@ -36,6 +41,26 @@ _SPAN = 12.0  # integrate over mean +- _SPAN sd
 
 
 # ------------------------------------------------------------------------------------------------ options
+#: What every Gaussian approximation runs with when the caller does not say: i.i.d. draws from Q, no warm-up.
+APPROXIMATION_DEFAULTS = {"draws": 1000, "tune": 0, "chains": 4}
+
+
+def check_iterations(opts, *names):
+    """Each of ``names`` a positive integer, ``tol`` (if present) a positive number; ValueError names the option."""
+    for name in names:
+        positive(name, opts[name], integer=True)
+    if "tol" in opts:
+        positive("tol", opts["tol"])
+    return opts
+
+
+def non_negative(name, value):
+    """``value`` if it is a finite number >= 0, else a ValueError naming the option."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
+        raise ValueError(f"option {name} must be a finite number >= 0, got {value!r}")
+    return value
+
+
 def check_likelihood(likelihood):
     if likelihood not in LIKELIHOODS:
         raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
@@ -43,8 +68,6 @@ def check_likelihood(likelihood):
 
 def labels_pm(y) -> np.ndarray:
     """0/1 (or -1/+1) labels as -1/+1 floats (``GPC.labels_pm``)."""
-    from bayeszoo.models.gpc import GPC
-
     return GPC.labels_pm(y)
 
 
@@ -233,8 +256,6 @@ def get_hyp(model, X=None) -> np.ndarray:
 
 def with_hyp(model, hyp):
     """A copy of ``model`` with kernel log-hyperparameters ``hyp``."""
-    import dataclasses
-
     return dataclasses.replace(model, hyp=tuple(float(h) for h in np.asarray(hyp, float)))
 
 
@@ -249,8 +270,6 @@ def _degree(model):
 def kernel_and_grads(model, X, hyp=None, grads=True):
     """``(K, dK)``: training kernel matrix (with the model's jitter) and its analytic derivatives w.r.t. the
     log-hyperparameters, shape (p, n, n) (``models.gp_kernels``)."""
-    from bayeszoo.numerics import gp_kernels as gk
-
     X = np.atleast_2d(np.asarray(X, float))
     if hyp is None:
         hyp = get_hyp(model, X)
@@ -283,16 +302,12 @@ def run_at_hyperparameters(model, data, algorithm, **kwargs) -> dict:
 
 
 def cross_kernel(model, X, Xs, hyp=None):
-    from bayeszoo.numerics import gp_kernels as gk
-
     if hyp is None:
         hyp = get_hyp(model, X)
     return gk.kernel_matrix(_kind(model), X, Xs, hyp, _degree(model))
 
 
 def kss_diag(model, Xs, hyp=None):
-    from bayeszoo.numerics import gp_kernels as gk
-
     if hyp is None:
         hyp = get_hyp(model, Xs)
     return gk.kernel_diag(_kind(model), Xs, hyp, _degree(model))
@@ -309,20 +324,23 @@ def predict_latent(model, X, Xs, alpha, sW, L):
 
 # ------------------------------------------------------------------------------------------------ output
 def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, seconds, info, objective=None, limit=None):
-    """Fit whose posterior ``f`` holds i.i.d. draws from Q = N(m, V) (kind "approximation"); the group
-    ``gaussian`` of its idata holds m (``q_mean``) and V (``q_cov``), which ``GPC.predict`` uses.
+    """Fit whose posterior ``f`` holds i.i.d. draws from Q = N(m, V) (kind "approximation"), built by
+    :func:`bayeszoo.fit.build_fit`; the group ``gaussian`` of its idata holds m (``q_mean``) and V (``q_cov``),
+    which ``GPC.predict`` uses.
 
     ``info`` must hold ``log_evidence`` (the method's own approximation) and ``jensen_bound``; the mean and
-    variance of Q are added as ``q_mean`` / ``q_var``. ``seconds``: the fit's time (the timing's "tune" entry);
-    ``limit``: the iteration cap it ran under (e.g. "200 sweeps"), named in the warning when
-    ``info["converged"]`` is False.
+    variance of Q are added as ``q_mean`` / ``q_var``. ``info["objective"]``, if given, names the trace in
+    ``objective`` (name -> trace over iterations) that the algorithm optimises. ``seconds``: the fit's time (the
+    timing's "tune" entry); ``limit``: the iteration cap it ran under (e.g. "200 sweeps"), named in the warning
+    when ``info["converged"]`` is False.
     """
-    from bayeszoo.fit import build_fit
-    from bayeszoo.inference._gaussian import gaussian_draws
-
     for key in ("log_evidence", "jensen_bound"):
         if key not in info:
             raise ValueError(f"gaussian_fit: info lacks {key!r}")
+    name = info.get("objective")
+    if name is not None and name not in (objective or {}):
+        raise ValueError(f"gaussian_fit: info names the objective {name!r}, which is not among the traces "
+                         f"{sorted(objective or {})}")
     t0 = time.perf_counter()
     rng = np.random.default_rng(seed)
     with quiet_numerics():
@@ -336,10 +354,12 @@ def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, seconds, in
     info["q_mean"] = np.asarray(m, float).tolist()
     info["q_var"] = np.diag(np.asarray(V, float)).tolist()
     fit = build_fit(model, data, backend, "approximation", {"f": f}, timing=timing, objective=objective,
-                   info=info)
-    # Q itself, so that predictions and scores of the approximation are exact rather than averages over draws
+                    info=info)
+    # Q itself, so that predictions and scores of the approximation are exact rather than averages over draws;
+    # with the same provenance attributes as the groups build_fit made
     q = xr.Dataset({"q_mean": (("obs",), np.asarray(m, float)),
-                    "q_cov": (("obs", "obs_"), 0.5 * (np.asarray(V, float) + np.asarray(V, float).T))})
+                    "q_cov": (("obs", "obs_"), 0.5 * (np.asarray(V, float) + np.asarray(V, float).T))},
+                   attrs=dict(fit.idata.observed_data.attrs))
     fit.idata.add_groups({GAUSSIAN_GROUP: q}, warn_on_custom_groups=False)
     return fit
 

@@ -35,12 +35,18 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
-from bayeszoo.inference._options import check_options
-from bayeszoo.registry import register
+from bayeszoo.fit import build_fit
+from bayeszoo.progress import progress_bar
+from bayeszoo.registry import Option, register
 
 from .gibbs import kernel_and_labels, log_lik, positive_int
 
-OPTIONS = {"n_temps": 1000, "n_runs": None, "schedule": "power", "n_steps": 1}
+OPTIONS = {
+    "n_temps": Option(1000, "number of temperatures T after the prior (ignored for an explicit schedule)"),
+    "n_runs": Option(None, "independent AIS runs, a multiple of chains (None: chains x draws)"),
+    "schedule": Option("power", "'power' (beta = (t/T)^4), 'geometric', 'linear', or an increasing array from 0 to 1"),
+    "n_steps": Option(1, "elliptical slice updates at each temperature"),
+}
 SCHEDULES = ("power", "geometric", "linear")
 N_BLOCKS = 20
 
@@ -114,8 +120,6 @@ def _build(n, probit, n_steps):
 def ais_log_weights(K, ypm, *, probit, n_runs, seed=0, schedule="power", n_temps=1000, n_steps=1, progress=False,
                     desc="ais"):
     """Run ``n_runs`` independent AIS runs; returns ``(log_w (R,), f_final (R, n), timing)``."""
-    from bayeszoo.progress import progress_bar
-
     t0 = time.perf_counter()
     betas = make_schedule(schedule, n_temps)
     T = betas.size - 1
@@ -161,10 +165,14 @@ def combine_log_weights(log_w):
 
 
 def _check(opts):
-    n_temps = positive_int("n_temps", opts["n_temps"])
-    n_steps = positive_int("n_steps", opts["n_steps"])
-    betas = make_schedule(opts["schedule"], n_temps)
-    return betas, n_steps
+    """The options' values (``n_runs`` against ``chains`` is checked in :func:`run`); an explicit schedule is
+    normalised to a float array."""
+    positive_int("n_temps", opts["n_temps"])
+    positive_int("n_steps", opts["n_steps"])
+    if opts["n_runs"] is not None:
+        positive_int("n_runs", opts["n_runs"])
+    betas = make_schedule(opts["schedule"], opts["n_temps"])
+    return opts if isinstance(opts["schedule"], str) else {**opts, "schedule": betas}
 
 
 def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", n_steps=1, seed=0,
@@ -176,27 +184,26 @@ def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", 
     """
     model.validate(data)
     n_runs = positive_int("n_runs", n_runs)
-    betas, n_steps = _check({"n_temps": n_temps, "n_steps": n_steps, "schedule": schedule})
+    _check({"n_temps": n_temps, "n_steps": n_steps, "schedule": schedule, "n_runs": n_runs})
+    betas = make_schedule(schedule, n_temps)
     K, ypm = kernel_and_labels(model, data)
     log_w, f, _ = ais_log_weights(K, ypm, probit=model.likelihood == "probit", n_runs=n_runs, seed=seed,
-                                  schedule=betas, n_steps=n_steps, progress=progress)
+                                  schedule=betas, n_steps=int(n_steps), progress=progress)
     log_z, se, ess = combine_log_weights(log_w)
     return {"log_evidence": log_z, "log_evidence_se": se, "log_weights": log_w, "weight_ess": ess, "f": f}
 
 
-@register("ais", kind="mcmc", family="gpc",
+@register("ais", kind="mcmc", family="gpc", options=OPTIONS, check=_check, defaults={"tune": 0},
           description="annealed importance sampling of the log evidence from the prior (elliptical slice moves)")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """AIS from the prior: log evidence with standard error; final-temperature states as the posterior of f."""
-    from bayeszoo.fit import build_fit
-
-    opts = check_options("ais", options, OPTIONS)
-    betas, n_steps = _check(opts)
-    n_runs = chains * draws if opts["n_runs"] is None else positive_int("n_runs", opts["n_runs"])
+    betas = make_schedule(opts["schedule"], opts["n_temps"])
+    n_runs = chains * draws if opts["n_runs"] is None else int(opts["n_runs"])
     if n_runs % chains:
         raise ValueError(f"option n_runs ({n_runs}) must be a multiple of chains ({chains})")
     if n_runs < 2:
         raise ValueError("ais needs at least 2 runs for a standard error (chains * draws or n_runs >= 2)")
+    n_steps = int(opts["n_steps"])
     K, ypm = kernel_and_labels(model, data)
     seed = 0 if seed is None else int(seed)
     log_w, f, timing = ais_log_weights(K, ypm, probit=model.likelihood == "probit", n_runs=n_runs, seed=seed,
@@ -205,13 +212,14 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
     log_z, se, ess = combine_log_weights(log_w)
     per = n_runs // chains
     ll = np.asarray(log_lik(jnp.asarray(f), jnp.asarray(ypm), model.likelihood == "probit"))
-    info = {"log_evidence": log_z, "log_evidence_se": se, "weight_ess": ess, "n_runs": n_runs,
-            "n_temps": int(betas.size - 1), "n_steps": n_steps, "converged": True, "warnings": [],
+    info = {"iterations": int(betas.size - 1), "converged": None, "warnings": [],
+            "log_evidence": log_z, "log_evidence_se": se, "weight_ess": ess, "n_runs": n_runs,
+            "n_temps": int(betas.size - 1), "n_steps": n_steps,
             "schedule": opts["schedule"] if isinstance(opts["schedule"], str) else "array"}
     if ess < 0.1 * n_runs:
         info["warnings"].append(f"AIS importance weights are uneven (ESS {ess:.1f} of {n_runs} runs); "
                                 "increase n_temps")
     return build_fit(model, data, "ais", "mcmc", {"f": f.reshape(chains, per, -1)}, timing=timing,
-                    sample_stats={"log_weight": log_w.reshape(chains, per),
-                                  "log_lik": ll.reshape(chains, per)},
-                    objective={"log_evidence": np.array([log_z])}, info=info)
+                     sample_stats={"log_weight": log_w.reshape(chains, per),
+                                   "log_lik": ll.reshape(chains, per)},
+                     objective={"log_evidence": np.array([log_z])}, info=info)

@@ -21,22 +21,23 @@ b = nu~ - sW B^-1 sW K nu~ and R = sW B^-1 sW.
 """
 from __future__ import annotations
 
-
 import numpy as np
 from scipy import linalg as sla
 
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-OPTIONS = {"max_sweeps": 200, "tol": 1e-8, "damping": 1.0, "min_sweeps": 2}
+OPTIONS = {
+    "max_sweeps": Option(200, "largest number of sweeps over the sites"),
+    "tol": Option(1e-8, "convergence tolerance on the largest change of the site parameters and of ln Z_EP"),
+    "damping": Option(1.0, "fraction of each site update applied, in (0, 1] (1: undamped)"),
+    "min_sweeps": Option(2, "sweeps made before convergence is tested"),
+}
 
 
-def _check(options):
-    opts = C.check_options("ep", options, OPTIONS)
-    C.positive("max_sweeps", opts["max_sweeps"], integer=True)
-    C.positive("min_sweeps", opts["min_sweeps"], integer=True)
-    C.positive("tol", opts["tol"])
+def _check(opts):
+    C.check_iterations(opts, "max_sweeps", "min_sweeps")
     d = opts["damping"]
     if isinstance(d, bool) or not isinstance(d, (int, float, np.floating)) or not (0.0 < d <= 1.0):
         raise ValueError(f"option damping must be a number in (0, 1], got {d!r}")
@@ -70,7 +71,8 @@ def _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L):
 @C.one_blas_thread_when_small
 def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_sweeps=2, ttau0=None, tnu0=None):
     """Run EP to convergence. Returns a dict with ``ttau``, ``tnu``, ``mu``, ``Sigma``, ``sW``, ``L``,
-    ``alpha`` (= K^-1 mu = tnu - sW B^-1 sW K tnu), ``log_evidence``, its trace, ``sweeps``, ``converged``."""
+    ``alpha`` (= K^-1 mu = tnu - sW B^-1 sW K tnu), ``log_evidence``, its trace, ``iterations`` (sweeps made),
+    ``converged``."""
     n = K.shape[0]
     ttau = np.zeros(n) if ttau0 is None else np.asarray(ttau0, float).copy()
     tnu = np.zeros(n) if tnu0 is None else np.asarray(tnu0, float).copy()
@@ -113,7 +115,7 @@ def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_swe
         lZ_old = lZ
     alpha = tnu - C.solve_C(sW, L, K @ tnu)
     return {"ttau": ttau, "tnu": tnu, "mu": mu, "Sigma": 0.5 * (Sigma + Sigma.T), "sW": sW, "L": L,
-            "alpha": alpha, "log_evidence": float(trace[-1]), "trace": np.array(trace), "sweeps": sweep,
+            "alpha": alpha, "log_evidence": float(trace[-1]), "trace": np.array(trace), "iterations": sweep,
             "converged": converged}
 
 
@@ -131,29 +133,22 @@ def ep_log_evidence_grad(K, dK, y, likelihood, res=None, **ep_kw):
 
 def fit_ep(model, data, opts=None):
     """EP at the model's hyperparameters: returns the site / posterior dict plus K and y."""
-    opts = opts or dict(OPTIONS)
+    opts = opts or {name: opt.default for name, opt in OPTIONS.items()}
     return C.run_at_hyperparameters(model, data, ep_sites, max_sweeps=opts["max_sweeps"], tol=opts["tol"],
                                     damping=opts["damping"], min_sweeps=opts["min_sweeps"])
 
 
-@register("ep", kind="approximation", family="gpc")
-def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
+@register("ep", kind="approximation", family="gpc", options=OPTIONS, check=_check,
+          defaults=C.APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Expectation propagation: moment-matched Gaussian sites, sequential sweeps with rank-one updates."""
-    opts = _check(options)
     timer = C.Timer()
     res = fit_ep(model, data, opts)
     jb = C.jensen_bound(res["y"], res["mu"], res["Sigma"], model.likelihood, sW=res["sW"], L=res["L"],
                         alpha=res["alpha"])
-    info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["sweeps"],
-            "converged": res["converged"], "alpha": res["alpha"].tolist(),
+    info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
+            "converged": res["converged"], "objective": "log_evidence", "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist(), "site_tau": res["ttau"].tolist(), "site_nu": res["tnu"].tolist()}
     return C.gaussian_fit(model, data, "ep", res["mu"], res["Sigma"], draws=draws, chains=chains, seed=seed,
                           seconds=timer(), info=info, limit=f"{opts['max_sweeps']} sweeps",
                           objective={"log_evidence": res["trace"]})
-
-
-def optimize_hyperparameters(model, data, method="ep", **kwargs):
-    """Type-II maximum likelihood of ln Z_EP (see :func:`.laplace.optimize_hyperparameters`)."""
-    from .laplace import optimize_hyperparameters as _opt
-
-    return _opt(model, data, method=method, **kwargs)

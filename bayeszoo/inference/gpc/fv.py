@@ -10,8 +10,7 @@ closed form for the probit, log-space quadrature for the logit (``_common.tilted
 
 Solver. The thesis iterates "move m a step towards (4.21), adaptive step sizes". Both that and exact
 one-factor-at-a-time updates (coordinate ascent) converge only linearly, at a rate set by the conditioning of
-P, which the 1e-6 ridge makes very poor: on 30 points with an SE kernel they were still moving after 1000
-sweeps. Here the factors are parametrised by their locations mu (every mu gives valid factors, and the bound
+P, which the 1e-6 ridge makes very poor. Here the factors are parametrised by their locations mu (every mu gives valid factors, and the bound
 below is a valid lower bound for each), and ln Z_FV is maximised by Newton's method with step halving:
 gradient D (d1 - P m), D = diag(dm_i / dmu_i) = diag(1 + s_i^2 d2_i), and the positive definite curvature
 D P D - diag(D d2) (the exact negative Hessian at the fixed point), so the stationary point is that of (4.21)
@@ -36,21 +35,20 @@ import numpy as np
 from scipy import linalg as sla
 
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-OPTIONS = {"max_iter": 200, "tol": 1e-9, "ridge": 1e-6}
+OPTIONS = {
+    "max_iter": Option(200, "largest number of Newton iterations on the factor locations"),
+    "tol": Option(1e-9, "convergence tolerance on the relative gain of ln Z_FV in an iteration"),
+    "ridge": Option(1e-6, "added to the diagonal of K for this method (thesis §4.11), >= 0"),
+}
 
 
-def _check(options):
-    opts = C.check_options("fv", options, OPTIONS)
-    C.positive("max_iter", opts["max_iter"], integer=True)
-    C.positive("tol", opts["tol"])
-    ridge = opts["ridge"]
-    if isinstance(ridge, bool) or not isinstance(ridge, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(ridge) or ridge < 0:
-        raise ValueError(f"option ridge must be a finite number >= 0, got {ridge!r}")
+def _check(opts):
+    C.check_iterations(opts, "max_iter")
+    C.non_negative("ridge", opts["ridge"])
     return opts
 
 
@@ -121,10 +119,10 @@ def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, pr
             "iterations": it, "converged": converged}
 
 
-@register("fv", kind="approximation", family="gpc")
-def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
+@register("fv", kind="approximation", family="gpc", options=OPTIONS, check=_check,
+          defaults=C.APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Factorial variational approximation: free-form mean field over the latents, sequential factor updates."""
-    opts = _check(options)
     timer = C.Timer()
     res = C.run_at_hyperparameters(model, data, fv_fit, ridge=opts["ridge"], max_iter=opts["max_iter"],
                                    tol=opts["tol"], progress=progress)
@@ -132,7 +130,7 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
     with C.quiet_numerics():
         jb = C.jensen_bound(res["y"], res["m"], V, model.likelihood, K=res["K"])
     info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "ridge": float(opts["ridge"])}
+            "converged": res["converged"], "objective": "log_evidence", "ridge": float(opts["ridge"])}
     return C.gaussian_fit(model, data, "fv", res["m"], V, draws=draws, chains=chains, seed=seed,
                           seconds=timer(), info=info, limit=f"{opts['max_iter']} iterations",
                           objective={"log_evidence": res["trace"]})

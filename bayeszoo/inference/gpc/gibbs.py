@@ -25,20 +25,17 @@ The truncated inverse Gaussian with mean 1/z > t is drawn as a Levy variable 1 /
 truncated-normal draw instead of BayesLogit's nested exponential loop) accepted with probability exp(-z^2 x / 2).
 No truncation of the infinite series is involved.
 
-Implementation: JAX, ``jit`` + ``vmap`` over chains + ``lax.scan`` over sweeps, in float64. Measured on 2 CPU cores,
-4 chains: probit 0.11 ms (n = 100) / 0.13 ms (n = 200) per sweep against 0.7 ms for the same sweep in NumPy/SciPy;
-logit 1.1 ms / 4.0 ms per sweep, of which ~1.5 ms (n = 200) are the 800 PG draws (vectorised rejection loops) and
-~1.3 ms the four Cholesky factorisations (NumPy's f update alone costs 0.4 / 0.9 ms, before any PG draws).
-Chain k, sweep s uses the key fold_in(fold_in(PRNGKey(seed), k), s), so the draws do not depend on how the run is
+Implementation: JAX, ``jit`` + ``vmap`` over chains + ``lax.scan`` over sweeps, in float64; a logit sweep draws
+n PG variables per chain (vectorised rejection loops) and factorises one B per chain. Chain k, sweep s uses the key fold_in(fold_in(PRNGKey(seed), k), s), so the draws do not depend on how the run is
 split into progress-bar chunks.
 Chains start from independent prior draws f ~ N(0, K); ``tune`` sweeps are discarded.
-``sample_stats["log_lik"]`` is sum_n log sig(y_n f_n) at each kept draw.
+``sample_stats["log_lik"]`` is sum_n log sig(y_n f_n) at each kept draw (ArviZ has no name for it; ``lp`` would
+be the joint density). ``info["iterations"]`` counts the sweeps, warm-up included.
 
 Options: ``thin`` (keep every thin-th sweep; default 5 for Albert-Chib, 1 for Polya-Gamma), ``init`` (an (n,) array
 to start every chain from). The Albert-Chib chain mixes slowly where the prior variance is large (z and f are
-strongly coupled): on sonar (probit, SE, log ell = 2, log sf = 1, 4 chains x 1000 kept draws) R-hat max over f is
-1.017-1.023 with thin 1, 1.005-1.008 with thin 3 and ~1.004 with thin 5, at 0.1 ms a sweep. The Polya-Gamma chain
-reaches R-hat 1.003 there with thin 1, and its sweeps cost ten times more.
+strongly coupled), hence its thinning by default; Polya-Gamma sweeps cost more but mix well unthinned (R-hat
+figures on sonar: BENCHMARKS.md).
 """
 from __future__ import annotations
 
@@ -51,12 +48,15 @@ import numpy as np
 from jax.scipy.special import log_ndtr, ndtri
 from scipy.special import ndtr as _ndtr
 
-from bayeszoo.inference._options import check_options
+from bayeszoo.fit import build_fit
 from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.inference._sweeps import run_sweeps, slot_starts
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
-OPTIONS = {"thin": None, "init": None}
+OPTIONS = {
+    "thin": Option(None, "keep every thin-th sweep (None: 5 for probit / Albert-Chib, 1 for logit / Polya-Gamma)"),
+    "init": Option(None, "latent f, one value per training point, that every chain starts from (None: prior draws)"),
+}
 DEFAULT_THIN = {"probit": 5, "logit": 1}
 TRUNC = 0.64          # Devroye's switch point t between the two proposal pieces
 PI = float(np.pi)
@@ -68,6 +68,22 @@ def positive_int(name, value):
     if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
         raise ValueError(f"option {name} must be a positive integer, got {value!r}")
     return int(value)
+
+
+def _check(opts):
+    """``thin`` a positive integer or None, ``init`` None or a 1-d array of finite numbers (its length is checked
+    against the data in :func:`run`)."""
+    if opts["thin"] is not None:
+        positive_int("thin", opts["thin"])
+    if opts["init"] is not None:
+        try:
+            init = np.asarray(opts["init"], float)
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"option init must be an array of numbers, got {opts['init']!r}") from exc
+        if init.ndim != 1 or not np.all(np.isfinite(init)):
+            raise ValueError("option init must be a 1-d array of finite numbers (one f per training point)")
+        opts = {**opts, "init": init}
+    return opts
 
 
 def kernel_and_labels(model, data):
@@ -255,7 +271,8 @@ def _build(n, probit):
 def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None, progress=False, desc="gibbs"):
     """Run the sampler on an explicit kernel matrix ``K`` and labels ``ypm`` in {-1, +1}.
 
-    Returns ``{"f": (chains, draws, n), "log_likelihood": (chains, draws), "timing": ..., "sweeps": ...}``.
+    Returns ``{"f": (chains, draws, n), "log_likelihood": (chains, draws), "timing": ..., "iterations": ...}``
+    (``iterations``: sweeps made, warm-up included).
     """
     t0 = time.perf_counter()
     K = np.asarray(K, float)
@@ -291,27 +308,23 @@ def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None
     state, (f, log_lik), t_tune, t_sample, n_sweeps = run_sweeps(
         step, state, tune=tune, draws=draws, thin=thin, chunk=chunk, desc=desc, progress=progress)
     return {"f": f, "log_likelihood": log_lik, "timing": {"compile": t_compile, "tune": t_tune, "sample": t_sample},
-            "sweeps": int(n_sweeps)}
+            "iterations": int(n_sweeps)}
 
 
-@register("gibbs", kind="mcmc", family="gpc",
+@register("gibbs", kind="mcmc", family="gpc", options=OPTIONS, check=_check,
           description="data-augmentation Gibbs (Albert-Chib for probit, Polya-Gamma for logit); JAX, vmap over chains")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Gibbs sampler on f: Albert-Chib (probit) or exact Polya-Gamma (logit) augmentation."""
-    from bayeszoo.fit import build_fit
-
-    opts = check_options("gibbs", options, OPTIONS)
-    thin = DEFAULT_THIN[model.likelihood] if opts["thin"] is None else positive_int("thin", opts["thin"])
+    thin = DEFAULT_THIN[model.likelihood] if opts["thin"] is None else int(opts["thin"])
     K, ypm = kernel_and_labels(model, data)
-    if opts["init"] is not None:
-        init = np.asarray(opts["init"], float)
-        if init.shape != (K.shape[0],) or not np.all(np.isfinite(init)):
-            raise ValueError(f"option init must be {K.shape[0]} finite numbers (one f per training point)")
+    if opts["init"] is not None and opts["init"].shape != (K.shape[0],):
+        raise ValueError(f"option init must be {K.shape[0]} finite numbers (one f per training point), "
+                         f"got {opts['init'].shape[0]}")
     seed = 0 if seed is None else int(seed)
     probit = model.likelihood == "probit"
     res = gibbs_sample(K, ypm, probit=probit, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
                        init=opts["init"], progress=progress, desc=f"gibbs ({model.likelihood})")
-    info = {"sweeps": res["sweeps"], "thin": thin, "converged": True, "warnings": [],
+    info = {"iterations": res["iterations"], "thin": thin, "converged": None,
             "augmentation": "albert-chib" if probit else "polya-gamma"}
     return build_fit(model, data, "gibbs", "mcmc", {"f": res["f"]}, timing=res["timing"],
-                    sample_stats={"log_lik": res["log_likelihood"]}, info=info)
+                     sample_stats={"log_lik": res["log_likelihood"]}, info=info)

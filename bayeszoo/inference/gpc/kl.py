@@ -31,18 +31,19 @@ from __future__ import annotations
 import numpy as np
 
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
+from .laplace import laplace_mode
 
-OPTIONS = {"max_iter": 500, "tol": 1e-10}
+OPTIONS = {
+    "max_iter": Option(500, "largest number of Newton iterations on (alpha, W)"),
+    "tol": Option(1e-10, "convergence tolerance on the relative gain of the Jensen bound in an iteration"),
+}
 
 
-def _check(options):
-    opts = C.check_options("kl", options, OPTIONS)
-    C.positive("max_iter", opts["max_iter"], integer=True)
-    C.positive("tol", opts["tol"])
-    return opts
+def _check(opts):
+    return C.check_iterations(opts, "max_iter")
 
 
 def kl_state(K, y, likelihood, alpha, W):
@@ -122,8 +123,6 @@ def kl_fit(K, y, likelihood, *, alpha0=None, W0=None, max_iter=500, tol=1e-10, p
     """Maximise the Jensen bound over (alpha, W). Returns the final state dict plus ``trace`` (J per
     iteration), ``iterations``, ``converged``; starts from the Laplace approximation unless given a start."""
     if alpha0 is None or W0 is None:
-        from .laplace import laplace_mode
-
         la = laplace_mode(K, y, likelihood)
         alpha0 = la["alpha"] if alpha0 is None else alpha0
         W0 = la["sW"] ** 2 if W0 is None else W0
@@ -172,15 +171,15 @@ def kl_log_evidence_grad(K, dK, y, likelihood, res=None, **fit_kw):
     return res["J"], g, res
 
 
-@register("kl", kind="approximation", family="gpc")
-def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
+@register("kl", kind="approximation", family="gpc", options=OPTIONS, check=_check,
+          defaults=C.APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """KL method: the Gaussian maximising the Jensen bound, i.e. minimising KL(Q || P) (thesis §4.5)."""
-    opts = _check(options)
     timer = C.Timer()
     res = C.run_at_hyperparameters(model, data, kl_fit, max_iter=opts["max_iter"], tol=opts["tol"],
                                    progress=progress)
     info = {"log_evidence": res["J"], "jensen_bound": res["J"], "iterations": res["iterations"],
-            "converged": res["converged"], "alpha": res["alpha"].tolist(),
+            "converged": res["converged"], "objective": "jensen_bound", "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist()}
     return C.gaussian_fit(model, data, "kl", res["m"], res["V"], draws=draws, chains=chains, seed=seed,
                           seconds=timer(), info=info, limit=f"{opts['max_iter']} iterations",

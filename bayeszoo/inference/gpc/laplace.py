@@ -6,28 +6,26 @@ Q = N(f_hat, (K^-1 + W)^-1), W = -d^2 log p(y | f_hat). Evidence (4.15, correcte
 
     ln Z_LA = log p(y | f_hat) - 1/2 f_hat^T K^-1 f_hat - 1/2 ln|I + K W|.
 
-:func:`optimize_hyperparameters` runs type-II maximum likelihood on the log-hyperparameters with scipy's
-L-BFGS and analytic gradients: R&W Alg. 5.1 for Laplace (including the implicit term through f_hat), R&W 5.27
-for EP.
+Its gradient w.r.t. the log-hyperparameters (:func:`laplace_log_evidence_grad`) is R&W Alg. 5.1, including the
+implicit term through f_hat; :mod:`.type2ml` maximises it.
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy import linalg as sla
-from scipy.optimize import minimize
 
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-OPTIONS = {"max_iter": 100, "tol": 1e-9}
+OPTIONS = {
+    "max_iter": Option(100, "largest number of Newton iterations for the mode"),
+    "tol": Option(1e-9, "convergence tolerance on the relative change of Psi between Newton iterations"),
+}
 
 
-def _check(options):
-    opts = C.check_options("laplace", options, OPTIONS)
-    C.positive("max_iter", opts["max_iter"], integer=True)
-    C.positive("tol", opts["tol"])
-    return opts
+def _check(opts):
+    return C.check_iterations(opts, "max_iter")
 
 
 @C.one_blas_thread_when_small
@@ -102,63 +100,22 @@ def laplace_log_evidence_grad(K, dK, y, likelihood, res=None, **mode_kw):
 
 def fit_laplace(model, data, opts=None):
     """Laplace approximation at the model's hyperparameters: returns the mode dict plus K and y."""
-    opts = opts or dict(OPTIONS)
+    opts = opts or {name: opt.default for name, opt in OPTIONS.items()}
     return C.run_at_hyperparameters(model, data, laplace_mode, max_iter=opts["max_iter"], tol=opts["tol"])
 
 
-@register("laplace", kind="approximation", family="gpc")
-def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
+@register("laplace", kind="approximation", family="gpc", options=OPTIONS, check=_check,
+          defaults=C.APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Laplace's method: Gaussian at the posterior mode of f (Newton in the B = I + W^1/2 K W^1/2 form)."""
-    opts = _check(options)
     timer = C.Timer()
     res = fit_laplace(model, data, opts)
     K, y = res["K"], res["y"]
     V = C.posterior_cov(K, res["sW"], res["L"])
     jb = C.jensen_bound(y, res["f"], V, model.likelihood, sW=res["sW"], L=res["L"], alpha=res["alpha"])
     info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "alpha": res["alpha"].tolist(),
+            "converged": res["converged"], "objective": "psi", "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist()}
     return C.gaussian_fit(model, data, "laplace", res["f"], V, draws=draws, chains=chains, seed=seed,
                           seconds=timer(), info=info, limit=f"{opts['max_iter']} Newton iterations",
                           objective={"psi": res["psi"]})
-
-
-# ------------------------------------------------------------------------------------------------ type-II ML
-TYPE2_METHODS = ("laplace", "ep", "kl")   # approximations with an analytic evidence gradient
-
-
-def log_evidence_and_grad(model, data, hyp, method="laplace", **kw):
-    """(ln Z, d ln Z / d hyp) of the Laplace, EP or KL approximation at log-hyperparameters ``hyp``
-    (KL: its maximised Jensen bound, differentiated by the envelope theorem)."""
-    from .ep import ep_log_evidence_grad
-    from .kl import kl_log_evidence_grad
-
-    grads = {"laplace": laplace_log_evidence_grad, "ep": ep_log_evidence_grad, "kl": kl_log_evidence_grad}
-    if method not in grads:
-        raise ValueError(f"method must be one of {TYPE2_METHODS}, got {method!r}")
-    y = C.labels_pm(data.y)
-    K, dK = C.kernel_and_grads(model, data.X, hyp)
-    with C.quiet_numerics():
-        lZ, g, _ = grads[method](K, dK, y, model.likelihood, **kw)
-    return lZ, g
-
-
-def optimize_hyperparameters(model, data, method="laplace", *, x0=None, max_iter=200, bounds=(-8.0, 8.0),
-                             return_result=False):
-    """Type-II maximum likelihood: maximise ln Z_LA, ln Z_EP or ln Z_KL over the log-hyperparameters (L-BFGS-B
-    with analytic gradients). Returns a copy of ``model`` with the optimum (and the scipy result if asked)."""
-    if method not in TYPE2_METHODS:
-        raise ValueError(f"method must be one of {TYPE2_METHODS}, got {method!r}")
-    model.validate(data)
-    x0 = C.get_hyp(model, data.X) if x0 is None else np.asarray(x0, float)
-
-    def obj(h):
-        lZ, g = log_evidence_and_grad(model, data, h, method)
-        if not np.isfinite(lZ) or not np.all(np.isfinite(g)):
-            return 1e300, np.zeros_like(h)
-        return -lZ, -g
-
-    res = minimize(obj, x0, jac=True, method="L-BFGS-B", bounds=[bounds] * x0.size,
-                   options={"maxiter": max_iter})
-    out = C.with_hyp(model, res.x)
-    return (out, res) if return_result else out

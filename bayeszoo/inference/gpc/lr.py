@@ -24,15 +24,17 @@ import numbers
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-OPTIONS = {"noise_sd": None, "noise_range": (0.5, 2.0)}
+OPTIONS = {
+    "noise_sd": Option(None, "fixed noise sd sigma_n (None: chosen in noise_range by the regression evidence)"),
+    "noise_range": Option((0.5, 2.0), "(low, high) range searched for sigma_n when noise_sd is None"),
+}
 
 
-def _check(options):
-    opts = C.check_options("lr", options, OPTIONS)
+def _check(opts):
     if opts["noise_sd"] is not None:
         C.positive("noise_sd", opts["noise_sd"])
     rng = opts["noise_range"]
@@ -41,7 +43,7 @@ def _check(options):
           and 0 < rng[0] <= rng[1])
     if not ok:
         raise ValueError(f"option noise_range must be two numbers 0 < low <= high, got {rng!r}")
-    return opts
+    return {**opts, "noise_range": (float(rng[0]), float(rng[1]))}
 
 
 def regression_log_evidence(K, y, noise_sd):
@@ -87,14 +89,15 @@ def lr_fit(K, y, likelihood, *, noise_sd=None, noise_range=(0.5, 2.0)):
             "jensen_bound": jb}
 
 
-@register("lr", kind="approximation", family="gpc")
-def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
+@register("lr", kind="approximation", family="gpc", options=OPTIONS, check=_check,
+          defaults=C.APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Label regression: GP regression on the +-1 labels, noise chosen by the regression evidence."""
-    opts = _check(options)
     timer = C.Timer()
-    res = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"],
-                                   noise_range=tuple(opts["noise_range"]))
+    res = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"], noise_range=opts["noise_range"])
+    # closed form: no iterations; sigma_n (unless fixed) maximises the regression evidence
     info = {"log_evidence": res["jensen_bound"], "jensen_bound": res["jensen_bound"],
+            "objective": "log_evidence_regression" if opts["noise_sd"] is None else None,
             "log_evidence_regression": res["log_evidence_regression"], "noise_sd": res["noise_sd"],
             "alpha": res["alpha"].tolist(), "sW": res["sW"].tolist()}
     return C.gaussian_fit(model, data, "lr", res["m"], res["V"], draws=draws, chains=chains, seed=seed,

@@ -16,10 +16,9 @@ and Q = N(m, V) with W = -2A, V = (K^-1 + W)^-1, m = V (b o y) is the normalised
 
 The positions are updated by the EM fixed point, which maximises E_Q[ln bound] at the current Q and therefore
 never decreases ln Z_VB: logit varsigma_i^2 = E_Q[f_i^2] = m_i^2 + V_ii; probit varsigma_i = y_i m_i (the
-bound's derivative in varsigma is b'(varsigma)(y_i m_i - varsigma) with b' > 0). EM is slow for large amplitudes
-(about 400 iterations on sonar at ln sigma_f = 4.25), so each EM step is also tried over-relaxed (step length
-doubled while it pays, Salakhutdinov & Roweis 2003) and the better of the two is kept: about 100 iterations
-there, and the bound still never decreases. At the probit fixed point
+bound's derivative in varsigma is b'(varsigma)(y_i m_i - varsigma) with b' > 0). EM is slow for large amplitudes,
+so each EM step is also tried over-relaxed (step length doubled while it pays, Salakhutdinov & Roweis 2003) and
+the better of the two is kept, so the bound still never decreases. At the probit fixed point
 (K^-1 + I) m = m + y o N(y o m)/Phi(y o m), i.e. K^-1 m = d ln P(y | m)/dm: the VB mean is the Laplace mode and
 V = (K^-1 + I)^-1, whatever the amplitude. Both likelihoods start from the Laplace approximation
 (varsigma_i = y_i f_hat_i, resp. varsigma_i^2 = f_hat_i^2 + V_LA,ii), which the EM steps then improve; from
@@ -33,18 +32,19 @@ import numpy as np
 from scipy.special import log_expit, log_ndtr
 
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
+from .laplace import laplace_mode
 
-OPTIONS = {"max_iter": 1000, "tol": 1e-10}
+OPTIONS = {
+    "max_iter": Option(1000, "largest number of EM updates of the bound positions"),
+    "tol": Option(1e-10, "convergence tolerance on the relative change of ln Z_VB in an update"),
+}
 
 
-def _check(options):
-    opts = C.check_options("vb", options, OPTIONS)
-    C.positive("max_iter", opts["max_iter"], integer=True)
-    C.positive("tol", opts["tol"])
-    return opts
+def _check(opts):
+    return C.check_iterations(opts, "max_iter")
 
 
 def jj_lambda(varsigma):
@@ -87,8 +87,6 @@ def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overre
     iteration), ``iterations``, ``converged``. ``overrelax`` tries longer steps along each EM step (doubling
     while they pay, back to plain EM when not); every accepted step is at least as good as the EM step."""
     if varsigma0 is None:
-        from .laplace import laplace_mode
-
         la = laplace_mode(K, y, likelihood)
         if likelihood == "logit":
             varsigma0 = np.sqrt(la["f"] ** 2 + C.posterior_var(K, la["sW"], la["L"]))
@@ -129,10 +127,10 @@ def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overre
     return s
 
 
-@register("vb", kind="approximation", family="gpc")
-def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **options):
+@register("vb", kind="approximation", family="gpc", options=OPTIONS, check=_check,
+          defaults=C.APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Individual-potential bounds (Jaakkola-Jordan for logit, the thesis's bound for probit), EM updates."""
-    opts = _check(options)
     timer = C.Timer()
     res = C.run_at_hyperparameters(model, data, vb_fit, max_iter=opts["max_iter"], tol=opts["tol"],
                                    progress=progress)
@@ -140,7 +138,7 @@ def run(model, data, *, draws=1000, tune=0, chains=4, seed=0, progress=False, **
         jb = C.jensen_bound(res["y"], res["m"], res["V"], model.likelihood, sW=res["sW"], L=res["L"],
                             alpha=res["alpha"])
     info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "alpha": res["alpha"].tolist(),
+            "converged": res["converged"], "objective": "log_evidence", "alpha": res["alpha"].tolist(),
             "sW": res["sW"].tolist(), "varsigma": res["varsigma"].tolist()}
     return C.gaussian_fit(model, data, "vb", res["m"], res["V"], draws=draws, chains=chains, seed=seed,
                           seconds=timer(), info=info, limit=f"{opts['max_iter']} iterations",

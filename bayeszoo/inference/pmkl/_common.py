@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import linalg as sla
-from scipy.special import log_ndtr, ndtri_exp
+from scipy.special import log_ndtr, logsumexp, ndtri_exp
 
 from bayeszoo.numerics.kernels import (KERNELS, RULES, Source, base_grams, combine, latent_means,  # noqa: F401
                                        rbf_gram_batch, theta_labels, theta_layout, theta_start)

@@ -5,8 +5,9 @@
        map: its mode, the untruncated mean where feasible, else the truncation point (5.3)
     A  em: posterior mean (2 tau + 1) / (w^2 + 2 nu); map: mode (2 tau - 1) / (w^2 + 2 nu)   (5.9; map needs tau > 1/2)
     beta = argmin 1/2 b^T Omega b - b^T f on the simplex            (5.10, App. C with m_snc excluding beta, erratum 10)
-Stops when the relative change of W and Y is below ``tol`` or after ``max_iter`` iterations. The traced
-objective is the training log likelihood sum_n log P(t_n | W, k_n) (eq. 3.11 by quadrature).
+Stops when the relative change of W and Y is below ``tol`` or after ``max_iter`` iterations. The ``objective``
+group traces the training log likelihood sum_n log P(t_n | W, k_n) (eq. 3.11 by quadrature); it is monitored, not
+the quantity the iterations maximise, so ``fit.info["objective"]`` is None.
 
 These are point estimates. The fit's draws of W come from the Gaussian conditional N(W^, V_c) at the estimates
 (eq. 3.22 with Y, A, beta at their estimates), so ``predict`` averages over it; ``log_alpha`` and ``beta`` are
@@ -18,13 +19,20 @@ import numpy as np
 from scipy import linalg as sla
 
 from bayeszoo.fit import build_fit
-from bayeszoo.inference._options import Timer, check_options, positive
+from bayeszoo.inference._options import Timer, positive
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as MK
 
-OPTIONS = {"max_iter": 100, "tol": 1e-4, "learn_beta": True}
+OPTIONS = {
+    "max_iter": Option(100, "largest number of iterations"),
+    "tol": Option(1e-4, "stop when the relative change of W and of Y falls below this"),
+    "learn_beta": Option(True, "estimate the kernel weights beta by the simplex QP (convex rule; the mean rule "
+                               "keeps them equal)"),
+}
+#: draws come from a Gaussian at the estimates: nothing to tune
+APPROXIMATION_DEFAULTS = {"tune": 0}
 
 
 def map_y(M, onehot):
@@ -110,11 +118,20 @@ def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta
             "iterations": len(trace), "converged": converged}
 
 
-def _run(variant, model, data, draws, chains, seed, progress, options):
-    timer = Timer()
-    opts = check_options(variant, options, OPTIONS)
+def check_flag(name, value) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"option {name} must be True or False, got {value!r}")
+
+
+def _check(opts: dict) -> dict:
     positive("max_iter", opts["max_iter"], integer=True)
     positive("tol", opts["tol"])
+    check_flag("learn_beta", opts["learn_beta"])
+    return opts
+
+
+def _run(variant, model, data, draws, chains, seed, progress, opts):
+    timer = Timer()
     check_rule(model, variant)
     res = em_estimate(model, data, variant=variant, progress=progress, **opts)
     warn = [] if res["converged"] else [f"{variant} did not converge in {opts['max_iter']} iterations"]
@@ -125,15 +142,15 @@ def _run(variant, model, data, draws, chains, seed, progress, options):
                      info=info)
 
 
-@register("em", kind="approximation", family="pmkl", applies=fixed_kernels,
-          description="EM point estimates with the beta QP (Algorithm 5)")
-def run_em(model, data, *, draws, tune, chains, seed, progress, **options):
+@register("em", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS, check=_check,
+          defaults=APPROXIMATION_DEFAULTS, description="EM point estimates with the beta QP (Algorithm 5)")
+def run_em(model, data, *, draws, tune, chains, seed, progress, **opts):
     """EM (Algorithm 5): E-steps for Y and A, M-step for W, QP for beta."""
-    return _run("em", model, data, draws, chains, seed, progress, options)
+    return _run("em", model, data, draws, chains, seed, progress, opts)
 
 
-@register("map", kind="approximation", family="pmkl", applies=fixed_kernels,
-          description="MAP point estimates with the beta QP (Algorithm 4)")
-def run_map(model, data, *, draws, tune, chains, seed, progress, **options):
+@register("map", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS, check=_check,
+          defaults=APPROXIMATION_DEFAULTS, description="MAP point estimates with the beta QP (Algorithm 4)")
+def run_map(model, data, *, draws, tune, chains, seed, progress, **opts):
     """MAP (Algorithm 4): modes for Y and A, M-step for W, QP for beta."""
-    return _run("map", model, data, draws, chains, seed, progress, options)
+    return _run("map", model, data, draws, chains, seed, progress, opts)

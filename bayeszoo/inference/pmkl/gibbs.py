@@ -7,7 +7,7 @@ One sweep, per chain:
                     p(Y | beta, A) = prod_c N(y_c | 0, I + K A_c^-1 K) with W integrated out    (A.6 with
                     Omega^-1, erratum 8); ``beta_step="conditional"`` uses the thesis's
                     prod N(y_nc | w_c^T k_n^beta, 1) at the current W instead (A.1), which mixes far more
-                    slowly because W is tied to the beta it was drawn under (measured in the tests).
+                    slowly because W is tied to the beta it was drawn under.
     rho             (convex rule, ``infer_rho``) random walk on log rho_s, target Dir(beta | rho) prod_s
                     Gamma(rho_s | lam, mu) with the log-scale Jacobian                           (A.2)
     Theta           (``kernel_params="infer"``) one random-walk step on log theta_s per rbf source s,
@@ -21,21 +21,20 @@ One sweep, per chain:
 With "collapsed", beta, Theta and Y are all drawn with W integrated out and W right after them, so the sweep is
 a partially collapsed Gibbs sampler that leaves the posterior invariant; with "conditional", (beta, Theta, W)
 is one block and Y follows W. The collapsed Y step costs one extra N x N inverse per class and a loop over the
-objects, and mixes much better: on ``mkl_sources`` (n = 30, 2 x 4000 draws) the smallest bulk ESS of W went
-from 4 to 67 and R-hat from 1.52 to 1.04, ESS per second of W up 4x (README, BENCHMARKS.md).
+objects, and mixes much better (BENCHMARKS.md).
 
 The MH proposal scales (kappa, the log-scale steps of beta, Theta and rho) are adapted during ``tune`` towards
-an acceptance rate of 0.2-0.4 and then frozen; acceptance rates are in ``fit.info`` and ``sample_stats``.
+an acceptance rate of 0.2-0.4 and then frozen; acceptance rates are in ``fit.info`` and ``sample_stats``
+(``accept_beta``, ``accept_theta``, ``accept_rho``: one per Metropolis-Hastings block, so no single ArviZ
+``acceptance_rate``). ``fit.info["iterations"]`` counts the sweeps, warm-up included.
 Chains start from beta drawn from the prior (at rho = the model's ``rho``), Theta at its fixed values (1/D_s
 unless given), alpha = 1 and Y "aligned" with the labels (y_n,t_n = 1, others 0; erratum 17). Array ops run
 over all chains at once; the collapsed likelihood goes through the Cholesky factors of K K + A_c (Woodbury and
 the determinant lemma), which the W draw reuses; BLAS runs on one thread (many small factorisations). One
 NumPy Generator seeded by ``seed`` drives everything: same seed, same draws.
 
-Options: ``thin`` (1), ``beta_steps`` and ``theta_steps`` (MH steps for beta, and for each source's theta, per
-sweep, 1; "few steps, even one" per the thesis),
-``beta_step`` ("marginal" or "conditional"), ``y_step`` ("collapsed" or "conditional"),
-``fix_alpha`` (hold every alpha_nc at this value), ``fix_beta`` (hold beta at these weights).
+Options (``bz.backends(model, details=True)``): ``thin``, ``beta_steps`` and ``theta_steps`` (MH steps per sweep;
+"few steps, even one" per the thesis), ``beta_step``, ``y_step``, ``fix_alpha``, ``fix_beta``.
 """
 from __future__ import annotations
 
@@ -46,15 +45,25 @@ from scipy import linalg as sla
 from scipy.special import gammaln
 
 from bayeszoo.fit import build_fit
-from bayeszoo.inference._options import Timer, check_options, positive
+from bayeszoo.inference._options import Timer, positive
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as MK
 
-OPTIONS = {"thin": 1, "beta_steps": 1, "theta_steps": 1, "beta_step": "marginal", "y_step": "collapsed",
-           "fix_alpha": None, "fix_beta": None}
+OPTIONS = {
+    "thin": Option(1, "keep every thin-th sweep after warm-up"),
+    "beta_steps": Option(1, "Metropolis-Hastings steps for beta per sweep"),
+    "theta_steps": Option(1, "Metropolis-Hastings steps for each rbf source's theta per sweep"),
+    "beta_step": Option("marginal", "target of the beta step: 'marginal' (W integrated out) or 'conditional' "
+                                    "(at the current W, the thesis's A.1)"),
+    "y_step": Option("collapsed", "Y update: 'collapsed' (W integrated out, object by object) or 'conditional' "
+                                  "(Y | W, the thesis's 3.23)"),
+    "fix_alpha": Option(None, "hold every alpha_nc at this positive value (None: sample alpha)"),
+    "fix_beta": Option(None, "hold beta at these non-negative kernel weights, one per source (None: sample beta "
+                             "where the rule has free weights)"),
+}
 
 
 # -------------------------------------------------------------------------------- full conditionals
@@ -477,10 +486,9 @@ def gibbs_sample(model, data, *, draws, tune, chains, seed, thin=1, beta_steps=1
             "elapsed": elapsed}
 
 
-def check_gibbs_options(model, data, opts):
-    positive("thin", opts["thin"], integer=True)
-    positive("beta_steps", opts["beta_steps"], integer=True)
-    positive("theta_steps", opts["theta_steps"], integer=True)
+def _check(opts: dict) -> dict:
+    for name in ("thin", "beta_steps", "theta_steps"):
+        positive(name, opts[name], integer=True)
     if opts["beta_step"] not in ("marginal", "conditional"):
         raise ValueError(f"option beta_step must be 'marginal' or 'conditional', got {opts['beta_step']!r}")
     if opts["y_step"] not in ("conditional", "collapsed"):
@@ -488,22 +496,31 @@ def check_gibbs_options(model, data, opts):
     if opts["fix_alpha"] is not None:
         positive("fix_alpha", opts["fix_alpha"])
     if opts["fix_beta"] is not None:
-        S = len(model.source_list(data))
-        fb = np.asarray(opts["fix_beta"], float)
-        if fb.shape != (S,) or np.any(~np.isfinite(fb)) or np.any(fb < 0):
-            raise ValueError(f"option fix_beta must be {S} non-negative weights, got {opts['fix_beta']!r}")
+        try:
+            fb = np.asarray(opts["fix_beta"], float)
+        except (TypeError, ValueError):
+            fb = np.full(0, np.nan)
+        if fb.ndim != 1 or fb.size == 0 or np.any(~np.isfinite(fb)) or np.any(fb < 0):
+            raise ValueError(f"option fix_beta must be a sequence of non-negative weights, got {opts['fix_beta']!r}")
+    return opts
 
 
-@register("gibbs", kind="mcmc", family="pmkl",
+def check_fix_beta(model, data, fix_beta) -> None:
+    """fix_beta holds one weight per source of this model on this data (known only with the data)."""
+    S = len(model.source_list(data))
+    if fix_beta is not None and np.shape(fix_beta) != (S,):
+        raise ValueError(f"option fix_beta must be {S} non-negative weights (one per source), got {fix_beta!r}")
+
+
+@register("gibbs", kind="mcmc", family="pmkl", options=OPTIONS, check=_check,
           description="Gibbs sampler with auxiliary variables and Metropolis sub-steps (Algorithm 1)")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Algorithm 1: W, cone-truncated Y, A by exact conditionals (Y by default with W integrated out); beta by
     MH (convex, weighted product) or collapsed Gibbs (binary); rho and Theta, when inferred, by MH (A.2, A.7)."""
-    opts = check_options("gibbs", options, OPTIONS)
-    check_gibbs_options(model, data, opts)
+    check_fix_beta(model, data, opts["fix_beta"])
     res = gibbs_sample(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
                        **opts)
-    info = {"sweeps": res["sweeps"], "thin": opts["thin"], "converged": True, "warnings": [],
+    info = {"iterations": res["sweeps"], "thin": opts["thin"], "converged": None, "warnings": [],
             "beta_acceptance": float(np.mean(res["accept_beta"])) if model.rule in ("convex", "wproduct")
             else None}
     posterior = {"W": res["W"], "log_alpha": res["log_alpha"], "beta": res["beta"]}
@@ -519,4 +536,3 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
         stats["accept_rho"] = res["accept_rho"]
         info["rho_acceptance"] = float(np.mean(res["accept_rho"]))
     return build_fit(model, data, "gibbs", "mcmc", posterior, timing=res["timing"], sample_stats=stats, info=info)
-

@@ -22,13 +22,36 @@ import numpy as np
 from scipy import linalg as sla
 from scipy.special import expit, log_expit, log_ndtr
 
-from bayeszoo.inference._options import Timer, check_options, positive  # noqa: F401  (re-exported)
+from bayeszoo.fit import build_fit
+from bayeszoo.inference._options import Timer, positive  # noqa: F401  (re-exported)
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 
 LOG_2PI = float(np.log(2.0 * np.pi))
+#: draws / chains of the type-II and VB backends: i.i.d. draws from the approximation, no warm-up
+APPROXIMATION_DEFAULTS = {"tune": 0}
 
 
 # ------------------------------------------------------------------------------------------------ options
+def defaults(spec: dict) -> dict:
+    """The default value of every declared option (name -> Option): the options to call an algorithm directly."""
+    return {name: opt.default for name, opt in spec.items()}
+
+
+def check_positive(opts: dict, *names, integer=False) -> dict:
+    """Each of ``names`` a positive number (integer with ``integer``); a ValueError names the option."""
+    for name in names:
+        positive(name, opts[name], integer=integer)
+    return opts
+
+
+def check_positive_or_none(opts: dict, *names) -> dict:
+    """Each of ``names`` None or a positive number; a ValueError names the option."""
+    for name in names:
+        if opts[name] is not None:
+            positive(name, opts[name])
+    return opts
+
+
 # ------------------------------------------------------------------------------------------------ Cholesky
 def spd_cholesky(H: np.ndarray):
     """Cholesky of a symmetric positive definite matrix after scaling it to unit diagonal (with jitter).
@@ -83,7 +106,7 @@ class Gaussian:
         return self._L_inv().T / self.d[:, None]
 
     def _L_inv(self) -> np.ndarray:
-        # LAPACK's triangular inverse: on small M, solve_triangular(L, I) was measured 1000x slower here
+        # LAPACK's triangular inverse, not solve_triangular(L, I), which is much slower on small M
         L_inv, info = sla.lapack.dtrtri(self.L, lower=1)
         if info != 0:
             raise np.linalg.LinAlgError(f"triangular inverse failed (dtrtri info={info})")
@@ -221,8 +244,6 @@ def point_estimate_fit(model, data, backend, *, active, mu, post, alpha, beta, d
                        objective, info):
     """Fit for a type-II ML / MAP estimate: w i.i.d. from N(mu, Sigma) on the kept bases, w = 0 and
     log_alpha = LOG_ALPHA_PRUNED on the pruned ones, log_alpha / log_beta constant at the estimates."""
-    from bayeszoo.fit import build_fit
-
     M = model.n_basis(data)
     rng = np.random.default_rng(seed)
     t0 = time.perf_counter()
@@ -249,7 +270,8 @@ def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chai
 
     ``solver(model, Phi, t, opts)`` returns a dict with ``active``, ``alpha``, ``beta``, ``post``,
     ``log_evidence`` / ``objective`` traces, ``iterations`` and ``converged``; ``extra_info(res)`` adds the
-    backend's own entries to ``fit.info``.
+    backend's own entries to ``fit.info``. The optimised quantity is the ``objective`` trace (J); its last value is
+    ``fit.idata.objective["objective"][-1]`` and the final log evidence is ``fit.info["log_evidence"]``.
     """
     timer = Timer()
     Phi = model.design(data.X, data.X)
@@ -260,8 +282,7 @@ def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chai
     opt_seconds = timer()
     warn = [] if res["converged"] else [f"{backend} did not converge in {opts['max_iter']} iterations"]
     info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn,
-            **extra_info(res), "log_evidence": float(res["log_evidence"][-1]),
-            "objective": float(res["objective"][-1])}
+            **extra_info(res), "log_evidence": float(res["log_evidence"][-1]), "objective": "objective"}
     return point_estimate_fit(model, data, backend, active=res["active"], mu=res["post"].mu, post=res["post"],
                               alpha=res["alpha"], beta=res["beta"], draws=draws, chains=chains, seed=seed,
                               timing={"compile": 0.0, "tune": opt_seconds},
