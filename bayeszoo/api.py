@@ -125,7 +125,8 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
         default the grid runs here, one backend after another.
     out : folder; each finished fit is saved there at once, and a grid started again with the same ``out``
         loads those fits instead of recomputing them (resume). The table and report are written at the end.
-    options : per-backend keyword options, e.g. ``{"em": {"max_iter": 500}}``.
+    options : per-backend keyword options, e.g. ``{"em": {"max_iter": 500}}``; ``draws``, ``tune`` and ``chains``
+        there override the grid's for that backend.
     draws, tune, chains : the same for every backend; where None, each backend's own default.
     """
     _check_model(model)
@@ -149,9 +150,12 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
     def job(name: str) -> dict:
         """The full keyword arguments of one cell (counts resolved, options checked), before anything runs."""
         spec = registry.get(model, name)
-        own = options.get(name, {})
+        own = dict(options.get(name, {}))
+        counts = {k: own.pop(k, v) for k, v in asked.items()}   # a cell may set its own draws / tune / chains
+        _check_counts(counts["draws"], counts["tune"], counts["chains"], None)
         spec.resolve(own)
-        counts = {k: (v if v is not None else spec.harness_defaults(model, data)[k]) for k, v in asked.items()}
+        defaults = spec.harness_defaults(model, data)
+        counts = {k: (v if v is not None else defaults[k]) for k, v in counts.items()}
         return {**counts, "seed": seed, "progress": progress, **own}
 
     jobs = {name: job(name) for name in backends}

@@ -74,9 +74,9 @@ def _build_parser() -> argparse.ArgumentParser:
         p.add_argument("family", help="model family, e.g. rvm")
         p.add_argument("--data", required=True, metavar="NAME", help="dataset name (see `bayeszoo list`)")
         p.add_argument("--out", required=True, metavar="DIR", help="output folder")
-        p.add_argument("--draws", type=_positive_int, default=1000)
-        p.add_argument("--tune", type=_nonneg_int, default=1000)
-        p.add_argument("--chains", type=_positive_int, default=4)
+        p.add_argument("--draws", type=_positive_int, default=None, help="default: the backend's own")
+        p.add_argument("--tune", type=_nonneg_int, default=None, help="default: the backend's own")
+        p.add_argument("--chains", type=_positive_int, default=None, help="default: the backend's own")
         p.add_argument("--seed", type=_nonneg_int, default=0)
         p.add_argument("--model-opt", action="append", default=[], metavar="KEY=VALUE",
                        help="model option, e.g. width=3 or task=classification (repeatable)")
@@ -176,24 +176,24 @@ def cmd_list(args, out=None) -> int:
     from bayeszoo.models import FAMILIES
 
     backends = registry.all_backends()
-    print("Model families and their backends:", file=out)
+
+    def show(b, where):
+        desc = f"  {b.description}" if b.description else ""
+        print(f"      {b.name:<14} {b.kind:<13} [{where}]{desc}", file=out)
+        for name, opt in (b.options or {}).items():
+            print(f"          {name} = {opt.default!r}: {opt.help}", file=out)
+
+    print("Generic backends (every family with a PyMC / NumPyro declaration):", file=out)
+    for b in backends:
+        if b.family is None:
+            show(b, "generic")
+    print("Model families and their own backends:", file=out)
     for fam, cls in sorted(FAMILIES.items()):
         doc = (cls.__doc__ or "").strip().split("\n")[0]
         print(f"  {fam:<8} {cls.__name__}: {doc}", file=out)
-        try:
-            default = cls()
-        except Exception:
-            default = None
         for b in backends:
-            if b.family not in (None, fam):
-                continue
-            if b.family is None and default is not None and b.applies is not None and not b.applies(default):
-                continue
-            where = "generic" if b.family is None else fam
-            desc = f"  {b.description}" if b.description else ""
-            print(f"      {b.name:<14} {b.kind:<13} [{where}]{desc}", file=out)
-            for name, opt in (b.options or {}).items():
-                print(f"          {name} = {opt.default!r}: {opt.help}", file=out)
+            if b.family == fam:
+                show(b, fam)
     print("Datasets:", file=out)
     for name in bz.datasets.names():
         try:

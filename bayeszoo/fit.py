@@ -149,7 +149,8 @@ _RENAMED_INFO = {"n_iter": "iterations", "sweeps": "iterations", "grad_evals": "
 
 
 def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, sample_stats: dict | None = None,
-              objective: dict | None = None, info: dict | None = None, library: str = "bayeszoo") -> Fit:
+              objective: dict | None = None, info: dict | None = None, library: str = "bayeszoo",
+              extra_groups: dict[str, xr.Dataset] | None = None) -> Fit:
     """The one way a backend turns its results into a :class:`Fit`.
 
     posterior : mapping (or ``xarray.Dataset``) name -> array shaped (chain, draw, *var_shape); it must hold every
@@ -160,6 +161,7 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
     info : the backend's counts and flags; the keys of :data:`INFO_KEYS` are filled in where missing.
     library : the distribution that did the inference ("bayeszoo" for the hand-written algorithms, "pymc",
         "numpyro", "nutpie"), recorded with its version in every group's provenance attributes.
+    extra_groups : a family's own groups (e.g. GPC's ``gaussian``: the approximation's mean and covariance).
     """
     groups = {"posterior": _canonical_posterior(model, data, backend, posterior)}
     n_chain, n_draw = groups["posterior"].sizes["chain"], groups["posterior"].sizes["draw"]
@@ -183,11 +185,12 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
             name: xr.DataArray(np.asarray(trace, dtype=float),
                                dims=("iteration",) if np.ndim(trace) == 1 else ("chain", "iteration"))
             for name, trace in objective.items()})
+    groups.update(extra_groups or {})
     attrs = _provenance(library)
     for group in groups.values():
         group.attrs.update(attrs)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)  # the custom ``objective`` group
+        warnings.simplefilter("ignore", UserWarning)  # the custom groups (``objective``, a family's own)
         idata = az.InferenceData(**groups)
     timing = {k: float(max(v, 0.0)) for k, v in timing.items()}
     return Fit(idata=idata, backend=backend, kind=kind, timing=timing, model_spec=model.spec(),

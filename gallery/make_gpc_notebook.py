@@ -12,9 +12,10 @@ matplotlib.use("Agg")
 import numpy as np
 import arviz as az
 import bayeszoo as bz
-from bayeszoo.diagnostics.plots import family_picture, grid_contours
+from bayeszoo.diagnostics.plots import family_picture
+from bayeszoo.diagnostics.gpc_plots import grid_contours
 from bayeszoo.studies.gpc_grid import grid_study, best_point
-from bayeszoo.inference.gpc.ep import optimize_hyperparameters
+from bayeszoo.inference.gpc.type2ml import optimize_hyperparameters
 
 data = bz.datasets.load("sonar")
 model = bz.models.GPC(likelihood="probit", kernel="se", log_lengthscale=2.0, log_amplitude=1.0)
@@ -55,7 +56,7 @@ print("best information:", best_point(grid, "info_bits"))"""),
 new_markdown_cell("### Type-II maximum likelihood with EP's analytic evidence gradient"),
 new_code_cell("""ep_grid_best = best_point(grid, "log_evidence", "ep")["ep"]
 start = [ep_grid_best["log_lengthscale"], ep_grid_best["log_amplitude"]]   # L-BFGS from the best grid point
-opt, res = optimize_hyperparameters(model, data, x0=start, return_result=True)
+opt, res = optimize_hyperparameters(model, data, "ep", x0=start, return_result=True)
 print("EP evidence optimum:", opt.hyp, "log Z =", -res.fun, "; best grid point:", ep_grid_best)
 assert -res.fun >= ep_grid_best["log_evidence"] - 1e-6
 fit = bz.fit(opt, data, backend="ep", seed=0, progress=False)

@@ -36,6 +36,7 @@ def test_list_names_backends_and_datasets(capsys):
     out = capsys.readouterr().out
     for name in bz.backends(bz.models.RVM()):
         assert f"      {name} " in out
+    assert "target_accept = 0.9: target mean acceptance probability" in out   # options with their meaning
     assert "fake_ok" in out and "[rvm]" in out
     for name in bz.datasets.names():
         assert f"  {name} " in out

@@ -13,6 +13,7 @@ from bayeszoo.datasets import Dataset
 from bayeszoo.inference.gpc import _common as C
 from bayeszoo.inference.gpc import ep as EP
 from bayeszoo.inference.gpc import laplace as LA
+from bayeszoo.inference.gpc import type2ml as T2
 from bayeszoo.numerics import gp_kernels as gk
 
 LOG_ELLS = (0.0, 1.0, 2.5)
@@ -123,14 +124,14 @@ def test_evidence_gradient_matches_finite_differences(method, likelihood):
     model = bz.models.GPC(likelihood=likelihood)
     hyp = np.array([0.3, 0.8])
     kw = {"tol": 1e-13, "max_sweeps": 500} if method == "ep" else {"tol": 1e-14, "max_iter": 200}
-    lZ, g = LA.log_evidence_and_grad(model, data, hyp, method, **kw)
+    lZ, g = T2.log_evidence_and_grad(model, data, hyp, method, **kw)
     e = 1e-5
     fd = []
     for j in range(2):
         dh = np.zeros(2)
         dh[j] = e
-        fd.append((LA.log_evidence_and_grad(model, data, hyp + dh, method, **kw)[0]
-                   - LA.log_evidence_and_grad(model, data, hyp - dh, method, **kw)[0]) / (2 * e))
+        fd.append((T2.log_evidence_and_grad(model, data, hyp + dh, method, **kw)[0]
+                   - T2.log_evidence_and_grad(model, data, hyp - dh, method, **kw)[0]) / (2 * e))
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
 
 
@@ -138,9 +139,9 @@ def test_evidence_gradient_matches_finite_differences(method, likelihood):
 def test_optimize_hyperparameters_increases_evidence(method):
     data = toy_data(20, seed=2)
     model = bz.models.GPC(likelihood="probit", log_lengthscale=-1.0, log_amplitude=-1.0)
-    best = LA.optimize_hyperparameters(model, data, method=method, max_iter=50)
-    lz0, _ = LA.log_evidence_and_grad(model, data, C.get_hyp(model, data.X), method)
-    lz1, g1 = LA.log_evidence_and_grad(best, data, C.get_hyp(best, data.X), method)
+    best = T2.optimize_hyperparameters(model, data, method=method, max_iter=50)
+    lz0, _ = T2.log_evidence_and_grad(model, data, C.get_hyp(model, data.X), method)
+    lz1, g1 = T2.log_evidence_and_grad(best, data, C.get_hyp(best, data.X), method)
     assert lz1 > lz0 + 0.1
     assert np.max(np.abs(g1)) < 1e-3
 
@@ -252,7 +253,7 @@ def test_extreme_hyperparameters_give_finite_results(likelihood, hyp):
     data = toy_data(30, seed=4)
     model = bz.models.GPC(likelihood=likelihood, log_lengthscale=hyp[0], log_amplitude=hyp[1])
     for method in ("laplace", "ep"):
-        lZ, g = LA.log_evidence_and_grad(model, data, np.array(hyp), method)
+        lZ, g = T2.log_evidence_and_grad(model, data, np.array(hyp), method)
         assert np.isfinite(lZ) and np.all(np.isfinite(g)), method
         assert lZ <= 1e-9
     fit = bz.fit(model, data, "ep", draws=50, chains=2, seed=0, progress=False)
@@ -263,19 +264,15 @@ def test_extreme_hyperparameters_give_finite_results(likelihood, hyp):
 
 # ------------------------------------------------------------------------------------------------ backends
 @pytest.mark.parametrize("backend", ["laplace", "ep"])
-def test_backend_fit_contract(backend):
+def test_backend_draws_come_from_q_and_bound_is_below_evidence(backend):
     data = toy_data(20)
     model = bz.models.GPC(likelihood="logit", log_lengthscale=0.5, log_amplitude=1.0)
     fit = bz.fit(model, data, backend, draws=400, chains=3, seed=7, progress=False)
     f = fit.posterior["f"]
-    assert fit.kind == "approximation" and f.shape == (3, 400, 20)
     np.testing.assert_allclose(f.mean(("chain", "draw")).values, fit.info["q_mean"],
                                atol=5 * np.sqrt(max(fit.info["q_var"]) / 1200))
     assert np.isfinite(fit.info["log_evidence"]) and fit.info["jensen_bound"] <= fit.info["log_evidence"] + 1e-9
-    same = bz.fit(model, data, backend, draws=400, chains=3, seed=7, progress=False)
-    np.testing.assert_array_equal(same.posterior["f"].values, f.values)
-    with pytest.raises(ValueError, match="unknown option"):
-        bz.fit(model, data, backend, draws=10, chains=1, progress=False, bogus=1)
+    assert fit.info["objective"] in fit.idata.objective and fit.info["iterations"] >= 1
 
 
 def test_ep_damping_reaches_same_fixed_point():
@@ -287,8 +284,9 @@ def test_ep_damping_reaches_same_fixed_point():
     assert b["converged"]
     np.testing.assert_allclose(a["mu"], b["mu"], atol=1e-7)
     np.testing.assert_allclose(a["log_evidence"], b["log_evidence"], atol=1e-9)
-    with pytest.raises(ValueError, match="damping"):
-        EP._check({"damping": 1.5})
+    for damping in (1.5, 0.0, True):
+        with pytest.raises(ValueError, match="damping"):
+            bz.fit(bz.models.GPC(), data, "ep", draws=2, chains=1, progress=False, damping=damping)
 
 
 @pytest.mark.slow
@@ -320,10 +318,10 @@ def test_evidence_gradient_other_kernels(method, kernel):
     model = bz.models.GPC(likelihood="logit", kernel=kernel, log_lengthscale=0.2, log_amplitude=1.2)
     hyp = C.get_hyp(model, data.X) + np.linspace(-0.2, 0.2, len(C.get_hyp(model, data.X)))
     kw = {"tol": 1e-13, "max_sweeps": 500} if method == "ep" else {"tol": 1e-14, "max_iter": 200}
-    _, g = LA.log_evidence_and_grad(model, data, hyp, method, **kw)
+    _, g = T2.log_evidence_and_grad(model, data, hyp, method, **kw)
     e = 1e-5
-    fd = [(LA.log_evidence_and_grad(model, data, hyp + e * u, method, **kw)[0]
-           - LA.log_evidence_and_grad(model, data, hyp - e * u, method, **kw)[0]) / (2 * e) for u in np.eye(hyp.size)]
+    fd = [(T2.log_evidence_and_grad(model, data, hyp + e * u, method, **kw)[0]
+           - T2.log_evidence_and_grad(model, data, hyp - e * u, method, **kw)[0]) / (2 * e) for u in np.eye(hyp.size)]
     np.testing.assert_allclose(g, fd, rtol=1e-5, atol=1e-6)
 
 
@@ -344,13 +342,13 @@ def test_gaussian_fit_predicts_exactly_and_round_trips(tmp_path):
 def test_optimize_hyperparameters_kl_raises_its_bound():
     data = toy_data(14, seed=9)
     model = bz.models.GPC(likelihood="probit", log_lengthscale=1.5, log_amplitude=-0.5)
-    lz0, _ = LA.log_evidence_and_grad(model, data, C.get_hyp(model, data.X), "kl")
-    best, res = LA.optimize_hyperparameters(model, data, "kl", return_result=True)
-    lz1, g1 = LA.log_evidence_and_grad(best, data, C.get_hyp(best, data.X), "kl")
+    lz0, _ = T2.log_evidence_and_grad(model, data, C.get_hyp(model, data.X), "kl")
+    best, res = T2.optimize_hyperparameters(model, data, "kl", return_result=True)
+    lz1, g1 = T2.log_evidence_and_grad(best, data, C.get_hyp(best, data.X), "kl")
     assert lz1 > lz0 + 0.1 and np.isclose(-res.fun, lz1)
     assert np.max(np.abs(g1)) < 1e-3
     with pytest.raises(ValueError, match="method must be one of"):
-        LA.optimize_hyperparameters(model, data, "vb")
+        T2.optimize_hyperparameters(model, data, "vb")
 
 
 @pytest.mark.parametrize("backend, options, limit", [("laplace", {"max_iter": 1}, "1 Newton iterations"),
@@ -360,4 +358,4 @@ def test_unconverged_fit_says_so(backend, options, limit):
     fit = bz.fit(model, toy_data(15, seed=2), backend, draws=2, chains=1, seed=0, progress=False, **options)
     assert fit.info["converged"] is False
     assert fit.info["warnings"] == [f"{backend} did not converge in {limit}"]
-    assert set(fit.timing) >= {"compile", "tune", "sample"} and fit.timing["tune"] > 0
+    assert fit.info["iterations"] == 1 and fit.timing["tune"] > 0

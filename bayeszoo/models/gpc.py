@@ -342,7 +342,7 @@ def log_sig(t, likelihood: str) -> np.ndarray:
 
 @functools.lru_cache(maxsize=4)
 def _gh(n: int = GH_NODES):
-    """Gauss-Hermite nodes and log weights for N(0, 1) (cached: computing 96 nodes costs ~10 ms)."""
+    """Gauss-Hermite nodes and log weights for N(0, 1) (cached: computed once per node count)."""
     x, w = np.polynomial.hermite_e.hermegauss(n)   # weight exp(-x^2 / 2)
     return x, np.log(w) - 0.5 * np.log(2.0 * np.pi)
 

@@ -17,7 +17,9 @@ from __future__ import annotations
 import time
 
 import numpy as np
+from tqdm.auto import tqdm
 
+import bayeszoo as bz
 from bayeszoo.datasets import Dataset
 
 DRAWS = 200  # draws of w per fit: the predictive mean averages over them, so their Monte-Carlo error must be small
@@ -36,10 +38,8 @@ def _standardise(train: Dataset, test_X, test_y, regression: bool):
 
 def _fit_score(model, backend, train: Dataset, options: dict, seed: int):
     """Fit on ``train`` and score on its test part: (error in standardised units, relevance vectors, seconds)."""
-    from bayeszoo.api import fit
-
     t0 = time.perf_counter()
-    result = fit(model, train, backend, draws=DRAWS, chains=1, seed=seed, progress=False, **options)
+    result = bz.fit(model, train, backend, draws=DRAWS, chains=1, seed=seed, progress=False, **options)
     seconds = time.perf_counter() - t0
     score = model.score(result, train)
     error = score["error_rate"] if "error_rate" in score else score["mse"]
@@ -55,8 +55,6 @@ def nested_cv(make_model, grid, data: Dataset, *, backend: str, folds: int = 10,
     and ``fit_seconds`` (the final fit alone), plus the per-value mean inner validation errors
     ``inner_error`` (folds x len(grid)).
     """
-    from bayeszoo.progress import progress_bar
-
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
     grid = list(grid)
@@ -76,7 +74,7 @@ def nested_cv(make_model, grid, data: Dataset, *, backend: str, folds: int = 10,
     outer = np.array_split(rng.permutation(data.n), folds)
     out = {k: [] for k in ("error", "n_relevant", "selected", "seconds", "fit_seconds", "inner_error")}
     total = folds * (inner_folds * len(grid) + 1)
-    with progress_bar(total=total, desc=f"nested cv {backend}", disable=not progress) as bar:
+    with tqdm(total=total, desc=f"nested cv {backend}", disable=not progress, leave=False, dynamic_ncols=True) as bar:
         for k, test_idx in enumerate(outer):
             train_idx = np.setdiff1d(np.arange(data.n), test_idx)
             t0 = time.perf_counter()
@@ -110,13 +108,11 @@ def rvm_versus_arvm(data: Dataset, *, folds: int = 10, inner_folds: int = 9, wid
 
     Returns ``{"rvm": nested_cv(...), "arvm": nested_cv(...)}``; both use the same outer and inner folds.
     """
-    from bayeszoo.models import ARVM, RVM
-
     task = data.task if data.task in ("regression", "classification") else "regression"
     arvm_model = dict(arvm_model or {})
-    res = {"rvm": nested_cv(lambda h: RVM(task=task, width=float(h)), widths, data, backend=rvm_backend,
+    res = {"rvm": nested_cv(lambda h: bz.models.RVM(task=task, width=float(h)), widths, data, backend=rvm_backend,
                             folds=folds, inner_folds=inner_folds, seed=seed, progress=progress),
-           "arvm": nested_cv(lambda c: ARVM(task=task, sparsity=c, **arvm_model), sparsities, data,
+           "arvm": nested_cv(lambda c: bz.models.ARVM(task=task, sparsity=c, **arvm_model), sparsities, data,
                              backend="arvm", folds=folds, inner_folds=inner_folds, options=arvm_options,
                              seed=seed, progress=progress)}
     return res

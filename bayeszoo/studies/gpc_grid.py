@@ -16,6 +16,9 @@ import warnings
 import numpy as np
 import xarray as xr
 
+import bayeszoo as bz
+from bayeszoo.progress import progress_bar
+
 QUANTITIES = ("log_evidence", "jensen_bound", "info_bits", "log_pred", "n_errors", "error_rate", "seconds")
 # axis ranges of the thesis's contour plots (ticks 1-5 for ln ell, 0-5 for ln sf), 16 x 16 as in §4.4
 DEFAULT_LOG_LENGTHSCALES = np.linspace(1.0, 5.0, 16)
@@ -53,10 +56,6 @@ def grid_study(model, data, methods=("laplace", "ep"), log_lengthscales=None, lo
     xarray.Dataset with the variables ``QUANTITIES`` over (backend, log_lengthscale, log_amplitude); a grid point
     where a method failed holds NaN and its message is in ``attrs["errors"]``.
     """
-    import bayeszoo as bz
-    from bayeszoo.progress import progress_bar
-    from bayeszoo.registry import get
-
     if getattr(model, "family", None) != "gpc":
         raise ValueError(f"grid_study needs a GPC model, got {type(model).__name__}")
     if model.kernel not in GRID_KERNELS:
@@ -65,8 +64,12 @@ def grid_study(model, data, methods=("laplace", "ep"), log_lengthscales=None, lo
     if isinstance(methods, str) or len(methods) == 0:
         raise ValueError("methods must be a non-empty sequence of backend names")
     methods = list(methods)
+    table = bz.backends(model, details=True)
+    kinds = dict(zip(table["backend"], table["kind"]))
     for name in methods:
-        if get(model, name).kind != "approximation":
+        if name not in kinds:
+            raise ValueError(f"unknown backend {name!r} for {type(model).__name__}; available: {', '.join(kinds)}")
+        if kinds[name] != "approximation":
             raise ValueError(f"grid_study compares Gaussian approximations; {name!r} is a sampler")
     options = dict(options or {})
     unknown = set(options) - set(methods)

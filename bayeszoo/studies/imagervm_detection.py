@@ -17,11 +17,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.numerics import fft as _fft
+import bayeszoo as bz
+from bayeszoo.datasets.bid_data import image_problem
 from bayeszoo.models.imagervm import ImageRVM
+from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar
-
-from bayeszoo.inference.imagervm.dft import dft_rvm
 
 TAU = 6.0   # background kernel exp(-|x|^2 / tau^2) (§4.4)
 
@@ -36,8 +36,10 @@ def detector_model(target: np.ndarray, tau: float = TAU) -> ImageRVM:
 def rvm_detect(image: np.ndarray, target: np.ndarray, *, tau: float = TAU, **options) -> tuple[float, tuple, np.ndarray]:
     """(max |mu_t|, its (row, col), mu_t) for one image, by the DFT-RVM (``options`` go to the ``dft`` backend)."""
     image = _check_image(image, target)
-    res = dft_rvm(detector_model(target, tau), image, options)
-    mu_t = res["mu"][0]
+    # one draw at the posterior mean: the fit's w is then mu itself
+    fit = bz.fit(detector_model(target, tau), image_problem(image), backend="dft", draws=1, chains=1, progress=False,
+                 **{**options, "w_draws": "mean"})
+    mu_t = fit.posterior["w"].values[0, 0, 0]
     idx = np.unravel_index(int(np.argmax(np.abs(mu_t))), mu_t.shape)
     return float(np.abs(mu_t[idx])), (int(idx[0]), int(idx[1])), mu_t
 

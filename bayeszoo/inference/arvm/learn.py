@@ -30,8 +30,11 @@ The candidate search runs as one batched BFGS over all candidates (NumPy; each c
 independent, so this is the same as running them one by one); its line search evaluates values only, on the
 candidates still searching. Gradients contract the kernel derivatives with their weights directly
 (``Kernel.contract``) instead of forming the N x B x P derivative array, and the whole run uses one BLAS thread
-below 1000 points. Together these took one Boston-housing fit (300 points, the benchmark's settings) from 268 s
-to 20 s on the shared 2-core machine (105 s to 14 s with both versions on one BLAS thread; BENCHMARKS.md).
+below 1000 points (timings in BENCHMARKS.md).
+
+Options for known-noise problems (the fMRI maps): ``beta`` holds the noise precision fixed, ``noise_whitener``
+W fits W t with bases W phi (known coloured noise), and ``dictionary`` replaces the random candidates by a fixed
+set of kernels scored in closed form (the incremental RVM with the sparsity prior [P 42-44]).
 """
 from __future__ import annotations
 
@@ -43,20 +46,41 @@ from scipy import optimize
 from bayeszoo.fit import build_fit
 
 from bayeszoo.inference._gaussian import gaussian_draws
-from bayeszoo.inference._options import Timer, check_options, positive
+from bayeszoo.inference._options import Timer, positive
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.inference.rvm import _common as C
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
-OPTIONS = {"n_candidates": 100, "candidate_iter": 10, "joint_iter": 100, "max_iter": 300, "tol": 1e-6,
-           "patience": 10, "prune_alpha": 1e12, "alpha_update": "exact", "hyper_sweeps": 20, "beta": None,
-           "init_beta": None, "delta_max": 1e6, "min_alpha": None, "min_peak": 0.05}
+SPEC = {
+    "n_candidates": Option(100, "random candidate bases drawn per iteration (step 1)"),
+    "candidate_iter": Option(10, "BFGS iterations on each candidate's centre and width(s) (0: none)"),
+    "joint_iter": Option(100, "BFGS iterations on all active centres and widths jointly (step 2; 0: none)"),
+    "max_iter": Option(300, "largest number of iterations of Algorithm 1"),
+    "tol": Option(1e-6, "an iteration in which L^s grows by less than this counts as no progress"),
+    "patience": Option(10, "stop after this many successive iterations without progress (step 5)"),
+    "prune_alpha": Option(1e12, "a basis whose alpha exceeds this is removed (step 4)"),
+    "alpha_update": Option("exact", "'exact' (stationary point of L^s) or 'paper' (the update printed as [P 40])"),
+    "hyper_sweeps": Option(20, "largest number of alpha / beta fixed-point sweeps per iteration (step 3)"),
+    "beta": Option(None, "known noise precision, held fixed (regression); None: estimated"),
+    "init_beta": Option(None, "starting noise precision when it is estimated; None: 10 / var(t)"),
+    "delta_max": Option(1e6, "feature selection: a direction whose delta = 1 / v^2 exceeds this is switched off"),
+    "min_alpha": Option(None, "classification: lower bound on every alpha; None: 1e-2"),
+    "min_peak": Option(0.05, "a basis must reach this value at one training input at least, in [0, 1)"),
+    "dictionary": Option(None, "fixed candidate kernels (centres (J, D), widths (J,) or (J, K)), not optimised; "
+                               "None: random candidates"),
+    "noise_whitener": Option(None, "N x N matrix W that makes the noise of W t white (known coloured noise): "
+                                   "W t is fitted with bases W phi; None: white noise"),
+}
+#: the defaults, for calling :func:`learn` directly
+OPTIONS = {name: opt.default for name, opt in SPEC.items()}
 
 
-def check(options: dict) -> dict:
-    opts = check_options("arvm", options, OPTIONS)
+def check(opts: dict) -> dict:
+    """Validates the resolved options (every name of ``SPEC``); returns them with ``dictionary`` and
+    ``noise_whitener`` as float arrays."""
+    opts = dict(opts)
     for name in ("n_candidates", "max_iter", "patience", "hyper_sweeps"):
         positive(name, opts[name], integer=True)
     for name in ("candidate_iter", "joint_iter"):
@@ -71,7 +95,38 @@ def check(options: dict) -> dict:
             positive(name, opts[name])
     if opts["alpha_update"] not in ("exact", "paper"):
         raise ValueError(f"option alpha_update must be 'exact' or 'paper', got {opts['alpha_update']!r}")
+    if opts["dictionary"] is not None:
+        opts["dictionary"] = _check_dictionary(opts["dictionary"])
+    if opts["noise_whitener"] is not None:
+        W = _float_array(opts["noise_whitener"], "noise_whitener")
+        if W.ndim != 2 or W.shape[0] != W.shape[1] or not np.all(np.isfinite(W)):
+            raise ValueError(f"option noise_whitener must be a finite square matrix, got shape {W.shape}")
+        opts["noise_whitener"] = W
     return opts
+
+
+def _float_array(value, name):
+    try:
+        return np.asarray(value, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"option {name} must be numbers, got {type(value).__name__}") from None
+
+
+def _check_dictionary(dictionary):
+    """``(centres (J, D), widths (J, K))`` as float arrays, or a ValueError naming the problem."""
+    if not isinstance(dictionary, (tuple, list)) or len(dictionary) != 2:
+        raise ValueError("option dictionary must be a pair (centres (J, D), widths (J,) or (J, K))")
+    centres, widths = (_float_array(a, "dictionary") for a in dictionary)
+    if centres.ndim == 1:
+        centres = centres[:, None]
+    if widths.ndim == 1:
+        widths = widths[:, None]
+    if centres.ndim != 2 or widths.ndim != 2 or centres.shape[0] != widths.shape[0] or centres.shape[0] == 0:
+        raise ValueError(f"option dictionary needs centres (J, D) and widths (J,) or (J, K) for the same J >= 1; "
+                         f"got {centres.shape} and {widths.shape}")
+    if not (np.all(np.isfinite(centres)) and np.all(np.isfinite(widths)) and np.all(widths > 0)):
+        raise ValueError("option dictionary needs finite centres and finite positive widths")
+    return centres, widths
 
 
 # ---------------------------------------------------------------------------------------------- kernel
@@ -92,7 +147,7 @@ class Kernel:
         self.P = self.D + K
         # centres stay in the bounding box of the training inputs (the samplable model's prior support): a
         # centre outside it lets a basis fit one point with the far tail of the Gaussian and a huge weight,
-        # which then explodes at test inputs nearer the centre (seen on computer hardware: w = 6e9)
+        # which then explodes at test inputs nearer the centre (seen on computer hardware)
         self.lo, self.hi = (self.X.min(0), self.X.max(0)) if box else (-np.inf, np.inf)
 
     def centre(self, m):
@@ -601,7 +656,9 @@ def _kept_rows(before, after):
 # ---------------------------------------------------------------------------------------------- output
 def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm"):
     """Fit at the learned kernel: w i.i.d. from N(mu, Sigma) on the kept bases (slots 0..M-1, ordered by
-    centre), w = 0 and log_alpha = LOG_ALPHA_PRUNED on the unused slots; f = Phi w at the training inputs."""
+    centre), w = 0 and log_alpha = LOG_ALPHA_PRUNED on the unused slots; f = Phi w at the training inputs.
+    ``info["w_mean"]`` is mu itself (the mode for classification) in the same slots, so that the posterior mean of
+    f is available exactly (``ARVM.latent_mean``) rather than as an average over draws."""
     state = res["state"]
     M, D, K = model.n_basis, data.d, model.width_dims(data.d)
     k = state.M
@@ -611,6 +668,7 @@ def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm")
     centre = np.zeros((M, D))
     inv_width = np.zeros((M, K))
     log_alpha = np.full(M, LOG_ALPHA_PRUNED)
+    w_mean = np.zeros(M)
     if k:
         post = state.post
         mu = post.mu[order]
@@ -618,6 +676,7 @@ def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm")
         if state.clf:
             mu = state.w_mode[order]
         w[:, :, :k] = gaussian_draws(rng, mu, Sigma, chains, draws)
+        w_mean[:k] = mu
         m, u = state.kernel.split(state.theta[order])
         centre[:k] = state.kernel.centre(m)
         inv_width[:k] = state.kernel.inv_width(u)
@@ -629,10 +688,10 @@ def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm")
     if not model.is_classifier:
         out["log_beta"] = np.full((chains, draws), float(np.log(state.beta)))
     info = {"iterations": res["iterations"], "converged": res["converged"], "n_relevant": int(k),
-            "sparsity_c": float(res["c"]), "objective": float(res["objective"][-1]),
+            "sparsity_c": float(res["c"]), "objective": "objective", "w_mean": w_mean.tolist(),
             "warnings": [] if res["converged"] else ["arvm stopped at max_iter before the stopping rule held"]}
     return build_fit(model, data, backend, "approximation", out, timing=timing,
-                    objective={"objective": res["objective"], "n_basis": res["n_basis_trace"]}, info=info)
+                     objective={"objective": res["objective"], "n_basis": res["n_basis_trace"]}, info=info)
 
 
 def model_design(X, centre, inv_width):
@@ -641,14 +700,31 @@ def model_design(X, centre, inv_width):
     return adaptive_design(X, centre, inv_width)
 
 
-@register("arvm", kind="approximation", family="arvm",
+def _check_against_data(model, data, opts):
+    """The options whose shapes depend on the data and model, which :func:`check` does not see."""
+    if opts["dictionary"] is not None:
+        centres, widths = opts["dictionary"]
+        K = model.width_dims(data.d)
+        if centres.shape[1] != data.d or widths.shape[1] != K:
+            raise ValueError(f"option dictionary needs centres (J, {data.d}) and widths (J, {K}) for this model and "
+                             f"data; got {centres.shape} and {widths.shape}")
+    if opts["noise_whitener"] is not None:
+        if model.is_classifier:
+            raise ValueError("option noise_whitener applies to regression only")
+        if opts["noise_whitener"].shape[0] != data.n:
+            raise ValueError(f"option noise_whitener must be {data.n} x {data.n} (one row per training point), "
+                             f"got {opts['noise_whitener'].shape}")
+
+
+@register("arvm", kind="approximation", family="arvm", options=SPEC, check=check, defaults={"tune": 0},
           description="Algorithm 1 (Tzikas et al. 2009): incremental adaptive-kernel type-II learning")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Type-II learning of centres, widths, alpha and beta; Gaussian posterior of w at the learned kernel."""
-    opts = check(options)
+    _check_against_data(model, data, opts)
     timer = Timer()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = learn(model, data.X, data.y, opts, seed=seed or 0, progress=progress)
+        res = learn(model, data.X, data.y, opts, seed=seed or 0, progress=progress, dictionary=opts["dictionary"],
+                    whiten=opts["noise_whitener"])
     return result_fit(model, data, res, draws=draws, chains=chains, seed=seed,
                       timing={"compile": 0.0, "tune": timer()})

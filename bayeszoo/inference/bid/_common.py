@@ -1,4 +1,5 @@
-"""What the BID backends share: the problem's fixed operators, Gamma-factor helpers, draw-size guard."""
+"""What the BID backends share: the problem's fixed operators, Gamma-factor helpers, draw-size guard and default
+draw counts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -6,12 +7,14 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bayeszoo.inference._options import Timer, check_options, positive  # noqa: F401  (re-exported)
+from bayeszoo.inference._options import Timer, positive  # noqa: F401  (re-exported)
 
 from bayeszoo.numerics import fft as _fft
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 MAX_DRAW_VALUES = 50_000_000   # chains x draws x pixels kept in memory (400 MB of float64)
+DEFAULT_DRAW_VALUES = 5_000_000   # chains x draws x pixels of a run whose counts are not given (40 MB of float64)
+MAX_DEFAULT_DRAWS = 1000
 
 
 @dataclass
@@ -65,6 +68,20 @@ def check_draw_budget(backend: str, chains: int, draws: int, shape) -> None:
         raise ValueError(f"{backend}: chains x draws x pixels = {chains} x {draws} x {shape[0] * shape[1]} = "
                          f"{values:.3g} values exceeds {MAX_DRAW_VALUES:.0e}; ask for fewer draws or chains "
                          f"(e.g. draws=20, chains=1 on a 256 x 256 image)")
+
+
+def default_counts(model, data, *, chains: int, tune_per_draw: float) -> dict:
+    """Draw counts for a run whose counts are not given: ``chains`` chains of as many draws as fit
+    DEFAULT_DRAW_VALUES for this image (at most MAX_DEFAULT_DRAWS, at least 1) and ``tune_per_draw`` warm-up
+    sweeps per draw."""
+    rows, cols = model.image_shape(data)
+    draws = int(min(MAX_DEFAULT_DRAWS, max(1, DEFAULT_DRAW_VALUES // (chains * rows * cols))))
+    return {"draws": draws, "tune": int(round(tune_per_draw * draws)), "chains": chains}
+
+
+def bool_option(name: str, value) -> None:
+    if not isinstance(value, (bool, np.bool_)):
+        raise ValueError(f"option {name} must be True or False, got {value!r}")
 
 
 def gamma_log_prior(shape: float, rate: float, E_x, E_log_x):

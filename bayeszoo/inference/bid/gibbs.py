@@ -15,32 +15,43 @@ One sweep draws, for every chain at once (arrays carry a leading chain axis):
   orbit, times the Jacobian e^{(M - P) s} (Liu & Sabatti 2000's group move for the additive group of s). The
   precisions are drawn afresh from their conditionals right after, so the sweep leaves the joint invariant.
 Hyperparameters are the model's (fixed). Chains start at the thesis's initial point (f = g, w fitted to h_in)
-with a small per-chain jitter; the same seed gives the same draws.
+with a small per-chain jitter; the same seed gives the same draws. ``fit.info["iterations"]`` counts the sweeps,
+warm-up included.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
-
-from . import _common as C
+from bayeszoo.fit import build_fit
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
+from bayeszoo.progress import progress_bar
+from bayeszoo.registry import Option, register
 
-OPTIONS = {"thin": 1, "cg_iter": 500, "cg_tol": 1e-8, "jitter": 0.01, "scale_move": True}
+from . import _common as C
+
+OPTIONS = {
+    "thin": Option(1, "keep every thin-th sweep after warm-up"),
+    "cg_iter": Option(500, "largest number of conjugate-gradient iterations per perturb-and-solve draw"),
+    "cg_tol": Option(1e-8, "relative residual at which a conjugate-gradient solve stops (the draw is exact at 0)"),
+    "jitter": Option(0.01, "relative size of the random perturbation of each chain's starting point"),
+    "scale_move": Option(True, "add the exact move along the scale orbit (f, w) -> (e^s f, e^-s w) to every sweep"),
+}
 SLICE_WIDTH = 0.1      # initial bracket of the slice sampler in s = log scale (stepped out as needed)
 
 
-def _check(options):
-    opts = C.check_options("gibbs", options, OPTIONS)
+def _check(opts: dict) -> dict:
     C.positive("thin", opts["thin"], integer=True)
     C.positive("cg_iter", opts["cg_iter"], integer=True)
     C.positive("cg_tol", opts["cg_tol"])
     C.positive("jitter", opts["jitter"])
-    if not isinstance(opts["scale_move"], bool):
-        raise ValueError(f"option scale_move must be True or False, got {opts['scale_move']!r}")
+    C.bool_option("scale_move", opts["scale_move"])
     return opts
+
+
+def _defaults(model, data) -> dict:
+    """Two chains (for R-hat), as many draws as fit the default draw budget for this image, as many warm-up sweeps."""
+    return C.default_counts(model, data, chains=2, tune_per_draw=1)
 
 
 class GibbsSampler:
@@ -161,15 +172,11 @@ class GibbsSampler:
         self.draw_w()
 
 
-@register("gibbs", kind="mcmc", family="bid",
+@register("gibbs", kind="mcmc", family="bid", options=OPTIONS, check=_check, defaults=_defaults,
           description="conjugate Gibbs for BID: Gaussian blocks by perturb-and-solve with Fourier-domain PCG, "
                       "Gamma precisions in closed form")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
-    """Conjugate Gibbs sampler (multi-chain, seeded); options ``thin``, ``cg_iter``, ``cg_tol``, ``jitter``,
-    ``scale_move``."""
-    from bayeszoo.fit import build_fit
-
-    opts = _check(options)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """Conjugate Gibbs sampler (multi-chain, seeded)."""
     model.require_proper("gibbs")
     problem = C.make_problem(model, data)
     C.check_draw_budget("gibbs", chains, draws, problem.shape)
@@ -196,7 +203,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
     total = timer()
     n_sweeps = tune + draws * opts["thin"]
     counts = np.asarray(sampler.cg_counts)
-    info = {"sweeps": n_sweeps, "seconds_per_iteration": total / n_sweeps,
+    info = {"iterations": n_sweeps, "converged": None, "seconds_per_iteration": total / n_sweeps,
             "cg_iterations_f": float(counts[0::2].mean()), "cg_iterations_w": float(counts[1::2].mean()),
             "cg_hit_limit": int(np.sum(counts >= opts["cg_iter"])), "warnings": []}
     if info["cg_hit_limit"]:

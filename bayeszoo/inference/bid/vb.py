@@ -34,16 +34,29 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import digamma
 
-from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
-
-from . import _common as C
+from bayeszoo import registry
+from bayeszoo.fit import build_fit
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
+from bayeszoo.progress import progress_bar
+from bayeszoo.registry import Option, register
 
-OPTIONS = {"max_iter": 200, "tol": 1e-4, "cg_iter": 20, "cg_tol": 1e-8, "learn_noise_prior": True,
-           "init_alpha": 1e-16, "init_beta": 1e3, "init_gamma": 1e2,
-           "anneal_temperatures": (1.0,), "anneal_iter": 10}
+from . import _common as C
+
+OPTIONS = {
+    "max_iter": Option(200, "largest number of VB iterations of each start"),
+    "tol": Option(1e-4, "stop when the bound moves by less than this many nats per pixel"),
+    "cg_iter": Option(20, "largest number of conjugate-gradient iterations per solve of q(f)'s or q(w)'s mean"),
+    "cg_tol": Option(1e-8, "relative residual at which a conjugate-gradient solve stops early"),
+    "learn_noise_prior": Option(True, "learn the noise hyperparameters (a_beta, b_beta) with q(beta) at the bound's "
+                                      "maximum; False keeps the model's"),
+    "init_alpha": Option(1e-16, "initial <alpha_i>, the PSF-weight precisions"),
+    "init_beta": Option(1e3, "initial <beta>, the noise precision, for [0, 1] intensities"),
+    "init_gamma": Option(1e2, "initial <gamma>, the image-difference precisions, for [0, 1] intensities"),
+    "anneal_temperatures": Option((1.0,), "one start per initial temperature T0 >= 1 of q(f)'s entropy (1: the "
+                                          "thesis's VB); the start with the highest final bound is kept"),
+    "anneal_iter": Option(10, "iterations over which an annealed start's temperature falls to 1"),
+}
 WIDE_SUPPORT = 0.1     # warn when the PSF-weight window covers more of the image than this (README, "Noise level")
 NOISE_SHAPE_RANGE = (1e-3, 1e6)   # a_beta search range: heavy tails to Gaussian (larger a loses digits in the bound)
 
@@ -286,14 +299,12 @@ class VBState:
         return f, w
 
 
-def _check(options):
-    opts = C.check_options("vb", options, OPTIONS)
+def _check(opts: dict) -> dict:
     for name in ("max_iter", "cg_iter"):
         C.positive(name, opts[name], integer=True)
     for name in ("tol", "cg_tol", "init_alpha", "init_beta", "init_gamma"):
         C.positive(name, opts[name])
-    if not isinstance(opts["learn_noise_prior"], bool):
-        raise ValueError(f"option learn_noise_prior must be True or False, got {opts['learn_noise_prior']!r}")
+    C.bool_option("learn_noise_prior", opts["learn_noise_prior"])
     C.positive("anneal_iter", opts["anneal_iter"], integer=True)
     temps = opts["anneal_temperatures"]
     if isinstance(temps, (str, bytes)) or not hasattr(temps, "__len__") or len(temps) == 0:
@@ -308,9 +319,18 @@ def _check(options):
     return opts
 
 
+def _defaults(model, data) -> dict:
+    """One chain of i.i.d. draws from q, as many as fit the default draw budget for this image; no warm-up."""
+    return C.default_counts(model, data, chains=1, tune_per_draw=0)
+
+
 def vb_fit(model, data, progress: bool = False, **options) -> tuple[VBState, dict]:
-    """Run the VB iterations; returns the final state and a summary (bound trace, iterations, timings)."""
-    opts = _check(options)
+    """Run the VB iterations with ``options`` (the ``vb`` backend's, checked as ``bz.fit`` does); returns the final
+    state and a summary (bound trace, iterations, timings)."""
+    return _vb_fit(model, data, registry.get(model, "vb").resolve(options), progress)
+
+
+def _vb_fit(model, data, opts: dict, progress: bool) -> tuple[VBState, dict]:
     problem = C.make_problem(model, data)
     allocator.keep_temporaries_on_the_heap()
     temps = [float(t) for t in opts["anneal_temperatures"]]
@@ -342,8 +362,8 @@ def _one_run(model, problem, opts, t0: float, bar):
         trace.append(state.bound())
         bar.update()
         # the bound sums over the M pixels: stop when it moves by less than tol nats per pixel (the thesis states
-        # no rule). After its fast phase the bound keeps creeping up by ~1e-5 nats / pixel / iteration as the
-        # PSF narrows and grows negative lobes, and ISNR falls meanwhile (BENCHMARKS.md); 1e-4 ends at that phase.
+        # no rule). After its fast phase the bound keeps creeping up slowly as the PSF narrows and grows negative
+        # lobes, and ISNR falls meanwhile (BENCHMARKS.md); the default tol ends the run at the end of that phase.
         # While annealing (T > 1) the trace is the plain bound of a tempered step, not monotone: no stop then
         if it > anneal + 1 and abs(trace[-1] - trace[-2]) <= opts["tol"] * problem.M:
             converged = True
@@ -352,18 +372,15 @@ def _one_run(model, problem, opts, t0: float, bar):
     return state, trace, converged
 
 
-@register("vb", kind="approximation", family="bid",
+@register("vb", kind="approximation", family="bid", options=OPTIONS, check=_check, defaults=_defaults,
           description="variational Bayesian BID (Tzikas PhD ch. 5): FFT / PCG means, diagonal / circulant "
                       "covariances, Gamma factors in closed form, noise hyperparameters by root finding")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """VB of Tzikas PhD §5.3 on the full image; bound traced; i.i.d. draws from q."""
-    from bayeszoo.fit import build_fit
-
-    opts = _check(options)
     shape = model.image_shape(data)
     C.check_draw_budget("vb", chains, draws, shape)
     timer = C.Timer()
-    state, res = vb_fit(model, data, progress=progress, **options)
+    state, res = _vb_fit(model, data, opts, progress)
     t_opt = timer()
     rng = np.random.default_rng(seed)
     out = {"image": [], "psf": []}
@@ -380,7 +397,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
         warn.append(f"the PSF weights cover {covered:.0%} of the image: the learned noise level is biased up by about "
                     f"1 / (1 - {covered:.2f}) (with psf_size=None it is not identified at all); set psf_size to a "
                     f"window wider than the blur but small against the image")
-    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn,
+    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn, "objective": "elbo",
             "bound": float(res["bound"][-1]), "a_beta": res["a_beta"], "b_beta": res["b_beta"],
             "cg_iterations": res["cg_iterations"], "anneal_temperature": res["temperature"],
             "start_bounds": res["start_bounds"],

@@ -17,11 +17,13 @@ noise precision beta by the fixed-point updates, repeated until no log-precision
 
 The same initial values as the RVM's ``em`` (alpha = mean |phi|^2 / (N var t), beta = 10 / var t), so with
 ``approx="exact"`` the iterates are those of ``em`` on the dense design (a test). The thesis gives neither the
-initial values nor the stopping rule. Traced objective: the log evidence log N(t | 0, beta^-1 I + Phi A^-1 Phi^T)
-plus the log hyperpriors, with log|beta Phi^T Phi + A| exact for ``"exact"`` and approximated by
--sum log Sigma_ii for the two approximations (the thesis traces nothing; treat that trace as indicative only).
+initial values nor the stopping rule. Traced in the ``objective`` group: ``log_evidence``, log N(t | 0,
+beta^-1 I + Phi A^-1 Phi^T), and ``objective``, the log evidence plus the log hyperpriors (what the updates
+maximise, ``fit.info["objective"]``), with log|beta Phi^T Phi + A| exact for ``"exact"`` and approximated by
+-sum log Sigma_ii for the two approximations (the thesis traces nothing; treat those traces as indicative only).
 The fit's ``w`` draws come from N(mu, Sigma) for ``"exact"`` and from N(mu, diag(Sigma_approx)) otherwise (the
-approximations carry no correlations); ``log_alpha`` and ``log_beta`` are constant at the estimates.
+approximations carry no correlations), or all sit at mu with ``w_draws="mean"``; ``log_alpha`` and ``log_beta``
+are constant at the estimates.
 """
 from __future__ import annotations
 
@@ -30,25 +32,41 @@ import warnings
 
 import numpy as np
 
+from bayeszoo import registry
 from bayeszoo.fit import build_fit
-from bayeszoo.inference._options import Timer, check_options, positive
-from bayeszoo.numerics import fft as _fft
+from bayeszoo.inference._options import Timer, positive
 from bayeszoo.inference.rvm import _common as rvm_common
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
+from bayeszoo.numerics import allocator
+from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from ._operators import ImageDesign
 
 APPROXIMATIONS = ("diagonal", "circulant", "exact")
+W_DRAWS = ("gaussian", "mean")
 EXACT_MAX_WEIGHTS = 4096          # "exact" factorises the dense MN x MN posterior precision
-OPTIONS = {"approx": "diagonal", "max_iter": 200, "tol": 1e-3, "prune_alpha": 1e12, "cg_tol": 1e-6,
-           "cg_max_iter": 500, "init_alpha": None, "init_beta": None, "max_draw_values": 5e7}
+OPTIONS = {
+    "approx": Option("diagonal", "diag(Sigma) by 'diagonal' (4.22), 'circulant' (4.23) or 'exact' (dense Cholesky, "
+                                 f"at most {EXACT_MAX_WEIGHTS} weights)"),
+    "max_iter": Option(200, "largest number of fixed-point iterations"),
+    "tol": Option(1e-3, "stop when no log precision (alpha or beta) moves by more than this"),
+    "prune_alpha": Option(1e12, "a weight whose precision alpha exceeds this is pruned (w = 0)"),
+    "cg_tol": Option(1e-6, "relative residual at which the conjugate-gradient solve for the mean stops"),
+    "cg_max_iter": Option(500, "largest number of conjugate-gradient iterations per solve"),
+    "init_alpha": Option(None, "initial alpha of every weight (None: mean |phi_m|^2 / (N var t))"),
+    "init_beta": Option(None, "initial noise precision beta (None: 10 / var t)"),
+    "max_draw_values": Option(5e7, "largest chains x draws x weights the fit may hold; more is refused before work"),
+    "w_draws": Option("gaussian", "draws of w: 'gaussian' from the posterior (diagonal for the approximations) or "
+                                  "'mean' (every draw at the posterior mean mu)"),
+}
+DEFAULT_DRAW_VALUES = 5_000_000   # chains x draws x weights of a run whose counts are not given (40 MB of float64)
+MAX_DEFAULT_DRAWS = 1000
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-def check(options: dict) -> dict:
-    opts = check_options("dft", options, OPTIONS)
+def check(opts: dict) -> dict:
     if opts["approx"] not in APPROXIMATIONS:
         raise ValueError(f"option approx must be one of {APPROXIMATIONS}, got {opts['approx']!r}")
     positive("max_iter", opts["max_iter"], integer=True)
@@ -58,23 +76,36 @@ def check(options: dict) -> dict:
     for name in ("init_alpha", "init_beta"):
         if opts[name] is not None:
             positive(name, opts[name])
+    if opts["w_draws"] not in W_DRAWS:
+        raise ValueError(f"option w_draws must be one of {W_DRAWS}, got {opts['w_draws']!r}")
     return opts
 
 
+def default_counts(model, data) -> dict:
+    """One chain of i.i.d. draws, as many as fit DEFAULT_DRAW_VALUES weights (at most MAX_DEFAULT_DRAWS); no warm-up."""
+    R, C = model.image_shape(data)
+    draws = int(min(MAX_DEFAULT_DRAWS, max(1, DEFAULT_DRAW_VALUES // (model.n_kernels * R * C))))
+    return {"draws": draws, "tune": 0, "chains": 1}
+
+
 def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: bool = False) -> dict:
-    """Run the DFT-RVM on one observed image (R, C). Returns the estimates and traces:
+    """Run the DFT-RVM on one observed image (R, C) with ``options`` (the ``dft`` backend's, checked as ``bz.fit``
+    does). Returns the estimates and traces:
 
     ``mu`` (M, R, C) posterior mean weights (0 where pruned), ``sigma_diag`` (diag Sigma, 0 where pruned),
     ``alpha`` (M, R, C; inf where pruned), ``beta``, ``active`` mask, ``restored`` = Phi mu, ``log_evidence`` and
     ``objective`` traces, ``iterations``, ``converged``, ``cg_iterations`` (total), ``chol_cov`` (exact only).
     """
+    return _dft_rvm(model, image, registry.get(model, "dft").resolve(dict(options or {})), progress)
+
+
+def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
     from bayeszoo.datasets.bid_data import check_image
 
-    opts = check(options or {})
     t = check_image(image, "observed image")
     shape = t.shape
     model.check_kernels_fit(shape)
-    _fft.keep_temporaries_on_the_heap()      # image-sized temporaries in every CG product (bayeszoo/numerics/fft.py)
+    allocator.keep_temporaries_on_the_heap()     # image-sized temporaries in every CG product
     design = ImageDesign(model.kernel_images(shape))
     M, N = design.M, design.N
     exact = opts["approx"] == "exact"
@@ -183,10 +214,13 @@ def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: boo
                 approx=opts["approx"])
 
 
-def _draw_weights(res: dict, rng: np.random.Generator, chains: int, draws: int) -> np.ndarray:
-    """(chains, draws, M, R, C) i.i.d. from N(mu, Sigma) (exact) or N(mu, diag Sigma_approx)."""
+def _draw_weights(res: dict, rng: np.random.Generator, chains: int, draws: int, at_mean: bool = False) -> np.ndarray:
+    """(chains, draws, M, R, C) i.i.d. from N(mu, Sigma) (exact) or N(mu, diag Sigma_approx); all at mu if
+    ``at_mean``."""
     mu, active = res["mu"], res["active"]
     w = np.broadcast_to(mu, (chains, draws, *mu.shape)).copy()
+    if at_mean:
+        return w
     z = rng.standard_normal((chains, draws, int(active.sum())))
     if res["chol_cov"] is not None:
         idx, post = res["chol_cov"]
@@ -197,13 +231,11 @@ def _draw_weights(res: dict, rng: np.random.Generator, chains: int, draws: int) 
     return w
 
 
-@register("dft", kind="approximation", family="imagervm",
+@register("dft", kind="approximation", family="imagervm", options=OPTIONS, check=check, defaults=default_counts,
           description="DFT-RVM: type-II ML of alpha, beta with Fourier-domain CG means and diagonal / circulant / exact "
                       "diag(Sigma)")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """DFT-domain multikernel RVM (Tzikas PhD §4.2): point estimates of alpha, beta; Gaussian draws of w."""
-    opts = check(options)
-    model.validate(data)
     R, C = model.image_shape(data)
     size = chains * draws * model.n_kernels * R * C
     if size > opts["max_draw_values"]:
@@ -213,20 +245,20 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
     timer = Timer()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = dft_rvm(model, model.observed_image(data), opts, progress=progress)
+        res = _dft_rvm(model, model.observed_image(data), opts, progress)
     opt_seconds = timer()
     timer = Timer()
     rng = np.random.default_rng(seed)
-    w = _draw_weights(res, rng, chains, draws)
+    w = _draw_weights(res, rng, chains, draws, at_mean=opts["w_draws"] == "mean")
     log_alpha = np.where(res["active"], np.minimum(np.log(res["alpha"]), LOG_ALPHA_PRUNED), LOG_ALPHA_PRUNED)
     posterior = {"w": w, "log_alpha": np.broadcast_to(log_alpha, w.shape).copy(),
                  "log_beta": np.full((chains, draws), math.log(res["beta"]))}
     warn = [] if res["converged"] else [f"dft did not converge in {opts['max_iter']} iterations"]
     info = {"approx": opts["approx"], "iterations": res["iterations"], "converged": res["converged"],
-            "warnings": warn, "n_active": int(res["active"].sum()), "cg_iterations": res["cg_iterations"],
-            "beta_em_steps": res["beta_em_steps"],
+            "objective": "objective", "warnings": warn, "n_active": int(res["active"].sum()),
+            "cg_iterations": res["cg_iterations"], "beta_em_steps": res["beta_em_steps"],
             "seconds_per_iteration": opt_seconds / max(res["iterations"], 1),
-            "log_evidence": float(res["log_evidence"][-1]), "objective": float(res["objective"][-1])}
+            "log_evidence": float(res["log_evidence"][-1])}
     return build_fit(model, data, "dft", "approximation", posterior,
-                    timing={"compile": 0.0, "tune": opt_seconds, "sample": timer()},
-                    objective={"log_evidence": res["log_evidence"], "objective": res["objective"]}, info=info)
+                     timing={"compile": 0.0, "tune": opt_seconds, "sample": timer()},
+                     objective={"log_evidence": res["log_evidence"], "objective": res["objective"]}, info=info)

@@ -13,29 +13,61 @@ QP for beta (5.10) and the E-step for Y (5.4-5.5), all on the active set. Stops 
 mRVM2 (Algorithm 8): per-object, per-class precisions with the flat Gamma(tau, nu) prior (options of this
 backend), A started at 1 (not from the diffuse prior). The thesis's tau = nu = 1e-5 cannot work with its own
 threshold: the E-step mean (2 tau + 1) / (w^2 + 2 nu) never exceeds (2 tau + 1) / (2 nu) = 5e4 < 1e6, so nothing
-would ever be pruned (measured: all 105 iris objects kept after 200 iterations). The default is tau = 1e-5,
-nu = 1e-8 (cap 5e7), with which the majority is pruned in the first few iterations as the thesis reports. Each
-iteration runs the
-M-step for W_o, the beta QP, the E-step for Y, the E-step (mean) for alpha, and objects with alpha_ic > 1e6 for
-every c are pruned for good. Stops when the relative change of W and Y is below ``tol`` or after ``max_iter``.
+would ever be pruned. The default is tau = 1e-5, nu = 1e-8 (cap 5e7), with which objects are pruned in the first
+few iterations as the thesis reports. Each iteration runs the M-step for W_o, the beta QP, the E-step for Y, the
+E-step (mean) for alpha, and objects with alpha_ic > ``prune`` for every c are pruned for good. Stops when the
+relative change of W and Y is below ``tol`` or after ``max_iter``.
 
 Both report the relevance vectors (``fit.info["relevance_vectors"]``); pruned objects have W = 0 and
-log_alpha = log(1e12). Draws of W come from the Gaussian conditional at the estimates on the active set.
+log_alpha = log(1e12). Draws of W come from the Gaussian conditional at the estimates on the active set. The
+``objective`` group traces the training log likelihood and the number of relevance vectors; neither is the quantity
+the iterations maximise, so ``fit.info["objective"]`` is None.
 """
 from __future__ import annotations
 
 import numpy as np
 from scipy import linalg as sla
 
-from bayeszoo.inference._options import Timer, check_options, positive
+from bayeszoo.inference._options import Timer, positive
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as MK
-from .em import check_rule, fixed_kernels, point_fit, train_loglik
+from .em import APPROXIMATION_DEFAULTS, check_flag, check_rule, fixed_kernels, point_fit, train_loglik
 
-OPTIONS1 = {"max_iter": None, "min_iter": None, "threshold": 1e-6, "learn_beta": True}
-OPTIONS2 = {"max_iter": 200, "tol": 1e-4, "tau": 1e-5, "nu": 1e-8, "prune": 1e6, "learn_beta": True}
+_LEARN_BETA = Option(True, "estimate the kernel weights beta by the simplex QP (convex rule; the mean rule keeps "
+                           "them equal)")
+OPTIONS1 = {
+    "max_iter": Option(None, "largest number of iterations (None: 20 N)"),
+    "min_iter": Option(None, "fewest iterations before Criterion 2 may stop the run (None: N)"),
+    "threshold": Option(1e-6, "Criterion 2: largest |change of log alpha| of an active object at convergence"),
+    "learn_beta": _LEARN_BETA,
+}
+OPTIONS2 = {
+    "max_iter": Option(200, "largest number of iterations"),
+    "tol": Option(1e-4, "stop when the relative change of W and of Y falls below this (and nothing is pruned)"),
+    "tau": Option(1e-5, "shape of the flat Gamma(tau, nu) prior on the precisions alpha_ic"),
+    "nu": Option(1e-8, "rate of the flat Gamma(tau, nu) prior on the precisions alpha_ic"),
+    "prune": Option(1e6, "an object is pruned once alpha_ic exceeds this for every class"),
+    "learn_beta": _LEARN_BETA,
+}
+
+
+def _check1(opts: dict) -> dict:
+    for name in ("max_iter", "min_iter"):
+        if opts[name] is not None:
+            positive(name, opts[name], integer=True)
+    positive("threshold", opts["threshold"])
+    check_flag("learn_beta", opts["learn_beta"])
+    return opts
+
+
+def _check2(opts: dict) -> dict:
+    positive("max_iter", opts["max_iter"], integer=True)
+    for name in ("tol", "tau", "nu", "prune"):
+        positive(name, opts[name])
+    check_flag("learn_beta", opts["learn_beta"])
+    return opts
 
 
 def _reduced_posterior(Ko, Y, alpha_o):
@@ -178,16 +210,12 @@ def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, pr
             "n_rv": np.asarray(n_rv), "iterations": len(trace), "converged": converged}
 
 
-@register("mrvm1", kind="approximation", family="pmkl", applies=fixed_kernels,
+@register("mrvm1", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS1, check=_check1,
+          defaults=APPROXIMATION_DEFAULTS,
           description="mRVM1: fast constructive multiclass RVM with shared precisions (Algorithms 6-7)")
-def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **options):
+def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **opts):
     """mRVM1: constructive type-II ML with informative sample selection."""
     timer = Timer()
-    opts = check_options("mrvm1", options, OPTIONS1)
-    for name in ("max_iter", "min_iter"):
-        if opts[name] is not None:
-            positive(name, opts[name], integer=True)
-    positive("threshold", opts["threshold"])
     check_rule(model, "mrvm1")
     res = mrvm1_estimate(model, data, seed=seed, progress=progress, **opts)
     C = res["W"].shape[1]
@@ -202,15 +230,12 @@ def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **options):
                      active=res["active"])
 
 
-@register("mrvm2", kind="approximation", family="pmkl", applies=fixed_kernels,
+@register("mrvm2", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS2, check=_check2,
+          defaults=APPROXIMATION_DEFAULTS,
           description="mRVM2: flat-prior multiclass RVM with top-down pruning (Algorithm 8)")
-def run_mrvm2(model, data, *, draws, tune, chains, seed, progress, **options):
-    """mRVM2: EM with per-class precisions under a flat prior, pruning at alpha > 1e6."""
+def run_mrvm2(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """mRVM2: EM with per-class precisions under a flat prior, pruning at alpha > ``prune``."""
     timer = Timer()
-    opts = check_options("mrvm2", options, OPTIONS2)
-    positive("max_iter", opts["max_iter"], integer=True)
-    for name in ("tol", "tau", "nu", "prune"):
-        positive(name, opts[name])
     check_rule(model, "mrvm2")
     res = mrvm2_estimate(model, data, progress=progress, **opts)
     info = {"iterations": res["iterations"], "converged": res["converged"],

@@ -20,9 +20,10 @@ q_i the Dirichlet it was drawn from (an unbiased weight per draw); with rho fixe
 Prior proposals for theta (the thesis's) leave few effective draws beyond two or three inputs;
 ``theta_proposal="local"`` draws half of each batch log-normally around the current theta~ (a defensive
 mixture with the prior, weights p / q of the mixture density).
-The lower bound B.23 (A = precision, erratum 6) is traced after every iteration; it conditions on A and beta
-(and Theta), so it can fall slightly when they move. Stopping rule of the thesis:
-relative increase below ``tol`` (0.1 %) or ``max_iter`` (100) iterations.
+The lower bound B.23 (A = precision, erratum 6) is traced after every iteration (``lower_bound`` in the
+``objective`` group, ``fit.info["objective"]``); it conditions on A and beta (and Theta), so it can fall slightly
+when they move. Stopping rule of the thesis: relative increase below ``tol`` (0.1 %) or ``max_iter`` (100)
+iterations.
 
 The fit's draws are i.i.d. from the final Q: W from prod_c N(w~_c, V_c), log alpha from Q(A)
 (Gamma(tau + 1/2, nu + w~^2 / 2), 4.22), beta resampled from the weighted pool (convex, binary, weighted
@@ -36,15 +37,25 @@ import numpy as np
 from scipy import linalg as sla
 
 from bayeszoo.fit import build_fit
-from bayeszoo.inference._options import Timer, check_options, positive
+from bayeszoo.inference._options import Timer, positive
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as MK
+from .em import APPROXIMATION_DEFAULTS, check_flag
 
-OPTIONS = {"max_iter": 100, "tol": 1e-3, "is_samples": 200, "is_pool": "accumulate", "exact_alpha": False,
-           "fix_alpha": None, "theta_proposal": "prior"}
+OPTIONS = {
+    "max_iter": Option(100, "largest number of iterations"),
+    "tol": Option(1e-3, "stop when the lower bound rises by less than this fraction of itself"),
+    "is_samples": Option(200, "new prior draws per iteration in each importance-sampling pool (beta, rho, theta)"),
+    "is_pool": Option("accumulate", "'accumulate' keeps every iteration's draws in the pools (B.9); 'fresh' "
+                                    "draws new pools each iteration"),
+    "exact_alpha": Option(False, "update alpha with E[w^2] (mean^2 + variance) instead of the thesis's mean^2"),
+    "fix_alpha": Option(None, "hold every alpha_nc at this positive value (None: update alpha)"),
+    "theta_proposal": Option("prior", "proposal for theta: 'prior' (the thesis's) or 'local' (half of each batch "
+                                      "log-normal around the current theta~)"),
+}
 LOCAL_LOG_SD = 0.5     # log-scale sd of the local component of ``theta_proposal="local"``
 
 
@@ -255,21 +266,25 @@ def vb_predictive(model, state, Ks_test):
     return np.exp(MK.log_class_probs(M, nu))
 
 
-@register("vb", kind="approximation", family="pmkl",
-          description="VBpMKL: mean-field VB with importance sampling for beta, Theta and rho (Algorithm 3)")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
-    """VBpMKL (Algorithm 3); draws are i.i.d. from the final Q."""
-    timer = Timer()
-    opts = check_options("vb", options, OPTIONS)
+def _check(opts: dict) -> dict:
     positive("max_iter", opts["max_iter"], integer=True)
     positive("tol", opts["tol"])
     positive("is_samples", opts["is_samples"], integer=True)
     if opts["is_pool"] not in ("accumulate", "fresh"):
         raise ValueError(f"option is_pool must be 'accumulate' or 'fresh', got {opts['is_pool']!r}")
-    if opts["theta_proposal"] not in ("prior", "local"):
-        raise ValueError(f"option theta_proposal must be 'prior' or 'local', got {opts['theta_proposal']!r}")
+    check_flag("exact_alpha", opts["exact_alpha"])
     if opts["fix_alpha"] is not None:
         positive("fix_alpha", opts["fix_alpha"])
+    if opts["theta_proposal"] not in ("prior", "local"):
+        raise ValueError(f"option theta_proposal must be 'prior' or 'local', got {opts['theta_proposal']!r}")
+    return opts
+
+
+@register("vb", kind="approximation", family="pmkl", options=OPTIONS, check=_check, defaults=APPROXIMATION_DEFAULTS,
+          description="VBpMKL: mean-field VB with importance sampling for beta, Theta and rho (Algorithm 3)")
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """VBpMKL (Algorithm 3); draws are i.i.d. from the final Q."""
+    timer = Timer()
     st = vb_fit_state(model, data, seed=seed, progress=progress, **opts)
     t_opt = timer()
     rng = st["rng"]
@@ -291,7 +306,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
     ess_is = is_ess(wts / wts.sum()) if st["pool"].shape[0] else None
     warn = [] if st["converged"] else [f"vb did not converge in {opts['max_iter']} iterations"]
     info = {"iterations": st["iterations"], "converged": st["converged"], "warnings": warn,
-            "lower_bound": float(st["bound"][-1]), "beta_mean": st["beta"].tolist(), "is_ess": ess_is}
+            "objective": "lower_bound", "lower_bound": float(st["bound"][-1]), "beta_mean": st["beta"].tolist(), "is_ess": ess_is}
     posterior = {"W": Wd, "log_alpha": la, "beta": bd}
     if model.infer_theta:
         td = np.empty((chains, draws, st["theta"].size))

@@ -27,7 +27,7 @@ from bayeszoo.inference._options import Timer, positive  # noqa: F401  (re-expor
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 
 LOG_2PI = float(np.log(2.0 * np.pi))
-#: draws / chains of the type-II and VB backends: i.i.d. draws from the approximation, no warm-up
+#: harness counts of the em, fast and vb backends: their draws are i.i.d. from the approximation, with no warm-up
 APPROXIMATION_DEFAULTS = {"tune": 0}
 
 

@@ -21,25 +21,28 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-OPTIONS = {"update": "mackay", "max_iter": 2000, "tol": 1e-6, "prune_alpha": 1e12, "init_alpha": None,
-           "init_beta": None}
+SPEC = {
+    "update": Option("mackay", "alpha / beta update: 'mackay' (gradient fixed point) or 'em' (never decreases J)"),
+    "max_iter": Option(2000, "largest number of update iterations"),
+    "tol": Option(1e-6, "converged when no log alpha_i (or log beta) changes by more than this in an iteration"),
+    "prune_alpha": Option(1e12, "a basis whose alpha exceeds this is removed from the model"),
+    "init_alpha": Option(None, "starting alpha of every basis; None: from the targets' variance and the basis norms"),
+    "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)"),
+}
+#: the defaults, for calling :func:`type2_fit` directly
+OPTIONS = C.defaults(SPEC)
 
 
-def _check(options):
-    opts = C.check_options("em", options, OPTIONS)
+def _check(opts):
     if opts["update"] not in ("em", "mackay"):
         raise ValueError(f"option update must be 'em' or 'mackay', got {opts['update']!r}")
-    C.positive("max_iter", opts["max_iter"], integer=True)
-    C.positive("tol", opts["tol"])
-    C.positive("prune_alpha", opts["prune_alpha"])
-    for name in ("init_alpha", "init_beta"):
-        if opts[name] is not None:
-            C.positive(name, opts[name])
-    return opts
+    C.check_positive(opts, "max_iter", integer=True)
+    C.check_positive(opts, "tol", "prune_alpha")
+    return C.check_positive_or_none(opts, "init_alpha", "init_beta")
 
 
 def type2_fit(model, Phi, t, opts):
@@ -152,10 +155,10 @@ def type2_fit(model, Phi, t, opts):
                 n_deleted=n_deleted)
 
 
-@register("em", kind="approximation", family="rvm",
+@register("em", kind="approximation", family="rvm", options=SPEC, check=_check,
+          defaults=C.APPROXIMATION_DEFAULTS,
           description="type-II ML / MAP of log alpha, log beta by MacKay or EM updates; Laplace/IRLS for classification")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Type-II ML / MAP (MacKay or EM updates), Gaussian (or Laplace) posterior of w at the estimate."""
-    opts = _check(options)
     return C.run_type2("em", type2_fit, model, data, opts, draws=draws, chains=chains, seed=seed,
                        extra_info=lambda res: {"update": opts["update"]})

@@ -15,21 +15,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-OPTIONS = {"max_iter": 5000, "tol": 1e-8, "prune_alpha": 1e12, "init_beta": None}
+SPEC = {
+    "max_iter": Option(5000, "largest number of actions (add, re-estimate or delete one basis)"),
+    "tol": Option(1e-8, "converged when the best action would raise J by less than this times max(1, |J|)"),
+    "prune_alpha": Option(1e12, "a basis whose best alpha exceeds this is left out of the model"),
+    "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)"),
+}
+#: the defaults, for calling :func:`fast_fit` directly
+OPTIONS = C.defaults(SPEC)
 
 
-def _check(options):
-    opts = C.check_options("fast", options, OPTIONS)
-    C.positive("max_iter", opts["max_iter"], integer=True)
-    C.positive("tol", opts["tol"])
-    C.positive("prune_alpha", opts["prune_alpha"])
-    if opts["init_beta"] is not None:
-        C.positive("init_beta", opts["init_beta"])
-    return opts
+def _check(opts):
+    C.check_positive(opts, "max_iter", integer=True)
+    C.check_positive(opts, "tol", "prune_alpha")
+    return C.check_positive_or_none(opts, "init_beta")
 
 
 def fast_fit(model, Phi, t, opts):
@@ -158,10 +161,10 @@ def _permute(post, order):
     return _Permuted(post.mu[order], post.Sigma[np.ix_(order, order)], post.chol_cov()[order])
 
 
-@register("fast", kind="approximation", family="rvm",
+@register("fast", kind="approximation", family="rvm", options=SPEC, check=_check,
+          defaults=C.APPROXIMATION_DEFAULTS,
           description="Tipping-Faul fast marginal likelihood maximisation (add / re-estimate / delete)")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Tipping-Faul sequential type-II ML / MAP; Gaussian (or Laplace) posterior of w at the estimate."""
-    opts = _check(options)
     return C.run_type2("fast", fast_fit, model, data, opts, draws=draws, chains=chains, seed=seed,
                        extra_info=lambda res: {"actions": res["actions"]})

@@ -28,17 +28,41 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeszoo.fit import build_fit
 from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.inference._sweeps import run_sweeps
-from bayeszoo.registry import register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-OPTIONS = {"thin": 1, "fix_alpha": None, "fix_beta": None, "init": None}
+SPEC = {
+    "thin": Option(1, "keep every thin-th sweep"),
+    "fix_alpha": Option(None, "hold alpha fixed at this value (a number, or one per basis); None: sample it"),
+    "fix_beta": Option(None, "hold the noise precision beta fixed at this value (regression); None: sample it"),
+    "init": Option(None, "starting point of every chain: a dict with any of 'w', 'alpha', 'beta'; None: dispersed"),
+}
+OPTIONS = C.defaults(SPEC)
 
 
 def _applies(model):
     return (not model.is_classifier) or model.link == "probit"
+
+
+def _check(opts):
+    C.check_positive(opts, "thin", integer=True)
+    if opts["fix_alpha"] is not None:
+        try:
+            fa = np.asarray(opts["fix_alpha"], float)
+        except (TypeError, ValueError):
+            fa = np.array([np.nan])
+        if fa.ndim > 1 or np.any(~np.isfinite(fa)) or np.any(fa <= 0):
+            raise ValueError(f"option fix_alpha must be a positive number or one positive number per basis, "
+                             f"got {opts['fix_alpha']!r}")
+    C.check_positive_or_none(opts, "fix_beta")
+    if opts["init"] is not None and (not isinstance(opts["init"], dict)
+                                     or set(opts["init"]) - {"w", "alpha", "beta"}):
+        raise ValueError("option init must be a dict with keys among 'w', 'alpha', 'beta'")
+    return opts
 
 
 # ------------------------------------------------------------------------------------------------ kernels
@@ -199,28 +223,17 @@ def gibbs_sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin
             "sweeps": int(n_sweeps)}
 
 
-@register("gibbs", kind="mcmc", family="rvm", applies=_applies,
+@register("gibbs", kind="mcmc", family="rvm", applies=_applies, options=SPEC, check=_check,
           description="conjugate Gibbs sampler (JAX, vmap over chains); Albert-Chib for probit classification")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Conjugate Gibbs: w | alpha, beta Gaussian; alpha_i, beta Gamma; probit via Albert-Chib."""
-    from bayeszoo.fit import build_fit
-
-    opts = C.check_options("gibbs", options, OPTIONS)
-    C.positive("thin", opts["thin"], integer=True)
+    # what depends on the model, which the option check does not see
     M = model.n_basis(data)
-    if opts["fix_alpha"] is not None:
-        fa = np.asarray(opts["fix_alpha"], float)
-        if fa.ndim > 1 or (fa.ndim == 1 and fa.shape[0] != M) or np.any(~np.isfinite(fa)) or np.any(fa <= 0):
-            raise ValueError(f"option fix_alpha must be a positive number or {M} positive numbers")
-    if opts["fix_beta"] is not None:
-        if model.is_classifier:
-            raise ValueError("option fix_beta applies to regression only (classification has no beta)")
-        C.positive("fix_beta", opts["fix_beta"])
-    if opts["init"] is not None and (not isinstance(opts["init"], dict)
-                                     or set(opts["init"]) - {"w", "alpha", "beta"}):
-        raise ValueError("option init must be a dict with keys among 'w', 'alpha', 'beta'")
-    if model.is_classifier and model.link != "probit":
-        raise ValueError("gibbs needs RVM(link='probit') for classification (Albert-Chib augmentation)")
+    if opts["fix_alpha"] is not None and np.ndim(opts["fix_alpha"]) == 1 and np.shape(opts["fix_alpha"])[0] != M:
+        raise ValueError(f"option fix_alpha must be a positive number or {M} positive numbers (one per basis), "
+                         f"got {np.shape(opts['fix_alpha'])[0]}")
+    if opts["fix_beta"] is not None and model.is_classifier:
+        raise ValueError("option fix_beta applies to regression only (classification has no beta)")
     Phi = model.design(data.X, data.X)
     t = np.asarray(data.y, float)
     seed = 0 if seed is None else int(seed)
@@ -230,7 +243,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
     out = {"w": res["w"], "log_alpha": res["log_alpha"]}
     if not model.is_classifier:
         out["log_beta"] = res["log_beta"]
-    info = {"sweeps": res["sweeps"], "thin": opts["thin"], "converged": True, "warnings": [],
+    info = {"iterations": res["sweeps"], "thin": opts["thin"], "warnings": [],
             "w_sampler": "bhattacharya" if Phi.shape[1] > 2 * Phi.shape[0] else "cholesky",
             "fixed": [k for k in ("fix_alpha", "fix_beta") if opts[k] is not None]}
     return build_fit(model, data, "gibbs", "mcmc", out, timing=res["timing"], info=info)

@@ -18,18 +18,22 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, gammaln, log_expit, log_ndtr
 
-from bayeszoo.registry import register
+from bayeszoo.fit import build_fit
+from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-OPTIONS = {"max_iter": 5000, "tol": 1e-9}
+SPEC = {
+    "max_iter": Option(5000, "largest number of coordinate-ascent sweeps"),
+    "tol": Option(1e-9, "converged when a sweep changes the ELBO by less than this times max(1, |ELBO|)"),
+}
+#: the defaults, for calling :func:`vb_fit` directly
+OPTIONS = C.defaults(SPEC)
 
 
-def _check(options):
-    opts = C.check_options("vb", options, OPTIONS)
-    C.positive("max_iter", opts["max_iter"], integer=True)
-    C.positive("tol", opts["tol"])
-    return opts
+def _check(opts):
+    C.check_positive(opts, "max_iter", integer=True)
+    return C.check_positive(opts, "tol")
 
 
 def _gamma_entropy_terms(shape, rate):
@@ -113,14 +117,12 @@ def vb_fit(model, Phi, t, opts):
                 elbo=np.array(trace), iterations=it, converged=converged)
 
 
-@register("vb", kind="approximation", family="rvm",
+@register("vb", kind="approximation", family="rvm", options=SPEC, check=_check,
+          defaults=C.APPROXIMATION_DEFAULTS,
           description="mean-field variational RVM (Gamma hyperpriors); Jaakkola-Jordan (logit) / "
                       "auxiliary-variable (probit) for classification")
-def run(model, data, *, draws, tune, chains, seed, progress, **options):
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Mean-field VB: q(w) Gaussian, q(alpha_i), q(beta) Gamma; ELBO traced per sweep."""
-    from bayeszoo.fit import build_fit
-
-    opts = _check(options)
     timer = C.Timer()
     Phi = model.design(data.X, data.X)
     t = np.asarray(data.y, float)
@@ -134,10 +136,10 @@ def run(model, data, *, draws, tune, chains, seed, progress, **options):
     if not model.is_classifier:
         out["log_beta"] = np.log(rng.gamma(res["c_t"], 1.0 / res["d_t"], size=(chains, draws)))
     warn = [] if res["converged"] else [f"vb did not converge in {opts['max_iter']} iterations"]
-    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn,
+    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn, "objective": "elbo",
             "elbo": float(res["elbo"][-1]),
             "classification_bound": (None if not model.is_classifier else
                                      "jaakkola-jordan" if model.link == "logit" else "probit-auxiliary")}
     timing = {"compile": 0.0, "tune": opt_seconds, "sample": timer() - opt_seconds}
     return build_fit(model, data, "vb", "approximation", out, timing=timing, objective={"elbo": res["elbo"]},
-                    info=info)
+                     info=info)
