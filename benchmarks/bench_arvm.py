@@ -9,7 +9,7 @@ Sizes: every data set is subsampled (seeded) to at most ``max_n`` points, and th
 than the paper's (``ARVM_OPTIONS``); ``--folds``, ``--inner-folds`` and ``--max-n`` set the sizes (defaults: the
 sources' 10 x 9 folds, 300 points); ``--quick`` uses 3 x 3 folds, every other width, and 150 points. On a shared
 machine run it with ``OPENBLAS_NUM_THREADS=1``: the RVM's many small fits otherwise spend their time waking BLAS
-threads (single RVM fits took 40-200 s instead of about 1 s at load 11).
+threads (BENCHMARKS.md).
 
     OPENBLAS_NUM_THREADS=1 .venv/bin/python benchmarks/bench_arvm.py [--quick] [--folds 5 --inner-folds 3 --max-n 250]
 """

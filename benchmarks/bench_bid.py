@@ -15,9 +15,9 @@ methods) and wall time of:
 * ``vb StStSt, best bound of 2 starts``: ``anneal_temperatures=(1, 10)``: the thesis's VB and a run whose q(f)
   entropy is annealed from T = 10 to 1 over the first 10 iterations; the one with the higher final bound is kept;
 * ``richardson_lucy`` and ``unsupervised_wiener`` (scikit-image) given the TRUE PSF: non-blind upper references.
-  RL runs ``num_iter`` = 10 (by trial: on cameraman 128, uniform blur, ISNR_f is -0.9, 0.8, 1.0, -4.5 dB
-  after 1, 3, 10, 30 iterations, as noise is amplified) on the image padded periodically (scikit-image
-  convolves with zero padding and the blur here is circular);
+  RL runs ``num_iter`` = 10 (chosen by trial on cameraman 128, uniform blur: more iterations amplify the
+  noise; BENCHMARKS.md) on the image padded periodically (scikit-image convolves with zero padding and the blur
+  here is circular);
 * ``tv_blind``: Chan & Wong (1998) blind TV deconvolution (5.55), alternating lagged-diffusivity solves (see
   ``tv_blind``), from the same h_in, the weights set by a stated rule (MAP reading, noise sd by MAD);
 * ``tv_blind, oracle lam_h``: the best ISNR_f over lam_h = 10, 100, 1000 x the rule's, chosen with the truth:

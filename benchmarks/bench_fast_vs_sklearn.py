@@ -27,8 +27,6 @@ TARGET = ("fast faster than EMRVR and ARDRegression, with test MSE no worse than
           "(mean paired MSE difference within 2 paired standard errors)")
 
 
-
-
 def _fast(model, data, seed, repeats):
     import numpy as np
 
@@ -70,7 +68,7 @@ def _ard(model, data):
 
 
 def run(width: float = WIDTH, repeats: int = 3, splits: int = 5, ard_splits: int = 1) -> dict:
-    """``splits`` seeded 80/20 splits for fast and EMRVR (paired); ARDRegression (~2 min a fit) on the first ``ard_splits``."""
+    """``splits`` seeded 80/20 splits for fast and EMRVR (paired); ARDRegression (slow) on the first ``ard_splits``."""
     import numpy as np
 
     import bayeszoo as bz

@@ -7,12 +7,12 @@
   (weights not pruned, alpha < 1e12) and mean seconds per fit. Thesis prior a = b = c = d = 0.
 * ``large``: multikernel RVM with sigma^2 = 2, 4, 8 on the 256 x 256 cameraman (scikit-image, grey levels in [0, 1]),
   white noise at 20 dB SNR (the thesis does not state its noise); ISNR (dB) and seconds for both approximations.
-* ``detection``: the §4.5.1 protocol on the stand-in scenes (:mod:`bayeszoo.datasets.detection_data`): 50 images
+* ``detection``: the §4.5.1 protocol on the stand-in scenes (:mod:`bayeszoo.datasets.imagervm_data`): 50 images
   with and 50 without the target, noise variance 20; LROC area of the DFT-RVM detector against a matched filter.
 
 Not a test: nothing is asserted.
 
-    .venv/bin/python benchmarks/bench_dftrvm.py [--quick]
+    .venv/bin/python benchmarks/bench_imagervm.py [--quick]
 """
 from __future__ import annotations
 
@@ -81,7 +81,7 @@ def run_large(size: int = 256, snr_db: float = 20.0, max_iter: int = 50, seed: i
 
 
 def run_detection(n: int = 50, size: int = 64, max_iter: int = 50, seed: int = 0, target_peak: float = 40.0) -> dict:
-    from bayeszoo.datasets.detection_data import detection_scenes
+    from bayeszoo.datasets.imagervm_data import detection_scenes
     from bayeszoo.studies.imagervm_detection import run_protocol
 
     scenes = detection_scenes(n_present=n, n_absent=n, size=size, seed=seed, target_peak=target_peak)

@@ -61,8 +61,8 @@ def run_vb_gibbs(seed: int = 0, gibbs_sweeps: int = 1500, slack: int = 1, y_step
     gibbs_sample(model, data, draws=3, tune=0, chains=1, seed=seed, y_step=y_step)
 
     # VBpMKL is deterministic given the seed: run it ``vb_repeats`` times and keep, per iteration, the smallest
-    # elapsed time (best of, as the other benchmarks; one run takes ~0.3 s, so a stall of the shared machine
-    # would otherwise set the ratio)
+    # elapsed time (best of, as the other benchmarks; one run is short, so a stall of the shared machine would
+    # otherwise set the ratio)
     stamps = None
     for _ in range(vb_repeats):
         iterates, in_callback = [], [0.0]

@@ -1,6 +1,7 @@
-"""Write gallery/bid.ipynb (run: .venv/bin/python gallery/make_bid_notebook.py). The notebook is executed by
-tests/test_gallery.py, so it is sized to run in about a minute: cameraman at 128 x 128 (not the thesis's 256) and a
-16 x 16 crop for the sampler comparison; its cells assert on the numbers they show."""
+"""Write gallery/bid.ipynb (run: .venv/bin/python gallery/make_bid_notebook.py). The notebook is sized to run in
+about a minute: cameraman at 128 x 128 (not the thesis's 256) and a 16 x 16 crop for the sampler comparison.
+tests/test_gallery.py executes it (slow set) and checks that it matches this generator; the numbers it shows are
+checked in tests/test_gallery_checks.py."""
 import os
 
 import nbformat
@@ -15,9 +16,7 @@ or Gaussian (G) priors on the PSF weights w, the noise n and the image differenc
 circulant covariances); `gibbs` the conjugate Gibbs sampler; `nuts` / `numpyro` / `advi` run the PyMC / NumPyro
 declarations on crops. To keep this notebook near a minute it uses cameraman at **128 x 128** (the thesis uses
 256 x 256; see BENCHMARKS.md for the full-size numbers) and a 16 x 16 crop for the samplers."""),
-    ("code", """import matplotlib
-matplotlib.use("Agg")
-import numpy as np
+    ("code", """import numpy as np
 import pandas as pd
 import bayeszoo as bz
 from bayeszoo.diagnostics.bid_plots import bid_panels
@@ -27,8 +26,7 @@ problems = {psf: bz.datasets.load("cameraman", psf=psf, snr_db=40, seed=0, size=
 for psf, d in problems.items():
     g, f = d.y.reshape(d.meta["shape"]), d.meta["true_image"]
     snr = 10 * np.log10(np.sum(f**2) / (f.size * d.meta["noise_var"]))
-    print(psf, d.meta["shape"], f"SNR {snr:.1f} dB", "true PSF", d.meta["true_psf"].shape)
-    assert abs(snr - 40) < 1e-9"""),
+    print(psf, d.meta["shape"], f"SNR {snr:.1f} dB", "true PSF", d.meta["true_psf"].shape)"""),
     ("md", """## The eight variants on the Gaussian blur, StStSt and GStSt on all three (40 dB)
 
 The thesis's hyperparameters and initialisation (h_in Gaussian of variance 3; sigma_phi^2 = 2 for the Gaussian
@@ -42,8 +40,6 @@ for psf, d in problems.items():
         fit = bz.fit(model, d, backend="vb", draws=50, chains=1, progress=False, max_iter=15)
         if variant == "StStSt":
             ststst[psf] = (model, fit)
-        trace = fit.idata.objective["elbo"].values
-        assert np.all(np.diff(trace) >= -1e-6 * np.abs(trace[1:])), "the bound decreased"
         noise_sd = np.sqrt(fit.info["b_beta"] / fit.info["a_beta"])
         rows.append({"psf": psf, "variant": variant, **model.score(fit, d),
                      "noise_sd / truth": noise_sd / np.sqrt(d.meta["noise_var"])})
@@ -54,10 +50,8 @@ isnr"""),
 # thesis's prior alone would put the noise sd at 1 / sqrt(1e3) = 0.032, 5.5x the truth (after 15 iterations the
 # motion-blur runs are still settling)
 print(table.pivot(index="variant", columns="psf", values="noise_sd / truth").round(3))
-assert table["noise_sd / truth"].between(0.8, 1.4).all()
 # the Gaussian blur is restored (uniform and motion are not: see BENCHMARKS.md)
-print(table[table.variant == "StStSt"].set_index("psf")[["isnr_f", "isnr_h"]].round(2))
-assert table.query("variant == 'StStSt' and psf == 'gaussian'").isnr_f.item() > 1.0"""),
+print(table[table.variant == "StStSt"].set_index("psf")[["isnr_f", "isnr_h"]].round(2))"""),
     ("md", """## StStSt: degraded, true and restored, image and PSF"""),
     ("code", """import matplotlib.pyplot as plt
 fig, axes = plt.subplots(2, 9, figsize=(18, 4.4))
@@ -89,20 +83,22 @@ ref_mean, ref_sd = ref.mean(("chain", "draw")).values, ref.std(("chain", "draw")
 for name in ("numpyro", "vb"):
     mean = cmp.fits[name].posterior["image"].mean(("chain", "draw")).values
     z = np.abs(mean - ref_mean) / ref_sd
-    print(f"{name}: |mean - gibbs mean| / gibbs sd: median {np.median(z):.2f}, 95% {np.quantile(z, 0.95):.2f}")
-    assert np.median(z) < 1.5
-assert not tab["error"].any()"""),
+    print(f"{name}: |mean - gibbs mean| / gibbs sd: median {np.median(z):.2f}, 95% {np.quantile(z, 0.95):.2f}")"""),
 ]
+
+
+PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bid.ipynb")
 
 
 def build():
     nb = new_notebook()
     nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
     nb.cells = [new_markdown_cell(src) if kind == "md" else new_code_cell(src) for kind, src in CELLS]
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i:02d}"   # stable ids: regenerating gives the same file
     return nb
 
 
 if __name__ == "__main__":
-    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bid.ipynb")
-    nbformat.write(build(), path)
-    print("wrote", path)
+    nbformat.write(build(), PATH)
+    print("wrote", PATH)

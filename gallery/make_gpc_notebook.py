@@ -1,16 +1,18 @@
-"""Writes gallery/gpc.ipynb (run: .venv/bin/python gallery/make_gpc_notebook.py); the notebook is executed by the tests."""
+"""Writes gallery/gpc.ipynb (run: .venv/bin/python gallery/make_gpc_notebook.py). tests/test_gallery.py executes it
+(slow set) and checks that it matches this generator; the numbers it shows are checked in
+tests/test_gallery_checks.py and tests/test_gpc_*.py."""
 import os
-import nbformat
-from nbformat.v4 import new_notebook, new_markdown_cell, new_code_cell
 
-cells = [
+import nbformat
+from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+
+PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpc.ipynb")
+
+CELLS = [
 new_markdown_cell("""# GP classification on sonar: every approximation against MCMC
 
 Sonar (mines vs rocks; 108 training and 100 test points, 60 features) with the cumulative Gaussian (probit) likelihood and the squared-exponential covariance, as in Nickisch's thesis (ch. 4, Fig. 4.11). We fit the Gaussian approximations — Laplace (`laplace`), expectation propagation (`ep`), direct KL minimisation (`kl`), the individual-potential variational bounds (`vb`), factorial variational (`fv`), label regression (`lr`) — and compare them with PyMC's NUTS and the Albert–Chib Gibbs sampler. Every fit is an ArviZ `InferenceData` with the latent `f` over `obs`."""),
-new_code_cell("""import matplotlib
-matplotlib.use("Agg")
-import numpy as np
-import arviz as az
+new_code_cell("""import numpy as np
 import bayeszoo as bz
 from bayeszoo.diagnostics.plots import family_picture
 from bayeszoo.diagnostics.gpc_plots import grid_contours
@@ -29,15 +31,10 @@ table = cmp.table().set_index("backend")
 table[["kind", "seconds", "ess_bulk_min", "rhat_max", "mean_err", "sd_err", "error_rate", "info_bits",
        "log_evidence", "jensen_bound"]].round(3)"""),
 new_markdown_cell("""The samplers agree (R-hat below 1.01 over their chains). Among the approximations EP and KL match the MCMC marginal means and standard deviations best; Laplace and VB put the means too close to zero and shrink the variances — the thesis's finding. The Jensen bound (4.13) is a lower bound on the log evidence for every method; EP's own evidence approximation is the largest."""),
-new_code_cell("""assert table.loc["nuts", "rhat_max"] < 1.01 and table.loc["gibbs", "rhat_max"] < 1.01
-assert table.loc["ep", "mean_err"] < table.loc["laplace", "mean_err"]
-assert table.loc["ep", "sd_err"] < table.loc["laplace", "sd_err"]
-assert table.loc["ep", "log_evidence"] >= table.loc[methods, "jensen_bound"].max() - 1e-6
-# predictive probabilities of EP against NUTS at the test inputs
+new_code_cell("""# predictive probabilities of EP against NUTS at the test inputs
 p_nuts = model.predict(cmp.fits["nuts"], data.X_test)
 p_ep = model.predict(cmp.fits["ep"], data.X_test)
-print("max |P_EP - P_NUTS| over the test set:", np.abs(p_ep - p_nuts).max().round(4))
-assert np.abs(p_ep - p_nuts).max() < 0.05"""),
+print("max |P_EP - P_NUTS| over the test set:", np.abs(p_ep - p_nuts).max().round(4))"""),
 new_markdown_cell("### The thesis's marginals figure: each method against the MCMC reference"),
 new_code_cell("""family_picture(cmp)"""),
 new_markdown_cell("""### Evidence and information over the hyperparameters (Fig. 4.11)
@@ -45,12 +42,10 @@ new_markdown_cell("""### Evidence and information over the hyperparameters (Fig.
 A coarse 6 x 6 grid over (ln ell, ln sf) in [1, 5] x [0, 5]; the thesis uses 16 x 16 (`grid_study`'s default). Each panel has the same contour levels down its column; + marks the best grid point."""),
 new_code_cell("""grid = grid_study(model, data, methods=("laplace", "ep", "kl", "vb"),
                   log_lengthscales=np.linspace(1, 5, 6), log_amplitudes=np.linspace(0, 5, 6), progress=False)
-assert not grid.attrs["errors"]
 grid_contours(grid)"""),
 new_code_cell("""# the Jensen bound never exceeds EP's evidence (a close estimate of the true log evidence) anywhere on the grid
 gap = grid["log_evidence"].sel(backend="ep") - grid["jensen_bound"]
 print("min over grid and methods of log Z_EP - Jensen bound:", float(gap.min()))
-assert float(gap.min()) > -1e-6
 print("best evidence:", best_point(grid, "log_evidence"))
 print("best information:", best_point(grid, "info_bits"))"""),
 new_markdown_cell("### Type-II maximum likelihood with EP's analytic evidence gradient"),
@@ -58,9 +53,19 @@ new_code_cell("""ep_grid_best = best_point(grid, "log_evidence", "ep")["ep"]
 start = [ep_grid_best["log_lengthscale"], ep_grid_best["log_amplitude"]]   # L-BFGS from the best grid point
 opt, res = optimize_hyperparameters(model, data, "ep", x0=start, return_result=True)
 print("EP evidence optimum:", opt.hyp, "log Z =", -res.fun, "; best grid point:", ep_grid_best)
-assert -res.fun >= ep_grid_best["log_evidence"] - 1e-6
 fit = bz.fit(opt, data, backend="ep", seed=0, progress=False)
 opt.score(fit, data)"""),
 ]
-nb = new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}})
-nbformat.write(nb, os.path.join(os.path.dirname(os.path.abspath(__file__)), "gpc.ipynb"))
+
+
+def build():
+    nb = new_notebook(cells=CELLS, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                             "language": "python"}})
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i:02d}"   # stable ids: regenerating gives the same file
+    return nb
+
+
+if __name__ == "__main__":
+    nbformat.write(build(), PATH)
+    print("wrote", PATH)

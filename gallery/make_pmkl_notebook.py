@@ -1,10 +1,13 @@
-"""Build gallery/pmkl.ipynb (run: .venv/bin/python gallery/make_pmkl_notebook.py). The notebook is executed by
-tests/test_gallery.py; its cells assert on the numbers they show."""
+"""Build gallery/pmkl.ipynb (run: .venv/bin/python gallery/make_pmkl_notebook.py). tests/test_gallery.py executes it
+(slow set) and checks that it matches this generator; the numbers it shows are checked in
+tests/test_gallery_checks.py and tests/test_pmkl_*.py."""
 import os
 
 import nbformat as nbf
 
-cells = [
+PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pmkl.ipynb")
+
+CELLS = [
     nbf.v4.new_markdown_cell(
         "# Probabilistic multiple kernel learning on the multiple-features stand-in\n\n"
         "Damoulas's pMKL (thesis ch. 3-5): a multinomial-probit classifier on a convex combination of one base "
@@ -18,8 +21,7 @@ cells = [
         "import bayeszoo as bz\n\n"
         "data = bz.datasets.load('mfeat_standin', n_per_class=8, n_test_per_class=8, seed=0)\n"
         "model = bz.models.PMKL(rule='convex')          # rbf kernels, theta = 1/D per view (the thesis's setting)\n"
-        "print(data, {k: len(v) for k, v in data.meta['sources'].items()})\n"
-        "assert data.n == 80 and len(data.meta['sources']) == 4"),
+        "print(data, {k: len(v) for k, v in data.meta['sources'].items()})"),
     nbf.v4.new_markdown_cell("## VBpMKL (Algorithm 3) and the Gibbs sampler (Algorithm 1)"),
     nbf.v4.new_code_cell(
         "vb = bz.fit(model, data, 'vb', draws=100, chains=1, seed=0, progress=False)\n"
@@ -28,8 +30,7 @@ cells = [
         "probs = {name: model.predict(fit, data.X_test, max_draws=100) for name, fit in (('vb', vb), ('gibbs', gibbs))}\n"
         "errors = {name: float(np.mean(p.argmax(1) != data.y_test)) for name, p in probs.items()}\n"
         "print('test error', errors, ' VB iterations', vb.info['iterations'], ' seconds: vb', round(vb.seconds, 1),\n"
-        "      ' gibbs', round(gibbs.seconds, 1))\n"
-        "assert errors['vb'] < 0.35 and errors['gibbs'] < 0.35"),
+        "      ' gibbs', round(gibbs.seconds, 1))"),
     nbf.v4.new_markdown_cell(
         "## Which views matter\n\nThe posterior of the kernel weights, per backend (mean and 5-95 % interval)."),
     nbf.v4.new_code_cell(
@@ -45,10 +46,8 @@ cells = [
         "ax.set_xticks(range(len(names))); ax.set_xticklabels(names); ax.set_ylabel('beta'); ax.legend()\n"
         "beta = {name: fit.posterior.beta.mean(('chain', 'draw')).to_series() for name, fit in "
         "(('vb', vb), ('gibbs', gibbs))}\n"
-        "print({k: v.round(2).to_dict() for k, v in beta.items()})\n"
         "# both put most weight on the pixel and Karhunen-Loeve views\n"
-        "for b in beta.values():\n"
-        "    assert b['pix'] + b['kl'] > 0.55"),
+        "print({k: v.round(2).to_dict() for k, v in beta.items()})"),
     nbf.v4.new_markdown_cell("## Do the two backends agree?\n\nPredictive class probabilities at the test digits "
                              "(eq. 3.26, quadrature of eq. 3.11 averaged over draws)."),
     nbf.v4.new_code_cell(
@@ -56,14 +55,13 @@ cells = [
         "diff = np.abs(p_vb - p_gibbs)\n"
         "same = np.mean(p_vb.argmax(1) == p_gibbs.argmax(1))\n"
         "print(f'mean |p_vb - p_gibbs| = {diff.mean():.3f}, max {diff.max():.3f}; same predicted class on "
-        "{same:.0%} of test digits')\n"
-        "assert diff.mean() < 0.1 and same > 0.8"),
+        "{same:.0%} of test digits')"),
     nbf.v4.new_markdown_cell("## The lower bound of VBpMKL\n\nTraced per iteration (B.23); the thesis's rule stops "
                              "at a 0.1 % relative change."),
     nbf.v4.new_code_cell(
         "bound = vb.idata.objective['lower_bound'].values\n"
         "print(np.round(bound, 1))\n"
-        "assert abs(bound[-1] - bound[-2]) < 1e-3 * abs(bound[-2])"),
+        "print(f'relative change at the last iteration: {abs(bound[-1] - bound[-2]) / abs(bound[-2]):.1e}')"),
     nbf.v4.new_markdown_cell(
         "## Inferring the kernel parameters (thesis Fig. 3.8)\n\n"
         "With `kernel_params='infer'` every rbf parameter theta_d of k(x, x') = exp(-sum_d theta_d (x_d - x'_d)^2) "
@@ -83,10 +81,7 @@ cells = [
         "print('posterior mean theta (x1, x2 informative; x3, x4 noise):', {k: v.round(3) for k, v in theta.items()})\n"
         "print('test error', {k: round(v, 3) for k, v in err.items()}, ' Gibbs theta acceptance',\n"
         "      ard_fits['gibbs'].info['theta_acceptance'], ' VB importance-sampling ESS',\n"
-        "      ard_fits['vb'].info['theta_is_ess'])\n"
-        "for k, t in theta.items():\n"
-        "    assert max(t[2:]) < 0.5 * min(t[:2]), k\n"
-        "assert err['gibbs'] < err['gibbs, theta fixed at 1/D']"),
+        "      ard_fits['vb'].info['theta_is_ess'])"),
     nbf.v4.new_code_cell(
         "fig, ax = plt.subplots(figsize=(6, 3))\n"
         "for k, (label, fit) in enumerate(ard_fits.items()):\n"
@@ -101,6 +96,16 @@ cells = [
         "draws with noticeable weight (the effective sample size printed above); the thesis uses the same "
         "prior proposal."),
 ]
-nb = nbf.v4.new_notebook(cells=cells, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                "language": "python"}})
-nbf.write(nb, os.path.join(os.path.dirname(os.path.abspath(__file__)), "pmkl.ipynb"))
+
+
+def build():
+    nb = nbf.v4.new_notebook(cells=CELLS, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
+                                                                     "language": "python"}})
+    for i, cell in enumerate(nb.cells):
+        cell.id = f"cell-{i:02d}"   # stable ids: regenerating gives the same file
+    return nb
+
+
+if __name__ == "__main__":
+    nbf.write(build(), PATH)
+    print("wrote", PATH)

@@ -28,7 +28,9 @@ def _gpc_data():
 
 
 PROBLEMS = {
-    "rvm": (lambda: bz.models.RVM(width=3.0), lambda: bz.datasets.load("sinc", n=16, n_test=20, seed=0)),
+    # the RVM problem is test_generic's, so the generic backends' compiled kernels are shared through the caches
+    "rvm": (lambda: bz.models.RVM(width=3.0, a=1.0, b=1e-2, c=1.0, d=1e-3),
+            lambda: bz.datasets.load("sinc", n=20, n_test=40, seed=2)),
     "arvm": (lambda: bz.models.ARVM(n_basis=4), lambda: bz.datasets.load("sinc", n=16, n_test=20, seed=0)),
     "gpc": (lambda: bz.models.GPC(), _gpc_data),
     "pmkl": (lambda: bz.models.PMKL(rule="mean"), lambda: bz.datasets.load("mkl_sources", n=12, n_test=12, seed=0)),

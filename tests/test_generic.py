@@ -109,23 +109,6 @@ def test_advi_converges_and_shows_the_known_mean_field_bias(method, nuts_fit, si
     assert fit.timing["compile"] > 0 and fit.timing["tune"] > 0 and fit.info["n_grad"] == 8000
 
 
-@pytest.mark.parametrize("backend", ["nuts", pytest.param("numpyro", marks=pytest.mark.slow)])
-def test_same_seed_same_draws(backend):
-    data = bz.datasets.load("sinc", n=8, n_test=5, seed=0)
-    model = RVM(width=3.0, a=1.0, b=1e-2)
-    runs = [bz.fit(model, data, backend, draws=30, tune=30, chains=2, seed=s, progress=False) for s in (5, 5, 6)]
-    np.testing.assert_array_equal(runs[0].posterior["w"].values, runs[1].posterior["w"].values)
-    np.testing.assert_array_equal(runs[0].posterior["log_beta"].values, runs[1].posterior["log_beta"].values)
-    assert not np.array_equal(runs[0].posterior["w"].values, runs[2].posterior["w"].values)
-
-
-@pytest.mark.parametrize("backend, option", [("nuts", "n_iter"), ("numpyro", "cores"), ("advi", "target_accept"),
-                                             ("nutpie", "bogus")])
-def test_unknown_option_is_rejected_before_sampling(backend, option, sinc):
-    with pytest.raises(ValueError, match="unknown option"):
-        bz.fit(MODEL, sinc, backend, draws=10, tune=10, chains=1, progress=False, **{option: 1})
-
-
 @pytest.mark.slow
 @pytest.mark.parametrize("link", ["logit", "probit"])
 def test_classification_samples_and_classifies(link):

@@ -351,7 +351,7 @@ def test_datasets_have_the_thesis_shapes():
     assert "stand_in_for" in mf.meta
     neal = bz.datasets.load("neal3")
     assert (neal.n, neal.X_test.shape[0], neal.d) == (400, 600, 4)
-    from bayeszoo.datasets.mkl_data import neal3_labels
+    from bayeszoo.datasets.pmkl_data import neal3_labels
     assert neal3_labels(np.array([[0.4, 0.5], [0.0, 0.0], [1.0, 1.0]])).tolist() == [0, 1, 2]
 
 

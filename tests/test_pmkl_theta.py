@@ -197,8 +197,6 @@ def ard():
                                             ("vb", dict(draws=200, chains=1)),
                                             ("vb", dict(draws=200, chains=1, theta_proposal="local"))])
 def test_irrelevant_inputs_get_small_theta(ard, backend, sizes):
-    # measured: gibbs theta = (1.11, 1.22, 0.04, 0.08), vb (0.66, 0.90, 0.03, 0.06), vb with the local
-    # proposal (0.79, 0.67, 0.02, 0.02); test error 0.04 for all three
     model = bz.models.PMKL(kernel_params="infer")
     fit = bz.fit(model, ard, backend, seed=0, progress=False, **sizes)
     theta = fit.posterior.theta.mean(("chain", "draw")).values

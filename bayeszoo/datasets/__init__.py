@@ -145,8 +145,8 @@ def register(name: str):
 def _ensure_loaded():
     from bayeszoo.datasets import synthetic, real, gpc_data  # noqa: F401  (importing registers the loaders)
     from bayeszoo.datasets import bid_data  # noqa: F401
-    from bayeszoo.datasets import mkl_data  # noqa: F401
-    from bayeszoo.datasets import detection_data  # noqa: F401
+    from bayeszoo.datasets import pmkl_data  # noqa: F401
+    from bayeszoo.datasets import imagervm_data  # noqa: F401
 
 
 def names() -> list[str]:

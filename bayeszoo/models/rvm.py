@@ -60,7 +60,8 @@ def check_gamma_hyperpriors(model) -> None:
 
 
 def check_task_matches_data(model, data: Dataset) -> None:
-    """A binary classifier needs 0/1 labels with both classes in training; a regressor needs a regression set."""
+    """A binary classifier needs 0/1 labels with both classes in training; a regressor needs a regression set
+    (``task`` "regression" or not given)."""
     name = type(model).__name__
     if model.is_classifier:
         for what, y in (("y", data.y), ("y_test", data.y_test)):
@@ -74,6 +75,9 @@ def check_task_matches_data(model, data: Dataset) -> None:
             raise ValueError(f"dataset {data.name!r} is a regression problem; use {name}(task='regression')")
     elif data.task in ("classification", "multiclass"):
         raise ValueError(f"dataset {data.name!r} is a {data.task} problem; use {name}(task='classification')")
+    elif data.task not in (None, "regression"):
+        raise ValueError(f"dataset {data.name!r} is an {data.task} problem, not regression; {name} needs inputs X "
+                         f"and targets y")
 
 
 @dataclass
@@ -96,10 +100,9 @@ class RVM(Model):
     c, d : Gamma(shape c, rate d) hyperprior on the noise precision beta (regression).
         The sources' a = b = c = d = 0 is improper and cannot be sampled; these small positive defaults keep
         every backend on one proper model. They are kept at the sources' nearly flat ARD prior because the
-        type-II (EM / fast) algorithms need a ~ 0 to prune. Measured cost for samplers (sinc n=50, width 3,
-        NumPyro NUTS, 2 x 1000 draws): 192 divergences, min ESS of w 6, R-hat 1.5. RVM(a=1, b=1e-2) gives
-        15 divergences, min ESS 548, R-hat 1.01 (a Student-t(2, scale 0.1) weight prior), and
-        RVM(a=0.5, b=1e-3) gives 58, 277, 1.01. Use one of those for sampler comparisons.
+        type-II (EM / fast) algorithms need a ~ 0 to prune; samplers explore the resulting funnel badly
+        (divergences, low ESS, high R-hat; BENCHMARKS.md). RVM(a=1, b=1e-2) (a Student-t(2, scale 0.1) weight
+        prior) and RVM(a=0.5, b=1e-3) sample far better: use one of those for sampler comparisons.
     """
 
     task: str = "regression"

@@ -94,7 +94,7 @@ def lroc(statistic, found, present, location, shape, radius: float = 3.0) -> dic
 
 def run_protocol(scenes: dict, method: str = "rvm", *, tau: float = TAU, radius: float = 3.0, progress: bool = False,
                  **options) -> dict:
-    """Detect on every scene of :func:`bayeszoo.datasets.detection_data.detection_scenes` and build the LROC.
+    """Detect on every scene of :func:`bayeszoo.datasets.imagervm_data.detection_scenes` and build the LROC.
 
     ``method``: ``"rvm"`` (DFT-RVM, ``options`` to the ``dft`` backend, e.g. ``approx``) or ``"matched"``.
     Returns the :func:`lroc` dict plus ``statistic``, ``found`` and ``seconds``.

@@ -203,7 +203,7 @@ class VBState:
         """(a_beta, b_beta) and q(beta) jointly at the bound's maximum over all three (5.43-5.44 hold there).
 
         Alternating (5.43-5.44) with (5.31-5.32) is EM on (a, b): with the thesis's a = 1e4 each round moves b by
-        a relative 1 / (2a), so <beta> never left its prior mean 1e3 (truth ~3e4 on [0, 1] intensities). With the
+        a relative 1 / (2a), so <beta> barely leaves its prior mean 1e3 (for [0, 1] intensities). With the
         optimal q(beta) substituted the bound in (a, b) is the Student-t log likelihood of the expected residuals
         s_g = <|n_g|^2> of the G groups of n pixels sharing a precision (G = M, n = 1 for St noise; G = 1, n = M
         for G noise): sum_g [a log b - ln G(a) + ln G(a + n/2) - (a + n/2) log(b + s_g/2)]. Its maximum is found
@@ -284,7 +284,7 @@ class VBState:
         self.update_w()
         self.update_alpha()
         if learn_noise_prior:
-            # one joint step: EM on (a, b) alone moves <beta> by 1 / (2 a_beta) per round, so it never left the prior
+            # one joint step: EM on (a, b) alone moves <beta> by 1 / (2 a_beta) per round, so it barely leaves the prior
             self.update_noise_prior()
         else:
             self.update_beta()

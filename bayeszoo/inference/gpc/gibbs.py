@@ -26,8 +26,9 @@ truncated-normal draw instead of BayesLogit's nested exponential loop) accepted 
 No truncation of the infinite series is involved.
 
 Implementation: JAX, ``jit`` + ``vmap`` over chains + ``lax.scan`` over sweeps, in float64; a logit sweep draws
-n PG variables per chain (vectorised rejection loops) and factorises one B per chain. Chain k, sweep s uses the key fold_in(fold_in(PRNGKey(seed), k), s), so the draws do not depend on how the run is
-split into progress-bar chunks.
+n PG variables per chain (vectorised rejection loops) and factorises one B per chain. Chain k, sweep s uses the
+key fold_in(fold_in(PRNGKey(seed), k), s), so the draws do not depend on how the run is split into progress-bar
+chunks.
 Chains start from independent prior draws f ~ N(0, K); ``tune`` sweeps are discarded.
 ``sample_stats["log_lik"]`` is sum_n log sig(y_n f_n) at each kept draw (ArviZ has no name for it; ``lp`` would
 be the joint density). ``info["iterations"]`` counts the sweeps, warm-up included.

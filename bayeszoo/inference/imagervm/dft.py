@@ -214,7 +214,8 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
                 approx=opts["approx"])
 
 
-def _draw_weights(res: dict, rng: np.random.Generator, chains: int, draws: int, at_mean: bool = False) -> np.ndarray:
+def _draw_weights(res: dict, rng: np.random.Generator, chains: int, draws: int,
+                  at_mean: bool = False) -> np.ndarray:
     """(chains, draws, M, R, C) i.i.d. from N(mu, Sigma) (exact) or N(mu, diag Sigma_approx); all at mu if
     ``at_mean``."""
     mu, active = res["mu"], res["active"]

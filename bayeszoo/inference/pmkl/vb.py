@@ -306,7 +306,8 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     ess_is = is_ess(wts / wts.sum()) if st["pool"].shape[0] else None
     warn = [] if st["converged"] else [f"vb did not converge in {opts['max_iter']} iterations"]
     info = {"iterations": st["iterations"], "converged": st["converged"], "warnings": warn,
-            "objective": "lower_bound", "lower_bound": float(st["bound"][-1]), "beta_mean": st["beta"].tolist(), "is_ess": ess_is}
+            "objective": "lower_bound", "lower_bound": float(st["bound"][-1]), "beta_mean": st["beta"].tolist(),
+            "is_ess": ess_is}
     posterior = {"W": Wd, "log_alpha": la, "beta": bd}
     if model.infer_theta:
         td = np.empty((chains, draws, st["theta"].size))
