@@ -34,7 +34,8 @@ OPTIONS = {
     "thin": Option(1, "keep every thin-th sweep after warm-up"),
     "cg_iter": Option(500, "largest number of conjugate-gradient iterations per perturb-and-solve draw"),
     "cg_tol": Option(1e-8, "relative residual at which a conjugate-gradient solve stops (the draw is exact at 0)"),
-    "jitter": Option(0.01, "scale of the random perturbation of each chain's start (f: in intensity units; w: log scale)"),
+    "jitter": Option(0.01, "scale of the random perturbation of each chain's start (f in intensity units, w on "
+                           "the log scale)"),
     "scale_move": Option(True, "add the exact move along the scale orbit (f, w) -> (e^s f, e^-s w) to every sweep"),
 }
 SLICE_WIDTH = 0.1      # initial bracket of the slice sampler in s = log scale (stepped out as needed)
