@@ -2,7 +2,7 @@
 
 For the RVM this is the noisy sinc problem (Tipping 2001); the reference posterior is a PyMC NUTS run.
 The demo's RVM uses alpha_i ~ Gamma(1, 0.01) and beta ~ Gamma(1, 0.001): with the near-improper defaults
-(1e-4) the weight/precision funnel is so sharp that NUTS diverges on most transitions (see README), and a
+(1e-4) the weight/precision funnel is so sharp that NUTS diverges on most transitions (see docs/families/rvm.md), and a
 reference it cannot sample would make the comparison meaningless.
 GP classification runs on sonar (Nickisch thesis ch. 4), again against a PyMC NUTS reference.
 Blind image deconvolution runs on a 32 x 32 cameraman crop (Tzikas PhD ch. 5) against a NumPyro NUTS reference.

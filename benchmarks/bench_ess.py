@@ -1,7 +1,7 @@
 """ESS per second of the conjugate Gibbs sampler against NUTS (PyMC) and NumPyro on one RVM posterior.
 
 Problem: ``bz.datasets.load("sinc", n=100)``, an RVM with a Gaussian kernel of width 3 and a bias (101 weights),
-under two priors: ``comparison`` = ``RVM(a=1, b=1e-2, c=1, d=1e-3)``, the prior the README uses for sampler
+under two priors: ``comparison`` = ``RVM(a=1, b=1e-2, c=1, d=1e-3)``, the prior docs/families/rvm.md uses for sampler
 comparisons (NUTS converges there, so the ratio is a real speed ratio), and ``sparse`` = the near-improper
 defaults a = b = c = d = 1e-4 (NUTS does not converge there; the ratio then only says Gibbs works). Every backend with the same ``chains`` / ``tune`` / ``draws`` / ``seed`` through :func:`bayeszoo.fit`.
 

@@ -12,7 +12,7 @@ Benchmarks (see BENCHMARKS.md):
   ess_sparse       the same under the near-improper default prior (1e-4), where NUTS does not converge
   fast_vs_sklearn  RVM `fast` vs sklearn-rvm EMRVR and sklearn ARDRegression on Boston housing
   arvm             aRVM vs RVM (inner-CV width) on the real data sets: error, relevance vectors, time (nested CV)
-  dftrvm           DFT-RVM (Tzikas PhD ch. 4): Table 4.1 protocol, 256 x 256 multikernel ISNR, detection LROC
+  imagervm         image RVM (Tzikas PhD ch. 4): Table 4.1 protocol, 256 x 256 multikernel ISNR, detection LROC
   gpc_peers        GPC `ep` vs GPy's EP and `laplace` vs scikit-learn's GaussianProcessClassifier on sonar
   gpc_times        GPC relative running times (LA = 1) of LA, EP, KL, VB, FV, LR, NUTS, Gibbs on six datasets
   gpc_ess          ESS/s of the GPC Gibbs sampler vs PyMC NUTS on the latent f for sonar
