@@ -1,6 +1,7 @@
 """Public entry points: ``fit``, ``backends``, ``compare``, ``cross_validate``."""
 from __future__ import annotations
 
+import hashlib
 import os
 import time
 import traceback
@@ -48,9 +49,9 @@ def backend_table(specs: list[registry.Backend], model=None, data=None) -> pd.Da
                   "library": spec.library, "description": spec.description,
                   "defaults": "per problem" if callable(spec.defaults) else
                   ", ".join(f"{k}={v}" for k, v in {**registry.HARNESS_DEFAULTS, **own}.items())}
-        if not spec.options:   # TRANSITION: None while a backend does not declare its options
+        if not spec.options:
             rows.append({**common, "option": None, "default": None, "meaning": ""})
-        for name, opt in (spec.options or {}).items():
+        for name, opt in spec.options.items():
             rows.append({**common, "option": name, "default": repr(opt.default), "meaning": opt.help})
     return pd.DataFrame(rows, columns=["backend", "family", "kind", "library", "description", "defaults", "option",
                                        "default", "meaning"])
@@ -95,8 +96,23 @@ def fit(model, data: Dataset, backend: str = "nuts", *, draws: int | None = None
 def _settings(**kwargs) -> dict:
     """What a fit was asked for (minus ``progress``), so a resumed grid can tell a stale fit from a current one."""
     kwargs.pop("progress", None)
-    return {k: (v if isinstance(v, (int, float, str, bool, type(None))) else repr(v))
-            for k, v in _jsonable(kwargs).items()}
+    return {k: _setting(v) for k, v in kwargs.items()}
+
+
+def _setting(value):
+    """A JSON value standing for one setting: scalars as they are, arrays (a dictionary of kernels, a whitening
+    matrix) by their shape and a digest of their bytes, anything else by its repr."""
+    value = _jsonable(value)
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return value
+    text = repr(value)
+    if len(text) <= 200:
+        return text
+    try:
+        array = np.ascontiguousarray(np.asarray(value, dtype=float))
+        return f"array{array.shape} sha1:{hashlib.sha1(array.tobytes()).hexdigest()[:16]}"
+    except (TypeError, ValueError):
+        return f"{text[:80]}... sha1:{hashlib.sha1(text.encode()).hexdigest()[:16]}"
 
 
 # --------------------------------------------------------------------------------------------- compare

@@ -41,7 +41,7 @@ class Backend:
     kind: str                                   # "mcmc" or "approximation"
     family: str | None                          # None for generic backends
     description: str = ""
-    options: Mapping[str, Option] | None = None   # None: not declared yet (the backend checks its own)
+    options: Mapping[str, Option] = field(default_factory=dict)
     check: Callable[[dict], dict | None] | None = None   # validates resolved options; may return them normalised
     defaults: Mapping[str, int] | Callable | None = None   # draws / tune / chains, or model, data -> those
     applies: Callable | None = None             # optional predicate model -> bool (e.g. regression only)
@@ -54,8 +54,6 @@ class Backend:
 
     def resolve(self, options: dict) -> dict:
         """``options`` merged into the declared defaults and checked; a ValueError names an unknown option."""
-        if self.options is None:   # TRANSITION: backends not yet declaring their options check them in run
-            return dict(options)
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             allowed = ", ".join(sorted(self.options)) or "no options"
@@ -88,7 +86,7 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
     def deco(run):
         backend = Backend(name=name, run=run, kind=kind, family=family,
                           description=description or (run.__doc__ or "").strip().split("\n")[0],
-                          options=None if options is None else dict(options), check=check, defaults=defaults, applies=applies, library=library)
+                          options=dict(options or {}), check=check, defaults=defaults, applies=applies, library=library)
         table, key = (_GENERIC, name) if family is None else (_FAMILY, (family, name))
         table[key] = backend
         return run

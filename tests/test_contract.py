@@ -154,9 +154,8 @@ def test_bad_options_and_data_fail_before_the_backend_runs(family, name, monkeyp
         bz.fit(model, data, name, draws=0, progress=False)
 
 
-def test_every_backend_declares_its_options():
+def test_every_option_has_a_meaning():
     for backend in _package_backends():
-        assert backend.options is not None, f"{backend.family or 'generic'}/{backend.name} declares no options"
         for opt_name, opt in backend.options.items():
             assert isinstance(opt, registry.Option) and opt.help, (backend.name, opt_name)
 

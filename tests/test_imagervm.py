@@ -10,7 +10,7 @@ from bayeszoo.datasets.imagervm_data import detection_scenes, sinc2d_image, targ
 from bayeszoo.studies import imagervm_detection as D
 from bayeszoo.inference.imagervm._operators import ImageDesign
 from bayeszoo.inference.imagervm.dft import dft_rvm
-from bayeszoo.inference.rvm.em import OPTIONS as EM_OPTIONS, type2_fit
+from bayeszoo.inference.rvm.em import DEFAULT_OPTIONS as EM_OPTIONS, type2_fit
 from bayeszoo.models.imagervm import ImageRVM
 from bayeszoo.models.rvm import RVM
 from bayeszoo.numerics.special import log_gamma_logpdf

@@ -1,18 +1,9 @@
-"""Option checking and timing shared by every backend, generic or hand-written."""
+"""Small helpers of the hand-written backends: a positive-number check for their ``check`` functions, a timer."""
 from __future__ import annotations
 
 import time
 
 import numpy as np
-
-
-def check_options(backend: str, options: dict, allowed: dict) -> dict:
-    """Merge ``options`` into the defaults ``allowed``; an unknown name is a ValueError listing the choices."""
-    unknown = sorted(set(options) - set(allowed))
-    if unknown:
-        raise ValueError(f"unknown option(s) {unknown} for backend {backend!r}; "
-                         f"allowed: {sorted(allowed) or 'no options'}")
-    return {**allowed, **options}
 
 
 def positive(name, value, integer=False):

@@ -53,7 +53,7 @@ from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 
-SPEC = {
+OPTIONS = {
     "n_candidates": Option(100, "random candidate bases drawn per iteration (step 1)"),
     "candidate_iter": Option(10, "BFGS iterations on each candidate's centre and width(s) (0: none)"),
     "joint_iter": Option(100, "BFGS iterations on all active centres and widths jointly (step 2; 0: none)"),
@@ -74,11 +74,11 @@ SPEC = {
                                    "W t is fitted with bases W phi; None: white noise"),
 }
 #: the defaults, for calling :func:`learn` directly
-OPTIONS = {name: opt.default for name, opt in SPEC.items()}
+DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}
 
 
 def check(opts: dict) -> dict:
-    """Validates the resolved options (every name of ``SPEC``); returns them with ``dictionary`` and
+    """Validates the resolved options (every name of ``OPTIONS``); returns them with ``dictionary`` and
     ``noise_whitener`` as float arrays."""
     opts = dict(opts)
     for name in ("n_candidates", "max_iter", "patience", "hyper_sweeps"):
@@ -716,7 +716,7 @@ def _check_against_data(model, data, opts):
                              f"got {opts['noise_whitener'].shape}")
 
 
-@register("arvm", kind="approximation", family="arvm", options=SPEC, check=check, defaults={"tune": 0},
+@register("arvm", kind="approximation", family="arvm", options=OPTIONS, check=check, defaults={"tune": 0},
           description="Algorithm 1 (Tzikas et al. 2009): incremental adaptive-kernel type-II learning")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Type-II learning of centres, widths, alpha and beta; Gaussian posterior of w at the learned kernel."""

@@ -32,11 +32,6 @@ APPROXIMATION_DEFAULTS = {"tune": 0}
 
 
 # ------------------------------------------------------------------------------------------------ options
-def defaults(spec: dict) -> dict:
-    """The default value of every declared option (name -> Option): the options to call an algorithm directly."""
-    return {name: opt.default for name, opt in spec.items()}
-
-
 def check_positive(opts: dict, *names, integer=False) -> dict:
     """Each of ``names`` a positive number (integer with ``integer``); a ValueError names the option."""
     for name in names:

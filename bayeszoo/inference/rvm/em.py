@@ -25,7 +25,7 @@ from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-SPEC = {
+OPTIONS = {
     "update": Option("mackay", "alpha / beta update: 'mackay' (gradient fixed point) or 'em' (never decreases J)"),
     "max_iter": Option(2000, "largest number of update iterations"),
     "tol": Option(1e-6, "converged when no log alpha_i (or log beta) changes by more than this in an iteration"),
@@ -34,7 +34,7 @@ SPEC = {
     "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)"),
 }
 #: the defaults, for calling :func:`type2_fit` directly
-OPTIONS = C.defaults(SPEC)
+DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}   # for calling type2_fit directly
 
 
 def _check(opts):
@@ -155,7 +155,7 @@ def type2_fit(model, Phi, t, opts):
                 n_deleted=n_deleted)
 
 
-@register("em", kind="approximation", family="rvm", options=SPEC, check=_check,
+@register("em", kind="approximation", family="rvm", options=OPTIONS, check=_check,
           defaults=C.APPROXIMATION_DEFAULTS,
           description="type-II ML / MAP of log alpha, log beta by MacKay or EM updates; Laplace/IRLS for classification")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):

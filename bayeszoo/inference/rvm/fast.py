@@ -19,14 +19,13 @@ from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-SPEC = {
+OPTIONS = {
     "max_iter": Option(5000, "largest number of actions (add, re-estimate or delete one basis)"),
     "tol": Option(1e-8, "converged when the best action would raise J by less than this times max(1, |J|)"),
     "prune_alpha": Option(1e12, "a basis whose best alpha exceeds this is left out of the model"),
     "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)"),
 }
 #: the defaults, for calling :func:`fast_fit` directly
-OPTIONS = C.defaults(SPEC)
 
 
 def _check(opts):
@@ -161,7 +160,7 @@ def _permute(post, order):
     return _Permuted(post.mu[order], post.Sigma[np.ix_(order, order)], post.chol_cov()[order])
 
 
-@register("fast", kind="approximation", family="rvm", options=SPEC, check=_check,
+@register("fast", kind="approximation", family="rvm", options=OPTIONS, check=_check,
           defaults=C.APPROXIMATION_DEFAULTS,
           description="Tipping-Faul fast marginal likelihood maximisation (add / re-estimate / delete)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):

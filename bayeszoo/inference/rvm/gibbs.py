@@ -35,13 +35,12 @@ from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-SPEC = {
+OPTIONS = {
     "thin": Option(1, "keep every thin-th sweep"),
     "fix_alpha": Option(None, "hold alpha fixed at this value (a number, or one per basis); None: sample it"),
     "fix_beta": Option(None, "hold the noise precision beta fixed at this value (regression); None: sample it"),
     "init": Option(None, "starting point of every chain: a dict with any of 'w', 'alpha', 'beta'; None: dispersed"),
 }
-OPTIONS = C.defaults(SPEC)
 
 
 def _applies(model):
@@ -223,7 +222,7 @@ def gibbs_sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin
             "sweeps": int(n_sweeps)}
 
 
-@register("gibbs", kind="mcmc", family="rvm", applies=_applies, options=SPEC, check=_check,
+@register("gibbs", kind="mcmc", family="rvm", applies=_applies, options=OPTIONS, check=_check,
           description="conjugate Gibbs sampler (JAX, vmap over chains); Albert-Chib for probit classification")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Conjugate Gibbs: w | alpha, beta Gaussian; alpha_i, beta Gamma; probit via Albert-Chib."""

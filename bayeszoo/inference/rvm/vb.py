@@ -23,12 +23,11 @@ from bayeszoo.registry import Option, register
 
 from . import _common as C
 
-SPEC = {
+OPTIONS = {
     "max_iter": Option(5000, "largest number of coordinate-ascent sweeps"),
     "tol": Option(1e-9, "converged when a sweep changes the ELBO by less than this times max(1, |ELBO|)"),
 }
 #: the defaults, for calling :func:`vb_fit` directly
-OPTIONS = C.defaults(SPEC)
 
 
 def _check(opts):
@@ -117,7 +116,7 @@ def vb_fit(model, Phi, t, opts):
                 elbo=np.array(trace), iterations=it, converged=converged)
 
 
-@register("vb", kind="approximation", family="rvm", options=SPEC, check=_check,
+@register("vb", kind="approximation", family="rvm", options=OPTIONS, check=_check,
           defaults=C.APPROXIMATION_DEFAULTS,
           description="mean-field variational RVM (Gamma hyperpriors); Jaakkola-Jordan (logit) / "
                       "auxiliary-variable (probit) for classification")
