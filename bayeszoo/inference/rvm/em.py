@@ -34,7 +34,7 @@ OPTIONS = {
     "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)"),
 }
 #: the defaults, for calling :func:`type2_fit` directly
-DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}   # for calling type2_fit directly
+DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}
 
 
 def _check(opts):
