@@ -3,9 +3,12 @@ from __future__ import annotations
 
 import hashlib
 import os
+import tempfile
 import time
 import traceback
+import warnings
 from concurrent.futures import Executor
+from importlib import metadata
 
 import numpy as np
 
@@ -90,7 +93,17 @@ def fit(model, data: Dataset, backend: str = "nuts", *, draws: int | None = None
     result.timing.setdefault("total", time.perf_counter() - start)
     result.info["seed"] = seed
     result.info["settings"] = _settings(**counts, seed=seed, **options)
+    result.info["provenance"] = _provenance(model, data, backend)
     return result
+
+
+def _provenance(model, data: Dataset, backend: str) -> dict:
+    """What else a fit depends on besides its settings: a resumed grid reuses a saved fit only when all match."""
+    try:
+        version = metadata.version("bayeszoo")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"model": _jsonable(model.spec()), "data": data.fingerprint(), "backend": backend, "version": version}
 
 
 def _settings(**kwargs) -> dict:
@@ -117,16 +130,21 @@ def _setting(value):
 
 # --------------------------------------------------------------------------------------------- compare
 def _run_one(model, data, backend, kwargs, path):
-    """One cell of a grid; runs in the caller's process or on an executor worker. Never raises."""
+    """One cell of a grid; runs in the caller's process or on an executor worker. Never raises.
+    Returns (fit or None, error or None, note): a fit that could not be saved is still returned, with a note."""
     import bayeszoo  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
 
     try:
         result = fit(model, data, backend, **kwargs)
-        if path is not None:
-            result.save(path)
-        return backend, result, None
     except Exception as exc:  # one failing backend must not sink the grid
-        return backend, None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}"
+        return None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}", ""
+    if path is None:
+        return result, None, ""
+    try:
+        result.save(path)
+    except Exception as exc:
+        return result, None, f"not saved to {path}: {type(exc).__name__}: {exc}"
+    return result, None, ""
 
 
 def compare(model, data: Dataset, backends: list[str] | None = None, reference: str | Fit | None = None, *,
@@ -190,25 +208,26 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
     elif reference is not None and not isinstance(reference, Fit):
         raise ValueError(f"reference must be a backend name or a Fit, got {type(reference).__name__}")
 
-    fits, errors = {}, {}
+    fits, errors, notes = {}, {}, {}
     fits_dir = os.path.join(os.fspath(out), "fits") if out is not None else None
+    if fits_dir is not None:
+        _check_writable(fits_dir)
     pending = {}
     for label, kwargs in jobs.items():
+        name = label.replace(" (reference)", "")
         path = os.path.join(fits_dir, fit_filename(label)) if fits_dir else None
         if path and os.path.exists(path):
-            saved = load_fit(path)
-            if saved.info.get("settings") == _settings(**kwargs):
-                fits[label] = saved  # resume: this cell finished in an earlier run with the same settings
+            saved, notes[label] = _resume(path, _settings(**kwargs), _provenance(model, data, name))
+            if saved is not None:
+                fits[label] = saved
                 continue
-            os.remove(path)  # asked for with other settings (draws, seed, options): run it again
-        pending[label] = (label.replace(" (reference)", ""), kwargs, path)
+        pending[label] = (name, kwargs, path)
 
     with progress_bar(total=len(jobs), initial=len(fits), desc="grid", disable=not progress) as bar:
         if executor is None:
             for label, (name, kwargs, path) in pending.items():
                 bar.set_postfix_str(label)
-                _, result, error = _run_one(model, data, name, kwargs, path)
-                _store(fits, errors, label, result, error)
+                _store(fits, errors, notes, label, *_run_one(model, data, name, kwargs, path))
                 bar.update()
         else:
             futures = {executor.submit(_run_one, model, data, name, {**kwargs, "progress": False}, path): label
@@ -218,10 +237,10 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
             for future in as_completed(futures):
                 label = futures[future]
                 try:
-                    _, result, error = future.result()
+                    outcome = future.result()
                 except Exception as exc:  # the worker itself died
-                    result, error = None, f"{type(exc).__name__}: {exc}"
-                _store(fits, errors, label, result, error)
+                    outcome = None, f"{type(exc).__name__}: {exc}", ""
+                _store(fits, errors, notes, label, *outcome)
                 bar.update()
 
     ref_fit = reference if isinstance(reference, Fit) else fits.get(ref_label) if ref_label else None
@@ -230,17 +249,59 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
     order = [label for label in jobs]
     cmp = Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
                      errors={k: errors[k] for k in order if k in errors}, reference=ref_label,
-                     reference_fit=ref_fit, order=order)
+                     reference_fit=ref_fit, order=order, notes={k: v for k, v in notes.items() if v})
     if out is not None:
-        cmp.save(out)
+        try:
+            cmp.save(out)
+        except Exception as exc:   # the fits are in memory: return them rather than lose the whole grid
+            warnings.warn(f"compare: the comparison could not be saved to {os.fspath(out)!r} "
+                          f"({type(exc).__name__}: {exc}); the returned Comparison holds every fit", stacklevel=2)
     return cmp
 
 
-def _store(fits, errors, label, result, error):
+def _store(fits, errors, notes, label, result, error, note):
     if error is None:
         fits[label] = result
     else:
         errors[label] = error
+    if note:
+        notes[label] = f"{notes[label]}; {note}" if notes.get(label) else note
+
+
+def _check_writable(directory: str) -> None:
+    """A ValueError naming ``directory`` unless files can be written there (checked before any work)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"compare: cannot write fits to {directory!r} ({type(exc).__name__}: {exc})") from None
+
+
+def _resume(path: str, settings: dict, provenance: dict) -> tuple[Fit | None, str]:
+    """The fit saved at ``path`` if it was made with these settings and provenance, and a note for the table.
+    A file that cannot be read is moved aside (kept) and the cell refitted; a stale one is refitted."""
+    try:
+        saved = load_fit(path)
+    except ValueError as exc:
+        aside = _move_aside(path)
+        return None, f"refitted: the saved fit could not be read and was moved to {aside} ({exc})"
+    changed = [key for key in ("model", "data", "backend", "version")
+               if saved.info.get("provenance", {}).get(key) != provenance[key]]
+    if saved.info.get("settings") != settings:
+        changed.append("settings")
+    if not changed:
+        return saved, "resumed"
+    return None, f"refitted: the saved fit was made with another {', '.join(changed)}"
+
+
+def _move_aside(path: str) -> str:
+    aside, k = f"{path}.unreadable", 1
+    while os.path.exists(aside):
+        k += 1
+        aside = f"{path}.unreadable{k}"
+    os.replace(path, aside)
+    return aside
 
 
 # ------------------------------------------------------------------------------------- cross-validation

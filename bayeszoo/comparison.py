@@ -21,6 +21,7 @@ class Comparison:
     reference: str | None = None
     reference_fit: Fit | None = None
     order: list[str] = field(default_factory=list)
+    notes: dict[str, str] = field(default_factory=dict)   # per cell: "resumed", "refitted: ...", "not saved: ..."
 
     def table(self) -> pd.DataFrame:
         """One row per backend: kind, seconds, ESS, ESS/s, R-hat, divergences, errors vs reference, metrics."""
@@ -49,7 +50,8 @@ class Comparison:
         if "error" not in df.columns:
             df["error"] = ""
         df["error"] = df["error"].fillna("")
-        return df[first + rest + ["error"]]
+        df["note"] = [self.notes.get(label, "") for label in df["backend"]]
+        return df[first + rest + ["note", "error"]]
 
     def report(self, path: str | os.PathLike) -> str:
         """Write the self-contained HTML report to ``path``."""
@@ -70,7 +72,8 @@ class Comparison:
                             X_test=self.data.X_test, y_test=self.data.y_test)
         meta = {"model_spec": self.model.spec(), "data_name": self.data.name, "data_meta": _jsonable(self.data.meta),
                 "reference": self.reference, "order": self.order or list(self.fits),
-                "files": {label: f"fits/{fit_filename(label)}" for label in self.fits}, "errors": self.errors}
+                "files": {label: f"fits/{fit_filename(label)}" for label in self.fits}, "errors": self.errors,
+                "notes": self.notes}
         with open(os.path.join(directory, "comparison.json"), "w") as fh:
             json.dump(meta, fh, indent=2)
         self.table().to_csv(os.path.join(directory, "table.csv"), index=False)
@@ -95,11 +98,16 @@ def load_comparison(directory: str | os.PathLike) -> Comparison:
     arrays = np.load(os.path.join(directory, "data.npz"))
     data = Dataset(arrays["X"], arrays["y"], arrays["X_test"], arrays["y_test"], name=meta["data_name"],
                    meta=meta.get("data_meta", {}))
-    fits = {label: load_fit(os.path.join(directory, rel)) for label, rel in meta["files"].items()
-            if os.path.exists(os.path.join(directory, rel))}
+    fits, errors = {}, dict(meta.get("errors", {}))
+    for label, rel in meta["files"].items():
+        try:
+            fits[label] = load_fit(os.path.join(directory, rel))
+        except Exception as exc:   # a missing or damaged file is a row with its error, not a row dropped
+            errors[label] = f"saved fit {rel} could not be read: {type(exc).__name__}: {exc}"
     ref = meta.get("reference")
-    return Comparison(model=from_spec(meta["model_spec"]), data=data, fits=fits, errors=meta.get("errors", {}),
-                      reference=ref, reference_fit=fits.get(ref), order=meta.get("order", list(fits)))
+    return Comparison(model=from_spec(meta["model_spec"]), data=data, fits=fits, errors=errors,
+                      reference=ref, reference_fit=fits.get(ref), order=meta.get("order", list(fits)),
+                      notes=meta.get("notes", {}))
 
 
 def fit_filename(label: str) -> str:

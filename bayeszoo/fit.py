@@ -119,8 +119,11 @@ def load_fit(path: str | os.PathLike) -> Fit:
     path = os.fspath(path)
     if not os.path.exists(path):
         raise ValueError(f"no saved fit at {path!r}")
-    idata = az.from_netcdf(path, engine="h5netcdf")
-    idata.load()  # detach from the file so it can be overwritten later
+    try:
+        idata = az.from_netcdf(path, engine="h5netcdf")
+        idata.load()  # detach from the file so it can be overwritten later
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"{path!r} cannot be read as a saved fit ({type(exc).__name__}: {exc})") from exc
     try:
         meta = json.loads(idata.posterior.attrs[_ATTR])
     except KeyError as exc:
@@ -213,6 +216,9 @@ def _canonical_posterior(model, data, backend: str, posterior) -> xr.Dataset:
         values = np.asarray(posterior[name], dtype=float)
         if values.ndim != 2 + len(dims):
             raise ValueError(f"backend {backend!r}: {name} has shape {values.shape[2:]} per draw, expected dims {dims}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"backend {backend!r} returned non-finite draws of {name} "
+                             f"({int(np.sum(~np.isfinite(values)))} of {values.size} values are NaN or inf)")
         out[name] = xr.DataArray(values, dims=("chain", "draw", *dims),
                                  coords={d: coords[d] for d in dims if d in coords})
     n_chain, n_draw = next(iter(out.values())).shape[:2]

@@ -7,6 +7,7 @@ Importing this module registers, for the ``rvm`` family:
 ``fake_em``     approximation: point-estimated log_alpha, the bases in ``RELEVANT`` kept, the others pruned;
 ``fake_fail``   always raises ``RuntimeError("fake backend exploded")``;
 ``fake_flaky``  raises the first time it sees a given ``marker`` file path, then behaves like ``fake_ok``.
+``fake_nan``    returns one NaN among its draws.
 
 Every backend takes an optional ``log`` option: a file that gets one line ``<backend> <seed>`` per call,
 so tests can count calls made in other processes.
@@ -114,6 +115,15 @@ def fake_flaky(model, data, *, draws, tune, chains, seed, progress, log=None, ma
         open(marker, "w").close()
         raise RuntimeError("interrupted (first attempt)")
     return fake_ok(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress)
+
+
+@registry.register("fake_nan", kind="mcmc", family="rvm", description="returns a NaN among its draws",
+                   options=_LOG)
+def fake_nan(model, data, *, draws, tune, chains, seed, progress, log=None):
+    _log(log, "fake_nan", seed)
+    post = _draws(model, data, chains, draws, seed, rho=0.5)
+    post["w"][0, 3, 1] = np.nan
+    return build_fit(model, data, "fake_nan", "mcmc", post, timing={"sample": 0.01})
 
 
 def calls(log) -> list[str]:

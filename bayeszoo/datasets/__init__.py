@@ -7,6 +7,7 @@ package, with its source, licence and preprocessing in ``meta``. Users wrap thei
 """
 from __future__ import annotations
 
+import hashlib
 import inspect
 from dataclasses import dataclass, field
 from typing import Callable
@@ -79,6 +80,15 @@ class Dataset:
     @property
     def task(self) -> str | None:
         return self.meta.get("task")
+
+    def fingerprint(self) -> str:
+        """A digest of the name, the task and every array: equal for equal data, different after any change."""
+        digest = hashlib.sha1(f"{self.name}|{self.task}".encode())
+        for array in (self.X, self.y, self.X_test, self.y_test):
+            array = np.ascontiguousarray(array)
+            digest.update(f"{array.dtype}{array.shape}".encode())
+            digest.update(array.tobytes())
+        return digest.hexdigest()
 
     def subset(self, train_idx, test_idx=None, name: str | None = None) -> "Dataset":
         """A new dataset whose training (and test) rows are rows of this one's training set."""

@@ -131,10 +131,6 @@ class ARVM(Model):
             raise ValueError(f"ARVM min_width must be 'spacing' or a number >= 0, got {self.min_width!r}")
         check_gamma_hyperpriors(self)
 
-    def spec(self) -> dict:
-        """The model's fields in JSON form (``width_range`` a list), so the spec a fit carries survives saving as is."""
-        return {**super().spec(), "width_range": list(self.width_range)}
-
     @property
     def is_classifier(self) -> bool:
         return self.task == "classification"

@@ -6,6 +6,7 @@ from typing import ClassVar
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 
 
@@ -34,7 +35,30 @@ class Model:
 
     # ---- identity ------------------------------------------------------------------------------------
     def spec(self) -> dict:
-        return {"family": self.family, **asdict(self)}
+        """The family and the options in JSON form (tuples and arrays as lists), so the spec a fit carries is
+        the same after saving and loading, and two specs compare equal exactly when the models do."""
+        return {"family": self.family, **plain(asdict(self))}
+
+    def check_fit(self, fit) -> None:
+        """A ValueError unless ``fit`` was made with this model (same family and options): predictions from a
+        fit made with other options or another task would be silently wrong."""
+        if fit.model_spec == self.spec():
+            return
+        mine, theirs = self.spec(), dict(fit.model_spec)
+        if theirs.get("family") != self.family:
+            raise ValueError(f"this fit was made with a {theirs.get('family')!r} model, not with {type(self).__name__}")
+        differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        shown = ", ".join(f"{k}={theirs.get(k)!r} (here {mine.get(k)!r})" for k in differ[:4])
+        raise ValueError(f"this fit was made with other {type(self).__name__} options: {shown}; "
+                         f"use fit.model() to rebuild the model it was made with")
+
+    def check_inputs(self, fit, X_new) -> np.ndarray:
+        """``X_new`` as a finite float matrix with as many columns as the fit's training inputs."""
+        d = int(fit.idata.constant_data["X"].shape[1])
+        X_new = checks.finite_array(type(self).__name__, "X_new", X_new)
+        if X_new.ndim == 1 and d == 1:
+            X_new = X_new[:, None]
+        return checks.finite_array(type(self).__name__, "X_new", X_new, ndim=2, columns=d)
 
     # ---- data ----------------------------------------------------------------------------------------
     def validate(self, data: Dataset) -> None:
@@ -105,3 +129,14 @@ class ImageModel(Model):
         if data.n != R * C or data.d != 2:
             raise ValueError(f"{type(self).__name__} dataset {data.name!r}: X must hold the {R * C} pixel "
                              f"coordinates (rows, cols) of a {R} x {C} image, got X of shape {data.X.shape}")
+
+
+def plain(value):
+    """``value`` with tuples and arrays as lists and NumPy scalars as Python numbers (JSON form)."""
+    if isinstance(value, dict):
+        return {k: plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple, np.ndarray)):
+        return [plain(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value

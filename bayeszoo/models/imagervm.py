@@ -93,10 +93,6 @@ class ImageRVM(ImageModel):
                     or not np.isfinite(value) or value < 0:
                 raise ValueError(f"ImageRVM hyperparameter {name} must be a finite number >= 0, got {value!r}")
 
-    def spec(self) -> dict:
-        """The model's fields in JSON form (``kernels`` a list), so the spec a fit carries survives saving as is."""
-        return {**super().spec(), "kernels": list(self.kernels)}
-
     @property
     def n_kernels(self) -> int:
         return len(self.kernels)

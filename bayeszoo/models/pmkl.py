@@ -27,7 +27,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bayeszoo.datasets import Dataset
-from bayeszoo.models.base import Model
+from bayeszoo.models.base import Model, plain
 from bayeszoo.numerics import kernels, probit
 
 PRUNE_ALPHA = 1e6                        # mRVM2's pruning threshold (thesis §5.4.5); also the n_relevant rule
@@ -107,7 +107,7 @@ class PMKL(Model):
             if isinstance(self.sources, (str, dict)) or not hasattr(self.sources, "__len__") or not self.sources:
                 raise ValueError("PMKL sources must be a non-empty tuple of dicts")
             # plain lists (JSON form) except the gram matrices, so a model rebuilt from its spec equals it
-            self.sources = tuple({k: (v if k == "gram" else _plain(v)) for k, v in dict(s).items()}
+            self.sources = tuple({k: (v if k == "gram" else plain(v)) for k, v in dict(s).items()}
                                  for s in self.sources)
             for s in self.sources:
                 unknown = set(s) - {"name", "columns", "kernel", "theta", "degree", "gram"}
@@ -124,14 +124,6 @@ class PMKL(Model):
                     if len(s["columns"]) != 1:
                         raise ValueError(f"PMKL source {s.get('name')!r}: a precomputed kernel reads one column "
                                          f"(the object index into its gram matrix)")
-
-    def spec(self) -> dict:
-        """The model's fields in JSON form (``sources`` as a list of dicts of lists), so the spec a fit carries
-        survives saving as is."""
-        out = super().spec()
-        if out["sources"] is not None:
-            out["sources"] = [_plain(s) for s in out["sources"]]
-        return out
 
     # ---- sources and kernels ---------------------------------------------------------------------------
     def source_list(self, data: Dataset):
@@ -526,17 +518,6 @@ def multisource_dataset(sources: dict, y, sources_test: dict | None = None, y_te
         X_test = np.hstack([tmats[k] for k in mats])
     meta = {"task": "multiclass", **dict(meta or {}), "sources": cols}
     return Dataset(X=X, y=y, X_test=X_test, y_test=y_test, name=name, meta=meta)
-
-
-def _plain(value):
-    """``value`` with tuples and arrays as lists and NumPy scalars as Python numbers (JSON form)."""
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple, np.ndarray)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    return value
 
 
 def check_kernel_matrix(K, name: str = "kernel", tol: float = 1e-8) -> np.ndarray:

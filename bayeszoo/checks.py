@@ -1,0 +1,88 @@
+"""Validation of user input: one vocabulary for model options, dataset-loader options, backend options and the
+API's arguments. Every check returns the value (converted where that is safe) or raises a ``ValueError`` that
+names whose option it is, the option, what it must be and what it got, before any work starts.
+
+    from bayeszoo import checks
+    width = checks.positive("RVM", "width", width)
+    kernel = checks.choice("RVM", "kernel", kernel, KERNELS)
+"""
+from __future__ import annotations
+
+import numbers
+
+import numpy as np
+
+
+def _fail(owner: str, name: str, what: str, value) -> ValueError:
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return ValueError(f"{owner}: {name} must be {what}, got {shown}")
+
+
+def number(owner: str, name: str, value, *, low: float | None = None, high: float | None = None,
+           low_inclusive: bool = False, high_inclusive: bool = True, integer: bool = False,
+           allow_none: bool = False):
+    """A finite real (or integer) number within (low, high]; bool and strings are refused."""
+    if value is None and allow_none:
+        return None
+    kind = "an integer" if integer else "a finite number"
+    ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
+    if isinstance(value, (bool, np.bool_)) or not ok_type or not np.isfinite(float(value)):
+        raise _fail(owner, name, kind + (" or None" if allow_none else ""), value)
+    if low is not None and (value < low or (value == low and not low_inclusive)):
+        raise _fail(owner, name, f"{kind} {'>=' if low_inclusive else '>'} {low}", value)
+    if high is not None and (value > high or (value == high and not high_inclusive)):
+        raise _fail(owner, name, f"{kind} {'<=' if high_inclusive else '<'} {high}", value)
+    return int(value) if integer else float(value)
+
+
+def positive(owner: str, name: str, value, *, integer: bool = False, allow_none: bool = False):
+    """A finite number > 0 (an integer >= 1 with ``integer``)."""
+    return number(owner, name, value, low=0, integer=integer, allow_none=allow_none)
+
+
+def non_negative(owner: str, name: str, value, *, integer: bool = False, allow_none: bool = False):
+    return number(owner, name, value, low=0, low_inclusive=True, integer=integer, allow_none=allow_none)
+
+
+def probability(owner: str, name: str, value):
+    """A number strictly between 0 and 1."""
+    return number(owner, name, value, low=0, high=1, high_inclusive=False)
+
+
+def choice(owner: str, name: str, value, choices):
+    """One of ``choices`` (compared by equality; unhashable values are refused)."""
+    try:
+        ok = value in tuple(choices)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise _fail(owner, name, f"one of {tuple(choices)}", value)
+    return value
+
+
+def flag(owner: str, name: str, value) -> bool:
+    """True or False (not 0 / 1 or strings)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise _fail(owner, name, "True or False", value)
+    return bool(value)
+
+
+def finite_array(owner: str, name: str, value, *, ndim: int | None = None, columns: int | None = None,
+                 min_rows: int = 0) -> np.ndarray:
+    """A float array with no NaN or inf; ``ndim`` and the number of ``columns`` (last axis) when given.
+    pandas objects are accepted (their values are used)."""
+    try:
+        array = np.asarray(getattr(value, "to_numpy", lambda: value)(), dtype=float)
+    except (TypeError, ValueError):
+        raise _fail(owner, name, "an array of numbers", value) from None
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{owner}: {name} must have {ndim} dimension(s), got shape {array.shape}")
+    if columns is not None and (array.ndim < 1 or array.shape[-1] != columns):
+        raise ValueError(f"{owner}: {name} must have {columns} column(s), got shape {array.shape}")
+    if array.ndim and array.shape[0] < min_rows:
+        raise ValueError(f"{owner}: {name} needs at least {min_rows} row(s), got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{owner}: {name} contains NaN or inf ({int(np.sum(~np.isfinite(array)))} values)")
+    return array
