@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from bayeszoo import inference  # noqa: F401  (importing it registers every backend)
-from bayeszoo import registry
+from bayeszoo import checks, registry
 from bayeszoo.comparison import Comparison, fit_filename
 from bayeszoo.datasets import Dataset
 from bayeszoo.fit import Fit, _jsonable, load_fit
@@ -29,8 +29,7 @@ def _check_model(model):
 
 
 def _check_positive_int(value, what, minimum=1):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < minimum:
-        raise ValueError(f"{what} must be an integer >= {minimum}, got {value!r}")
+    checks.number("bayeszoo", what, value, low=minimum, low_inclusive=True, integer=True)
 
 
 def backends(model, details: bool = False) -> list[str] | pd.DataFrame:
@@ -167,13 +166,20 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
     model.validate(data)
-    backends = list(backends) if backends is not None else registry.backends_for(model)
+    if backends is None:
+        backends = registry.backends_for(model)
+    elif isinstance(backends, str) or not isinstance(backends, (list, tuple)):
+        raise ValueError(f"backends must be a list of backend names, got {backends!r}")
+    backends = list(backends)
     if not backends:
         raise ValueError("compare needs at least one backend")
-    if len(set(backends)) != len(backends):
-        raise ValueError(f"backends has duplicates: {backends}")
     for name in backends:
         registry.get(model, name)  # unknown names fail here, before anything runs
+    if len(set(backends)) != len(backends):
+        raise ValueError(f"backends has duplicates: {backends}")
+    if options is not None and (not isinstance(options, dict)
+                                or not all(isinstance(v, dict) for v in options.values())):
+        raise ValueError(f"options must map backend names to dicts of options, got {options!r}")
     options = dict(options or {})
     unknown = set(options) - set(backends) - ({reference} if isinstance(reference, str) else set())
     if unknown:

@@ -14,6 +14,8 @@ from typing import Callable
 
 import numpy as np
 
+from bayeszoo import checks
+
 __all__ = ["Dataset", "load", "names", "register", "describe"]
 
 TASKS = ("regression", "classification", "multiclass", "image")
@@ -175,7 +177,24 @@ def load(name: str, **options) -> Dataset:
     unknown = [k for k in options if k not in accepted]
     if unknown:
         raise ValueError(f"dataset {name!r} does not take option(s) {unknown}; it takes {list(accepted)}")
+    for key, value in options.items():
+        _check_like_default(f"dataset {name!r}", key, value, accepted[key].default)
     return loader(**options)
+
+
+def _check_like_default(owner: str, key: str, value, default) -> None:
+    """A loader option must have the type of its default (an int where the default is an int, ...); a seed is a
+    non-negative integer. Ranges are the loader's own to check."""
+    if key == "seed":
+        checks.non_negative(owner, key, value, integer=True)
+    elif isinstance(default, bool):
+        checks.flag(owner, key, value)
+    elif isinstance(default, int):
+        checks.number(owner, key, value, integer=True)
+    elif isinstance(default, float):
+        checks.number(owner, key, value)
+    elif isinstance(default, str) and not isinstance(value, str):
+        raise ValueError(f"{owner}: {key} must be a string, got {value!r}")
 
 
 def describe(name: str) -> str:

@@ -19,9 +19,16 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset, register
 
 PSFS = ("gaussian", "uniform", "motion")
+#: the image families accept observed images whose largest |intensity| lies in this range (any unit: [0, 1],
+#: 0-255, counts); beyond it squared intensities and precisions leave the floating-point range
+MIN_INTENSITY, MAX_INTENSITY = 1e-30, 1e30
+MAX_PSF_RADIUS = 1024      # largest half-side of a generated PSF window
+MAX_SIDE = 4096            # largest side of a generated image
+SNR_RANGE = (-100.0, 300.0)   # decibels accepted by the degradations
 # the scikit-image images whose docstrings state a licence (CC0 / public domain / no known copyright)
 SKIMAGE_IMAGES = {"cameraman": "camera", "coins": "coins", "astronaut": "astronaut", "brick": "brick",
                   "grass": "grass", "gravel": "gravel", "text": "text", "clock": "clock"}
@@ -33,9 +40,13 @@ def gaussian_psf(variance: float, radius: int | None = None) -> np.ndarray:
 
     The thesis gives the variance (5 for the blur, 3 for the initial PSF) but not the support; +-3 sd is used.
     """
-    if not (np.isfinite(variance) and variance > 0):
-        raise ValueError(f"Gaussian PSF variance must be a positive number, got {variance!r}")
-    r = int(np.ceil(3.0 * np.sqrt(variance))) if radius is None else int(radius)
+    variance = checks.positive("gaussian_psf", "variance", variance)
+    if radius is None:
+        radius = int(np.ceil(3.0 * np.sqrt(variance)))
+        if radius > MAX_PSF_RADIUS:
+            raise ValueError(f"gaussian_psf: variance {variance:.3g} needs a window of half-side {radius} > "
+                             f"{MAX_PSF_RADIUS}; give a smaller variance or a radius")
+    r = checks.non_negative("gaussian_psf", "radius", radius, integer=True)
     x = np.arange(-r, r + 1, dtype=float)
     h = np.exp(-(x[:, None] ** 2 + x[None, :] ** 2) / (2.0 * variance))
     return h / h.sum()
@@ -43,6 +54,8 @@ def gaussian_psf(variance: float, radius: int | None = None) -> np.ndarray:
 
 def uniform_psf(side: int = 7) -> np.ndarray:
     """Uniform side x side square PSF (§5.4.1, 7 x 7)."""
+    side = checks.number("uniform_psf", "side", side, low=1, high=2 * MAX_PSF_RADIUS + 1, low_inclusive=True,
+                         integer=True)
     return np.full((side, side), 1.0 / side**2)
 
 
@@ -50,6 +63,10 @@ def motion_psf(s_x: int = 4, s_y: int = 1, u0: float = 0.5, a: float = 0.1) -> n
     """Accelerated-motion PSF of Yitzhaky et al. (1998) as in §5.4.2: (u0^2 + 2a(x + s_x))^(-1/2) for |x| <= s_x,
     |y| <= s_y, zero elsewhere; x runs along columns (horizontal motion), normalised to sum 1 (9 x 3 support
     as a 3-row, 9-column window)."""
+    for name, value in (("s_x", s_x), ("s_y", s_y)):
+        checks.number("motion_psf", name, value, low=0, high=MAX_PSF_RADIUS, low_inclusive=True, integer=True)
+    checks.positive("motion_psf", "u0", u0)
+    checks.non_negative("motion_psf", "a", a)
     x = np.arange(-s_x, s_x + 1, dtype=float)
     row = (u0**2 + 2.0 * a * (x + s_x)) ** -0.5
     h = np.tile(row, (2 * s_y + 1, 1))
@@ -58,6 +75,8 @@ def motion_psf(s_x: int = 4, s_y: int = 1, u0: float = 0.5, a: float = 0.1) -> n
 
 def make_psf(name: str) -> np.ndarray:
     """The thesis's three blurs (§5.4.2): ``gaussian`` (variance 5), ``uniform`` (7 x 7), ``motion``."""
+    if not isinstance(name, str) or name not in PSFS:
+        raise ValueError(f"unknown PSF {name!r}; choose one of {PSFS}")
     if name == "gaussian":
         return gaussian_psf(5.0)
     if name == "uniform":
@@ -65,6 +84,17 @@ def make_psf(name: str) -> np.ndarray:
     if name == "motion":
         return motion_psf()
     raise ValueError(f"unknown PSF {name!r}; choose one of {PSFS}")
+
+
+def check_intensities(image: np.ndarray, what: str, zero: str) -> None:
+    """The observed image's scale: a ValueError when it is zero everywhere (``zero`` says why that cannot be
+    fitted) or when its largest |intensity| lies outside [MIN_INTENSITY, MAX_INTENSITY]."""
+    largest = float(np.max(np.abs(image)))
+    if largest == 0:
+        raise ValueError(f"{what} is zero everywhere: {zero}")
+    if not MIN_INTENSITY <= largest <= MAX_INTENSITY:
+        raise ValueError(f"{what} has largest |intensity| {largest:.3g}, outside [{MIN_INTENSITY:.0e}, "
+                         f"{MAX_INTENSITY:.0e}]: rescale it (e.g. to [0, 1])")
 
 
 # ---------------------------------------------------------------------------------------------- degradation
@@ -112,9 +142,7 @@ def blur(image: np.ndarray, psf: np.ndarray) -> np.ndarray:
 
 def noise_variance(image: np.ndarray, snr_db: float) -> float:
     """sigma^2 with SNR = 10 log10(|f|^2 / (M sigma^2)) (digest §5.11)."""
-    if isinstance(snr_db, bool) or not isinstance(snr_db, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(snr_db):
-        raise ValueError(f"snr_db must be a finite number of decibels, got {snr_db!r}")
+    checks.number("noise_variance", "snr_db", snr_db, low=SNR_RANGE[0], high=SNR_RANGE[1], low_inclusive=True)
     return float(np.mean(image**2) / 10.0 ** (snr_db / 10.0))
 
 
@@ -122,6 +150,7 @@ def degrade(image, psf, snr_db: float = 40.0, seed: int | None = 0) -> tuple[np.
     """Blur ``image`` with ``psf`` (circular) and add white Gaussian noise at ``snr_db``; returns (g, sigma^2)."""
     image = check_image(image)
     psf = check_psf(psf, image.shape)
+    checks.non_negative("degrade", "seed", seed, integer=True, allow_none=True)
     var = noise_variance(image, snr_db)
     rng = np.random.default_rng(seed)
     return blur(image, psf) + np.sqrt(var) * rng.standard_normal(image.shape), var
@@ -171,7 +200,7 @@ def _crop(img: np.ndarray, crop) -> np.ndarray:
         side = int(crop)
         r0, c0 = (img.shape[0] - side) // 2, (img.shape[1] - side) // 2
     elif isinstance(crop, (tuple, list)) and len(crop) == 3:
-        r0, c0, side = (int(v) for v in crop)
+        r0, c0, side = (checks.number("dataset crop", "crop", v, integer=True) for v in crop)
     else:
         raise ValueError(f"crop must be a side length or (row, col, side), got {crop!r}")
     if side < 2 or r0 < 0 or c0 < 0 or r0 + side > img.shape[0] or c0 + side > img.shape[1]:
@@ -182,6 +211,11 @@ def _crop(img: np.ndarray, crop) -> np.ndarray:
 def _loader(key: str):
     def load(psf: str = "uniform", snr_db: float = 40.0, seed: int = 0, crop=None, size: int | None = 256
              ) -> Dataset:
+        owner = f"dataset {key!r}"
+        make_psf(psf)
+        checks.number(owner, "snr_db", snr_db, low=SNR_RANGE[0], high=SNR_RANGE[1], low_inclusive=True)
+        checks.non_negative(owner, "seed", seed, integer=True)
+        checks.number(owner, "size", size, low=2, high=MAX_SIDE, low_inclusive=True, integer=True, allow_none=True)
         truth = _crop(_grey_image(key, size), crop)
         h = make_psf(psf)
         g, var = degrade(truth, h, snr_db, seed)
@@ -228,8 +262,11 @@ def blocks_image(size: int = 64, n_blocks: int = 12, seed: int = 0) -> np.ndarra
 def bid_blocks(psf: str = "gaussian", snr_db: float = 40.0, seed: int = 0, size: int = 64, n_blocks: int = 12
                ) -> Dataset:
     """Synthetic piecewise-constant image (random rectangles) degraded by a thesis PSF at snr_db (seeded)."""
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 16:
-        raise ValueError(f"bid_blocks: size must be an integer >= 16, got {size!r}")
+    make_psf(psf)
+    checks.number("dataset 'bid_blocks'", "snr_db", snr_db, low=SNR_RANGE[0], high=SNR_RANGE[1], low_inclusive=True)
+    checks.non_negative("dataset 'bid_blocks'", "seed", seed, integer=True)
+    checks.number("dataset 'bid_blocks'", "size", size, low=16, high=MAX_SIDE, low_inclusive=True, integer=True)
+    checks.number("dataset 'bid_blocks'", "n_blocks", n_blocks, low=0, high=10_000, low_inclusive=True, integer=True)
     truth = blocks_image(size, n_blocks, seed)
     h = make_psf(psf)
     g, var = degrade(truth, h, snr_db, seed + 1)

@@ -19,10 +19,9 @@ provided (no downloads at run time).
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset, register
 from bayeszoo.datasets.real import (_MASS_CITE, _MASS_LICENCE, _RDATASETS, _UCI_LICENCE, _column, _columns,
                                     _read_csv, _standardize_split)
@@ -31,13 +30,21 @@ _DAMOULAS = ("T. Damoulas, Probabilistic Multiple Kernel Learning, PhD thesis, U
 _SKLEARN_LICENCE = "scikit-learn BSD-3-Clause (bundled copy)"
 
 
+MAX_ROWS = 100_000      # largest number of generated training or test rows
+MAX_REDRAWS = 1000      # mkl_sources: redraws of a small training set until it holds every class
+
+
 def _check(name, seed, test_fraction, standardize):
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(f"dataset {name!r}: seed must be an integer, got {seed!r}")
-    if test_fraction is not None and not (isinstance(test_fraction, numbers.Real) and 0 < test_fraction < 1):
-        raise ValueError(f"dataset {name!r}: test_fraction must be in (0, 1) or None, got {test_fraction!r}")
-    if not isinstance(standardize, bool):
-        raise ValueError(f"dataset {name!r}: standardize must be True or False, got {standardize!r}")
+    owner = f"dataset {name!r}"
+    checks.non_negative(owner, "seed", seed, integer=True)
+    if test_fraction is not None:
+        checks.number(owner, "test_fraction", test_fraction, low=0, high=1, high_inclusive=False)
+    checks.flag(owner, "standardize", standardize)
+
+
+def _rows(name: str, option: str, value, low: int) -> int:
+    """A number of generated rows: an integer in low..MAX_ROWS."""
+    return checks.number(f"dataset {name!r}", option, value, low=low, high=MAX_ROWS, low_inclusive=True, integer=True)
 
 
 def _build(name, X, y, *, seed, test_fraction, standardize, meta, X_test=None, y_test=None) -> Dataset:
@@ -50,6 +57,8 @@ def _build(name, X, y, *, seed, test_fraction, standardize, meta, X_test=None, y
             X, y = np.vstack([X, X_test]), np.concatenate([y, y_test])
         n = X.shape[0]
         n_test = int(round(test_fraction * n))
+        if n_test >= n:
+            raise ValueError(f"dataset {name!r}: test_fraction {test_fraction} leaves no training rows of {n}")
         perm = np.random.default_rng(seed).permutation(n)
         te, tr = np.sort(perm[:n_test]), np.sort(perm[n_test:])
         X, X_test, y, y_test = X[tr], X[te], y[tr], y[te]
@@ -147,8 +156,7 @@ def mfeat_standin(seed: int = 0, n_per_class: int = 20, n_test_per_class: int = 
 
     _check("mfeat_standin", seed, None, standardize)
     for name, v in (("n_per_class", n_per_class), ("n_test_per_class", n_test_per_class)):
-        if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1 or v > 80:
-            raise ValueError(f"dataset 'mfeat_standin': {name} must be an integer in 1..80, got {v!r}")
+        checks.number("dataset 'mfeat_standin'", name, v, low=1, high=80, low_inclusive=True, integer=True)
     d = load_digits()
     rng = np.random.default_rng(seed)
     tr, te = [], []
@@ -203,6 +211,7 @@ def _neal3_arrays(n, rng, noise=0.1):
 def neal3(seed: int = 0, n: int = 400, n_test: int = 600, standardize: bool = False) -> Dataset:
     """Neal's (1998) 3-class synthetic data of Damoulas ch. 4: 4 U(0,1) inputs, class from (x1, x2), noise 0.1."""
     _check("neal3", seed, None, standardize)
+    n, n_test = _rows("neal3", "n", n, 1), _rows("neal3", "n_test", n_test, 0)
     rng = np.random.default_rng(seed)
     X, y = _neal3_arrays(n, rng)
     Xt, yt = _neal3_arrays(n_test, rng)
@@ -231,6 +240,9 @@ def _ellipse_arrays(n_per_class, rng, sigma2=0.1):
 @register("neal_ellipses")
 def neal_ellipses(seed: int = 0, n_per_class: int = 100, n_test_per_class: int = 200) -> Dataset:
     """Damoulas ch. 3 data: annuli r^2 in (0.1, 0.5] and [0.6, 1], a central N(0, 0.1 I), two N(0, 1) noise dims."""
+    _check("neal_ellipses", seed, None, False)
+    n_per_class = _rows("neal_ellipses", "n_per_class", n_per_class, 1)
+    n_test_per_class = _rows("neal_ellipses", "n_test_per_class", n_test_per_class, 0)
     rng = np.random.default_rng(seed)
     X, y = _ellipse_arrays(n_per_class, rng)
     Xt, yt = _ellipse_arrays(n_test_per_class, rng)
@@ -244,7 +256,11 @@ def neal_ellipses(seed: int = 0, n_per_class: int = 100, n_test_per_class: int =
 @register("mkl_sources")
 def mkl_sources(seed: int = 0, n: int = 90, n_test: int = 300, noise_partial: float = 1.0) -> Dataset:
     """Three sources on Neal's 3-class labels (Damoulas §3.7): 'informative' (x1, x2 with noise 0.1),
-    'partial' (x1 with noise 0.1, x2 with noise ``noise_partial``), 'noise' (two N(0, 1) columns)."""
+    'partial' (x1 with noise 0.1, x2 with noise ``noise_partial``), 'noise' (two N(0, 1) columns); ``n`` >= 3 so
+    that the training rows can hold all three classes."""
+    _check("mkl_sources", seed, None, True)
+    n, n_test = _rows("mkl_sources", "n", n, 3), _rows("mkl_sources", "n_test", n_test, 0)
+    checks.non_negative("dataset 'mkl_sources'", "noise_partial", noise_partial)
     rng = np.random.default_rng(seed)
 
     def make(m):
@@ -257,8 +273,13 @@ def mkl_sources(seed: int = 0, n: int = 90, n_test: int = 300, noise_partial: fl
 
     X, y = make(n)
     Xt, yt = make(n_test)
-    while np.unique(y).size < 3:                  # n small: make sure every class is present
+    for _ in range(MAX_REDRAWS):                  # n small: make sure every class is present
+        if np.unique(y).size == 3:
+            break
         X, y = make(n)
+    else:
+        raise ValueError(f"dataset 'mkl_sources': {MAX_REDRAWS} draws of n={n} training rows all missed a class; "
+                         f"ask for more rows")
     return _build("mkl_sources", X, y, X_test=Xt, y_test=yt, seed=seed, test_fraction=None, standardize=True,
                   meta={"source": "generated (seeded); Neal's 3-class rule (see neal3) on U(0,1)^2 inputs",
                         "licence": "generated data", "citation": _DAMOULAS + ", §3.7",

@@ -38,27 +38,41 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model
-from bayeszoo.models.rvm import (LOG_ALPHA_PRUNED, RVM, RELEVANCE_THRESHOLD, check_gamma_hyperpriors,
-                                 check_task_matches_data)
+from bayeszoo.models.rvm import (LOG_ALPHA_PRUNED, MAX_MAGNITUDE, RVM, RELEVANCE_THRESHOLD, check_gamma_hyperpriors,
+                                 check_scales, check_task_matches_data)
 from bayeszoo.numerics.special import log_gamma_numpyro, pm_log_gamma
 
 ARVM_KERNELS = ("iso", "diag")
+#: the range of each varying input column that Algorithm 1 handles (see check_input_spans)
+MIN_SPAN, MAX_SPAN = 1e-6, 1e6
 SPARSITY_NAMES = ("none", "aic", "bic", "ric")
 
 
 def sparsity_value(sparsity, n: int) -> float:
     """c of [P 33]: "none" 0, "aic" 1, "bic" log(N)/2, "ric" log(N) (natural log); a number is used as is."""
     if isinstance(sparsity, str):
-        key = sparsity.lower()
-        if key not in SPARSITY_NAMES:
-            raise ValueError(f"sparsity must be a number >= 0 or one of {SPARSITY_NAMES}, got {sparsity!r}")
+        key = checks.choice("ARVM", "sparsity", sparsity.lower(), SPARSITY_NAMES)
         return {"none": 0.0, "aic": 1.0, "bic": 0.5 * np.log(n), "ric": float(np.log(n))}[key]
-    if isinstance(sparsity, bool) or not isinstance(sparsity, (int, float, np.integer, np.floating)) \
-            or not np.isfinite(sparsity) or sparsity < 0:
-        raise ValueError(f"sparsity must be a number >= 0 or one of {SPARSITY_NAMES}, got {sparsity!r}")
-    return float(sparsity)
+    try:
+        return checks.non_negative("ARVM", "sparsity", sparsity)
+    except ValueError:
+        raise ValueError(f"ARVM: sparsity must be a number >= 0 or one of {SPARSITY_NAMES}, "
+                         f"got {sparsity!r}"[:200]) from None
+
+
+def check_input_spans(data: Dataset) -> None:
+    """Every input direction that varies must span between MIN_SPAN and MAX_SPAN (docs/families/arvm.md, "Inputs"):
+    Algorithm 1 keeps log-widths within +-30 of log 1 and its width search is relative to each input's span."""
+    lo, hi = data.X.min(0), data.X.max(0)
+    span = hi - lo
+    varying = span > 0
+    for j in np.flatnonzero(varying & ((span < MIN_SPAN) | (span > MAX_SPAN))):
+        raise ValueError(f"ARVM: input column {int(j)} spans {span[j]:.3g}; the aRVM takes inputs whose varying "
+                         f"columns span between {MIN_SPAN:g} and {MAX_SPAN:g}: rescale X (e.g. each column to unit "
+                         f"standard deviation)")
 
 
 def adaptive_design(X, centres, inv_widths) -> np.ndarray:
@@ -112,23 +126,28 @@ class ARVM(Model):
     link = "logit"
 
     def __post_init__(self):
-        if self.task not in ("regression", "classification"):
-            raise ValueError(f"ARVM task must be 'regression' or 'classification', got {self.task!r}")
-        if self.kernel not in ARVM_KERNELS:
-            raise ValueError(f"ARVM kernel must be one of {ARVM_KERNELS}, got {self.kernel!r}")
+        self.task = checks.choice("ARVM", "task", self.task, ("regression", "classification"))
+        self.kernel = checks.choice("ARVM", "kernel", self.kernel, ARVM_KERNELS)
         sparsity_value(self.sparsity, 2)
-        if isinstance(self.n_basis, bool) or not isinstance(self.n_basis, (int, np.integer)) or self.n_basis < 1:
-            raise ValueError(f"ARVM n_basis must be a positive integer, got {self.n_basis!r}")
+        if not isinstance(self.sparsity, str):
+            self.sparsity = float(self.sparsity)
+        self.n_basis = checks.positive("ARVM", "n_basis", self.n_basis, integer=True)
+        self.feature_selection = checks.flag("ARVM", "feature_selection", self.feature_selection)
         if self.feature_selection and self.kernel != "diag":
-            raise ValueError("ARVM feature_selection needs kernel='diag' (one inverse width per direction)")
-        lo, hi = (float(v) for v in self.width_range)
-        if not (0 < lo < hi and np.isfinite(hi)):
-            raise ValueError(f"ARVM width_range must be (low, high) with 0 < low < high, got {self.width_range!r}")
+            raise ValueError("ARVM: feature_selection needs kernel='diag' (one inverse width per direction)")
+        pair = self.width_range
+        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
+            raise ValueError(f"ARVM: width_range must be a pair (low, high) with 0 < low < high, got {pair!r}"[:200])
+        lo, hi = (checks.positive("ARVM", f"width_range[{i}]", v) for i, v in enumerate(pair))
+        if not lo < hi:
+            raise ValueError(f"ARVM: width_range must be (low, high) with 0 < low < high, got {pair!r}")
         self.width_range = (lo, hi)
-        if not (self.min_width == "spacing" or (isinstance(self.min_width, (int, float, np.integer, np.floating))
-                                                and not isinstance(self.min_width, bool)
-                                                and np.isfinite(self.min_width) and self.min_width >= 0)):
-            raise ValueError(f"ARVM min_width must be 'spacing' or a number >= 0, got {self.min_width!r}")
+        if not (isinstance(self.min_width, str) and self.min_width == "spacing"):
+            try:
+                self.min_width = checks.non_negative("ARVM", "min_width", self.min_width)
+            except ValueError:
+                raise ValueError(f"ARVM: min_width must be 'spacing' or a number >= 0, "
+                                 f"got {self.min_width!r}"[:200]) from None
         check_gamma_hyperpriors(self)
 
     @property
@@ -146,6 +165,8 @@ class ARVM(Model):
     def validate(self, data: Dataset) -> None:
         super().validate(data)
         check_task_matches_data(self, data)
+        check_scales(self, data)
+        check_input_spans(data)
 
     def width_dims(self, d: int) -> int:
         return 1 if self.kernel == "iso" else d
@@ -287,15 +308,23 @@ class ARVM(Model):
         """(w, centre, inv_width) draws: (S, M), (S, M, D), (S, M, K)."""
         return self._draws(fit, "w"), self._draws(fit, "centre"), self._draws(fit, "inv_width")
 
+    def _checked_inputs(self, fit, X_new) -> np.ndarray:
+        """X_new as a checked (n, d) matrix for a fit made with this model (``check_fit``, ``check_inputs``)."""
+        self.check_fit(fit)
+        X_new = self.check_inputs(fit, X_new)
+        top = float(np.max(np.abs(X_new))) if X_new.size else 0.0
+        if top > MAX_MAGNITUDE:
+            raise ValueError(f"ARVM: X_new reaches {top:.3g} in magnitude; the limit is {MAX_MAGNITUDE:g}")
+        return X_new
+
     def predict_draws(self, fit, X_new) -> np.ndarray:
         """Latent f(x) for every posterior draw: (chain * draw, n_new).
 
-        A type-II fit has one kernel (the same centres and widths in every draw): Phi is built once.
+        A type-II fit has one kernel (the same centres and widths in every draw): Phi is built once. A ValueError
+        names the problem when the fit was made with another model or X_new does not match its training inputs.
         """
-        X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
+        X_new = self._checked_inputs(fit, X_new)
         w, m, v = self.basis_draws(fit)
-        if m.shape[2] != X_new.shape[1]:
-            raise ValueError(f"fit has centres in {m.shape[2]} dimensions but X_new has {X_new.shape[1]} columns")
         if np.all(m == m[:1]) and np.all(v == v[:1]):
             return w @ adaptive_design(X_new, m[0], v[0]).T
         out = np.empty((w.shape[0], X_new.shape[0]))
@@ -314,13 +343,11 @@ class ARVM(Model):
         A type-II fit that records the Gaussian's mean of w (``fit.info["w_mean"]``, written by the ``arvm``
         backend) gives it exactly, Phi(X_new) mu at the learned kernel; otherwise it is the average over draws.
         """
-        X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
+        X_new = self._checked_inputs(fit, X_new)
         w_mean = fit.info.get("w_mean")
         if w_mean is None or not self.is_point_estimate(fit):
             return self.predict_draws(fit, X_new).mean(0)
         _, m, v = self.basis_draws(fit)
-        if m.shape[2] != X_new.shape[1]:
-            raise ValueError(f"fit has centres in {m.shape[2]} dimensions but X_new has {X_new.shape[1]} columns")
         return adaptive_design(X_new, m[0], v[0]) @ np.asarray(w_mean, dtype=float)
 
     # ---- scoring -------------------------------------------------------------------------------------
@@ -338,6 +365,7 @@ class ARVM(Model):
         counts when the median over draws of rms_n |w_i phi_i(x_n)| is at least ``RELEVANCE_THRESHOLD`` (1 %) of
         the target scale (the RVM rule, on the basis's actual contribution since its kernel moves per draw).
         """
+        self.check_fit(fit)
         la = self._draws(fit, "log_alpha")
         if self.is_point_estimate(fit):
             return int(np.sum(la[0] < LOG_ALPHA_PRUNED - 1e-9))

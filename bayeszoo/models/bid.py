@@ -26,7 +26,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset
+from bayeszoo.datasets.bid_data import MAX_INTENSITY, MIN_INTENSITY, check_intensities
 from bayeszoo.models.base import ImageModel
 
 VARIANTS = ("GGG", "GGSt", "GStG", "GStSt", "StGG", "StGSt", "StStG", "StStSt")
@@ -103,26 +105,17 @@ class BID(ImageModel):
 
     def __post_init__(self):
         parse_variant(self.variant)
-        if not (np.isfinite(self.sigma_phi2) and self.sigma_phi2 > 0):
-            raise ValueError(f"BID sigma_phi2 must be a positive number, got {self.sigma_phi2!r}")
-        if self.psf_size is not None:
-            if isinstance(self.psf_size, bool) or not isinstance(self.psf_size, (int, np.integer)) \
-                    or self.psf_size < 1 or self.psf_size % 2 == 0:
-                raise ValueError(f"BID psf_size must be None or an odd positive integer, got {self.psf_size!r}")
-        for name in ("a_alpha", "b_alpha", "a_beta", "b_beta", "a_gamma", "b_gamma"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                    or not np.isfinite(value) or value < 0:
-                raise ValueError(f"BID hyperparameter {name} must be a finite number >= 0, got {value!r}")
-        for name in ("a_beta", "b_beta", "a_gamma", "b_gamma"):
-            if getattr(self, name) == 0:
-                raise ValueError(f"BID hyperparameter {name} must be > 0 (the image / noise priors need it)")
-        if self.white_level is not None and (isinstance(self.white_level, bool) or not isinstance(
-                self.white_level, (int, float, np.integer, np.floating)) or not np.isfinite(self.white_level)
-                or self.white_level <= 0):
-            raise ValueError(f"BID white_level must be None or a positive number, got {self.white_level!r}")
-        if not (np.isfinite(self.init_psf_var) and self.init_psf_var > 0):
-            raise ValueError(f"BID init_psf_var must be a positive number, got {self.init_psf_var!r}")
+        checks.positive("BID", "sigma_phi2", self.sigma_phi2)
+        if self.psf_size is not None and checks.positive("BID", "psf_size", self.psf_size, integer=True) % 2 == 0:
+            raise ValueError(f"BID: psf_size must be None or an odd positive integer, got {self.psf_size!r}")
+        for name in ("a_alpha", "b_alpha"):
+            checks.non_negative("BID", name, getattr(self, name))
+        for name in ("a_beta", "b_beta", "a_gamma", "b_gamma"):      # the image / noise priors need them > 0
+            checks.positive("BID", name, getattr(self, name))
+        if self.white_level is not None:
+            checks.number("BID", "white_level", self.white_level, low=MIN_INTENSITY, high=MAX_INTENSITY,
+                          low_inclusive=True)
+        checks.positive("BID", "init_psf_var", self.init_psf_var)
 
     @property
     def priors(self) -> tuple[str, str, str]:
@@ -141,6 +134,8 @@ class BID(ImageModel):
         side = self.psf_size or 1
         if side > min(R, C):
             raise ValueError(f"the image ({R} x {C}) is smaller than the PSF support ({side} x {side})")
+        check_intensities(self.observed_image(data), "BID: the degraded image",
+                          zero="there is nothing to deconvolve")
         if "true_psf" in data.meta:
             from bayeszoo.datasets.bid_data import check_psf
 
@@ -195,11 +190,8 @@ class BID(ImageModel):
         """h_in: the Gaussian PSF of variance ``init_psf_var`` (§5.4.4), as a centred window."""
         from bayeszoo.datasets.bid_data import gaussian_psf
 
-        h = gaussian_psf(self.init_psf_var)
-        if h.shape[0] > min(shape):
-            r = (min(shape) - 1) // 2
-            h = gaussian_psf(self.init_psf_var, radius=r)
-        return h
+        r = math.ceil(3.0 * math.sqrt(self.init_psf_var))              # +-3 sd, cut to the image
+        return gaussian_psf(self.init_psf_var, radius=r if 2 * r + 1 <= min(shape) else (min(shape) - 1) // 2)
 
     def initial_weights(self, shape: tuple[int, int]) -> np.ndarray:
         """w fitted to h_in (§5.4.4): w = beta Sigma_w Phi^T h_in, Sigma_w = (beta Phi^T Phi + alpha I)^-1, solved
@@ -333,9 +325,15 @@ class BID(ImageModel):
         """Posterior means of the (normalised) image and PSF window."""
         return self._mean(fit, "image"), self._mean(fit, "psf")
 
+    def check_inputs(self, fit, X_new) -> np.ndarray:
+        """Finite (n, 2) pixel coordinates (row, col); one pair may be given as is."""
+        return super().check_inputs(fit, as_pixel_rows(X_new))
+
     def predict(self, fit, X_new) -> np.ndarray:
-        """Restored intensities (posterior mean of ``image``) at pixel coordinates X_new (n, 2) = (row, col)."""
-        return self.pixel_values(self._mean(fit, "image"), X_new)
+        """Restored intensities (posterior mean of ``image``) at pixel coordinates X_new (n, 2) = (row, col), rounded
+        to the nearest pixel; one (row, col) pair may be given as is."""
+        self.check_fit(fit)
+        return self.pixel_values(self._mean(fit, "image"), self.check_inputs(fit, X_new))
 
     def score(self, fit, data: Dataset) -> dict:
         """``isnr_f`` = 10 log10(|f - g|^2 / |f - f_hat|^2) and ``isnr_h`` = 10 log10(|h - h_in|^2 / |h - h_hat|^2)
@@ -344,9 +342,13 @@ class BID(ImageModel):
         backend's wall time per draw and chain (warm-up included)."""
         from bayeszoo.numerics import fft as _fft
 
+        self.check_fit(fit)
         self.validate(data)
         shape = self.image_shape(data)
         f_hat, h_hat = self.restored(fit)
+        if f_hat.shape != shape:
+            raise ValueError(f"this fit is of a {f_hat.shape[0]} x {f_hat.shape[1]} image but the data are "
+                             f"{shape[0]} x {shape[1]}")
         out = {"isnr_f": math.nan, "isnr_h": math.nan}
         if "true_image" in data.meta:
             f = np.asarray(data.meta["true_image"], dtype=float)
@@ -374,3 +376,14 @@ def isnr(truth: np.ndarray, before: np.ndarray, estimate: np.ndarray) -> float:
     num = float(np.sum((truth - before) ** 2))
     den = float(np.sum((truth - estimate) ** 2))
     return 10.0 * math.log10(num / den) if den > 0 else math.inf
+
+
+def as_pixel_rows(X_new):
+    """One (row, col) pair as a one-row matrix (``predict`` of the image families takes one pair or an (n, 2) array);
+    anything else as it is."""
+    if isinstance(X_new, np.ndarray):
+        return X_new[None, :] if X_new.ndim == 1 and X_new.size == 2 else X_new
+    if isinstance(X_new, (list, tuple)) and len(X_new) == 2 \
+            and not any(isinstance(v, (list, tuple, np.ndarray)) for v in X_new):
+        return [list(X_new)]
+    return X_new

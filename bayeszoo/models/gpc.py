@@ -27,6 +27,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.numerics import gp_kernels
 from bayeszoo.models.base import Model
@@ -34,6 +35,11 @@ from bayeszoo.models.base import Model
 LIKELIHOODS = ("probit", "logit")
 KERNELS = gp_kernels.KERNELS
 HYP_LIMIT = 20.0       # |log hyperparameter| above this is rejected (exp(20) ~ 5e8)
+#: Largest prior variance k(x, x) + jitter at any input the model sees (training, test and prediction inputs).
+#: Beyond it the posterior covariances K - K C K lose every digit to cancellation in double precision (their
+#: entries are O(1) where the likelihood is informative, the round-off is ~1e-16 k(x, x)); for the stationary
+#: kernels it bounds the amplitude (log sf <= 11.5), for ``linear`` and ``poly`` the scale of the inputs.
+VARIANCE_LIMIT = 1e10
 GH_NODES = 96          # Gauss-Hermite nodes of the logit predictive integral
 GAUSSIAN_GROUP = "gaussian"   # idata group of a Gaussian approximation Q = N(q_mean, q_cov) over f
 
@@ -74,28 +80,24 @@ class GPC(Model):
     compare_vars = ("f",)
 
     def __post_init__(self):
-        if self.likelihood not in LIKELIHOODS:
-            raise ValueError(f"GPC likelihood must be one of {LIKELIHOODS}, got {self.likelihood!r}")
-        if self.kernel not in KERNELS:
-            raise ValueError(f"GPC kernel must be one of {KERNELS}, got {self.kernel!r}")
+        self.likelihood = str(checks.choice("GPC", "likelihood", self.likelihood, LIKELIHOODS))
+        self.kernel = str(checks.choice("GPC", "kernel", self.kernel, KERNELS))
         if self.hyp is not None:
-            if isinstance(self.hyp, (str, bytes)) or np.ndim(self.hyp) != 1:
-                raise ValueError(f"GPC hyp must be a flat tuple/list of log-hyperparameters, got {self.hyp!r}")
-            try:
-                self.hyp = tuple(float(v) for v in self.hyp)   # JSON-able; spec() / from_spec round-trip
-            except (TypeError, ValueError) as exc:
-                raise ValueError(f"GPC hyp must contain numbers, got {self.hyp!r}") from exc
+            if not isinstance(self.hyp, (tuple, list, np.ndarray)) or np.ndim(self.hyp) != 1:
+                raise ValueError(f"GPC: hyp must be a flat tuple/list of log-hyperparameters, got {self.hyp!r}")
+            if not all(_is_real(v) for v in self.hyp):
+                raise ValueError(f"GPC: hyp must contain numbers, got {self.hyp!r}")
+            self.hyp = tuple(float(v) for v in self.hyp)   # JSON-able; spec() / from_spec round-trip
             _check_hyp(np.asarray(self.hyp), "hyp")
         for name in ("log_lengthscale", "log_amplitude"):
             value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real):
-                raise ValueError(f"GPC {name} must be a number, got {value!r}")
+            if not _is_real(value):
+                raise ValueError(f"GPC: {name} must be a number, got {value!r}")
             _check_hyp(np.array([float(value)]), name)
-        if not (isinstance(self.jitter, numbers.Real) and np.isfinite(self.jitter) and self.jitter >= 0):
-            raise ValueError(f"GPC jitter must be a finite number >= 0, got {self.jitter!r}")
-        if isinstance(self.degree, bool) or self.degree not in gp_kernels.POLY_DEGREES:
-            raise ValueError(f"GPC degree must be one of {gp_kernels.POLY_DEGREES}, got {self.degree!r}")
-        self.degree = int(self.degree)
+            setattr(self, name, float(value))
+        self.jitter = checks.number("GPC", "jitter", self.jitter, low=0.0, low_inclusive=True, high=VARIANCE_LIMIT)
+        self.degree = int(checks.choice("GPC", "degree", False if isinstance(self.degree, (bool, np.bool_))
+                                        else self.degree, gp_kernels.POLY_DEGREES))
 
     # ---- hyperparameters and covariance ----------------------------------------------------------------
     def hyperparameters(self, d: int) -> np.ndarray:
@@ -144,14 +146,52 @@ class GPC(Model):
         X = np.atleast_2d(np.asarray(X, dtype=float))
         return gp_kernels.kernel_grad(self.kernel, X, self.hyperparameters(X.shape[1]), self.degree)
 
-    def cholesky(self, X) -> np.ndarray:
-        """Lower Cholesky factor L of K(X) + jitter I (so f = L z, z ~ N(0, I) is the prior)."""
+    def cholesky(self, X, K=None) -> np.ndarray:
+        """Lower Cholesky factor L of K(X) + jitter I (so f = L z, z ~ N(0, I) is the prior); ``K``: that matrix,
+        when already computed. A ValueError says which option to change when the matrix is numerically singular
+        (its round-off, ~1e-16 times the prior variance, exceeds the jitter), e.g. for duplicated inputs."""
         X = np.atleast_2d(np.asarray(X, dtype=float))
+        K = self.K(X) if K is None else np.asarray(K, dtype=float)
         try:
-            return np.linalg.cholesky(self.K(X))
-        except np.linalg.LinAlgError as exc:
-            raise ValueError(f"GPC: K + {self.jitter:g} I is not positive definite for kernel {self.kernel!r} "
-                             f"with hyp {self.hyperparameters(X.shape[1]).tolist()}; increase jitter") from exc
+            return np.linalg.cholesky(K)
+        except np.linalg.LinAlgError:
+            raise ValueError(self._singular_kernel_message(X, K)) from None
+
+    def _singular_kernel_message(self, X, K) -> str:
+        d = X.shape[1]
+        hyp = ", ".join(f"{name}={value:g}" for name, value in zip(self.hyp_names(d), self.hyperparameters(d)))
+        largest = float(np.max(np.diag(K), initial=0.0))
+        enough = None                       # the smallest jitter 10^k that makes this K factorisable
+        for k in range(-12, 11):
+            extra = 10.0 ** k - self.jitter
+            if extra > 0 and extra * 1e12 >= largest * 1e-6:
+                try:
+                    np.linalg.cholesky(K + extra * np.eye(K.shape[0]))
+                except np.linalg.LinAlgError:
+                    continue
+                enough = 10.0 ** k
+                break
+        remedy = f"increase jitter (jitter={enough:g} suffices here)" if enough is not None and \
+            enough <= VARIANCE_LIMIT else "increase jitter"
+        return (f"GPC: K + {self.jitter:g} I is not positive definite in floating point for kernel {self.kernel!r} "
+                f"with {hyp} (largest prior variance {largest:.3g}; duplicated or nearly identical inputs make K "
+                f"singular); {remedy}, or {_SINGULAR_ADVICE[self.kernel]}")
+
+    def check_prior_variance(self, X, what: str = "X") -> None:
+        """A ValueError unless the prior variance k(x, x) + jitter stays within :data:`VARIANCE_LIMIT` at every row
+        of ``X`` (inputs whose scale, or an amplitude whose size, the numerics cannot represent)."""
+        X = np.atleast_2d(np.asarray(X, dtype=float))
+        if X.shape[0] == 0:
+            return
+        variance = float(np.max(self.kernel_diag(X))) + self.jitter
+        if np.isfinite(variance) and variance <= VARIANCE_LIMIT * (1.0 + 1e-12):
+            return
+        d = X.shape[1]
+        hyp = ", ".join(f"{name}={value:g}" for name, value in zip(self.hyp_names(d), self.hyperparameters(d)))
+        raise ValueError(
+            f"GPC: the prior variance k(x, x) + jitter of kernel {self.kernel!r} with {hyp} reaches {variance:.3g} "
+            f"at {what} (largest |x| = {float(np.max(np.abs(X))):.3g}), above the {VARIANCE_LIMIT:g} the numerics "
+            f"can represent; {_VARIANCE_ADVICE[self.kernel]}")
 
     @staticmethod
     def labels_pm(y) -> np.ndarray:
@@ -176,6 +216,8 @@ class GPC(Model):
                 raise ValueError(f"GPC needs binary labels 0/1 in {what}; got values {labels[:10].tolist()}{hint}")
         hyp = self.hyperparameters(data.d)
         _check_hyp(hyp, f"hyperparameters {self.hyp_names(data.d)} =")
+        self.check_prior_variance(data.X, "the training inputs X")
+        self.check_prior_variance(data.X_test, "the test inputs X_test")
 
     def var_dims(self, data: Dataset) -> dict[str, tuple[str, ...]]:
         return {"f": ("obs",)}
@@ -243,13 +285,25 @@ class GPC(Model):
         arr = np.asarray(fit.idata.posterior["f"].values, dtype=float)
         return arr.reshape(arr.shape[0] * arr.shape[1], arr.shape[2])
 
+    def _checked(self, fit, X_new) -> np.ndarray:
+        """``X_new`` checked against ``fit`` (made with this model, finite, as many columns as the training inputs,
+        a prior variance the numerics can represent)."""
+        if not (hasattr(fit, "model_spec") and hasattr(fit, "idata")):
+            raise ValueError(f"GPC: fit must be a bayeszoo Fit (from bz.fit), got {type(fit).__name__}")
+        self.check_fit(fit)
+        X_new = self.check_inputs(fit, X_new)
+        self.check_prior_variance(X_new, "X_new")
+        return X_new
+
     def predict_latent(self, fit, X_new):
         """GP conditional (4.7) at X_new: means (S, m) and variances (S, m) or (m,).
 
         Sampled fits: one row per draw f_s, mean f_s^T A, variance k** - k*^T K^-1 k* (the same for every draw).
         Gaussian approximations Q = N(m, V) (their idata group ``gaussian``): one exact row, mean m^T A and
-        variance k** - k*^T K^-1 k* + diag(A^T V A), with A = K^-1 K*.
+        variance k** - k*^T K^-1 k* + diag(A^T V A), with A = K^-1 K*. A ValueError for a fit made with another
+        model (other options) and for inputs that are not finite or have the wrong number of columns.
         """
+        X_new = self._checked(fit, X_new)
         X = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
         A, var = gp_conditional(self, X, X_new)
         if GAUSSIAN_GROUP in fit.idata.groups():
@@ -271,7 +325,9 @@ class GPC(Model):
         from scipy.special import logsumexp
 
         mu, var = self.predict_latent(fit, X_new)
-        ypm = self.labels_pm(np.asarray(y_new, dtype=float))
+        ypm = self.labels_pm(checks.finite_array("GPC", "y_new", y_new, ndim=1))
+        if ypm.shape[0] != mu.shape[1]:
+            raise ValueError(f"GPC: y_new has {ypm.shape[0]} labels for {mu.shape[1]} rows of X_new")
         lp = log_predictive_probability(mu, np.atleast_2d(var), self.likelihood, ypm[None, :])
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
@@ -286,7 +342,12 @@ class GPC(Model):
         mean_i [log2 p(y_i) - log2 p_base(y_i)]: 0 for a predictor that outputs the training base rate, 1 bit for
         a perfect one on balanced labels; ``log_evidence`` / ``jensen_bound`` from ``fit.info`` (NaN if absent).
         """
+        self._checked(fit, np.empty((0, int(fit.idata.constant_data["X"].shape[1])))
+                      if hasattr(fit, "idata") else None)
         self.validate(data)
+        d = int(fit.idata.constant_data["X"].shape[1])
+        if data.d != d:
+            raise ValueError(f"GPC: dataset {data.name!r} has {data.d} input column(s), the fit was made on {d}")
         X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)
         p1 = self.predict(fit, X)
         log_p = self.log_predict(fit, X, y)
@@ -316,6 +377,30 @@ def classification_scores(p1, log_p_true, y, y_train) -> dict:
         "log_pred": float(np.mean(log_p_true)),
         "info_bits": float(np.mean(log_p_true - log_base) / np.log(2.0)),
     }
+
+
+_SINGULAR_ADVICE = {
+    "se": "shorten the lengthscale (log_ell) or lower the amplitude (log_sf)",
+    "se_ard": "shorten the lengthscales (log_ell_j) or lower the amplitude (log_sf)",
+    "matern32": "shorten the lengthscale (log_ell) or lower the amplitude (log_sf)",
+    "matern52": "shorten the lengthscale (log_ell) or lower the amplitude (log_sf)",
+    "nn": "lower the amplitude (log_sf)",
+    "linear": "raise log_t (a smaller prior variance) or standardise the inputs",
+    "poly": "lower the amplitude (log_sf) or the offset (log_c), or standardise the inputs",
+}
+_VARIANCE_ADVICE = {
+    "se": "lower the amplitude (log_sf, log_amplitude) or the jitter",
+    "se_ard": "lower the amplitude (log_sf, log_amplitude) or the jitter",
+    "matern32": "lower the amplitude (log_sf, log_amplitude) or the jitter",
+    "matern52": "lower the amplitude (log_sf, log_amplitude) or the jitter",
+    "nn": "lower the amplitude (log_sf, log_amplitude) or the jitter",
+    "linear": "standardise the inputs (e.g. the datasets' standardize=True) or raise log_t (lower log_amplitude)",
+    "poly": "standardise the inputs (e.g. the datasets' standardize=True) or lower log_sf / log_c",
+}
+
+
+def _is_real(value) -> bool:
+    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _check_hyp(hyp: np.ndarray, what: str) -> None:

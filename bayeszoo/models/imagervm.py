@@ -21,11 +21,15 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset
+from bayeszoo.datasets.bid_data import check_intensities
 from bayeszoo.models.base import ImageModel
+from bayeszoo.models.bid import as_pixel_rows, isnr
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED, RELEVANCE_THRESHOLD
 
 DECLARATION_MAX_PIXELS = 1024   # the PyMC / NumPyro declarations use the dense N x MN design: small images only
+ZERO_IMAGE = "every weight would be pruned and the noise precision is unbounded; there is nothing to fit"
 
 
 def _as_kernel(spec, index: int):
@@ -88,10 +92,7 @@ class ImageRVM(ImageModel):
         # stored as plain floats / nested lists so spec() is JSON and the model pickles to workers
         self.kernels = tuple(k if isinstance(k, float) else k.tolist() for k in checked)
         for name in ("a", "b", "c", "d"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                    or not np.isfinite(value) or value < 0:
-                raise ValueError(f"ImageRVM hyperparameter {name} must be a finite number >= 0, got {value!r}")
+            checks.non_negative("ImageRVM", name, getattr(self, name))
 
     @property
     def n_kernels(self) -> int:
@@ -114,6 +115,7 @@ class ImageRVM(ImageModel):
         super().validate(data)            # an image dataset (ImageModel)
         R, C = self.image_shape(data)
         self.check_kernels_fit((R, C))
+        check_intensities(self.observed_image(data), "ImageRVM: the observed image", zero=ZERO_IMAGE)
         if "true_image" in data.meta and np.shape(data.meta["true_image"]) != (R, C):
             raise ValueError(f"true image has shape {np.shape(data.meta['true_image'])}, the image is {R} x {C}")
 
@@ -232,9 +234,15 @@ class ImageRVM(ImageModel):
         """Posterior mean weight images (M, R, C), e.g. mu_t of the object detector (4.26)."""
         return np.asarray(fit.idata.posterior["w"].mean(("chain", "draw")).values, dtype=float)
 
+    def check_inputs(self, fit, X_new) -> np.ndarray:
+        """Finite (n, 2) pixel coordinates (row, col); one pair may be given as is."""
+        return super().check_inputs(fit, as_pixel_rows(X_new))
+
     def predict(self, fit, X_new) -> np.ndarray:
-        """Restored intensities (posterior mean of the noise-free image) at pixel coordinates X_new = (row, col)."""
-        return self.pixel_values(self.restored(fit), X_new)
+        """Restored intensities (posterior mean of the noise-free image) at pixel coordinates X_new = (row, col),
+        rounded to the nearest pixel; one (row, col) pair may be given as is."""
+        self.check_fit(fit)
+        return self.pixel_values(self.restored(fit), self.check_inputs(fit, X_new))
 
     def relevance(self, fit, data: Dataset | None = None) -> np.ndarray:
         """Per-weight relevance (kernel, row, col) by the RVM's rule (:meth:`RVM.n_relevant`): rms of the kernel
@@ -256,8 +264,7 @@ class ImageRVM(ImageModel):
         """``mse`` of the restored image against the true image (``data.meta['true_image']``; against the observed
         image when there is no truth), ``isnr`` = 10 log10(|f - g|^2 / |f - f_hat|^2) in dB (NaN without the
         truth), ``n_relevant`` (relevance vectors), ``seconds``."""
-        from bayeszoo.models.bid import isnr
-
+        self.check_fit(fit)
         self.validate(data)
         g = self.observed_image(data)
         f_hat = self.restored(fit)

@@ -21,11 +21,11 @@ whole X is one source.
 """
 from __future__ import annotations
 
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model, plain
 from bayeszoo.numerics import kernels, probit
@@ -33,6 +33,9 @@ from bayeszoo.numerics import kernels, probit
 PRUNE_ALPHA = 1e6                        # mRVM2's pruning threshold (thesis §5.4.5); also the n_relevant rule
 LOG_ALPHA_PRUNED = float(np.log(1e12))   # pruned samples of the type-II backends are stored at this value
 MAX_PREDICT_DRAWS = 250                  # predictions average over at most this many evenly spaced draws
+MAX_INPUT = 1e4          # largest |x| a feature-based source reads (rbf: sqrt(theta_d) |x_d|); see "Inputs" in the docs
+MAX_KERNEL = 1e50        # largest |k(x, x')| of a base kernel on the inputs (poly degrees, precomputed grams)
+MAX_DEGREE = 50                          # largest poly degree
 
 
 @dataclass
@@ -84,46 +87,31 @@ class PMKL(Model):
     compare_vars = ("W", "beta")
 
     def __post_init__(self):
-        if self.rule not in kernels.RULES:
-            raise ValueError(f"PMKL rule must be one of {kernels.RULES}, got {self.rule!r}")
-        if self.kernel not in kernels.KERNELS[:3]:
-            raise ValueError(f"PMKL kernel must be one of {kernels.KERNELS[:3]}, got {self.kernel!r} (precomputed "
+        checks.choice("PMKL", "rule", _text(self.rule), kernels.RULES)
+        if not isinstance(self.kernel, str) or self.kernel not in kernels.KERNELS[:3]:
+            raise ValueError(f"PMKL: kernel must be one of {kernels.KERNELS[:3]}, got {self.kernel!r} (precomputed "
                              f"kernels are given per source)")
-        if self.kernel_params not in ("fixed", "infer"):
-            raise ValueError(f"PMKL kernel_params must be 'fixed' or 'infer', got {self.kernel_params!r}")
-        if not isinstance(self.infer_rho, (bool, np.bool_)):
-            raise ValueError(f"PMKL infer_rho must be True or False, got {self.infer_rho!r}")
+        checks.choice("PMKL", "kernel_params", _text(self.kernel_params), ("fixed", "infer"))
+        checks.flag("PMKL", "infer_rho", self.infer_rho)
         if self.infer_rho and self.rule != "convex":
             raise ValueError(f"PMKL infer_rho applies to the convex rule (rho is the Dirichlet parameter of beta); "
                              f"got rule={self.rule!r}")
         for name in ("tau", "nu", "rho", "mu", "lam", "omega", "phi"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) \
-                    or value <= 0:
-                raise ValueError(f"PMKL {name} must be a positive number, got {value!r}")
-        if isinstance(self.degree, bool) or not isinstance(self.degree, numbers.Integral) or self.degree < 1:
-            raise ValueError(f"PMKL degree must be a positive integer, got {self.degree!r}")
+            checks.positive("PMKL", name, getattr(self, name))
+        checks.number("PMKL", "degree", self.degree, low=1, high=MAX_DEGREE, low_inclusive=True, integer=True)
         if self.sources is not None:
-            if isinstance(self.sources, (str, dict)) or not hasattr(self.sources, "__len__") or not self.sources:
-                raise ValueError("PMKL sources must be a non-empty tuple of dicts")
+            if isinstance(self.sources, (str, bytes, dict)) or not isinstance(self.sources, (tuple, list)) \
+                    or not self.sources:
+                raise ValueError(f"PMKL: sources must be None or a non-empty tuple of dicts, got {self.sources!r}")
+            for i, s in enumerate(self.sources):
+                if not isinstance(s, dict):
+                    raise ValueError(f"PMKL: sources[{i}] must be a dict with 'columns' (and optionally name, "
+                                     f"kernel, theta, degree, gram), got {s!r}")
             # plain lists (JSON form) except the gram matrices, so a model rebuilt from its spec equals it
             self.sources = tuple({k: (v if k == "gram" else plain(v)) for k, v in dict(s).items()}
                                  for s in self.sources)
-            for s in self.sources:
-                unknown = set(s) - {"name", "columns", "kernel", "theta", "degree", "gram"}
-                if unknown or "columns" not in s:
-                    raise ValueError(f"PMKL source {s.get('name')!r}: needs 'columns' and takes only name, columns, "
-                                     f"kernel, theta, degree, gram")
-                if s.get("kernel", self.kernel) not in kernels.KERNELS:
-                    raise ValueError(f"PMKL source {s.get('name')!r}: kernel must be one of {kernels.KERNELS}")
-                if (s.get("kernel") == "precomputed") != ("gram" in s):
-                    raise ValueError(f"PMKL source {s.get('name')!r}: a 'gram' matrix goes with kernel "
-                                     f"'precomputed' (and that kernel needs one)")
-                if "gram" in s:
-                    s["gram"] = check_kernel_matrix(s["gram"], f"PMKL source {s.get('name')!r}: gram")
-                    if len(s["columns"]) != 1:
-                        raise ValueError(f"PMKL source {s.get('name')!r}: a precomputed kernel reads one column "
-                                         f"(the object index into its gram matrix)")
+            for i, s in enumerate(self.sources):
+                _check_source_spec(i, s, self.kernel)
 
     # ---- sources and kernels ---------------------------------------------------------------------------
     def source_list(self, data: Dataset):
@@ -134,7 +122,11 @@ class PMKL(Model):
         if self.sources is not None:
             specs = [dict(s) for s in self.sources]
         elif meta_sources:
-            specs = [{"name": str(k), "columns": list(v)} for k, v in dict(meta_sources).items()]
+            if not isinstance(meta_sources, dict) or not all(isinstance(v, (list, tuple, np.ndarray))
+                                                             for v in meta_sources.values()):
+                raise ValueError(f"PMKL: data.meta['sources'] must map each source name to a list of column "
+                                 f"indices, got {meta_sources!r}")
+            specs = [{"name": str(k), "columns": list(v)} for k, v in meta_sources.items()]
         else:
             specs = [{"name": "all", "columns": list(range(d))}]
         out = []
@@ -168,8 +160,10 @@ class PMKL(Model):
         return self._sources(X.shape[1], meta), X
 
     def train_kernels(self, data: Dataset, theta=None) -> np.ndarray:
-        """Base kernels at the training inputs (S, N, N); ``theta`` (flat) overrides the rbf parameters."""
-        return kernels.base_grams(self.source_list(data), data.X, data.X, theta)
+        """Base kernels at the training inputs (S, N, N); ``theta`` (flat) overrides the rbf parameters. A ValueError
+        names a source whose kernel overflows or reaches beyond ``MAX_KERNEL`` (a high poly degree, a huge gram)."""
+        sources = self.source_list(data)
+        return check_kernel_size(sources, kernels.base_grams(sources, data.X, data.X, theta), "the training inputs")
 
     @property
     def infer_theta(self) -> bool:
@@ -197,6 +191,10 @@ class PMKL(Model):
         y = data.y
         if np.any(y != np.round(y)) or np.any(y < 0):
             raise ValueError(f"PMKL needs integer class labels 0..C-1 in y; got values {np.unique(y)[:10].tolist()}")
+        if y.max() >= data.n:             # more classes than objects: some class has no members
+            raise ValueError(f"PMKL labels must be 0..C-1 with every class present in the training set; the "
+                             f"{data.n} training objects cannot cover the {y.max() + 1:.0f} classes up to label "
+                             f"{y.max():.0f}")
         C = int(y.max()) + 1
         counts = np.bincount(y.astype(int), minlength=C)
         if C < 2:
@@ -204,19 +202,14 @@ class PMKL(Model):
         if np.any(counts == 0):
             missing = np.nonzero(counts == 0)[0].tolist()
             raise ValueError(f"PMKL labels must be 0..C-1 with every class present in the training set; "
-                             f"class(es) {missing} have no members")
+                             f"class(es) {missing[:10]} have no members")
         yt = data.y_test
         if yt.size and (np.any(yt != np.round(yt)) or np.any(yt < 0) or np.any(yt >= C)):
             raise ValueError(f"PMKL test labels must be integers in 0..{C - 1} (the training classes); "
                              f"got values {np.unique(yt)[:10].tolist()}")
         sources = self.source_list(data)
-        for s in sources:
-            if s.kernel == "precomputed":
-                for what, X in (("X", data.X), ("X_test", data.X_test)):
-                    ids = X[:, s.columns[0]]
-                    if X.shape[0] and (np.any(ids != np.round(ids)) or ids.min() < 0 or ids.max() >= len(s.matrix)):
-                        raise ValueError(f"PMKL source {s.name!r}: column {s.columns[0]} of {what} must hold "
-                                         f"object indices 0..{len(s.matrix) - 1} into its gram matrix")
+        for what, X in (("X", data.X), ("X_test", data.X_test)):
+            check_source_inputs(sources, X, what)
         if self.infer_theta:
             pre = [s.name for s in sources if s.kernel == "precomputed"]
             if pre:
@@ -428,19 +421,28 @@ class PMKL(Model):
             arr = arr[np.linspace(0, arr.shape[0] - 1, max_draws).astype(int)]
         return arr
 
+    def check_inputs(self, fit, X_new) -> np.ndarray:
+        """``X_new`` as a finite matrix with the training inputs' columns, on the scale the sources accept
+        (``MAX_INPUT``) and, for precomputed sources, holding object indices into their gram matrices."""
+        X_new = super().check_inputs(fit, X_new)
+        check_source_inputs(self._fit_sources(fit)[0], X_new, "X_new")
+        return X_new
+
     def latent_draws(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
         """m = W^T k* for every (thinned) draw, with k* built from that draw's beta and, when the kernel
         parameters are inferred, that draw's theta (3.26; digest §3.3): (L, n_new, C)."""
+        self.check_fit(fit)
+        X_new = self.check_inputs(fit, X_new)
+        checks.positive("PMKL", "max_draws", max_draws, integer=True)
         sources, X = self._fit_sources(fit)
-        X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
-        if X_new.shape[1] != X.shape[1]:
-            raise ValueError(f"X_new has {X_new.shape[1]} columns but the training inputs have {X.shape[1]}")
         W, beta = self._draws(fit, "W", max_draws), self._draws(fit, "beta", max_draws)
         if "theta" not in fit.idata.posterior:
-            return kernels.latent_means(kernels.base_grams(sources, X, X_new), W, beta, self.rule)
+            Ks = check_kernel_size(sources, kernels.base_grams(sources, X, X_new), "X_new")
+            return kernels.latent_means(Ks, W, beta, self.rule)
         theta = self._draws(fit, "theta", max_draws)
-        return np.stack([kernels.latent_means(kernels.base_grams(sources, X, X_new, theta[l]), W[l:l + 1], beta[l:l + 1],
-                                         self.rule)[0] for l in range(W.shape[0])])
+        return np.stack([kernels.latent_means(check_kernel_size(sources, kernels.base_grams(sources, X, X_new, theta[l]),
+                                                                "X_new"), W[l:l + 1], beta[l:l + 1], self.rule)[0]
+                         for l in range(W.shape[0])])
 
     def log_predict_all(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
         """log P(t* = i | x*) for every class (n_new, C): eq. 3.26, the quadrature of eq. 3.11 averaged over
@@ -469,11 +471,14 @@ class PMKL(Model):
         ``info_bits`` (mean log2 p(true) - log2 p_base(true), p_base = training class frequencies),
         ``n_relevant`` and ``beta_<source>`` (posterior mean of each combination weight).
         """
+        self.check_fit(fit)
         self.validate(data)
         X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)
         y = y.astype(int)
         logp = self.log_predict_all(fit, X)
         C = logp.shape[1]
+        if self.n_classes(data) != C:
+            raise ValueError(f"this fit has {C} classes but the data's training labels have {self.n_classes(data)}")
         lp_true = logp[np.arange(len(y)), y]
         base = np.bincount(data.y.astype(int), minlength=C) / data.n
         out = {"error_rate": float(np.mean(np.argmax(logp, 1) != y)),
@@ -522,11 +527,17 @@ def multisource_dataset(sources: dict, y, sources_test: dict | None = None, y_te
 
 def check_kernel_matrix(K, name: str = "kernel", tol: float = 1e-8) -> np.ndarray:
     """``K`` as float if it is a finite, symmetric positive semi-definite matrix; a ValueError otherwise."""
-    K = np.asarray(K, dtype=float)
+    try:
+        K = np.asarray(K, dtype=float)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a square matrix of numbers, got {type(K).__name__}") from None
     if K.ndim != 2 or K.shape[0] != K.shape[1]:
         raise ValueError(f"{name} must be a square matrix, got shape {K.shape}")
     if not np.all(np.isfinite(K)):
         raise ValueError(f"{name} contains NaN or inf")
+    if K.size and np.max(np.abs(K)) > MAX_KERNEL:
+        raise ValueError(f"{name} has entries up to {np.max(np.abs(K)):.3g}, beyond {MAX_KERNEL:.0e}; rescale it "
+                         f"(a kernel of about unit scale, e.g. divided by its largest diagonal entry)")
     scale = max(1.0, float(np.max(np.abs(K))))
     if np.max(np.abs(K - K.T)) > tol * scale:
         raise ValueError(f"{name} is not symmetric (max |K - K^T| = {np.max(np.abs(K - K.T)):.3g})")
@@ -534,3 +545,80 @@ def check_kernel_matrix(K, name: str = "kernel", tol: float = 1e-8) -> np.ndarra
     if lam < -tol * scale * K.shape[0]:
         raise ValueError(f"{name} is not positive semi-definite (smallest eigenvalue {lam:.3g})")
     return K
+
+
+def _text(value):
+    """A text option as given, anything else by its repr (an array is then refused by name, not compared)."""
+    return value if isinstance(value, str) else repr(value)
+
+
+def _check_source_spec(i: int, s: dict, default_kernel: str) -> None:
+    """One entry of ``PMKL(sources=...)`` in JSON form: a ValueError naming the source and the field otherwise."""
+    owner = f"PMKL source {s.get('name', i)!r}"
+    unknown = set(s) - {"name", "columns", "kernel", "theta", "degree", "gram"}
+    if unknown or "columns" not in s:
+        raise ValueError(f"{owner}: needs 'columns' and takes only name, columns, kernel, theta, degree, gram")
+    if "name" in s and not isinstance(s["name"], str):
+        raise ValueError(f"{owner}: name must be a string, got {s['name']!r}")
+    cols = s["columns"]
+    if not isinstance(cols, list) or not cols:
+        raise ValueError(f"{owner}: columns must be a non-empty list of column indices, got {cols!r}")
+    for c in cols:
+        checks.non_negative(owner, "columns", c, integer=True)
+    kernel = s.get("kernel", default_kernel)
+    if not isinstance(kernel, str) or kernel not in kernels.KERNELS:
+        raise ValueError(f"{owner}: kernel must be one of {kernels.KERNELS}, got {kernel!r}")
+    if (kernel == "precomputed") != ("gram" in s):
+        raise ValueError(f"{owner}: a 'gram' matrix goes with kernel 'precomputed' (and that kernel needs one)")
+    theta = s.get("theta")
+    if theta is not None:
+        if isinstance(theta, list) and len(theta) != len(cols):
+            raise ValueError(f"{owner}: theta must be one positive number or one per column ({len(cols)}), "
+                             f"got {theta!r}")
+        for value in (theta if isinstance(theta, list) else [theta]):
+            checks.positive(owner, "theta", value)
+    if "degree" in s:
+        checks.number(owner, "degree", s["degree"], low=1, high=MAX_DEGREE, low_inclusive=True, integer=True)
+    if "gram" in s:
+        s["gram"] = check_kernel_matrix(s["gram"], f"{owner}: gram")
+        if len(cols) != 1:
+            raise ValueError(f"{owner}: a precomputed kernel reads one column (the object index into its gram "
+                             f"matrix)")
+
+
+def check_source_inputs(sources, X: np.ndarray, what: str) -> None:
+    """The inputs ``X`` (rows of objects) as the sources read them: precomputed sources need object indices into
+    their gram matrices; feature-based ones inputs of about unit scale: |x| <= MAX_INPUT (rbf: sqrt(theta_d) |x_d|,
+    the scale its distances are taken on). Beyond that the rbf kernel's distances lose their accuracy and poly /
+    linear kernels overflow; standardised inputs (the loaders' ``standardize=True``) are well inside."""
+    if X.shape[0] == 0:
+        return
+    for s in sources:
+        cols = list(s.columns)
+        if s.kernel == "precomputed":
+            ids = X[:, cols[0]]
+            if np.any(ids != np.round(ids)) or ids.min() < 0 or ids.max() >= len(s.matrix):
+                raise ValueError(f"PMKL source {s.name!r}: column {cols[0]} of {what} must hold object indices "
+                                 f"0..{len(s.matrix) - 1} into its gram matrix")
+            continue
+        scaled = np.abs(X[:, cols])
+        if s.kernel == "rbf":
+            scaled = scaled * np.sqrt(s.theta_vector())
+        largest = float(np.max(scaled))
+        if largest > MAX_INPUT:
+            col = cols[int(np.argmax(np.max(scaled, axis=0)))]
+            scale = "sqrt(theta) |x|" if s.kernel == "rbf" else "|x|"
+            raise ValueError(f"PMKL source {s.name!r}: {what} reaches {scale} = {largest:.3g} (column {col}), beyond "
+                             f"{MAX_INPUT:.0e}: its {s.kernel} kernel is meant for inputs of about unit scale; "
+                             f"standardise the columns (e.g. the loaders' standardize=True)")
+
+
+def check_kernel_size(sources, Ks: np.ndarray, what: str) -> np.ndarray:
+    """``Ks`` (S, n1, n2) if every base kernel is finite and at most MAX_KERNEL in absolute value; else a ValueError
+    naming the source (a poly kernel of high degree on large inputs)."""
+    for s, K in zip(sources, Ks):
+        largest = float(np.max(np.abs(K))) if K.size else 0.0
+        if not largest <= MAX_KERNEL:
+            raise ValueError(f"PMKL source {s.name!r}: its {s.kernel} kernel on {what} reaches {largest:.3g}, beyond "
+                             f"{MAX_KERNEL:.0e}; standardise the inputs or lower the degree")
+    return Ks

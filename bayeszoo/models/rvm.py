@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model
 from bayeszoo.numerics.special import log_gamma_numpyro, pm_log_gamma, pt_log_ndtr
@@ -22,6 +23,14 @@ KERNELS = ("gauss", "poly", "sigmoid", "bspline", "linear")
 TASKS = ("regression", "classification")
 LINKS = ("logit", "probit")
 LOG_ALPHA_PRUNED = float(np.log(1e12))  # alpha above 1e12 counts as pruned ([P] step 4); stored at this value
+#: largest magnitude of an input, of a regression target and of a design-matrix entry: beyond it squares and sums
+#: of squares (distances, Phi^T Phi, t^T t) overflow double precision (docs/families/rvm.md, "Inputs")
+MAX_MAGNITUDE = 1e100
+#: smallest magnitude of nonzero regression targets (all zero is allowed): below it their squares underflow
+MIN_TARGET_SCALE = 1e-100
+#: a kernel matrix whose entries all lie within this fraction of its largest entry is numerically constant: its
+#: columns differ by less than Phi^T Phi resolves in double precision, so every basis function is the bias
+CONSTANT_KERNEL = 1e-8
 
 
 def kernel_matrix(X1, X2, kernel: str = "gauss", width: float = 1.0, degree: int = 2, offset: float = 1.0):
@@ -29,9 +38,13 @@ def kernel_matrix(X1, X2, kernel: str = "gauss", width: float = 1.0, degree: int
     X1 = np.atleast_2d(np.asarray(X1, dtype=float))
     X2 = np.atleast_2d(np.asarray(X2, dtype=float))
     if kernel in ("gauss", "bspline"):
+        # shifted to X2's mean first: |x1|^2 + |x2|^2 - 2 x1.x2 cancels catastrophically for inputs far from the
+        # origin (e.g. times in seconds since 1970); width^2 is never formed, so tiny widths do not underflow to 0
+        shift = X2.mean(0) if X2.shape[0] else 0.0
+        X1, X2 = X1 - shift, X2 - shift
         sq = (np.sum(X1**2, 1)[:, None] + np.sum(X2**2, 1)[None, :] - 2.0 * X1 @ X2.T).clip(min=0.0)
         if kernel == "gauss":
-            return np.exp(-sq / width**2)
+            return np.exp(-(sq / width) / width)
         return _bspline3(np.sqrt(sq) / width)
     inner = X1 @ X2.T
     if kernel == "linear":
@@ -51,12 +64,32 @@ def _bspline3(r):
 
 
 def check_gamma_hyperpriors(model) -> None:
-    """The Gamma(a, b) prior on the weight precisions and Gamma(c, d) on the noise precision must be proper."""
+    """The Gamma(a, b) prior on the weight precisions and Gamma(c, d) on the noise precision must be proper
+    (every one a finite number > 0); stores them as floats."""
     for name in ("a", "b", "c", "d"):
-        value = getattr(model, name)
-        if not (np.isfinite(value) and value > 0):
-            raise ValueError(f"{type(model).__name__} hyperparameter {name} must be > 0 (a proper Gamma prior), "
-                             f"got {value!r}")
+        setattr(model, name, checks.positive(type(model).__name__, name, getattr(model, name)))
+
+
+def check_scales(model, data: Dataset) -> None:
+    """Inputs (and regression targets) within the magnitudes the numerics handle (docs/families/rvm.md, "Inputs"):
+    |X| <= MAX_MAGNITUDE; regression targets all zero or with largest magnitude in
+    [MIN_TARGET_SCALE, MAX_MAGNITUDE]. Beyond these, squares and sums of squares overflow or underflow."""
+    name = type(model).__name__
+    for what, X in (("X", data.X), ("X_test", data.X_test)):
+        top = float(np.max(np.abs(X))) if X.size else 0.0
+        if top > MAX_MAGNITUDE:
+            raise ValueError(f"{name}: training inputs {what} reach {top:.3g} in magnitude; {name} takes inputs up to "
+                             f"{MAX_MAGNITUDE:g} (squared distances would overflow): rescale X (and the kernel width "
+                             f"with it), e.g. to unit standard deviation")
+    if model.is_classifier:
+        return
+    for what, y in (("y", data.y), ("y_test", data.y_test)):
+        top = float(np.max(np.abs(y))) if y.size else 0.0
+        if top > MAX_MAGNITUDE or 0.0 < top < MIN_TARGET_SCALE:
+            raise ValueError(f"{name}: regression targets {what} reach {top:.3g} in magnitude; {name} takes targets "
+                             f"between {MIN_TARGET_SCALE:g} and {MAX_MAGNITUDE:g} (or all zero), since the priors "
+                             f"on the weights and the noise are not scale-free: standardise y (e.g. "
+                             f"(y - mean) / sd) and transform predictions back")
 
 
 def check_task_matches_data(model, data: Dataset) -> None:
@@ -120,14 +153,13 @@ class RVM(Model):
     family = "rvm"
 
     def __post_init__(self):
-        if self.task not in TASKS:
-            raise ValueError(f"RVM task must be one of {TASKS}, got {self.task!r}")
-        if self.kernel not in KERNELS:
-            raise ValueError(f"RVM kernel must be one of {KERNELS}, got {self.kernel!r}")
-        if self.link not in LINKS:
-            raise ValueError(f"RVM link must be one of {LINKS}, got {self.link!r}")
-        if not (np.isfinite(self.width) and self.width > 0):
-            raise ValueError(f"RVM width must be a positive number, got {self.width!r}")
+        self.task = checks.choice("RVM", "task", self.task, TASKS)
+        self.kernel = checks.choice("RVM", "kernel", self.kernel, KERNELS)
+        self.width = checks.positive("RVM", "width", self.width)
+        self.degree = checks.positive("RVM", "degree", self.degree, integer=True)
+        self.offset = checks.number("RVM", "offset", self.offset)
+        self.bias = checks.flag("RVM", "bias", self.bias)
+        self.link = checks.choice("RVM", "link", self.link, LINKS)
         check_gamma_hyperpriors(self)
 
     @property
@@ -143,6 +175,7 @@ class RVM(Model):
     def validate(self, data: Dataset) -> None:
         super().validate(data)
         check_task_matches_data(self, data)
+        check_scales(self, data)
 
     def design(self, X_new, centers) -> np.ndarray:
         """Design matrix Phi (n_new x M): [1, K(x, x_1), ..., K(x, x_N)] with the bias column first."""
@@ -150,6 +183,57 @@ class RVM(Model):
         if self.bias:
             K = np.column_stack([np.ones(K.shape[0]), K])
         return K
+
+    def _kernel_text(self) -> str:
+        if self.kernel in ("gauss", "bspline"):
+            return f"kernel {self.kernel!r} of width {self.width:g}"
+        if self.kernel == "poly":
+            return f"kernel 'poly' of degree {self.degree} and offset {self.offset:g}"
+        if self.kernel == "sigmoid":
+            return f"kernel 'sigmoid' of width {self.width:g} and offset {self.offset:g}"
+        return "kernel 'linear'"
+
+    def training_design(self, data: Dataset) -> np.ndarray:
+        """Phi at the training inputs, checked before any work: finite, entries within MAX_MAGNITUDE (so that
+        Phi^T Phi is finite), and a kernel matrix that is not constant (every basis function would be the bias: a
+        width far larger than the distances between the inputs, or inputs that are all the same point)."""
+        with np.errstate(over="ignore", invalid="ignore"):
+            K = kernel_matrix(data.X, data.X, self.kernel, self.width, self.degree, self.offset)
+        top = float(np.max(np.abs(K))) if np.all(np.isfinite(K)) else np.inf
+        if top > MAX_MAGNITUDE:
+            raise ValueError(f"RVM: the {self._kernel_text()} overflows on these inputs (kernel values up to "
+                             f"{top:.3g}; the limit is {MAX_MAGNITUDE:g}): rescale X to near unit scale or choose "
+                             f"another kernel")
+        if np.max(K) - np.min(K) <= CONSTANT_KERNEL * top:
+            if np.all(data.X == data.X[0]):
+                why = f"all {data.n} training inputs are the same point"
+            elif self.kernel in ("gauss", "bspline"):
+                spread = float(np.max(np.ptp(data.X, axis=0)))
+                why = (f"the width is far larger than the distances between the inputs (their largest range is "
+                       f"{spread:.3g}); choose a width comparable to those distances")
+            else:
+                why = ("the inner products of the inputs do not change the kernel's value (inputs too close to zero, "
+                       "a width too large or an offset too large in magnitude); rescale X or change those options")
+            raise ValueError(f"RVM: the {self._kernel_text()} is constant on the training inputs, so every basis "
+                             f"function equals the bias and the model can only fit a constant: {why}")
+        if self.bias:
+            K = np.column_stack([np.ones(K.shape[0]), K])
+        return K
+
+    def _checked_design(self, fit, X_new) -> np.ndarray:
+        """Phi at X_new for a fit made with this model, after checking the fit and the inputs."""
+        self.check_fit(fit)
+        X_new = self.check_inputs(fit, X_new)
+        top = float(np.max(np.abs(X_new))) if X_new.size else 0.0
+        if top > MAX_MAGNITUDE:
+            raise ValueError(f"RVM: X_new reaches {top:.3g} in magnitude; the limit is {MAX_MAGNITUDE:g}")
+        centers = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
+        with np.errstate(over="ignore", invalid="ignore"):
+            Phi = self.design(X_new, centers)
+        if not np.all(np.isfinite(Phi)) or (Phi.size and np.max(np.abs(Phi)) > MAX_MAGNITUDE):
+            raise ValueError(f"RVM: the {self._kernel_text()} overflows at X_new (the limit is {MAX_MAGNITUDE:g}); "
+                             f"X_new must be on the scale of the training inputs")
+        return Phi
 
     def n_basis(self, data: Dataset) -> int:
         return data.n + int(self.bias)
@@ -168,7 +252,7 @@ class RVM(Model):
 
     # ---- declarations --------------------------------------------------------------------------------
     def _arrays(self, data: Dataset):
-        Phi = self.design(data.X, data.X)
+        Phi = self.training_design(data)
         return Phi, np.asarray(data.y, dtype=float)
 
     def pymc_model(self, data: Dataset):
@@ -234,15 +318,21 @@ class RVM(Model):
     def predict_draws(self, fit, X_new) -> np.ndarray:
         """Latent f(x) = Phi(x) w for every posterior draw: (chain * draw, n_new).
 
-        The kernel centres are the training inputs stored with the fit (``idata.constant_data["X"]``).
+        The kernel centres are the training inputs stored with the fit (``idata.constant_data["X"]``). A ValueError
+        names the problem when the fit was made with another model (``check_fit``) or X_new is not a finite matrix
+        with the training inputs' columns (``check_inputs``).
         """
-        centers = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
-        Phi = self.design(np.atleast_2d(np.asarray(X_new, dtype=float)), centers)
+        Phi = self._checked_design(fit, X_new)
         w = self._draws(fit, "w")
         if w.shape[1] != Phi.shape[1]:
             raise ValueError(f"fit has {w.shape[1]} weights but this model's basis has {Phi.shape[1]} functions; "
                              f"was the fit made with a different RVM (bias / kernel)?")
-        return w @ Phi.T
+        with np.errstate(over="ignore", invalid="ignore"):
+            f = w @ Phi.T
+        if not np.all(np.isfinite(f)):
+            raise ValueError("RVM: the latent function overflows at X_new (weights times kernel values beyond double "
+                             "precision); X_new must be on the scale of the training inputs")
+        return f
 
     def _prob_draws(self, f):
         from scipy.special import expit, ndtr
@@ -274,6 +364,7 @@ class RVM(Model):
 
     def relevance(self, fit, data: Dataset | None = None) -> np.ndarray:
         """Per-basis relevance r_i = rms_n |phi_i(x_n)| / sqrt(median alpha_i) / target scale (see n_relevant)."""
+        self.check_fit(fit)
         centers = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
         Phi = self.design(centers, centers)
         rms = np.sqrt(np.mean(Phi**2, axis=0))
@@ -312,6 +403,7 @@ class RVM(Model):
         from scipy.special import logsumexp
 
         self.validate(data)
+        self.check_fit(fit)
         X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)
         f = self.predict_draws(fit, X)
         S = f.shape[0]

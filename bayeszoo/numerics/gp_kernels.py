@@ -72,35 +72,77 @@ def _check(kind, X1, X2, hyp, degree):
     return X1, X2, hyp
 
 
-def _sqdist(X1, X2):
-    return (np.sum(X1**2, 1)[:, None] + np.sum(X2**2, 1)[None, :] - 2.0 * X1 @ X2.T).clip(min=0.0)
+def _exponent(*arrays) -> int:
+    """e with max |entry| < 2^e (0 for all-zero or empty arrays): dividing by 2^e is exact and brings every
+    entry into [-1, 1]."""
+    top = max((float(np.max(np.abs(a), initial=0.0)) for a in arrays), default=0.0)
+    return int(np.frexp(top)[1]) if top > 0 else 0
+
+
+def _sqdist(X1, X2, ell=1.0):
+    """|x / ell - z / ell|^2 for every pair of rows. The inputs are scaled by a power of two into [-1, 1] and
+    centred before the squares are formed, so neither large inputs (|x| ~ 1e300) overflow nor inputs far from
+    the origin lose their differences to cancellation; a distance beyond the float range is inf."""
+    e = _exponent(X1, X2)
+    U1, U2 = np.ldexp(X1, -e) / ell, np.ldexp(X2, -e) / ell
+    centre = 0.5 * (np.max(U1, 0, initial=-np.inf) + np.min(U1, 0, initial=np.inf)) if U1.shape[0] else 0.0
+    U1, U2 = U1 - centre, U2 - centre
+    D = (np.sum(U1**2, 1)[:, None] + np.sum(U2**2, 1)[None, :] - 2.0 * U1 @ U2.T).clip(min=0.0)
+    with np.errstate(over="ignore"):
+        return np.ldexp(D, 2 * e)
+
+
+def _times(K, R):
+    """K * R elementwise with 0 where K is 0 (R may be inf there: a distance beyond the float range)."""
+    with np.errstate(invalid="ignore", over="ignore"):
+        return np.where(K == 0.0, 0.0, K * R)
+
+
+#: exp(-t) is 0 in double precision beyond this, so the Matern forms are evaluated at min(t, T_MAX) (no inf * 0)
+_T_MAX = 800.0
+
+
+def _matern_t(r2, nu_times_2):
+    return np.minimum(np.sqrt(nu_times_2 * r2), _T_MAX)
 
 
 def _nn_parts(X1, X2, ell):
-    a1 = np.sum(X1**2, 1) / ell**2
-    a2 = np.sum(X2**2, 1) / ell**2
-    S = 1.0 + (X1 @ X2.T) / ell**2
-    D1, D2 = 2.0 + a1, 2.0 + a2
+    """S = 1 + x.z / ell^2, D = 2 + |x|^2 / ell^2 (rows of X1, X2), s = S / sqrt(D1 D2), all divided by c^2 =
+    4^e (inputs scaled by the power of two 2^e that brings them into [-1, 1], when that is a reduction) so that no
+    square overflows; s is unchanged by the scaling."""
+    e = max(_exponent(X1, X2), 0)
+    c2 = np.ldexp(1.0, -2 * e)                            # 1 / c^2 (0 when it underflows: the limit is exact)
+    U1, U2 = np.ldexp(X1, -e) / ell, np.ldexp(X2, -e) / ell
+    S = c2 + U1 @ U2.T
+    D1, D2 = 2.0 * c2 + np.sum(U1**2, 1), 2.0 * c2 + np.sum(U2**2, 1)
     s = S / np.sqrt(D1[:, None] * D2[None, :])
-    return S, D1, D2, np.clip(s, -1.0, 1.0)
+    return S, D1, D2, np.clip(s, -1.0, 1.0), c2
 
 
 def kernel_matrix(kind: str, X1, X2, hyp, degree: int = 2) -> np.ndarray:
     """Covariance matrix k(X1[i], X2[j]) (n1 x n2), no jitter. ``X2=None`` means X2 = X1."""
     X1, X2, hyp = _check(kind, X1, X2, hyp, degree)
+    with np.errstate(over="ignore", invalid="ignore"):
+        K = _kernel_matrix(kind, X1, X2, hyp, degree)
+    if not np.all(np.isfinite(K)):
+        raise ValueError(f"GP kernel {kind!r} with log-hyperparameters {hyp.tolist()} overflows at these inputs "
+                         f"(largest |x| = {max(np.max(np.abs(X1), initial=0.0), np.max(np.abs(X2), initial=0.0)):.3g}); "
+                         f"standardise the inputs")
+    return K
+
+
+def _kernel_matrix(kind, X1, X2, hyp, degree):
     if kind in ("se", "se_ard", "matern32", "matern52"):
         sf2 = np.exp(2.0 * hyp[-1])
         if kind == "se_ard":
-            ell = np.exp(hyp[:-1])
-            return sf2 * np.exp(-0.5 * _sqdist(X1 / ell, X2 / ell))
-        ell = np.exp(hyp[0])
-        r2 = _sqdist(X1, X2) / ell**2
+            return sf2 * np.exp(-0.5 * _sqdist(X1, X2, np.exp(hyp[:-1])))
+        r2 = _sqdist(X1, X2, np.exp(hyp[0]))
         if kind == "se":
             return sf2 * np.exp(-0.5 * r2)
         if kind == "matern32":
-            t = np.sqrt(3.0 * r2)
+            t = _matern_t(r2, 3.0)
             return sf2 * (1.0 + t) * np.exp(-t)
-        t = np.sqrt(5.0 * r2)
+        t = _matern_t(r2, 5.0)
         return sf2 * (1.0 + t + t**2 / 3.0) * np.exp(-t)
     if kind == "linear":
         return (X1 @ X2.T + 1.0) * np.exp(-2.0 * hyp[0])
@@ -116,13 +158,15 @@ def kernel_diag(kind: str, X, hyp, degree: int = 2) -> np.ndarray:
     X, _, hyp = _check(kind, X, None, hyp, degree)
     if kind in ("se", "se_ard", "matern32", "matern52"):
         return np.full(X.shape[0], np.exp(2.0 * hyp[-1]))
-    sq = np.sum(X**2, 1)
-    if kind == "linear":
-        return (sq + 1.0) * np.exp(-2.0 * hyp[0])
-    if kind == "poly":
-        return np.exp(2.0 * hyp[1]) * (np.exp(hyp[0]) + sq) ** int(degree)
-    a = sq / np.exp(2.0 * hyp[0])
-    return np.exp(2.0 * hyp[1]) * np.arcsin((1.0 + a) / (2.0 + a))
+    with np.errstate(over="ignore", invalid="ignore"):     # linear / poly: inf where the variance overflows
+        sq = np.sum(X**2, 1)
+        if kind == "linear":
+            return (sq + 1.0) * np.exp(-2.0 * hyp[0])
+        if kind == "poly":
+            return np.exp(2.0 * hyp[1]) * (np.exp(hyp[0]) + sq) ** int(degree)
+        a = sq / np.exp(2.0 * hyp[0])
+        ratio = np.where(np.isfinite(a), (1.0 + a) / (2.0 + a), 1.0)     # nn: -> 1 for |x| -> inf
+    return np.exp(2.0 * hyp[1]) * np.arcsin(ratio)
 
 
 def kernel_grad(kind: str, X, hyp, degree: int = 2) -> list[np.ndarray]:
@@ -130,20 +174,19 @@ def kernel_grad(kind: str, X, hyp, degree: int = 2) -> list[np.ndarray]:
     X, _, hyp = _check(kind, X, None, hyp, degree)
     K = kernel_matrix(kind, X, X, hyp, degree)
     if kind == "se":
-        r2 = _sqdist(X, X) / np.exp(2.0 * hyp[0])
-        return [K * r2, 2.0 * K]
+        return [_times(K, _sqdist(X, X, np.exp(hyp[0]))), 2.0 * K]
     if kind == "se_ard":
         ell = np.exp(hyp[:-1])
-        grads = [K * (X[:, j][:, None] - X[:, j][None, :]) ** 2 / ell[j] ** 2 for j in range(X.shape[1])]
+        grads = [_times(K, _sqdist(X[:, j:j + 1], X[:, j:j + 1], ell[j])) for j in range(X.shape[1])]
         return grads + [2.0 * K]
     if kind in ("matern32", "matern52"):
         sf2 = np.exp(2.0 * hyp[1])
-        r2 = _sqdist(X, X) / np.exp(2.0 * hyp[0])
+        r2 = _sqdist(X, X, np.exp(hyp[0]))
         if kind == "matern32":
-            t = np.sqrt(3.0 * r2)
+            t = _matern_t(r2, 3.0)
             dell = sf2 * t**2 * np.exp(-t)                     # dK/dt * dt/dlog ell, dt/dlog ell = -t
         else:
-            t = np.sqrt(5.0 * r2)
+            t = _matern_t(r2, 5.0)
             dell = sf2 * t**2 * (1.0 + t) * np.exp(-t) / 3.0
         return [dell, 2.0 * K]
     if kind == "linear":
@@ -152,9 +195,9 @@ def kernel_grad(kind: str, X, hyp, degree: int = 2) -> list[np.ndarray]:
         c, sf2, p = np.exp(hyp[0]), np.exp(2.0 * hyp[1]), int(degree)
         return [sf2 * p * (c + X @ X.T) ** (p - 1) * c, 2.0 * K]
     ell, sf2 = np.exp(hyp[0]), np.exp(2.0 * hyp[1])     # nn
-    S, D1, D2, s = _nn_parts(X, X, ell)
-    dS = -2.0 * (S - 1.0)                                 # d/dlog ell of 1 + x.z / ell^2
-    dD1, dD2 = -2.0 * (D1 - 2.0), -2.0 * (D2 - 2.0)
+    S, D1, D2, s, c2 = _nn_parts(X, X, ell)               # all divided by c^2, which leaves ds unchanged
+    dS = -2.0 * (S - c2)                                  # d/dlog ell of 1 + x.z / ell^2
+    dD1, dD2 = -2.0 * (D1 - 2.0 * c2), -2.0 * (D2 - 2.0 * c2)
     root = np.sqrt(D1[:, None] * D2[None, :])
     ds = (dS - S * (0.5 * dD1[:, None] / D1[:, None] + 0.5 * dD2[None, :] / D2[None, :])) / root
     with np.errstate(divide="ignore", invalid="ignore"):

@@ -43,10 +43,10 @@ import warnings
 import numpy as np
 from scipy import optimize
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
-
 from bayeszoo.inference._gaussian import gaussian_draws
-from bayeszoo.inference._options import Timer, positive
+from bayeszoo.inference._options import Timer
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.inference.rvm import _common as C
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
@@ -70,6 +70,7 @@ OPTIONS = {
     "min_peak": Option(0.05, "a basis must reach this value at one training input at least, in [0, 1)"),
     "dictionary": Option(None, "fixed candidate kernels (centres (J, D), widths (J,) or (J, K)), not optimised; "
                                "None: random candidates"),
+    "max_cost": Option(1e12, "PLACEHOLDER"),
     "noise_whitener": Option(None, "N x N matrix W that makes the noise of W t white (known coloured noise): "
                                    "W t is fitted with bases W phi; None: white noise"),
 }
@@ -77,30 +78,30 @@ OPTIONS = {
 DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}
 
 
+OWNER = "backend 'arvm'"
+
+
 def check(opts: dict) -> dict:
     """Validates the resolved options (every name of ``OPTIONS``); returns them with ``dictionary`` and
     ``noise_whitener`` as float arrays."""
     opts = dict(opts)
     for name in ("n_candidates", "max_iter", "patience", "hyper_sweeps"):
-        positive(name, opts[name], integer=True)
+        opts[name] = checks.positive(OWNER, name, opts[name], integer=True)
     for name in ("candidate_iter", "joint_iter"):
-        if isinstance(opts[name], bool) or not isinstance(opts[name], (int, np.integer)) or opts[name] < 0:
-            raise ValueError(f"option {name} must be an integer >= 0, got {opts[name]!r}")
-    for name in ("tol", "prune_alpha", "delta_max"):
-        positive(name, opts[name])
-    if not (isinstance(opts["min_peak"], (int, float)) and 0 <= opts["min_peak"] < 1):
-        raise ValueError(f"option min_peak must be a number in [0, 1), got {opts['min_peak']!r}")
+        opts[name] = checks.non_negative(OWNER, name, opts[name], integer=True)
+    for name in ("tol", "prune_alpha", "delta_max", "max_cost"):
+        opts[name] = checks.positive(OWNER, name, opts[name])
+    opts["min_peak"] = checks.number(OWNER, "min_peak", opts["min_peak"], low=0, low_inclusive=True, high=1,
+                                     high_inclusive=False)
     for name in ("beta", "init_beta", "min_alpha"):
-        if opts[name] is not None:
-            positive(name, opts[name])
-    if opts["alpha_update"] not in ("exact", "paper"):
-        raise ValueError(f"option alpha_update must be 'exact' or 'paper', got {opts['alpha_update']!r}")
+        opts[name] = checks.positive(OWNER, name, opts[name], allow_none=True)
+    checks.choice(OWNER, "alpha_update", opts["alpha_update"], ("exact", "paper"))
     if opts["dictionary"] is not None:
         opts["dictionary"] = _check_dictionary(opts["dictionary"])
     if opts["noise_whitener"] is not None:
         W = _float_array(opts["noise_whitener"], "noise_whitener")
         if W.ndim != 2 or W.shape[0] != W.shape[1] or not np.all(np.isfinite(W)):
-            raise ValueError(f"option noise_whitener must be a finite square matrix, got shape {W.shape}")
+            raise ValueError(f"{OWNER}: noise_whitener must be a finite square matrix, got shape {W.shape}")
         opts["noise_whitener"] = W
     return opts
 
@@ -109,23 +110,23 @@ def _float_array(value, name):
     try:
         return np.asarray(value, dtype=float)
     except (TypeError, ValueError):
-        raise ValueError(f"option {name} must be numbers, got {type(value).__name__}") from None
+        raise ValueError(f"{OWNER}: {name} must be numbers, got {type(value).__name__}") from None
 
 
 def _check_dictionary(dictionary):
     """``(centres (J, D), widths (J, K))`` as float arrays, or a ValueError naming the problem."""
     if not isinstance(dictionary, (tuple, list)) or len(dictionary) != 2:
-        raise ValueError("option dictionary must be a pair (centres (J, D), widths (J,) or (J, K))")
+        raise ValueError(f"{OWNER}: dictionary must be a pair (centres (J, D), widths (J,) or (J, K))")
     centres, widths = (_float_array(a, "dictionary") for a in dictionary)
     if centres.ndim == 1:
         centres = centres[:, None]
     if widths.ndim == 1:
         widths = widths[:, None]
     if centres.ndim != 2 or widths.ndim != 2 or centres.shape[0] != widths.shape[0] or centres.shape[0] == 0:
-        raise ValueError(f"option dictionary needs centres (J, D) and widths (J,) or (J, K) for the same J >= 1; "
+        raise ValueError(f"{OWNER}: dictionary needs centres (J, D) and widths (J,) or (J, K) for the same J >= 1; "
                          f"got {centres.shape} and {widths.shape}")
     if not (np.all(np.isfinite(centres)) and np.all(np.isfinite(widths)) and np.all(widths > 0)):
-        raise ValueError("option dictionary needs finite centres and finite positive widths")
+        raise ValueError(f"{OWNER}: dictionary needs finite centres and finite positive widths")
     return centres, widths
 
 
@@ -414,10 +415,15 @@ def batched_bfgs(fun, x0, maxiter: int):
         scale = first[acc] & upd                             # Nocedal & Wright (6.20): scale before the first update
         Hinv[acc[scale]] = eye * (sy[scale] / np.maximum(np.sum(yv[scale] ** 2, 1), 1e-300))[:, None, None]
         first[acc[scale]] = False
-        rho = 1.0 / np.where(upd, sy, 1.0)
-        V = eye - rho[:, None, None] * np.einsum("bi,bj->bij", sv, yv)
-        H_new = np.einsum("bij,bjk,blk->bil", V, Hinv[acc], V) + rho[:, None, None] * np.einsum("bi,bj->bij", sv, sv)
-        Hinv[acc[upd]] = H_new[upd]
+        # H <- V H V^T + rho s s^T with V = I - rho s y^T, expanded so that it costs O(P^2) per problem:
+        # H - rho (s (y^T H) + (H y) s^T) + rho^2 (y^T H y) s s^T + rho s s^T
+        rows = acc[upd]
+        if rows.size:
+            H, s_, y_, r_ = Hinv[rows], sv[upd], yv[upd], 1.0 / sy[upd]
+            Hy, yH = np.einsum("bij,bj->bi", H, y_), np.einsum("bj,bjk->bk", y_, H)
+            coef = r_ * r_ * np.sum(y_ * Hy, 1) + r_
+            Hinv[rows] = (H - r_[:, None, None] * (s_[:, :, None] * yH[:, None, :] + Hy[:, :, None] * s_[:, None, :])
+                          + coef[:, None, None] * (s_[:, :, None] * s_[:, None, :]))
         x[acc], f[acc], g[acc] = xn, fn[ok], gn
     return x, f
 
@@ -706,13 +712,13 @@ def _check_against_data(model, data, opts):
         centres, widths = opts["dictionary"]
         K = model.width_dims(data.d)
         if centres.shape[1] != data.d or widths.shape[1] != K:
-            raise ValueError(f"option dictionary needs centres (J, {data.d}) and widths (J, {K}) for this model and "
+            raise ValueError(f"{OWNER}: dictionary needs centres (J, {data.d}) and widths (J, {K}) for this model and "
                              f"data; got {centres.shape} and {widths.shape}")
     if opts["noise_whitener"] is not None:
         if model.is_classifier:
-            raise ValueError("option noise_whitener applies to regression only")
+            raise ValueError(f"{OWNER}: noise_whitener applies to regression only")
         if opts["noise_whitener"].shape[0] != data.n:
-            raise ValueError(f"option noise_whitener must be {data.n} x {data.n} (one row per training point), "
+            raise ValueError(f"{OWNER}: noise_whitener must be {data.n} x {data.n} (one row per training point), "
                              f"got {opts['noise_whitener'].shape}")
 
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bayeszoo.inference._options import Timer, positive  # noqa: F401  (re-exported)
+from bayeszoo.inference._options import Timer  # noqa: F401  (re-exported)
 
 from bayeszoo.numerics import fft as _fft
 
@@ -79,9 +79,9 @@ def default_counts(model, data, *, chains: int, tune_per_draw: float) -> dict:
     return {"draws": draws, "tune": int(round(tune_per_draw * draws)), "chains": chains}
 
 
-def bool_option(name: str, value) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"option {name} must be True or False, got {value!r}")
+def owner(backend: str) -> str:
+    """Who the options belong to, as the errors name it."""
+    return f"BID backend {backend!r}"
 
 
 def gamma_log_prior(shape: float, rate: float, E_x, E_log_x):

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
@@ -42,11 +43,12 @@ SLICE_WIDTH = 0.1      # initial bracket of the slice sampler in s = log scale (
 
 
 def _check(opts: dict) -> dict:
-    C.positive("thin", opts["thin"], integer=True)
-    C.positive("cg_iter", opts["cg_iter"], integer=True)
-    C.positive("cg_tol", opts["cg_tol"])
-    C.positive("jitter", opts["jitter"])
-    C.bool_option("scale_move", opts["scale_move"])
+    who = C.owner("gibbs")
+    checks.positive(who, "thin", opts["thin"], integer=True)
+    checks.positive(who, "cg_iter", opts["cg_iter"], integer=True)
+    checks.positive(who, "cg_tol", opts["cg_tol"])
+    checks.positive(who, "jitter", opts["jitter"])
+    checks.flag(who, "scale_move", opts["scale_move"])
     return opts
 
 

@@ -34,7 +34,7 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import digamma
 
-from bayeszoo import registry
+from bayeszoo import checks, registry
 from bayeszoo.fit import build_fit
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
@@ -300,21 +300,20 @@ class VBState:
 
 
 def _check(opts: dict) -> dict:
-    for name in ("max_iter", "cg_iter"):
-        C.positive(name, opts[name], integer=True)
+    who = C.owner("vb")
+    for name in ("max_iter", "cg_iter", "anneal_iter"):
+        checks.positive(who, name, opts[name], integer=True)
     for name in ("tol", "cg_tol", "init_alpha", "init_beta", "init_gamma"):
-        C.positive(name, opts[name])
-    C.bool_option("learn_noise_prior", opts["learn_noise_prior"])
-    C.positive("anneal_iter", opts["anneal_iter"], integer=True)
+        checks.positive(who, name, opts[name])
+    checks.flag(who, "learn_noise_prior", opts["learn_noise_prior"])
     temps = opts["anneal_temperatures"]
-    if isinstance(temps, (str, bytes)) or not hasattr(temps, "__len__") or len(temps) == 0:
-        raise ValueError(f"option anneal_temperatures must be a non-empty sequence of numbers >= 1, got {temps!r}")
+    temps = temps.tolist() if isinstance(temps, np.ndarray) else temps
+    if not isinstance(temps, (list, tuple)) or len(temps) == 0:
+        raise ValueError(f"{who}: anneal_temperatures must be a non-empty sequence of numbers >= 1, got {temps!r}")
     for t in temps:
-        if isinstance(t, bool) or not isinstance(t, (int, float, np.integer, np.floating)) or not np.isfinite(t) \
-                or t < 1:
-            raise ValueError(f"option anneal_temperatures must hold numbers >= 1 (1 is plain VB), got {temps!r}")
+        checks.number(who, "anneal_temperatures", t, low=1, low_inclusive=True)
     if any(t > 1 for t in temps) and opts["anneal_iter"] >= opts["max_iter"]:
-        raise ValueError(f"option anneal_iter ({opts['anneal_iter']}) must be below max_iter ({opts['max_iter']}) "
+        raise ValueError(f"{who}: anneal_iter ({opts['anneal_iter']}) must be below max_iter ({opts['max_iter']}) "
                          f"so that annealed runs end at the bound itself")
     return opts
 

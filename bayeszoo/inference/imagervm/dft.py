@@ -32,9 +32,9 @@ import warnings
 
 import numpy as np
 
-from bayeszoo import registry
+from bayeszoo import checks, registry
 from bayeszoo.fit import build_fit
-from bayeszoo.inference._options import Timer, positive
+from bayeszoo.inference._options import Timer
 from bayeszoo.inference.rvm import _common as rvm_common
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics import allocator
@@ -67,17 +67,15 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 
 def check(opts: dict) -> dict:
-    if opts["approx"] not in APPROXIMATIONS:
-        raise ValueError(f"option approx must be one of {APPROXIMATIONS}, got {opts['approx']!r}")
-    positive("max_iter", opts["max_iter"], integer=True)
-    positive("cg_max_iter", opts["cg_max_iter"], integer=True)
+    who = "ImageRVM backend 'dft'"
+    checks.choice(who, "approx", opts["approx"], APPROXIMATIONS)
+    checks.positive(who, "max_iter", opts["max_iter"], integer=True)
+    checks.positive(who, "cg_max_iter", opts["cg_max_iter"], integer=True)
     for name in ("tol", "prune_alpha", "cg_tol", "max_draw_values"):
-        positive(name, opts[name])
+        checks.positive(who, name, opts[name])
     for name in ("init_alpha", "init_beta"):
-        if opts[name] is not None:
-            positive(name, opts[name])
-    if opts["w_draws"] not in W_DRAWS:
-        raise ValueError(f"option w_draws must be one of {W_DRAWS}, got {opts['w_draws']!r}")
+        checks.positive(who, name, opts[name], allow_none=True)
+    checks.choice(who, "w_draws", opts["w_draws"], W_DRAWS)
     return opts
 
 
@@ -100,9 +98,11 @@ def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: boo
 
 
 def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
-    from bayeszoo.datasets.bid_data import check_image
+    from bayeszoo.datasets.bid_data import check_image, check_intensities
+    from bayeszoo.models.imagervm import ZERO_IMAGE
 
     t = check_image(image, "observed image")
+    check_intensities(t, "ImageRVM: the observed image", zero=ZERO_IMAGE)
     shape = t.shape
     model.check_kernels_fit(shape)
     allocator.keep_temporaries_on_the_heap()     # image-sized temporaries in every CG product

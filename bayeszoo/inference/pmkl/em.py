@@ -18,8 +18,9 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
-from bayeszoo.inference._options import Timer, positive
+from bayeszoo.inference._options import Timer
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 
@@ -118,16 +119,20 @@ def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta
             "iterations": len(trace), "converged": converged}
 
 
-def check_flag(name, value) -> None:
-    if not isinstance(value, (bool, np.bool_)):
-        raise ValueError(f"option {name} must be True or False, got {value!r}")
+def owner(backend: str) -> str:
+    """Who the options belong to, as the errors name it."""
+    return f"PMKL backend {backend!r}"
 
 
-def _check(opts: dict) -> dict:
-    positive("max_iter", opts["max_iter"], integer=True)
-    positive("tol", opts["tol"])
-    check_flag("learn_beta", opts["learn_beta"])
-    return opts
+def _checker(backend: str):
+    def check(opts: dict) -> dict:
+        who = owner(backend)
+        checks.positive(who, "max_iter", opts["max_iter"], integer=True)
+        checks.positive(who, "tol", opts["tol"])
+        checks.flag(who, "learn_beta", opts["learn_beta"])
+        return opts
+
+    return check
 
 
 def _run(variant, model, data, draws, chains, seed, progress, opts):
@@ -142,14 +147,14 @@ def _run(variant, model, data, draws, chains, seed, progress, opts):
                      info=info)
 
 
-@register("em", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS, check=_check,
+@register("em", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS, check=_checker("em"),
           defaults=APPROXIMATION_DEFAULTS, description="EM point estimates with the beta QP (Algorithm 5)")
 def run_em(model, data, *, draws, tune, chains, seed, progress, **opts):
     """EM (Algorithm 5): E-steps for Y and A, M-step for W, QP for beta."""
     return _run("em", model, data, draws, chains, seed, progress, opts)
 
 
-@register("map", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS, check=_check,
+@register("map", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS, check=_checker("map"),
           defaults=APPROXIMATION_DEFAULTS, description="MAP point estimates with the beta QP (Algorithm 4)")
 def run_map(model, data, *, draws, tune, chains, seed, progress, **opts):
     """MAP (Algorithm 4): modes for Y and A, M-step for W, QP for beta."""

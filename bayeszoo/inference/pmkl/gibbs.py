@@ -44,13 +44,15 @@ import numpy as np
 from scipy import linalg as sla
 from scipy.special import gammaln
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
-from bayeszoo.inference._options import Timer, positive
+from bayeszoo.inference._options import Timer
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 
 from . import _common as MK
+from .em import owner
 
 OPTIONS = {
     "thin": Option(1, "keep every thin-th sweep after warm-up"),
@@ -487,21 +489,20 @@ def gibbs_sample(model, data, *, draws, tune, chains, seed, thin=1, beta_steps=1
 
 
 def _check(opts: dict) -> dict:
+    who = owner("gibbs")
     for name in ("thin", "beta_steps", "theta_steps"):
-        positive(name, opts[name], integer=True)
-    if opts["beta_step"] not in ("marginal", "conditional"):
-        raise ValueError(f"option beta_step must be 'marginal' or 'conditional', got {opts['beta_step']!r}")
-    if opts["y_step"] not in ("conditional", "collapsed"):
-        raise ValueError(f"option y_step must be 'conditional' or 'collapsed', got {opts['y_step']!r}")
-    if opts["fix_alpha"] is not None:
-        positive("fix_alpha", opts["fix_alpha"])
-    if opts["fix_beta"] is not None:
-        try:
-            fb = np.asarray(opts["fix_beta"], float)
-        except (TypeError, ValueError):
-            fb = np.full(0, np.nan)
-        if fb.ndim != 1 or fb.size == 0 or np.any(~np.isfinite(fb)) or np.any(fb < 0):
-            raise ValueError(f"option fix_beta must be a sequence of non-negative weights, got {opts['fix_beta']!r}")
+        checks.positive(who, name, opts[name], integer=True)
+    checks.choice(who, "beta_step", opts["beta_step"], ("marginal", "conditional"))
+    checks.choice(who, "y_step", opts["y_step"], ("conditional", "collapsed"))
+    checks.positive(who, "fix_alpha", opts["fix_alpha"], allow_none=True)
+    fb = opts["fix_beta"]
+    if fb is not None:
+        weights = np.asarray(fb, dtype=object) if isinstance(fb, (list, tuple, np.ndarray)) else None
+        if weights is None or weights.ndim != 1 or weights.size == 0:
+            raise ValueError(f"{who}: fix_beta must be None or a flat sequence of non-negative weights (one per "
+                             f"source), got {fb!r}")
+        for value in weights:
+            checks.non_negative(who, "fix_beta", value)
     return opts
 
 
@@ -509,7 +510,8 @@ def check_fix_beta(model, data, fix_beta) -> None:
     """fix_beta holds one weight per source of this model on this data (known only with the data)."""
     S = len(model.source_list(data))
     if fix_beta is not None and np.shape(fix_beta) != (S,):
-        raise ValueError(f"option fix_beta must be {S} non-negative weights (one per source), got {fix_beta!r}")
+        raise ValueError(f"{owner('gibbs')}: fix_beta must be {S} non-negative weights (one per source), "
+                         f"got {fix_beta!r}")
 
 
 @register("gibbs", kind="mcmc", family="pmkl", options=OPTIONS, check=_check,

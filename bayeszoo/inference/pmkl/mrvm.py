@@ -28,12 +28,13 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
-from bayeszoo.inference._options import Timer, positive
+from bayeszoo import checks
+from bayeszoo.inference._options import Timer
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 
 from . import _common as MK
-from .em import APPROXIMATION_DEFAULTS, check_flag, check_rule, fixed_kernels, point_fit, train_loglik
+from .em import APPROXIMATION_DEFAULTS, check_rule, fixed_kernels, owner, point_fit, train_loglik
 
 _LEARN_BETA = Option(True, "estimate the kernel weights beta by the simplex QP (convex rule; the mean rule keeps "
                            "them equal)")
@@ -54,19 +55,20 @@ OPTIONS2 = {
 
 
 def _check1(opts: dict) -> dict:
+    who = owner("mrvm1")
     for name in ("max_iter", "min_iter"):
-        if opts[name] is not None:
-            positive(name, opts[name], integer=True)
-    positive("threshold", opts["threshold"])
-    check_flag("learn_beta", opts["learn_beta"])
+        checks.positive(who, name, opts[name], integer=True, allow_none=True)
+    checks.positive(who, "threshold", opts["threshold"])
+    checks.flag(who, "learn_beta", opts["learn_beta"])
     return opts
 
 
 def _check2(opts: dict) -> dict:
-    positive("max_iter", opts["max_iter"], integer=True)
+    who = owner("mrvm2")
+    checks.positive(who, "max_iter", opts["max_iter"], integer=True)
     for name in ("tol", "tau", "nu", "prune"):
-        positive(name, opts[name])
-    check_flag("learn_beta", opts["learn_beta"])
+        checks.positive(who, name, opts[name])
+    checks.flag(who, "learn_beta", opts["learn_beta"])
     return opts
 
 

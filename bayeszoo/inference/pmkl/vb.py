@@ -36,14 +36,15 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
-from bayeszoo.inference._options import Timer, positive
+from bayeszoo.inference._options import Timer
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 
 from . import _common as MK
-from .em import APPROXIMATION_DEFAULTS, check_flag
+from .em import APPROXIMATION_DEFAULTS, owner
 
 OPTIONS = {
     "max_iter": Option(100, "largest number of iterations"),
@@ -267,16 +268,14 @@ def vb_predictive(model, state, Ks_test):
 
 
 def _check(opts: dict) -> dict:
-    positive("max_iter", opts["max_iter"], integer=True)
-    positive("tol", opts["tol"])
-    positive("is_samples", opts["is_samples"], integer=True)
-    if opts["is_pool"] not in ("accumulate", "fresh"):
-        raise ValueError(f"option is_pool must be 'accumulate' or 'fresh', got {opts['is_pool']!r}")
-    check_flag("exact_alpha", opts["exact_alpha"])
-    if opts["fix_alpha"] is not None:
-        positive("fix_alpha", opts["fix_alpha"])
-    if opts["theta_proposal"] not in ("prior", "local"):
-        raise ValueError(f"option theta_proposal must be 'prior' or 'local', got {opts['theta_proposal']!r}")
+    who = owner("vb")
+    checks.positive(who, "max_iter", opts["max_iter"], integer=True)
+    checks.positive(who, "tol", opts["tol"])
+    checks.positive(who, "is_samples", opts["is_samples"], integer=True)
+    checks.choice(who, "is_pool", opts["is_pool"], ("accumulate", "fresh"))
+    checks.flag(who, "exact_alpha", opts["exact_alpha"])
+    checks.positive(who, "fix_alpha", opts["fix_alpha"], allow_none=True)
+    checks.choice(who, "theta_proposal", opts["theta_proposal"], ("prior", "local"))
     return opts
 
 

@@ -22,8 +22,9 @@ import numpy as np
 from scipy import linalg as sla
 from scipy.special import expit, log_expit, log_ndtr
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
-from bayeszoo.inference._options import Timer, positive  # noqa: F401  (re-exported)
+from bayeszoo.inference._options import Timer  # noqa: F401  (re-exported)
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -32,18 +33,22 @@ APPROXIMATION_DEFAULTS = {"tune": 0}
 
 
 # ------------------------------------------------------------------------------------------------ options
-def check_positive(opts: dict, *names, integer=False) -> dict:
-    """Each of ``names`` a positive number (integer with ``integer``); a ValueError names the option."""
+def owner(backend: str) -> str:
+    """How a backend's option errors name their owner."""
+    return f"backend {backend!r}"
+
+
+def check_positive(backend: str, opts: dict, *names, integer=False) -> dict:
+    """Each of ``names`` a positive number (integer >= 1 with ``integer``); a ValueError names the option."""
     for name in names:
-        positive(name, opts[name], integer=integer)
+        opts[name] = checks.positive(owner(backend), name, opts[name], integer=integer)
     return opts
 
 
-def check_positive_or_none(opts: dict, *names) -> dict:
+def check_positive_or_none(backend: str, opts: dict, *names) -> dict:
     """Each of ``names`` None or a positive number; a ValueError names the option."""
     for name in names:
-        if opts[name] is not None:
-            positive(name, opts[name])
+        opts[name] = checks.positive(owner(backend), name, opts[name], allow_none=True)
     return opts
 
 
@@ -269,7 +274,7 @@ def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chai
     ``fit.idata.objective["objective"][-1]`` and the final log evidence is ``fit.info["log_evidence"]``.
     """
     timer = Timer()
-    Phi = model.design(data.X, data.X)
+    Phi = model.training_design(data)
     t = np.asarray(data.y, float)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.registry import Option, register
 
 from . import _common as C
@@ -38,11 +39,10 @@ DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}
 
 
 def _check(opts):
-    if opts["update"] not in ("em", "mackay"):
-        raise ValueError(f"option update must be 'em' or 'mackay', got {opts['update']!r}")
-    C.check_positive(opts, "max_iter", integer=True)
-    C.check_positive(opts, "tol", "prune_alpha")
-    return C.check_positive_or_none(opts, "init_alpha", "init_beta")
+    checks.choice(C.owner("em"), "update", opts["update"], ("mackay", "em"))
+    C.check_positive("em", opts, "max_iter", integer=True)
+    C.check_positive("em", opts, "tol", "prune_alpha")
+    return C.check_positive_or_none("em", opts, "init_alpha", "init_beta")
 
 
 def type2_fit(model, Phi, t, opts):

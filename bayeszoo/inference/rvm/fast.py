@@ -29,9 +29,9 @@ OPTIONS = {
 
 
 def _check(opts):
-    C.check_positive(opts, "max_iter", integer=True)
-    C.check_positive(opts, "tol", "prune_alpha")
-    return C.check_positive_or_none(opts, "init_beta")
+    C.check_positive("fast", opts, "max_iter", integer=True)
+    C.check_positive("fast", opts, "tol", "prune_alpha")
+    return C.check_positive_or_none("fast", opts, "init_beta")
 
 
 def fast_fit(model, Phi, t, opts):

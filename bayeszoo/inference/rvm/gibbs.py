@@ -28,6 +28,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
 from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.inference._sweeps import run_sweeps
@@ -48,20 +49,50 @@ def _applies(model):
 
 
 def _check(opts):
-    C.check_positive(opts, "thin", integer=True)
+    C.check_positive("gibbs", opts, "thin", integer=True)
     if opts["fix_alpha"] is not None:
-        try:
-            fa = np.asarray(opts["fix_alpha"], float)
-        except (TypeError, ValueError):
-            fa = np.array([np.nan])
-        if fa.ndim > 1 or np.any(~np.isfinite(fa)) or np.any(fa <= 0):
-            raise ValueError(f"option fix_alpha must be a positive number or one positive number per basis, "
-                             f"got {opts['fix_alpha']!r}")
-    C.check_positive_or_none(opts, "fix_beta")
-    if opts["init"] is not None and (not isinstance(opts["init"], dict)
-                                     or set(opts["init"]) - {"w", "alpha", "beta"}):
-        raise ValueError("option init must be a dict with keys among 'w', 'alpha', 'beta'")
+        opts["fix_alpha"] = _positive_numbers("fix_alpha", opts["fix_alpha"],
+                                              "a positive number or one positive number per basis")
+    C.check_positive_or_none("gibbs", opts, "fix_beta")
+    init = opts["init"]
+    if init is not None:
+        if not isinstance(init, dict) or set(init) - {"w", "alpha", "beta"}:
+            raise ValueError(f"{C.owner('gibbs')}: init must be a dict with keys among 'w', 'alpha', 'beta', "
+                             f"got {init!r}"[:200])
+        init = dict(init)
+        if "w" in init:
+            w = np.asarray(checks.finite_array(C.owner("gibbs"), "init['w']", init["w"]))
+            if w.ndim > 1:
+                raise ValueError(f"{C.owner('gibbs')}: init['w'] must be a number or one number per basis, "
+                                 f"got shape {w.shape}")
+            init["w"] = w
+        if "alpha" in init:
+            init["alpha"] = _positive_numbers("init['alpha']", init["alpha"],
+                                              "a positive number or one positive number per basis")
+        if "beta" in init:
+            init["beta"] = checks.positive(C.owner("gibbs"), "init['beta']", init["beta"])
+        opts["init"] = init
     return opts
+
+
+def _positive_numbers(name, value, what):
+    """``value`` as a float array of positive finite numbers (a scalar or a vector), or a ValueError naming it."""
+    try:
+        arr = np.asarray(value, float)
+    except (TypeError, ValueError):
+        arr = np.array([np.nan])
+    if arr.ndim > 1 or arr.size == 0 or np.any(~np.isfinite(arr)) or np.any(arr <= 0):
+        raise ValueError(f"{C.owner('gibbs')}: {name} must be {what}, got {value!r}"[:300])
+    return arr
+
+
+def _check_sizes(opts, M: int) -> None:
+    """The per-basis options must have M entries (M is known only with the data)."""
+    for name, value in (("fix_alpha", opts["fix_alpha"]), *((f"init['{k}']", (opts["init"] or {}).get(k))
+                                                            for k in ("w", "alpha"))):
+        if value is not None and np.ndim(value) == 1 and np.shape(value)[0] != M:
+            raise ValueError(f"{C.owner('gibbs')}: {name} must be a number or {M} numbers (one per basis), "
+                             f"got {np.shape(value)[0]}")
 
 
 # ------------------------------------------------------------------------------------------------ kernels
@@ -222,18 +253,37 @@ def gibbs_sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin
             "sweeps": int(n_sweeps)}
 
 
+def _explain_overflow(model, out) -> None:
+    """A ValueError saying why, when a chain left double precision (before the Fit builder's generic refusal)."""
+    bad = ~np.isfinite(out["w"]).all(axis=2)
+    for name in ("log_alpha", "log_beta"):
+        if name in out:
+            values = out[name]
+            bad |= ~np.isfinite(values.reshape(values.shape[0], values.shape[1], -1)).all(axis=2)
+    if not bad.any():
+        return
+    chains = np.flatnonzero(bad.any(axis=1))
+    first = int(np.argmax(bad[chains[0]]))
+    raise ValueError(
+        f"{C.owner('gibbs')}: the sampler left double precision (chain {int(chains[0])} from draw {first}; "
+        f"{int(bad.sum())} of {bad.size} draws are NaN or inf): the conditional precision of w, "
+        f"beta Phi^T Phi + diag(alpha), became singular to working precision. This happens when the weight "
+        f"prior is nearly flat (here a = {model.a:g}, b = {model.b:g}; some alpha_i then fall below rounding) while "
+        f"kernel columns are nearly collinear (here the {model._kernel_text()}). Use a proper weight prior such as "
+        f"RVM(a=1, b=1e-2) for sampling, or a kernel that varies more between the inputs")
+
+
 @register("gibbs", kind="mcmc", family="rvm", applies=_applies, options=OPTIONS, check=_check,
           description="conjugate Gibbs sampler (JAX, vmap over chains); Albert-Chib for probit classification")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Conjugate Gibbs: w | alpha, beta Gaussian; alpha_i, beta Gamma; probit via Albert-Chib."""
     # what depends on the model, which the option check does not see
-    M = model.n_basis(data)
-    if opts["fix_alpha"] is not None and np.ndim(opts["fix_alpha"]) == 1 and np.shape(opts["fix_alpha"])[0] != M:
-        raise ValueError(f"option fix_alpha must be a positive number or {M} positive numbers (one per basis), "
-                         f"got {np.shape(opts['fix_alpha'])[0]}")
+    _check_sizes(opts, model.n_basis(data))
     if opts["fix_beta"] is not None and model.is_classifier:
-        raise ValueError("option fix_beta applies to regression only (classification has no beta)")
-    Phi = model.design(data.X, data.X)
+        raise ValueError(f"{C.owner('gibbs')}: fix_beta applies to regression only (classification has no beta)")
+    if opts["init"] is not None and "beta" in opts["init"] and model.is_classifier:
+        raise ValueError(f"{C.owner('gibbs')}: init['beta'] applies to regression only (classification has no beta)")
+    Phi = model.training_design(data)
     t = np.asarray(data.y, float)
     seed = 0 if seed is None else int(seed)
     res = gibbs_sample(Phi, t, (model.a, model.b, model.c, model.d), draws=draws, tune=tune, chains=chains,
@@ -242,6 +292,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     out = {"w": res["w"], "log_alpha": res["log_alpha"]}
     if not model.is_classifier:
         out["log_beta"] = res["log_beta"]
+    _explain_overflow(model, out)
     info = {"iterations": res["sweeps"], "thin": opts["thin"], "warnings": [],
             "w_sampler": "bhattacharya" if Phi.shape[1] > 2 * Phi.shape[0] else "cholesky",
             "fixed": [k for k in ("fix_alpha", "fix_beta") if opts[k] is not None]}

@@ -31,8 +31,8 @@ OPTIONS = {
 
 
 def _check(opts):
-    C.check_positive(opts, "max_iter", integer=True)
-    return C.check_positive(opts, "tol")
+    C.check_positive("vb", opts, "max_iter", integer=True)
+    return C.check_positive("vb", opts, "tol")
 
 
 def _gamma_entropy_terms(shape, rate):
@@ -123,7 +123,7 @@ def vb_fit(model, Phi, t, opts):
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Mean-field VB: q(w) Gaussian, q(alpha_i), q(beta) Gamma; ELBO traced per sweep."""
     timer = C.Timer()
-    Phi = model.design(data.X, data.X)
+    Phi = model.training_design(data)
     t = np.asarray(data.y, float)
     res = vb_fit(model, Phi, t, opts)
     opt_seconds = timer()
