@@ -147,5 +147,5 @@ def test_classification_scores_on_constructed_draws(mixture):
 def test_prediction_rejects_mismatched_basis(sinc):
     fit = _constructed(RVM(width=3.0), sinc, np.zeros((1, 2, sinc.n + 1)), np.zeros((1, 2, sinc.n + 1)),
                        np.zeros((1, 2)))
-    with pytest.raises(ValueError, match="weights"):
+    with pytest.raises(ValueError, match="bias=True"):
         RVM(width=3.0, bias=False).predict(fit, sinc.X_test)

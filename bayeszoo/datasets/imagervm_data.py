@@ -18,11 +18,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset, register
 
 COIN_CENTRE = (126, 102)        # a coin of skimage.data.coins() (row, col)
 COIN_CROP = 39                  # crop side before 3 x 3 block averaging -> 13 x 13 target window
 BACKGROUND_IMAGES = ("camera", "astronaut")   # both with a licence statement (CC0, public domain)
+MAX_SIDE = 4096                 # largest side of a generated image
+MAX_SCENES = 100_000            # largest number of scenes of either kind
 
 
 def sinc2d_image(size: int = 30, extent: float = 10.0) -> np.ndarray:
@@ -38,8 +41,11 @@ def sinc2d_image_problem(size: int = 30, noise_var: float = 0.1, seed: int = 0, 
     from bayeszoo.datasets import load
     from bayeszoo.datasets.bid_data import image_problem
 
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or size < 3:
-        raise ValueError(f"size must be an integer >= 3, got {size!r}")
+    owner = "dataset 'sinc2d_image'"
+    checks.number(owner, "size", size, low=3, high=MAX_SIDE, low_inclusive=True, integer=True)
+    checks.non_negative(owner, "noise_var", noise_var)
+    checks.non_negative(owner, "seed", seed, integer=True)
+    checks.positive(owner, "extent", extent)
     grid = load("sinc2d", grid=size, extent=extent, noise_var=noise_var, seed=seed)
     meta = {k: v for k, v in grid.meta.items() if k != "task"}
     meta["preprocessing"] = (meta.get("preprocessing", "") + "; the same noisy values as load('sinc2d') laid out "
@@ -57,8 +63,7 @@ def target_image(target_peak: float = 40.0) -> np.ndarray:
     """The 13 x 13 coin target (grey levels, peak ``target_peak``) cut from ``skimage.data.coins()``."""
     from skimage import data as skdata
 
-    if not (np.isfinite(target_peak) and target_peak > 0):
-        raise ValueError(f"target_peak must be a positive number, got {target_peak!r}")
+    checks.positive("target_image", "target_peak", target_peak)
     coins = skdata.coins().astype(float)
     h = COIN_CROP // 2
     crop = coins[COIN_CENTRE[0] - h:COIN_CENTRE[0] + h + 1, COIN_CENTRE[1] - h:COIN_CENTRE[1] + h + 1]
@@ -86,14 +91,15 @@ def detection_scenes(n_present: int = 50, n_absent: int = 50, size: int = 64, no
     Returns ``{"images": (n, size, size), "truth": (n, size, size) noise-free, "present": (n,) bool,
     "location": (n, 2) int (row, col) of the target centre, -1 where absent, "target": the target window}``.
     """
-    for name, value in (("n_present", n_present), ("n_absent", n_absent), ("size", size)):
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < (1 if name == "size" else 0):
-            raise ValueError(f"{name} must be a non-negative integer, got {value!r}")
+    owner = "detection_scenes"
+    for name, value in (("n_present", n_present), ("n_absent", n_absent)):
+        checks.number(owner, name, value, low=0, high=MAX_SCENES, low_inclusive=True, integer=True)
+    checks.number(owner, "size", size, low=1, high=256, low_inclusive=True, integer=True)
+    checks.positive(owner, "noise_var", noise_var)
+    checks.non_negative(owner, "seed", seed, integer=True)
     target = target_image(target_peak)
     if size < target.shape[0]:
-        raise ValueError(f"size {size} is smaller than the {target.shape[0]} x {target.shape[1]} target")
-    if not (np.isfinite(noise_var) and noise_var > 0):
-        raise ValueError(f"noise_var must be a positive number, got {noise_var!r}")
+        raise ValueError(f"{owner}: size {size} is smaller than the {target.shape[0]} x {target.shape[1]} target")
     from bayeszoo.numerics import fft as _fft
 
     rng = np.random.default_rng(seed)

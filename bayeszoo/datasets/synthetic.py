@@ -3,19 +3,29 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset, register
 
+#: largest number of points a generator makes (training plus test): beyond it the arrays alone need gigabytes
+MAX_POINTS = 10_000_000
 
-def _rng(seed):
-    return np.random.default_rng(seed)
+
+def _rng(owner: str, seed):
+    return np.random.default_rng(checks.non_negative(owner, "seed", seed, integer=True))
+
+
+def _count(owner: str, name: str, value, *, minimum: int = 1) -> int:
+    """An integer number of points in [minimum, MAX_POINTS], or a ValueError naming the option."""
+    return checks.number(owner, name, value, low=minimum, low_inclusive=True, high=MAX_POINTS, integer=True)
 
 
 @register("sinc")
 def sinc(n: int = 100, n_test: int = 1000, noise_sd: float = 0.1, seed: int = 0) -> Dataset:
     """Noisy sinc, Tipping (2001): t = sin(x)/x + N(0, noise_sd^2), x uniform on [-10, 10]; test on a noise-free grid."""
-    if n < 1:
-        raise ValueError(f"sinc: n must be >= 1, got {n}")
-    rng = _rng(seed)
+    n = _count("sinc", "n", n)
+    n_test = _count("sinc", "n_test", n_test, minimum=0)
+    noise_sd = checks.non_negative("sinc", "noise_sd", noise_sd)
+    rng = _rng("sinc", seed)
     x = np.sort(rng.uniform(-10.0, 10.0, n))
     y = np.sinc(x / np.pi) + noise_sd * rng.standard_normal(n)
     x_test = np.linspace(-10.0, 10.0, n_test)
@@ -35,7 +45,10 @@ def doppler_function(x, delta: float = 0.01):
 @register("doppler")
 def doppler(n: int = 128, noise_var: float = 0.1, delta: float = 0.01, seed: int = 0) -> Dataset:
     """1-D Doppler [P 66]: n equispaced points x_n = (n - 1/2)/N in (0,1), white noise of variance 0.1; test = noise-free g."""
-    rng = _rng(seed)
+    n = _count("doppler", "n", n)
+    noise_var = checks.non_negative("doppler", "noise_var", noise_var)
+    delta = checks.positive("doppler", "delta", delta)
+    rng = _rng("doppler", seed)
     x = (np.arange(1, n + 1) - 0.5) / n  # grid unstated in the source; equispaced as sRVM requires
     g = doppler_function(x, delta)
     y = g + np.sqrt(noise_var) * rng.standard_normal(n)
@@ -49,9 +62,14 @@ def doppler(n: int = 128, noise_var: float = 0.1, delta: float = 0.01, seed: int
 def doppler2d(grid: int = 128, train_fraction: float = 0.5, noise_var: float = 0.1, delta: float = 0.01,
               seed: int = 0) -> Dataset:
     """2-D Doppler g(x1) g(x2) (Tzikas PhD eq. 6.35) on a grid, a random fraction for training; test = whole noise-free grid."""
-    if not 0 < train_fraction <= 1:
-        raise ValueError(f"doppler2d: train_fraction must be in (0, 1], got {train_fraction}")
-    rng = _rng(seed)
+    grid = checks.number("doppler2d", "grid", grid, low=1, low_inclusive=True, high=np.sqrt(MAX_POINTS), integer=True)
+    train_fraction = checks.number("doppler2d", "train_fraction", train_fraction, low=0, high=1)
+    noise_var = checks.non_negative("doppler2d", "noise_var", noise_var)
+    delta = checks.positive("doppler2d", "delta", delta)
+    if round(train_fraction * grid * grid) < 1:
+        raise ValueError(f"doppler2d: train_fraction = {train_fraction:g} of a {grid} x {grid} grid leaves no "
+                         f"training point")
+    rng = _rng("doppler2d", seed)
     u = (np.arange(1, grid + 1) - 0.5) / grid
     x1, x2 = np.meshgrid(u, u, indexing="ij")
     X = np.column_stack([x1.ravel(), x2.ravel()])
@@ -67,7 +85,10 @@ def doppler2d(grid: int = 128, train_fraction: float = 0.5, noise_var: float = 0
 @register("sinc2d")
 def sinc2d(grid: int = 30, extent: float = 10.0, noise_var: float = 0.1, seed: int = 0) -> Dataset:
     """2-D sinc image sin(r)/r on a grid over [-extent, extent]^2 plus N(0, 0.1) noise (Tzikas PhD eq. 4.24)."""
-    rng = _rng(seed)
+    grid = checks.number("sinc2d", "grid", grid, low=1, low_inclusive=True, high=np.sqrt(MAX_POINTS), integer=True)
+    extent = checks.positive("sinc2d", "extent", extent)
+    noise_var = checks.non_negative("sinc2d", "noise_var", noise_var)
+    rng = _rng("sinc2d", seed)
     u = np.linspace(-extent, extent, grid)
     x1, x2 = np.meshgrid(u, u, indexing="ij")
     X = np.column_stack([x1.ravel(), x2.ravel()])
@@ -82,7 +103,9 @@ def sinc2d(grid: int = 30, extent: float = 10.0, noise_var: float = 0.1, seed: i
 @register("gaussian_mixture")
 def gaussian_mixture(n_per_class: int = 50, n_test_per_class: int = 5000, seed: int = 0) -> Dataset:
     """Two-class 2-D Gaussian mixtures [P 67-68]: 50 + 50 training points, 5000 + 5000 test points; labels 0 / 1."""
-    rng = _rng(seed)
+    n_per_class = _count("gaussian_mixture", "n_per_class", n_per_class)
+    n_test_per_class = _count("gaussian_mixture", "n_test_per_class", n_test_per_class, minimum=0)
+    rng = _rng("gaussian_mixture", seed)
     mu1, mu2 = np.array([0.5, 0.5]), np.array([-0.5, -0.5])
     var_large, var_small = 0.5, 0.05
 

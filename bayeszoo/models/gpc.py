@@ -83,11 +83,12 @@ class GPC(Model):
         self.likelihood = str(checks.choice("GPC", "likelihood", self.likelihood, LIKELIHOODS))
         self.kernel = str(checks.choice("GPC", "kernel", self.kernel, KERNELS))
         if self.hyp is not None:
-            if not isinstance(self.hyp, (tuple, list, np.ndarray)) or np.ndim(self.hyp) != 1:
+            hyp = self.hyp.tolist() if isinstance(self.hyp, np.ndarray) and self.hyp.ndim == 1 else self.hyp
+            if not isinstance(hyp, (tuple, list)):
                 raise ValueError(f"GPC: hyp must be a flat tuple/list of log-hyperparameters, got {self.hyp!r}")
-            if not all(_is_real(v) for v in self.hyp):
+            if not all(_is_real(v) for v in hyp):
                 raise ValueError(f"GPC: hyp must contain numbers, got {self.hyp!r}")
-            self.hyp = tuple(float(v) for v in self.hyp)   # JSON-able; spec() / from_spec round-trip
+            self.hyp = tuple(float(v) for v in hyp)   # JSON-able; spec() / from_spec round-trip
             _check_hyp(np.asarray(self.hyp), "hyp")
         for name in ("log_lengthscale", "log_amplitude"):
             value = getattr(self, name)
@@ -96,8 +97,9 @@ class GPC(Model):
             _check_hyp(np.array([float(value)]), name)
             setattr(self, name, float(value))
         self.jitter = checks.number("GPC", "jitter", self.jitter, low=0.0, low_inclusive=True, high=VARIANCE_LIMIT)
-        self.degree = int(checks.choice("GPC", "degree", False if isinstance(self.degree, (bool, np.bool_))
-                                        else self.degree, gp_kernels.POLY_DEGREES))
+        if not _is_real(self.degree) or self.degree not in gp_kernels.POLY_DEGREES:
+            raise ValueError(f"GPC: degree must be one of {gp_kernels.POLY_DEGREES}, got {self.degree!r}")
+        self.degree = int(self.degree)
 
     # ---- hyperparameters and covariance ----------------------------------------------------------------
     def hyperparameters(self, d: int) -> np.ndarray:
@@ -159,23 +161,21 @@ class GPC(Model):
 
     def _singular_kernel_message(self, X, K) -> str:
         d = X.shape[1]
-        hyp = ", ".join(f"{name}={value:g}" for name, value in zip(self.hyp_names(d), self.hyperparameters(d)))
+        hyp = ", ".join(f"{name}={value:g}" for name, value in zip(self.hyp_names(d), self.hyperparameters(d) + 0.0))
         largest = float(np.max(np.diag(K), initial=0.0))
-        enough = None                       # the smallest jitter 10^k that makes this K factorisable
-        for k in range(-12, 11):
-            extra = 10.0 ** k - self.jitter
-            if extra > 0 and extra * 1e12 >= largest * 1e-6:
+        enough = None                       # the smallest jitter 10^k (up to the variance limit) that is enough
+        for jitter in 10.0 ** np.arange(-12, 11):
+            if jitter > self.jitter:
                 try:
-                    np.linalg.cholesky(K + extra * np.eye(K.shape[0]))
+                    np.linalg.cholesky(K + (jitter - self.jitter) * np.eye(K.shape[0]))
                 except np.linalg.LinAlgError:
                     continue
-                enough = 10.0 ** k
+                enough = jitter
                 break
-        remedy = f"increase jitter (jitter={enough:g} suffices here)" if enough is not None and \
-            enough <= VARIANCE_LIMIT else "increase jitter"
+        remedy = "increase jitter" + ("" if enough is None else f" (jitter={enough:g} suffices here)")
         return (f"GPC: K + {self.jitter:g} I is not positive definite in floating point for kernel {self.kernel!r} "
-                f"with {hyp} (largest prior variance {largest:.3g}; duplicated or nearly identical inputs make K "
-                f"singular); {remedy}, or {_SINGULAR_ADVICE[self.kernel]}")
+                f"with {hyp} (largest prior variance {largest:.3g}; duplicated inputs, or inputs close together relative "
+                f"to the lengthscale, make K singular); {remedy}, or {_SINGULAR_ADVICE[self.kernel]}")
 
     def check_prior_variance(self, X, what: str = "X") -> None:
         """A ValueError unless the prior variance k(x, x) + jitter stays within :data:`VARIANCE_LIMIT` at every row
@@ -187,7 +187,7 @@ class GPC(Model):
         if np.isfinite(variance) and variance <= VARIANCE_LIMIT * (1.0 + 1e-12):
             return
         d = X.shape[1]
-        hyp = ", ".join(f"{name}={value:g}" for name, value in zip(self.hyp_names(d), self.hyperparameters(d)))
+        hyp = ", ".join(f"{name}={value:g}" for name, value in zip(self.hyp_names(d), self.hyperparameters(d) + 0.0))
         raise ValueError(
             f"GPC: the prior variance k(x, x) + jitter of kernel {self.kernel!r} with {hyp} reaches {variance:.3g} "
             f"at {what} (largest |x| = {float(np.max(np.abs(X))):.3g}), above the {VARIANCE_LIMIT:g} the numerics "
@@ -285,12 +285,17 @@ class GPC(Model):
         arr = np.asarray(fit.idata.posterior["f"].values, dtype=float)
         return arr.reshape(arr.shape[0] * arr.shape[1], arr.shape[2])
 
-    def _checked(self, fit, X_new) -> np.ndarray:
-        """``X_new`` checked against ``fit`` (made with this model, finite, as many columns as the training inputs,
-        a prior variance the numerics can represent)."""
+    def _check_fit(self, fit) -> int:
+        """A ValueError unless ``fit`` is a Fit made with this model; the number of its training input columns."""
         if not (hasattr(fit, "model_spec") and hasattr(fit, "idata")):
             raise ValueError(f"GPC: fit must be a bayeszoo Fit (from bz.fit), got {type(fit).__name__}")
         self.check_fit(fit)
+        return int(fit.idata.constant_data["X"].shape[1])
+
+    def _checked(self, fit, X_new) -> np.ndarray:
+        """``X_new`` checked against ``fit`` (made with this model, finite, as many columns as the training inputs,
+        a prior variance the numerics can represent)."""
+        self._check_fit(fit)
         X_new = self.check_inputs(fit, X_new)
         self.check_prior_variance(X_new, "X_new")
         return X_new
@@ -342,10 +347,8 @@ class GPC(Model):
         mean_i [log2 p(y_i) - log2 p_base(y_i)]: 0 for a predictor that outputs the training base rate, 1 bit for
         a perfect one on balanced labels; ``log_evidence`` / ``jensen_bound`` from ``fit.info`` (NaN if absent).
         """
-        self._checked(fit, np.empty((0, int(fit.idata.constant_data["X"].shape[1])))
-                      if hasattr(fit, "idata") else None)
+        d = self._check_fit(fit)
         self.validate(data)
-        d = int(fit.idata.constant_data["X"].shape[1])
         if data.d != d:
             raise ValueError(f"GPC: dataset {data.name!r} has {data.d} input column(s), the fit was made on {d}")
         X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)

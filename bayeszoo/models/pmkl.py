@@ -548,8 +548,8 @@ def check_kernel_matrix(K, name: str = "kernel", tol: float = 1e-8) -> np.ndarra
 
 
 def _text(value):
-    """A text option as given, anything else by its repr (an array is then refused by name, not compared)."""
-    return value if isinstance(value, str) else repr(value)
+    """A choice option as given, an array by its repr (so it is refused by name instead of compared element-wise)."""
+    return repr(value) if isinstance(value, np.ndarray) else value
 
 
 def _check_source_spec(i: int, s: dict, default_kernel: str) -> None:

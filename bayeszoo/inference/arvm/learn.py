@@ -38,6 +38,7 @@ set of kernels scored in closed form (the incremental RVM with the sparsity prio
 """
 from __future__ import annotations
 
+import time
 import warnings
 
 import numpy as np
@@ -70,7 +71,9 @@ OPTIONS = {
     "min_peak": Option(0.05, "a basis must reach this value at one training input at least, in [0, 1)"),
     "dictionary": Option(None, "fixed candidate kernels (centres (J, D), widths (J,) or (J, K)), not optimised; "
                                "None: random candidates"),
-    "max_cost": Option(1e12, "PLACEHOLDER"),
+    "max_cost": Option(10.0, "largest predicted seconds of one iteration (candidate search + joint step): a problem "
+                             "beyond it is refused before any work, and a basis that would take the joint step "
+                             "beyond it is not added (with a warning)"),
     "noise_whitener": Option(None, "N x N matrix W that makes the noise of W t white (known coloured noise): "
                                    "W t is fitted with bases W phi; None: white noise"),
 }
@@ -510,6 +513,45 @@ def update_hyper(state: State, opts, beta_free: bool):
             break
 
 
+# ---------------------------------------------------------------------------------------------- cost
+#: seconds per unit of work on one core, measured on the batched candidate BFGS (memory-bound updates of the B dense
+#: P x P inverse Hessians), on kernel evaluations (per point and parameter) and on dense BLAS (scipy's BFGS update
+#: of the joint step is two n x n products, 4 n^3 flops, at about 2e10 flop/s)
+_S_HESSIAN, _S_EVAL, _S_WHITEN, _S_FLOP = 6e-9, 3e-8, 1e-9, 5e-11
+
+
+def predicted_seconds(model, N: int, D: int, opts, M: int, dictionary=None, whiten=None) -> tuple[float, float]:
+    """Predicted seconds of one iteration of Algorithm 1 on N points with D inputs: ``(candidate search, joint step
+    over M bases)``. Each basis has P = D + K kernel parameters; the candidate search runs ``candidate_iter`` BFGS
+    iterations on ``n_candidates`` problems of P parameters (dense inverse Hessians: B P^2 per iteration), the joint
+    step at most ``joint_iter`` BFGS iterations on M P parameters (dense: 4 (M P)^3 flops per iteration). An
+    order-of-magnitude estimate for one core; it grows as P^2 and (M P)^3, which is what the guard is for."""
+    P = D + model.width_dims(D)
+    per_eval = _S_EVAL * N * P + (_S_WHITEN * N * N if whiten is not None else 0.0)
+    if dictionary is not None:
+        return len(dictionary[0]) * per_eval, 0.0
+    B, it = opts["n_candidates"], opts["candidate_iter"]
+    candidates = B * ((it + 1) * per_eval + it * _S_HESSIAN * P * P)
+    joint = 0.0 if not opts["joint_iter"] or M < 1 else opts["joint_iter"] * (4 * _S_FLOP * (M * P) ** 3 + M * per_eval)
+    return candidates, joint
+
+
+def check_cost(model, N: int, D: int, opts, dictionary=None, whiten=None) -> float:
+    """The predicted seconds of one iteration with one basis, or a ValueError when they exceed ``max_cost``."""
+    limit = opts.get("max_cost", DEFAULT_OPTIONS["max_cost"])
+    candidates, joint = predicted_seconds(model, N, D, opts, min(1, model.n_basis), dictionary, whiten)
+    if candidates + joint > limit:
+        P = D + model.width_dims(D)
+        raise ValueError(
+            f"{OWNER}: one iteration of Algorithm 1 is predicted to take about {candidates + joint:.3g} s on this "
+            f"problem (N = {N} points, d = {D} inputs, so {P} kernel parameters per basis; candidate search "
+            f"{candidates:.3g} s, joint step {joint:.3g} s), beyond max_cost = {limit:g} s; the cost grows as the "
+            f"square (candidates) and cube (joint step) of the parameters per basis. Raise the limit with "
+            f"bz.fit(..., max_cost={10 ** np.ceil(np.log10(candidates + joint)):g}) if you mean it, or make the problem "
+            f"smaller: fewer inputs (e.g. select or project features), n_candidates, candidate_iter or joint_iter")
+    return candidates + joint
+
+
 # ---------------------------------------------------------------------------------------------- driver
 def learn(model, X, t, opts, *, seed=0, progress=False, dictionary=None, whiten=None, init=None):
     """Algorithm 1 on inputs X (N, D) and targets t. Returns a dict with the final State and traces.
@@ -532,6 +574,9 @@ def learn(model, X, t, opts, *, seed=0, progress=False, dictionary=None, whiten=
 def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
     X = np.asarray(X, float)
     N, D = X.shape
+    check_cost(model, N, D, opts, dictionary, whiten)
+    max_cost = opts.get("max_cost", DEFAULT_OPTIONS["max_cost"])
+    cost_warning = None
     clf = model.is_classifier
     c = model.c_value(N)
     mode = "scale" if model.feature_selection else "log_width"
@@ -558,9 +603,21 @@ def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
     bar = progress_bar(total=opts["max_iter"], desc="arvm", disable=not progress)
     try:
         for it in range(1, opts["max_iter"] + 1):
-            # step 1: the best of a fresh set of candidates
-            if state.M < model.n_basis:
+            # step 1: the best of a fresh set of candidates (unless one more basis would make the joint step cost more
+            # than max_cost: the guard against the (M P)^3 growth of the dense BFGS step)
+            room = state.M < model.n_basis
+            if room and dictionary is None and opts["joint_iter"]:
+                cand_s, joint_s = predicted_seconds(model, N, D, opts, state.M + 1, None, whiten)
+                if cand_s + joint_s > max_cost:
+                    room = False
+                    if cost_warning is None:
+                        cost_warning = (f"arvm stopped adding bases at {state.M}: one more would make an iteration "
+                                        f"take about {cand_s + joint_s:.3g} s, beyond max_cost = {max_cost:g} s "
+                                        f"(raise max_cost to let the model grow)")
+                        bar.set_postfix_str(f"M={state.M} (capped by max_cost)")
+            if room:
                 if dictionary is None:
+                    _status(bar, f"M={state.M} step 1: {opts['n_candidates']} candidates")
                     cands = draw_candidates(state, model, X, rng, opts["n_candidates"])
                     if opts["candidate_iter"]:
                         cands, _ = batched_bfgs(lambda th, grad: _neg(candidate_objective(state, th, grad)), cands,
@@ -582,8 +639,15 @@ def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
                     state.refresh()
             # step 2: all active kernels jointly
             if state.M and dictionary is None and opts["joint_iter"]:
+                steps = [0]
+
+                def joint_progress(_xk, steps=steps, M=state.M):
+                    steps[0] += 1
+                    _status(bar, f"M={M} step 2: joint BFGS {steps[0]}/{opts['joint_iter']}")
+
                 res = optimize.minimize(lambda th: joint_objective(state, th, delta), state.theta.ravel(),
-                                        jac=True, method="BFGS", options={"maxiter": opts["joint_iter"], "gtol": 1e-6})
+                                        jac=True, method="BFGS", options={"maxiter": opts["joint_iter"], "gtol": 1e-6},
+                                        callback=joint_progress if progress else None)
                 if np.isfinite(res.fun) and -res.fun >= -joint_objective(state, state.theta.ravel(), delta)[0]:
                     state.theta = res.x.reshape(-1, kernel.P)
                     state.refresh()
@@ -620,7 +684,19 @@ def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
     finally:
         bar.close()
     return dict(state=state, objective=np.array(trace), n_basis_trace=np.array(n_trace), iterations=it,
-                converged=converged, c=c, active_dict=active_dict)
+                converged=converged, c=c, active_dict=active_dict,
+                warnings=[cost_warning] if cost_warning is not None else [])
+
+
+def _status(bar, text: str, every: float = 1.0) -> None:
+    """Show ``text`` beside the progress bar, redrawn at most every ``every`` seconds (long iterations show where
+    they are; short ones cost nothing)."""
+    if bar.disable:
+        return
+    now = time.monotonic()
+    bar.set_postfix_str(text, refresh=now - getattr(bar, "_status_time", 0.0) >= every)
+    if now - getattr(bar, "_status_time", 0.0) >= every:
+        bar._status_time = now
 
 
 def _check_init(init, kernel: Kernel, model, dictionary):
@@ -695,7 +771,8 @@ def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm")
         out["log_beta"] = np.full((chains, draws), float(np.log(state.beta)))
     info = {"iterations": res["iterations"], "converged": res["converged"], "n_relevant": int(k),
             "sparsity_c": float(res["c"]), "objective": "objective", "w_mean": w_mean.tolist(),
-            "warnings": [] if res["converged"] else ["arvm stopped at max_iter before the stopping rule held"]}
+            "warnings": res.get("warnings", []) + ([] if res["converged"] else
+                                                    ["arvm stopped at max_iter before the stopping rule held"])}
     return build_fit(model, data, backend, "approximation", out, timing=timing,
                      objective={"objective": res["objective"], "n_basis": res["n_basis_trace"]}, info=info)
 

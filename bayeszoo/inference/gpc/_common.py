@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import numbers
 import time
 import warnings
 
@@ -23,6 +22,7 @@ import xarray as xr
 from scipy import linalg as sla
 from scipy.special import expit, log_expit, log_ndtr, logsumexp
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
 from bayeszoo.inference._gaussian import gaussian_draws
 from bayeszoo.inference._options import Timer, positive  # noqa: F401  (re-exported)
@@ -45,19 +45,20 @@ _SPAN = 12.0  # integrate over mean +- _SPAN sd
 APPROXIMATION_DEFAULTS = {"draws": 1000, "tune": 0, "chains": 4}
 
 
-def check_iterations(opts, *names):
-    """Each of ``names`` a positive integer, ``tol`` (if present) a positive number; ValueError names the option."""
+def owner(backend: str) -> str:
+    """Whose option it is, in the ValueErrors of the backends' ``check`` functions."""
+    return f"GPC backend {backend!r}"
+
+
+def check_iterations(backend, opts, *names):
+    """Each of ``names`` a positive integer, ``tol`` (if present) a positive number; ValueError names the backend
+    and the option."""
+    opts = dict(opts)
     for name in names:
-        positive(name, opts[name], integer=True)
+        opts[name] = checks.positive(owner(backend), name, opts[name], integer=True)
     if "tol" in opts:
-        positive("tol", opts["tol"])
+        opts["tol"] = checks.positive(owner(backend), "tol", opts["tol"])
     return opts
-
-
-def non_negative(name, value):
-    """``value`` if it is a finite number >= 0, else a ValueError naming the option."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Real) or not np.isfinite(value) or value < 0:
-        raise ValueError(f"option {name} must be a finite number >= 0, got {value!r}")
     return value
 
 
@@ -174,7 +175,13 @@ def chol_B(K, sW):
     try:
         return sla.cholesky(B, lower=True, check_finite=False)
     except (np.linalg.LinAlgError, sla.LinAlgError):
+        pass
+    try:
         return sla.cholesky(B + 1e-10 * np.eye(n), lower=True, check_finite=False)
+    except (np.linalg.LinAlgError, sla.LinAlgError):
+        raise ValueError(f"GPC: B = I + W^1/2 K W^1/2 is not positive definite in floating point (largest prior "
+                         f"variance {float(np.max(np.diag(K))):.3g}): K is numerically singular; increase the model's "
+                         f"jitter or lower the amplitude (log_sf)") from None
 
 
 def posterior_cov(K, sW, L):
@@ -294,6 +301,7 @@ def run_at_hyperparameters(model, data, algorithm, **kwargs) -> dict:
     with one_blas_thread(len(data.y)):
         y = labels_pm(data.y)
         K, _ = kernel_and_grads(model, data.X, grads=False)
+        model.cholesky(data.X, K=K)       # a numerically singular K is refused here, with the option to change
         with quiet_numerics():
             res = algorithm(K, y, model.likelihood, **kwargs)
     res["K"] = K

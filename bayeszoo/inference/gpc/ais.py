@@ -35,6 +35,7 @@ import jax
 import jax.numpy as jnp
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
@@ -49,24 +50,25 @@ OPTIONS = {
 }
 SCHEDULES = ("power", "geometric", "linear")
 N_BLOCKS = 20
+OWNER = "GPC backend 'ais'"
 
 
 def make_schedule(schedule="power", n_temps=1000) -> np.ndarray:
     """beta_0 = 0 < ... < beta_T = 1 (length n_temps + 1)."""
     if isinstance(schedule, str):
-        if schedule not in SCHEDULES:
-            raise ValueError(f"option schedule must be one of {SCHEDULES} or an array, got {schedule!r}")
-        T = positive_int("n_temps", n_temps)
+        checks.choice(OWNER, "schedule", schedule, SCHEDULES)
+        T = positive_int("n_temps", n_temps, OWNER)
         s = np.arange(T + 1) / T
         if schedule == "power":
             return s ** 4
         if schedule == "linear":
             return s
         return np.concatenate([[0.0], np.geomspace(1e-6, 1.0, T)])
-    betas = np.asarray(schedule, float)
-    if (betas.ndim != 1 or betas.size < 2 or not np.all(np.isfinite(betas)) or betas[0] != 0.0 or betas[-1] != 1.0
-            or np.any(np.diff(betas) < 0)):
-        raise ValueError("option schedule as an array must be non-decreasing from 0 to 1 (at least 2 values)")
+    if not isinstance(schedule, (list, tuple, np.ndarray)):
+        raise ValueError(f"{OWNER}: schedule must be one of {SCHEDULES} or an array, got {schedule!r}")
+    betas = checks.finite_array(OWNER, "schedule", schedule, ndim=1)
+    if betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0 or np.any(np.diff(betas) < 0):
+        raise ValueError(f"{OWNER}: schedule as an array must be non-decreasing from 0 to 1 (at least 2 values)")
     return betas
 
 
@@ -167,10 +169,9 @@ def combine_log_weights(log_w):
 def _check(opts):
     """The options' values (``n_runs`` against ``chains`` is checked in :func:`run`); an explicit schedule is
     normalised to a float array."""
-    positive_int("n_temps", opts["n_temps"])
-    positive_int("n_steps", opts["n_steps"])
-    if opts["n_runs"] is not None:
-        positive_int("n_runs", opts["n_runs"])
+    opts = {**opts, "n_temps": positive_int("n_temps", opts["n_temps"], OWNER),
+            "n_steps": positive_int("n_steps", opts["n_steps"], OWNER),
+            "n_runs": checks.positive(OWNER, "n_runs", opts["n_runs"], integer=True, allow_none=True)}
     betas = make_schedule(opts["schedule"], opts["n_temps"])
     return opts if isinstance(opts["schedule"], str) else {**opts, "schedule": betas}
 
@@ -183,7 +184,7 @@ def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", 
     (n_runs, n)).
     """
     model.validate(data)
-    n_runs = positive_int("n_runs", n_runs)
+    n_runs = positive_int("n_runs", n_runs, OWNER)
     _check({"n_temps": n_temps, "n_steps": n_steps, "schedule": schedule, "n_runs": n_runs})
     betas = make_schedule(schedule, n_temps)
     K, ypm = kernel_and_labels(model, data)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
+from bayeszoo import checks
 from bayeszoo.registry import Option, register
 
 from . import _common as C
@@ -37,10 +38,8 @@ OPTIONS = {
 
 
 def _check(opts):
-    C.check_iterations(opts, "max_sweeps", "min_sweeps")
-    d = opts["damping"]
-    if isinstance(d, bool) or not isinstance(d, (int, float, np.floating)) or not (0.0 < d <= 1.0):
-        raise ValueError(f"option damping must be a number in (0, 1], got {d!r}")
+    opts = C.check_iterations("ep", opts, "max_sweeps", "min_sweeps")
+    opts["damping"] = checks.number(C.owner("ep"), "damping", opts["damping"], low=0.0, high=1.0)
     return opts
 
 

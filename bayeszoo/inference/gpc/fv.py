@@ -34,6 +34,7 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
+from bayeszoo import checks
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 
@@ -47,8 +48,8 @@ OPTIONS = {
 
 
 def _check(opts):
-    C.check_iterations(opts, "max_iter")
-    C.non_negative("ridge", opts["ridge"])
+    opts = C.check_iterations("fv", opts, "max_iter")
+    opts["ridge"] = checks.non_negative(C.owner("fv"), "ridge", opts["ridge"])
     return opts
 
 

@@ -49,6 +49,7 @@ import numpy as np
 from jax.scipy.special import log_ndtr, ndtri
 from scipy.special import ndtr as _ndtr
 
+from bayeszoo import checks
 from bayeszoo.fit import build_fit
 from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.inference._sweeps import run_sweeps, slot_starts
@@ -65,31 +66,31 @@ TAIL = float(_ndtr(-1.0 / np.sqrt(TRUNC)))   # P(N > t^-1/2), N ~ N(0, 1)
 
 
 # ------------------------------------------------------------------------------------------------ setup
-def positive_int(name, value):
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value <= 0:
-        raise ValueError(f"option {name} must be a positive integer, got {value!r}")
-    return int(value)
+OWNER = "GPC backend 'gibbs'"
+
+
+def positive_int(name, value, owner=OWNER):
+    return checks.positive(owner, name, value, integer=True)
 
 
 def _check(opts):
     """``thin`` a positive integer or None, ``init`` None or a 1-d array of finite numbers (its length is checked
     against the data in :func:`run`)."""
-    if opts["thin"] is not None:
-        positive_int("thin", opts["thin"])
-    if opts["init"] is not None:
-        try:
-            init = np.asarray(opts["init"], float)
-        except (TypeError, ValueError) as exc:
-            raise ValueError(f"option init must be an array of numbers, got {opts['init']!r}") from exc
-        if init.ndim != 1 or not np.all(np.isfinite(init)):
-            raise ValueError("option init must be a 1-d array of finite numbers (one f per training point)")
-        opts = {**opts, "init": init}
-    return opts
+    thin = checks.positive(OWNER, "thin", opts["thin"], integer=True, allow_none=True)
+    init = opts["init"]
+    if init is not None:
+        if isinstance(init, (str, bytes)):
+            raise ValueError(f"{OWNER}: init must be an array of numbers, got {init!r}")
+        init = checks.finite_array(OWNER, "init", init, ndim=1)
+    return {**opts, "thin": thin, "init": init}
 
 
 def kernel_and_labels(model, data):
-    """(K + jitter I, labels in {-1, +1}) at the training inputs."""
-    return np.asarray(model.K(data.X), float), np.asarray(model.labels_pm(data.y), float)
+    """(K + jitter I, labels in {-1, +1}) at the training inputs; a ValueError naming the option to change when K
+    is numerically singular (:meth:`GPC.cholesky`)."""
+    K = np.asarray(model.K(data.X), float)
+    model.cholesky(data.X, K=K)
+    return K, np.asarray(model.labels_pm(data.y), float)
 
 
 def _chol_with_jitter(K):

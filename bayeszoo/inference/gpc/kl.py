@@ -43,7 +43,7 @@ OPTIONS = {
 
 
 def _check(opts):
-    return C.check_iterations(opts, "max_iter")
+    return C.check_iterations("kl", opts, "max_iter")
 
 
 def kl_state(K, y, likelihood, alpha, W):

@@ -25,7 +25,7 @@ OPTIONS = {
 
 
 def _check(opts):
-    return C.check_iterations(opts, "max_iter")
+    return C.check_iterations("laplace", opts, "max_iter")
 
 
 @C.one_blas_thread_when_small

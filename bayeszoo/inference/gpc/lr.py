@@ -24,6 +24,7 @@ import numbers
 import numpy as np
 from scipy.optimize import minimize_scalar
 
+from bayeszoo import checks
 from bayeszoo.registry import Option, register
 
 from . import _common as C
@@ -35,15 +36,15 @@ OPTIONS = {
 
 
 def _check(opts):
-    if opts["noise_sd"] is not None:
-        C.positive("noise_sd", opts["noise_sd"])
+    owner = C.owner("lr")
+    noise_sd = checks.positive(owner, "noise_sd", opts["noise_sd"], allow_none=True)
     rng = opts["noise_range"]
     ok = (isinstance(rng, (tuple, list)) and len(rng) == 2
-          and all(isinstance(r, numbers.Real) and not isinstance(r, bool) and np.isfinite(r) for r in rng)
+          and all(isinstance(r, numbers.Real) and not isinstance(r, (bool, np.bool_)) and np.isfinite(r) for r in rng)
           and 0 < rng[0] <= rng[1])
     if not ok:
-        raise ValueError(f"option noise_range must be two numbers 0 < low <= high, got {rng!r}")
-    return {**opts, "noise_range": (float(rng[0]), float(rng[1]))}
+        raise ValueError(f"{owner}: noise_range must be two numbers 0 < low <= high, got {rng!r}")
+    return {**opts, "noise_sd": noise_sd, "noise_range": (float(rng[0]), float(rng[1]))}
 
 
 def regression_log_evidence(K, y, noise_sd):

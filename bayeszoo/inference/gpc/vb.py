@@ -44,7 +44,7 @@ OPTIONS = {
 
 
 def _check(opts):
-    return C.check_iterations(opts, "max_iter")
+    return C.check_iterations("vb", opts, "max_iter")
 
 
 def jj_lambda(varsigma):
