@@ -556,3 +556,108 @@ def test_rvm_versus_arvm_on_cpus():
     for m in ("rvm", "arvm"):
         assert both[m]["error"].shape == (3,) and np.all(np.isfinite(both[m]["error"]))
     assert np.mean(both["arvm"]["n_relevant"]) < np.mean(both["rvm"]["n_relevant"])
+
+
+# ------------------------------------------------------------------------------------------- failures named
+@pytest.mark.parametrize("kwargs, name", [
+    (dict(a="1"), "a"), (dict(width_range=None), "width_range"), (dict(width_range="ab"), "width_range"),
+    (dict(width_range=(0.1, 0.2, 0.3)), "width_range"), (dict(width_range=(0.1, "x")), "width_range"),
+    (dict(kernel="diag", feature_selection=1), "feature_selection"), (dict(n_basis=True), "n_basis"),
+    (dict(sparsity=None), "sparsity"), (dict(min_width=None), "min_width")])
+def test_model_options_of_a_wrong_type_name_the_option(kwargs, name):
+    # a="1" and width_range=None raised TypeErrors, width_range="ab" numpy's conversion error, feature_selection=1
+    # and n_basis=True were accepted
+    with pytest.raises(ValueError, match=f"ARVM: {name}"):
+        ARVM(**kwargs)
+
+
+def test_predict_refuses_a_fit_made_with_other_options(doppler):
+    fit = bz.fit(ARVM(n_basis=4), doppler, "arvm", draws=5, chains=1, progress=False, max_iter=3)
+    for other in (ARVM(n_basis=4, sparsity="aic"), ARVM(n_basis=4, task="classification")):
+        for method in (other.predict, other.latent_mean, other.predict_draws):
+            with pytest.raises(ValueError, match="other ARVM options"):
+                method(fit, doppler.X)
+    with pytest.raises(ValueError, match="NaN"):
+        ARVM(n_basis=4).predict(fit, np.array([[np.nan]]))
+    with pytest.raises(ValueError, match="1 column"):
+        ARVM(n_basis=4).latent_mean(fit, np.zeros((2, 3)))
+
+
+@pytest.mark.timeout(60)
+def test_cost_guard_refuses_a_problem_far_beyond_the_rest():
+    # n = 20, d = 1000 ran for more than 10 minutes at 1.6 GB without progress or warning
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(20, 1000))
+    data = bz.datasets.Dataset(X, np.sin(X[:, 0]), name="wide", meta={"task": "regression"})
+    with pytest.raises(ValueError, match=r"predicted to take about .* beyond max_cost = 10 s.*max_cost=100"):
+        bz.fit(ARVM(), data, "arvm", progress=False)
+    # d = 50 is within the limit (about a second predicted per iteration)
+    cand, joint = L.predicted_seconds(ARVM(), 20, 50, L.DEFAULT_OPTIONS, 1)
+    assert cand + joint < 1.0
+
+
+def test_cost_guard_caps_the_bases_of_the_joint_step(doppler):
+    opts = {**L.DEFAULT_OPTIONS, "n_candidates": 10, "candidate_iter": 2, "max_iter": 20}
+    model = ARVM()
+    two = sum(L.predicted_seconds(model, doppler.n, 1, opts, 2))
+    three = sum(L.predicted_seconds(model, doppler.n, 1, opts, 3))
+    fit = bz.fit(model, doppler, "arvm", draws=5, chains=1, progress=False,
+                 **{k: opts[k] for k in ("n_candidates", "candidate_iter", "max_iter")}, max_cost=(two + three) / 2)
+    assert fit.info["n_relevant"] <= 2
+    assert any("stopped adding bases at 2" in w and "max_cost" in w for w in fit.info["warnings"])
+
+
+@pytest.mark.timeout(60)
+def test_candidate_bfgs_update_costs_p_squared():
+    # the inverse-Hessian update was an einsum over five indices, B P^4 operations (hours for P = 1001)
+    B, P = 4, 301
+    rng = np.random.default_rng(0)
+    A = rng.normal(size=(P, P)) / np.sqrt(P)
+    H = A @ A.T + np.eye(P)
+    x0 = rng.normal(size=(B, P))
+
+    def fun(x, grad):
+        Hx = x @ H
+        return 0.5 * np.sum(x * Hx, 1), (Hx if grad else None)
+
+    x, f = L.batched_bfgs(fun, x0, 30)
+    assert np.all(f < 1e-3 * fun(x0, False)[0])
+
+
+@pytest.mark.parametrize("scale_X, scale_y", [(2.0**-100, 1.0), (2.0**100, 1.0), (1.0, 2.0**-40), (1.0, 2.0**133),
+                                             (2.0**-27, 2.0**30)])
+def test_algorithm_1_is_scale_free(doppler, scale_X, scale_y):
+    # targets of 1e-12 or inputs of 1e-30 learned no basis at all (absolute thresholds inside Algorithm 1); with
+    # scales that are powers of two the rescaled run is the same computation, so the fits agree to rounding
+    small = dict(n_candidates=20, candidate_iter=5, joint_iter=20, max_iter=30, draws=5, chains=1, progress=False)
+    # targets of root mean square near 1: the ones Algorithm 1 sees after rescaling by a power of two
+    base = bz.datasets.Dataset(doppler.X, 2 * doppler.y, doppler.X_test, 2 * doppler.y_test, name="base",
+                               meta={"task": "regression"})
+    ref = bz.fit(ARVM(), base, "arvm", **small)
+    data = bz.datasets.Dataset(base.X * scale_X, base.y * scale_y, base.X_test * scale_X, base.y_test * scale_y,
+                               name="scaled", meta={"task": "regression"})
+    fit = bz.fit(ARVM(), data, "arvm", **small)
+    assert fit.info["n_relevant"] == ref.info["n_relevant"] >= 1
+    assert any("divided by" in w for w in fit.info["warnings"])
+    np.testing.assert_allclose(ARVM().predict(fit, data.X_test), ARVM().predict(ref, base.X_test) * scale_y,
+                               rtol=1e-9, atol=1e-12 * scale_y)
+    obj = fit.idata.objective["objective"].values[-1]
+    assert obj == pytest.approx(ref.idata.objective["objective"].values[-1] - base.n * np.log(scale_y), rel=1e-9)
+
+
+def test_inputs_beyond_double_precision_are_refused(doppler):
+    with pytest.raises(ValueError, match="training inputs X reach"):
+        bz.fit(ARVM(), bz.datasets.Dataset(doppler.X * 1e300, doppler.y, name="big", meta={}), "arvm", progress=False)
+    with pytest.raises(ValueError, match="regression targets y reach"):
+        bz.fit(ARVM(), bz.datasets.Dataset(doppler.X, doppler.y * 1e-300, name="tiny", meta={}), "arvm",
+               progress=False)
+    two = np.column_stack([doppler.X[:, 0], 1e-12 * doppler.X[:, 0]])
+    with pytest.raises(ValueError, match="input column 1 spans"):
+        bz.fit(ARVM(), bz.datasets.Dataset(two, doppler.y, name="two", meta={}), "arvm", progress=False)
+
+
+def test_noise_free_interpolation_keeps_beta_finite():
+    # one point (or noise-free targets): the ML noise precision was infinite, numpy's LinAlgError followed
+    one = bz.datasets.Dataset(np.array([[0.0]]), np.array([0.0125]), name="one", meta={"task": "regression"})
+    fit = bz.fit(ARVM(), one, "arvm", draws=5, chains=1, progress=False, n_candidates=5, max_iter=4)
+    assert np.isfinite(fit.posterior.log_beta.values).all()

@@ -184,3 +184,23 @@ def test_loader_options(options, name):
     for loader in (gpc_data.crabs, gpc_data.sonar):
         message = refusal(lambda: loader(**options))
         assert name in message and "dataset" in message
+
+
+def test_fv_ridge_is_bounded_like_the_prior_variance():
+    """ridge=1e300 reached a LinAlgError in the Jensen bound; the ridge is added to the prior covariance, so it has
+    the same limit."""
+    assert "ridge" in refusal(lambda: bz.fit(GPC(), data(n=6), "fv", draws=5, chains=1, progress=False, ridge=1e300))
+    result = bz.fit(GPC(), data(n=6), "fv", draws=5, chains=1, progress=False, ridge=VARIANCE_LIMIT)
+    assert np.all(np.isfinite(result.posterior["f"].values))
+
+
+def test_ep_with_tiny_damping_is_not_declared_converged_at_its_start():
+    """A damped step is tiny whenever the damping is: EP with damping=1e-10 stopped after two sweeps, 'converged',
+    with the sites still at zero (the prior). Convergence is now judged on the full update."""
+    ds = data(n=10)
+    tiny = bz.fit(GPC(), ds, "ep", draws=5, chains=1, progress=False, damping=1e-10, max_sweeps=20)
+    assert tiny.info["converged"] is False and tiny.info["warnings"]
+    full = bz.fit(GPC(), ds, "ep", draws=5, chains=1, progress=False)
+    half = bz.fit(GPC(), ds, "ep", draws=5, chains=1, progress=False, damping=0.5, max_sweeps=2000)
+    assert full.info["converged"] and half.info["converged"]
+    np.testing.assert_allclose(half.info["q_mean"], full.info["q_mean"], atol=1e-6)

@@ -47,6 +47,7 @@ def refused_by_bayeszoo(call):
             where = tb.tb_frame.f_code.co_filename
             assert where.startswith(PACKAGE), f"ValueError raised outside bayeszoo ({where}): {exc}"
             assert str(exc), "a ValueError without a message"
+            assert "non-finite draws" not in str(exc), f"a backend computed NaN or inf: {exc}"
             event(f"refused: {str(exc)[:60]}")
             raise
 
@@ -70,15 +71,17 @@ def problems(draw):
     X[:, 0] += 1.5 * y
     X_test[:, 0] += 1.5 * y_test
     # most problems on a moderate scale; some with one scale for every column, some with a scale per column
-    regime = draw(st.sampled_from(["unit", "unit", "one", "each"]))
+    regime = draw(st.sampled_from(["unit", "unit", "one", "each", "flat", "repeated"]))
     common = draw(SCALE)
     for j in range(d):
-        scale = {"unit": 10.0 ** draw(st.floats(-3, 2)), "one": common, "each": draw(SCALE)}[regime]
+        scale = {"one": common, "each": draw(SCALE)}.get(regime, 10.0 ** draw(st.floats(-3, 2)))
         offset = draw(st.sampled_from([0.0, 0.0, 1e3, -1e6, 1e200])) if regime == "each" else 0.0
-        if draw(st.sampled_from([False, False, False, True])):            # a constant column
+        if regime == "flat" or draw(st.sampled_from([False, False, False, True])):      # a constant column
             X[:, j] = X_test[:, j] = draw(st.sampled_from([0.0, 1.0, -3.5]))
         else:
             X[:, j], X_test[:, j] = X[:, j] * scale + offset, X_test[:, j] * scale + offset
+    if regime == "repeated":                              # every object twice or more: rank-deficient kernels
+        X, X_test = X[np.arange(n) % max(1, n // 2)], X_test[np.arange(n_test) % max(1, n // 2)]
     options = draw(model_options())
     meta = {"task": "multiclass"}
     layout = draw(st.sampled_from(["whole", "meta", "model", "gram"]))
@@ -168,26 +171,63 @@ def _fit_predict_score(options: dict, data, backend: str, backend_options: dict,
         other.score(fit, data)
 
 
-def _case(draw_case):
+def _case(draw_case, backend: str):
     options, data = draw_case(problems())
-    backend = draw_case(st.sampled_from(BACKENDS))
     counts = draw_case(FIT_COUNTS.get(backend, FIT_COUNTS["vb"]))
     return options, data, backend, draw_case(BACKEND_OPTIONS[backend]), counts, draw_case(st.integers(0, 10**6))
 
 
 @pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", BACKENDS)
 @FAST
 @given(case=st.data())
-def test_fit_predict_score_finite_or_refused(case):
-    _fit_predict_score(*_case(case.draw))
+def test_fit_predict_score_finite_or_refused(backend, case):
+    _fit_predict_score(*_case(case.draw, backend))
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1200)
+@pytest.mark.parametrize("backend", BACKENDS)
 @SLOW
 @given(case=st.data())
-def test_fit_predict_score_finite_or_refused_many(case):
-    _fit_predict_score(*_case(case.draw))
+def test_fit_predict_score_finite_or_refused_many(backend, case):
+    _fit_predict_score(*_case(case.draw, backend))
+
+
+@st.composite
+def degenerate_cases(draw, backend: str):
+    """Inputs that carry little or no information: every column constant (zero included) or tiny, or two distinct
+    objects repeated; any kernel."""
+    n = draw(st.integers(2, 12))
+    C = draw(st.integers(2, min(3, n)))
+    d = draw(st.integers(1, 3))
+    y = (np.arange(n) % C).astype(float)
+    value = draw(st.sampled_from([0.0, 1e-300, 1e-12, 1.0, -3.5]))
+    X = np.full((n, d), value)
+    if draw(st.booleans()):
+        X[::2] += draw(st.sampled_from([1e-300, 1e-8, 1.0]))
+    options = {"rule": draw(st.sampled_from(["convex", "mean", "product", "binary"])),
+               "kernel": draw(st.sampled_from(["rbf", "poly", "linear"]))}
+    counts = draw(FIT_COUNTS.get(backend, FIT_COUNTS["vb"]))
+    return (options, bz.datasets.Dataset(X=X, y=y, meta={"task": "multiclass"}), backend,
+            draw(BACKEND_OPTIONS[backend]), counts, draw(st.integers(0, 100)))
+
+
+@pytest.mark.timeout(120)
+@pytest.mark.parametrize("backend", BACKENDS)
+@FAST
+@given(data=st.data())
+def test_degenerate_inputs_fit_or_are_refused(backend, data):
+    _fit_predict_score(*data.draw(degenerate_cases(backend)))
+
+
+@pytest.mark.slow
+@pytest.mark.timeout(900)
+@pytest.mark.parametrize("backend", BACKENDS)
+@SLOW
+@given(data=st.data())
+def test_degenerate_inputs_fit_or_are_refused_many(backend, data):
+    _fit_predict_score(*data.draw(degenerate_cases(backend)))
 
 
 # --------------------------------------------------------------------------------- option values of any type

@@ -324,3 +324,33 @@ def test_gibbs_vb_nuts_agree_on_sinc(model, sinc40):
         assert np.max(np.abs(z)) < 5.0, (name, z)
     v = _predictive(bz.fit(model, sinc40, "vb", draws=2000, chains=1, seed=1, progress=False), model, sinc40, Xt)
     assert np.max(np.abs(v.mean((0, 1)) - mg)) < 0.05
+
+
+# ------------------------------------------------------------------------------------------- failures named
+def test_gibbs_says_why_when_the_sampler_leaves_double_precision():
+    # width 30 on inputs in [-10, 10] with the nearly flat default prior: every draw became NaN, and only the Fit
+    # builder's generic message said so
+    data = bz.datasets.load("sinc", n=100, n_test=10)
+    with pytest.raises(ValueError, match="left double precision.*a = 0.0001.*RVM\\(a=1, b=1e-2\\)"):
+        bz.fit(bz.models.RVM(width=30.0), data, "gibbs", draws=50, tune=50, chains=2, progress=False)
+    fit = bz.fit(bz.models.RVM(width=30.0, a=1.0, b=1e-2), data, "gibbs", draws=50, tune=50, chains=2,
+                 progress=False)
+    assert np.all(np.isfinite(fit.posterior.w.values))
+
+
+@pytest.mark.parametrize("init, match", [({"beta": None}, "init\\['beta'\\]"), ({"w": [1.0, 2.0]}, "init\\['w'\\]"),
+                                         ({"alpha": -1.0}, "init\\['alpha'\\]"), ({"w": "x"}, "init\\['w'\\]"),
+                                         ({"alpha": [[1.0]]}, "init\\['alpha'\\]")])
+def test_gibbs_init_is_checked(init, match, model, sinc40):
+    # init={"beta": None} raised a TypeError, a wrong-length w numpy's broadcasting error, alpha < 0 NaN draws
+    with pytest.raises(ValueError, match=match):
+        bz.fit(model, sinc40, "gibbs", draws=5, tune=5, chains=1, progress=False, init=init)
+
+
+@pytest.mark.parametrize("backend, options, name", [
+    ("em", {"max_iter": "10"}, "max_iter"), ("em", {"update": ["em"]}, "update"), ("fast", {"tol": True}, "tol"),
+    ("vb", {"max_iter": 2.0}, "max_iter"), ("gibbs", {"fix_beta": "1"}, "fix_beta"),
+    ("gibbs", {"fix_alpha": {"a": 1}}, "fix_alpha")])
+def test_bad_option_types_name_the_backend_and_option(backend, options, name, model, sinc40):
+    with pytest.raises(ValueError, match=f"backend '{backend}': {name}"):
+        bz.fit(model, sinc40, backend, draws=5, tune=5, chains=1, progress=False, **options)

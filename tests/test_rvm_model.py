@@ -149,3 +149,92 @@ def test_prediction_rejects_mismatched_basis(sinc):
                        np.zeros((1, 2)))
     with pytest.raises(ValueError, match="bias=True"):
         RVM(width=3.0, bias=False).predict(fit, sinc.X_test)
+
+
+# ------------------------------------------------------------------------------------------- inputs
+@pytest.mark.parametrize("options, name", [
+    (dict(width="3"), "width"), (dict(width=True), "width"), (dict(width=None), "width"), (dict(degree=2.5), "degree"),
+    (dict(degree="2"), "degree"), (dict(offset="x"), "offset"), (dict(bias=1), "bias"), (dict(a="1"), "a"),
+    (dict(d=[1.0]), "d"), (dict(kernel=["gauss"]), "kernel"), (dict(task=None), "task"), (dict(link=1), "link")])
+def test_options_of_a_wrong_type_are_refused_naming_the_option(options, name):
+    # RVM(width="3") raised a TypeError from np.isfinite; degree, offset and bias were not checked at all
+    with pytest.raises(ValueError, match=rf"RVM: {name} must be"):
+        RVM(**options)
+
+
+def test_predict_and_score_refuse_a_fit_made_with_other_options(sinc):
+    fit = bz.fit(RVM(width=3.0), sinc, "fast", draws=5, chains=1, progress=False)
+    with pytest.raises(ValueError, match=r"width=3\.0 \(here 1\.0\)"):     # confident wrong values before
+        RVM(width=1.0).predict(fit, sinc.X_test)
+    with pytest.raises(ValueError, match="width"):
+        RVM(width=1.0).score(fit, sinc)
+    with pytest.raises(ValueError, match="task='regression'"):            # a classifier and a regression fit
+        RVM(task="classification", width=3.0).predict(fit, sinc.X_test)
+    with pytest.raises(ValueError, match="'arvm' model"):
+        RVM(width=3.0).predict(bz.fit(bz.models.ARVM(n_basis=3), sinc, "arvm", draws=2, chains=1, progress=False,
+                                      max_iter=2), sinc.X_test)
+    np.testing.assert_allclose(fit.model().predict(fit, sinc.X_test), RVM(width=3.0).predict(fit, sinc.X_test))
+
+
+@pytest.mark.parametrize("X_new, match", [
+    (np.array([[np.nan], [0.0]]), "NaN"), (np.array([[np.inf]]), "NaN or inf"), (np.zeros((3, 2)), "1 column"),
+    ("abc", "array of numbers"), (np.zeros((2, 1, 1)), "2 dimension")])
+def test_predict_refuses_bad_inputs_naming_the_problem(sinc, X_new, match):
+    # NaN gave NaN predictions, two columns a matmul error, a string numpy's conversion error
+    M = sinc.n + 1
+    fit = _constructed(RVM(width=3.0), sinc, np.ones((1, 2, M)), np.zeros((1, 2, M)), np.zeros((1, 2)))
+    with pytest.raises(ValueError, match=match):
+        RVM(width=3.0).predict(fit, X_new)
+
+
+def test_kernel_is_exact_for_inputs_far_from_the_origin():
+    # |x1|^2 + |x2|^2 - 2 x1.x2 cancelled catastrophically: times in seconds since 1970 gave a garbage kernel
+    from bayeszoo.models.rvm import kernel_matrix
+
+    far = np.linspace(0.0, 5.0, 7)[:, None] + 1.7e9
+    near = far - 1.7e9                                              # exact: the same inputs, shifted
+    for kernel in ("gauss", "bspline"):
+        np.testing.assert_allclose(kernel_matrix(far, far, kernel, width=2.0),
+                                   kernel_matrix(near, near, kernel, width=2.0), atol=1e-12)
+
+
+def test_tiny_width_does_not_underflow():
+    # width**2 underflowed to 0: the diagonal was 0 / 0 = NaN
+    from bayeszoo.models.rvm import kernel_matrix
+
+    x = np.linspace(0.0, 1.0, 4)[:, None]
+    np.testing.assert_array_equal(kernel_matrix(x, x, "gauss", width=1e-200), np.eye(4))
+
+
+def test_a_constant_kernel_is_refused_before_any_work():
+    data = bz.datasets.load("sinc", n=100, n_test=10)
+    # em / fast / vb fitted a constant silently; gibbs returned NaN draws (the builder's message, after the work)
+    for backend in ("em", "gibbs"):
+        with pytest.raises(ValueError, match="constant on the training inputs.*largest range is"):
+            bz.fit(RVM(width=1e6), data, backend, draws=5, tune=5, chains=1, progress=False)
+    same = bz.datasets.Dataset(np.ones((5, 1)), np.arange(5.0), name="same", meta={"task": "regression"})
+    with pytest.raises(ValueError, match="all 5 training inputs are the same point"):
+        bz.fit(RVM(), same, "em", progress=False)
+    with pytest.raises(ValueError, match="'poly' of degree 200 .* overflows"):
+        bz.fit(RVM(kernel="poly", degree=200, offset=10.0), data, "em", progress=False)
+
+
+@pytest.mark.parametrize("scale_X, scale_y, match", [
+    (1e300, 1.0, "training inputs X reach"), (1.0, 1e300, "regression targets y reach"),
+    (1.0, 1e-300, "regression targets y reach")])
+def test_inputs_far_from_unit_scale_are_refused(scale_X, scale_y, match):
+    # em / fast / vb raised numpy's LinAlgError from deep in the Cholesky, gibbs returned NaN draws
+    d = bz.datasets.load("sinc", n=20, n_test=5)
+    scaled = bz.datasets.Dataset(d.X * scale_X, d.y * scale_y, name="scaled", meta={"task": "regression"})
+    for backend in ("em", "fast", "vb"):
+        with pytest.raises(ValueError, match=match) as info:
+            bz.fit(RVM(width=3.0 * scale_X), scaled, backend, draws=5, chains=1, progress=False)
+        assert type(info.value) is ValueError
+
+
+def test_fast_fits_targets_that_are_all_zero():
+    # the first basis got alpha = norm / 0: numpy's LinAlgError
+    d = bz.datasets.load("sinc", n=20, n_test=5)
+    zero = bz.datasets.Dataset(d.X, np.zeros(d.n), name="zero", meta={"task": "regression"})
+    fit = bz.fit(RVM(width=3.0), zero, "fast", draws=5, chains=1, progress=False)
+    assert np.all(np.abs(RVM(width=3.0).predict(fit, d.X_test)) < 1e-6)

@@ -8,6 +8,8 @@ from bayeszoo.datasets import Dataset, register
 
 #: largest number of points a generator makes (training plus test): beyond it the arrays alone need gigabytes
 MAX_POINTS = 10_000_000
+#: largest noise level, extent or Doppler delta: beyond it the generated values overflow double precision
+MAX_SCALE = 1e100
 
 
 def _rng(owner: str, seed):
@@ -24,7 +26,7 @@ def sinc(n: int = 100, n_test: int = 1000, noise_sd: float = 0.1, seed: int = 0)
     """Noisy sinc, Tipping (2001): t = sin(x)/x + N(0, noise_sd^2), x uniform on [-10, 10]; test on a noise-free grid."""
     n = _count("sinc", "n", n)
     n_test = _count("sinc", "n_test", n_test, minimum=0)
-    noise_sd = checks.non_negative("sinc", "noise_sd", noise_sd)
+    noise_sd = checks.number("sinc", "noise_sd", noise_sd, low=0, low_inclusive=True, high=MAX_SCALE)
     rng = _rng("sinc", seed)
     x = np.sort(rng.uniform(-10.0, 10.0, n))
     y = np.sinc(x / np.pi) + noise_sd * rng.standard_normal(n)
@@ -46,8 +48,8 @@ def doppler_function(x, delta: float = 0.01):
 def doppler(n: int = 128, noise_var: float = 0.1, delta: float = 0.01, seed: int = 0) -> Dataset:
     """1-D Doppler [P 66]: n equispaced points x_n = (n - 1/2)/N in (0,1), white noise of variance 0.1; test = noise-free g."""
     n = _count("doppler", "n", n)
-    noise_var = checks.non_negative("doppler", "noise_var", noise_var)
-    delta = checks.positive("doppler", "delta", delta)
+    noise_var = checks.number("doppler", "noise_var", noise_var, low=0, low_inclusive=True, high=MAX_SCALE)
+    delta = checks.number("doppler", "delta", delta, low=0, high=MAX_SCALE)
     rng = _rng("doppler", seed)
     x = (np.arange(1, n + 1) - 0.5) / n  # grid unstated in the source; equispaced as sRVM requires
     g = doppler_function(x, delta)
@@ -64,8 +66,8 @@ def doppler2d(grid: int = 128, train_fraction: float = 0.5, noise_var: float = 0
     """2-D Doppler g(x1) g(x2) (Tzikas PhD eq. 6.35) on a grid, a random fraction for training; test = whole noise-free grid."""
     grid = checks.number("doppler2d", "grid", grid, low=1, low_inclusive=True, high=np.sqrt(MAX_POINTS), integer=True)
     train_fraction = checks.number("doppler2d", "train_fraction", train_fraction, low=0, high=1)
-    noise_var = checks.non_negative("doppler2d", "noise_var", noise_var)
-    delta = checks.positive("doppler2d", "delta", delta)
+    noise_var = checks.number("doppler2d", "noise_var", noise_var, low=0, low_inclusive=True, high=MAX_SCALE)
+    delta = checks.number("doppler2d", "delta", delta, low=0, high=MAX_SCALE)
     if round(train_fraction * grid * grid) < 1:
         raise ValueError(f"doppler2d: train_fraction = {train_fraction:g} of a {grid} x {grid} grid leaves no "
                          f"training point")
@@ -86,8 +88,8 @@ def doppler2d(grid: int = 128, train_fraction: float = 0.5, noise_var: float = 0
 def sinc2d(grid: int = 30, extent: float = 10.0, noise_var: float = 0.1, seed: int = 0) -> Dataset:
     """2-D sinc image sin(r)/r on a grid over [-extent, extent]^2 plus N(0, 0.1) noise (Tzikas PhD eq. 4.24)."""
     grid = checks.number("sinc2d", "grid", grid, low=1, low_inclusive=True, high=np.sqrt(MAX_POINTS), integer=True)
-    extent = checks.positive("sinc2d", "extent", extent)
-    noise_var = checks.non_negative("sinc2d", "noise_var", noise_var)
+    extent = checks.number("sinc2d", "extent", extent, low=0, high=MAX_SCALE)
+    noise_var = checks.number("sinc2d", "noise_var", noise_var, low=0, low_inclusive=True, high=MAX_SCALE)
     rng = _rng("sinc2d", seed)
     u = np.linspace(-extent, extent, grid)
     x1, x2 = np.meshgrid(u, u, indexing="ij")

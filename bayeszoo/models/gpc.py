@@ -12,6 +12,8 @@ Shared helpers for the hand-written backends (import them from here):
 ``GPC.hyperparameters(d)``              the log-hyperparameter vector (order: ``gp_kernels`` docstring);
 ``GPC.K(X1, X2=None, d=None)``          covariance; jitter on the diagonal when ``X2`` is None;
 ``GPC.kernel_matrix(X1, X2=None)``      covariance without jitter; ``GPC.kernel_diag(X)``, ``GPC.kernel_grad(X)``;
+``GPC.cholesky(X, K=None)``             chol(K + jitter I), or a ValueError naming the options to change;
+``GPC.check_prior_variance(X, what)``   a ValueError where k(x, x) + jitter exceeds ``VARIANCE_LIMIT``;
 ``GPC.labels_pm(y)``                    0/1 (or +-1) labels as +-1 floats;
 ``predictive_probability(mu, var, likelihood)``      P(y* = 1) = int sig(f) N(f | mu, var) df   (4.8 / 4.23);
 ``log_predictive_probability(mu, var, likelihood, y_pm=1)``   its logarithm for label y_pm, stable in the tails;
@@ -63,7 +65,10 @@ class GPC(Model):
         ``linear`` -> (-log_amplitude,) (covLINone's k = (x.z + 1) / t^2, so sf = 1 / t);
         ``poly`` -> (0.0, log_amplitude), i.e. offset c = 1.
     jitter : float
-        Added to the diagonal of K before the Cholesky factorisation (numerical only).
+        Added to the diagonal of K before the Cholesky factorisation (numerical only), in [0, ``VARIANCE_LIMIT``].
+
+    Inputs: 0/1 labels; any finite input scale for the stationary kernels and ``nn``; the prior variance
+    k(x, x) + jitter at most ``VARIANCE_LIMIT`` at every input (docs/families/gpc.md, "Inputs").
     degree : int
         Degree of the ``poly`` kernel (1, 2 or 3).
     """

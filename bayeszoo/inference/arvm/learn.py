@@ -38,6 +38,7 @@ set of kernels scored in closed form (the incremental RVM with the sparsity prio
 """
 from __future__ import annotations
 
+import dataclasses
 import time
 import warnings
 
@@ -238,6 +239,10 @@ class State:
         self.theta = np.zeros((0, kernel.P))
         self.alpha = np.zeros(0)
         self.beta = beta
+        # largest noise precision: 1e12 / mean(t^2), a noise sd of 1e-6 of the targets' scale. With flat priors the
+        # ML beta is infinite when the bases interpolate the targets (few points, noise-free targets)
+        scale2 = float(np.mean(self.t**2)) if self.t.size else 0.0
+        self.beta_max = 1e12 / (scale2 if scale2 > 0 else 1.0)
         self.w_mode = np.zeros(0)
         self.refresh()
 
@@ -501,7 +506,9 @@ def update_hyper(state: State, opts, beta_free: bool):
             PtP = state.Phi.T @ state.Phi
             tr = float(np.sum(state.alpha * np.einsum("ij,jk,ki->i", Sigma, PtP, Sigma)))
             # exact d L^s / d log beta = 1/2 [N - beta |r|^2 - sum gamma] - c beta tr(A Sigma Phi^T Phi Sigma)  ([P 41] corrected)
-            state.beta = float(max(state.kernel.N - gamma.sum(), 1e-6) / (r @ r + 2 * c * tr))
+            with np.errstate(divide="ignore"):
+                beta = float(max(state.kernel.N - gamma.sum(), 1e-6) / (r @ r + 2 * c * tr))
+            state.beta = min(beta, state.beta_max)
         keep = np.isfinite(new_alpha) & (new_alpha <= opts["prune_alpha"])          # step 4 [P §III-B]
         keep &= state.kernel.peak(state.theta) >= state.min_peak                     # off-data bases (see min_peak)
         change = np.max(np.abs(np.log(new_alpha[keep]) - np.log(state.alpha[keep]))) if keep.any() else 0.0
@@ -547,8 +554,9 @@ def check_cost(model, N: int, D: int, opts, dictionary=None, whiten=None) -> flo
             f"problem (N = {N} points, d = {D} inputs, so {P} kernel parameters per basis; candidate search "
             f"{candidates:.3g} s, joint step {joint:.3g} s), beyond max_cost = {limit:g} s; the cost grows as the "
             f"square (candidates) and cube (joint step) of the parameters per basis. Raise the limit with "
-            f"bz.fit(..., max_cost={10 ** np.ceil(np.log10(candidates + joint)):g}) if you mean it, or make the problem "
-            f"smaller: fewer inputs (e.g. select or project features), n_candidates, candidate_iter or joint_iter")
+            f"bz.fit(..., max_cost={10 ** np.ceil(np.log10(candidates + joint)):g}) if you mean it, or make the "
+            f"problem smaller: fewer inputs (e.g. select or project features), n_candidates, candidate_iter or "
+            f"joint_iter")
     return candidates + joint
 
 
@@ -736,11 +744,14 @@ def _kept_rows(before, after):
 
 
 # ---------------------------------------------------------------------------------------------- output
-def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm"):
+def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm", x_scale=1.0, y_scale=1.0):
     """Fit at the learned kernel: w i.i.d. from N(mu, Sigma) on the kept bases (slots 0..M-1, ordered by
     centre), w = 0 and log_alpha = LOG_ALPHA_PRUNED on the unused slots; f = Phi w at the training inputs.
     ``info["w_mean"]`` is mu itself (the mode for classification) in the same slots, so that the posterior mean of
-    f is available exactly (``ARVM.latent_mean``) rather than as an average over draws."""
+    f is available exactly (``ARVM.latent_mean``) rather than as an average over draws.
+
+    ``x_scale``, ``y_scale``: Algorithm 1 ran on X / x_scale and y / y_scale (see :func:`rescaling`); centres,
+    widths, weights, precisions and the objective are reported in the original units."""
     state = res["state"]
     M, D, K = model.n_basis, data.d, model.width_dims(data.d)
     k = state.M
@@ -757,24 +768,50 @@ def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm")
         Sigma = post.Sigma[np.ix_(order, order)]
         if state.clf:
             mu = state.w_mode[order]
+        mu, Sigma = mu * y_scale, Sigma * y_scale**2
         w[:, :, :k] = gaussian_draws(rng, mu, Sigma, chains, draws)
         w_mean[:k] = mu
         m, u = state.kernel.split(state.theta[order])
-        centre[:k] = state.kernel.centre(m)
-        inv_width[:k] = state.kernel.inv_width(u)
-        log_alpha[:k] = np.minimum(np.log(state.alpha[order]), LOG_ALPHA_PRUNED - 1e-6)
+        centre[:k] = state.kernel.centre(m) * x_scale
+        inv_width[:k] = state.kernel.inv_width(u) / x_scale
+        log_alpha[:k] = np.minimum(np.log(state.alpha[order]) - 2 * np.log(y_scale), LOG_ALPHA_PRUNED - 1e-6)
     Phi = model_design(data.X, centre, inv_width)
     out = {"w": w, "log_alpha": np.broadcast_to(log_alpha, (chains, draws, M)).copy(),
            "centre": np.broadcast_to(centre, (chains, draws, M, D)).copy(),
            "inv_width": np.broadcast_to(inv_width, (chains, draws, M, K)).copy(), "f": w @ Phi.T}
     if not model.is_classifier:
-        out["log_beta"] = np.full((chains, draws), float(np.log(state.beta)))
+        out["log_beta"] = np.full((chains, draws), float(np.log(state.beta) - 2 * np.log(y_scale)))
+    notes = [] if x_scale == y_scale == 1.0 else [
+        f"Algorithm 1 ran on inputs divided by {x_scale:g} and targets divided by {y_scale:g} (their scale is far from "
+        f"1; powers of two, so exact); the fit is in the original units"]
     info = {"iterations": res["iterations"], "converged": res["converged"], "n_relevant": int(k),
             "sparsity_c": float(res["c"]), "objective": "objective", "w_mean": w_mean.tolist(),
-            "warnings": res.get("warnings", []) + ([] if res["converged"] else
-                                                    ["arvm stopped at max_iter before the stopping rule held"])}
+            "rescaled": {"x": float(x_scale), "y": float(y_scale)},
+            "warnings": notes + res.get("warnings", []) + ([] if res["converged"] else
+                                                           ["arvm stopped at max_iter before the stopping rule held"])}
+    # L^s of the original targets: the Gaussian log evidence of t = y_scale t' is that of t' minus N log y_scale
+    objective = np.asarray(res["objective"], float) - data.n * np.log(y_scale)
     return build_fit(model, data, backend, "approximation", out, timing=timing,
-                     objective={"objective": res["objective"], "n_basis": res["n_basis_trace"]}, info=info)
+                     objective={"objective": objective, "n_basis": res["n_basis_trace"]}, info=info)
+
+
+#: Algorithm 1 runs on rescaled inputs (targets) when the largest input span (the targets' root mean square) is
+#: outside [1 / RESCALE, RESCALE]: its thresholds are absolute (log-widths within +-30, s > 1e-150, ...), while the
+#: model with its flat priors is scale-free
+RESCALE = 2.0**10
+
+
+def rescaling(model, data) -> tuple[float, float]:
+    """``(x_scale, y_scale)``: powers of two (so that dividing by them is exact) that bring the largest span of the
+    inputs and the root mean square of the regression targets near 1 when they are far from it; else 1."""
+    def power_of_two(size):
+        if not size > 0 or 1.0 / RESCALE <= size <= RESCALE:
+            return 1.0
+        return float(2.0 ** np.round(np.log2(size)))
+
+    x_scale = power_of_two(float(np.max(np.ptp(data.X, axis=0))))
+    y_scale = 1.0 if model.is_classifier else power_of_two(float(np.sqrt(np.mean(data.y**2))))
+    return x_scale, y_scale
 
 
 def model_design(X, centre, inv_width):
@@ -805,9 +842,18 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Type-II learning of centres, widths, alpha and beta; Gaussian posterior of w at the learned kernel."""
     _check_against_data(model, data, opts)
     timer = Timer()
+    x_scale, y_scale = rescaling(model, data)
+    run_model, dictionary = model, opts["dictionary"]
+    if x_scale != 1.0:
+        if model.min_width != "spacing":
+            run_model = dataclasses.replace(model, min_width=model.min_width / x_scale)
+        if dictionary is not None:
+            dictionary = (dictionary[0] / x_scale, dictionary[1] / x_scale)
+    if y_scale != 1.0:
+        opts = {**opts, **{k: opts[k] / y_scale**2 for k in ("beta", "init_beta") if opts[k] is not None}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = learn(model, data.X, data.y, opts, seed=seed or 0, progress=progress, dictionary=opts["dictionary"],
-                    whiten=opts["noise_whitener"])
-    return result_fit(model, data, res, draws=draws, chains=chains, seed=seed,
-                      timing={"compile": 0.0, "tune": timer()})
+        res = learn(run_model, data.X / x_scale, data.y / y_scale, opts, seed=seed or 0, progress=progress,
+                    dictionary=dictionary, whiten=opts["noise_whitener"])
+    return result_fit(model, data, res, draws=draws, chains=chains, seed=seed, timing={"compile": 0.0, "tune": timer()},
+                      x_scale=x_scale, y_scale=y_scale)

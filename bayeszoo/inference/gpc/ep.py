@@ -93,12 +93,14 @@ def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_swe
             denom = 1.0 + d2 * v_c
             tau_new = max(-d2 / denom, 0.0)   # log-concave likelihoods: tau >= 0 (R&W 3.6 comment)
             nu_new = (d1 - m_c * d2) / denom
+            # convergence is judged on the full (undamped) update: at a fixed point it is zero, whereas a
+            # damped step is small whenever the damping is, fixed point or not
+            max_change = max(max_change, abs(tau_new - ttau[i]) / (1.0 + abs(ttau[i])),
+                             abs(nu_new - tnu[i]) / (1.0 + abs(tnu[i])))
             if damping < 1.0:
                 tau_new = damping * tau_new + (1.0 - damping) * ttau[i]
                 nu_new = damping * nu_new + (1.0 - damping) * tnu[i]
             dtau = tau_new - ttau[i]
-            max_change = max(max_change, abs(dtau) / (1.0 + abs(ttau[i])),
-                             abs(nu_new - tnu[i]) / (1.0 + abs(tnu[i])))
             dnu = nu_new - tnu[i]
             ttau[i], tnu[i] = tau_new, nu_new
             si = Sigma[:, i].copy()

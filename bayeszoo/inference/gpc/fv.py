@@ -35,6 +35,7 @@ import numpy as np
 from scipy import linalg as sla
 
 from bayeszoo import checks
+from bayeszoo.models.gpc import VARIANCE_LIMIT
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 
@@ -43,13 +44,14 @@ from . import _common as C
 OPTIONS = {
     "max_iter": Option(200, "largest number of Newton iterations on the factor locations"),
     "tol": Option(1e-9, "convergence tolerance on the relative gain of ln Z_FV in an iteration"),
-    "ridge": Option(1e-6, "added to the diagonal of K for this method (thesis §4.11), >= 0"),
+    "ridge": Option(1e-6, "added to the diagonal of K for this method (thesis §4.11), in [0, 1e10]"),
 }
 
 
 def _check(opts):
     opts = C.check_iterations("fv", opts, "max_iter")
-    opts["ridge"] = checks.non_negative(C.owner("fv"), "ridge", opts["ridge"])
+    opts["ridge"] = checks.number(C.owner("fv"), "ridge", opts["ridge"], low=0.0, low_inclusive=True,
+                                  high=VARIANCE_LIMIT)      # added to the prior covariance: the same limit
     return opts
 
 

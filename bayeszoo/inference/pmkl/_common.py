@@ -130,7 +130,9 @@ def project_simplex(v) -> np.ndarray:
     u = np.sort(v)[::-1]
     css = np.cumsum(u) - 1.0
     k = np.arange(1, len(v) + 1)
-    rho = np.nonzero(u - css / k > 0)[0][-1]
+    # the first entry always qualifies (u_1 - (u_1 - 1) = 1); with |v| beyond 1e16 rounding can hide that
+    above = np.nonzero(u - css / k > 0)[0]
+    rho = above[-1] if above.size else 0
     return np.clip(v - css[rho] / (rho + 1.0), 0.0, None)
 
 

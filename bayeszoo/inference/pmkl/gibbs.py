@@ -144,7 +144,8 @@ def collapsed_y_sweep(rng, Y, st: Collapsed, onehot):
     P[..., np.arange(N), np.arange(N)] += 1.0
     Py = np.swapaxes(Y, 1, 2) - np.einsum("kcmn,kcm->kcn", B, st.v)     # (I - B^T B) y_c, with v = B y_c
     columns = np.ascontiguousarray(np.moveaxis(P, 3, 0))                  # (N, ch, C, N): column n of every P_c
-    diag = np.moveaxis(P[..., np.arange(N), np.arange(N)], 2, 0)          # (N, ch, C)
+    # P_c,nn is in (0, 1]; 1 - |b_n|^2 loses its digits when alpha is tiny against K K: floor it at the rounding level
+    diag = np.maximum(np.moveaxis(P[..., np.arange(N), np.arange(N)], 2, 0), np.finfo(float).eps)   # (N, ch, C)
     sd_all = 1.0 / np.sqrt(diag)
     labels = np.argmax(onehot, axis=1)
     Y = Y.copy()
@@ -249,7 +250,7 @@ def binary_beta_gibbs(rng, beta, Y, Ks, A):
     """Exact Gibbs update of each beta_i in {0, 1} in turn, W integrated out (A.1.3). Prior: Bernoulli(1/2)
     for each kernel, conditioned on at least one kernel being selected (beta = 0 would leave no kernel, K = 0)."""
     beta = beta.copy()
-    S = Ks.shape[0]
+    S = beta.shape[1]                     # Ks is (S, N, N), or (chains, S, N, N) when Theta is sampled
     for k in range(beta.shape[0]):
         for i in range(S):
             logp = np.empty(2)

@@ -38,6 +38,8 @@ from .em import APPROXIMATION_DEFAULTS, check_rule, fixed_kernels, owner, point_
 
 _LEARN_BETA = Option(True, "estimate the kernel weights beta by the simplex QP (convex rule; the mean rule keeps "
                            "them equal)")
+S_RTOL = 1e-10        # relative size below which S_m (alpha_m - S_m when active) is rounding noise
+
 OPTIONS1 = {
     "max_iter": Option(None, "largest number of iterations (None: 20 N)"),
     "min_iter": Option(None, "fewest iterations before Criterion 2 may stop the run (None: N)"),
@@ -106,7 +108,12 @@ def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6,
     K = MK.combine(Ks, beta, model.rule)
     # start from the object with the largest projection sum_c (k_i^T y_c)^2 / |k_i|^2 (Tipping-Faul)
     kk = np.sum(K * K, 0)
-    proj = np.sum((K.T @ Y) ** 2, 1) / kk
+    if not np.any(kk > 0):
+        raise ValueError(f"{owner('mrvm1')}: the composite kernel is zero on the training objects (to working "
+                         f"precision, e.g. a linear kernel on zero or tiny columns), so no relevance vector can be "
+                         f"selected; standardise the inputs or use another kernel")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        proj = np.where(kk > 0, np.sum((K.T @ Y) ** 2, 1) / kk, -np.inf)   # a zero column explains nothing
     i0 = int(np.argmax(proj))
     alpha = np.full(N, np.inf)
     denom = proj[i0] / C - 1.0
@@ -118,11 +125,16 @@ def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6,
             Sm, Qm, L, Wo = sparsity_quality(K, act, alpha[act], Y)
             s, q = Sm.copy(), Qm.copy()
             fin = np.isfinite(alpha)
-            s[fin] = alpha[fin] * Sm[fin] / (alpha[fin] - Sm[fin])             # 5.23
-            q[fin] = (alpha[fin] / (alpha[fin] - Sm[fin]))[:, None] * Qm[fin]
-            theta = np.sum(q**2, 1) - C * s
-            with np.errstate(divide="ignore", invalid="ignore"):
+            # S_m = |k_m|^2 - (the part the active set explains) loses its digits when k_m lies (numerically) in the
+            # span of the active columns. Such an inactive object is not added (its s_m is lost to rounding); for an
+            # active one alpha_m - S_m = alpha_m^2 / (alpha_m + s_m) vanishes as s_m grows, theta_m -> -inf: deleted
+            resolved = np.where(fin, alpha - Sm > S_RTOL * np.where(fin, alpha, 0.0), Sm > S_RTOL * kk)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                s[fin] = alpha[fin] * Sm[fin] / (alpha[fin] - Sm[fin])             # 5.23
+                q[fin] = (alpha[fin] / (alpha[fin] - Sm[fin]))[:, None] * Qm[fin]
+                theta = np.where(resolved, np.sum(q**2, 1) - C * s, -np.inf)
                 alpha_star = np.where(theta > 0, C * s**2 / theta, np.inf)     # 5.19-5.20
+            alpha_star = np.where(alpha_star > 0, alpha_star, np.inf)          # s underflowed: nothing to add
             # convergence (Criterion 2): stationary active alphas, nothing to add, enough iterations
             d_log = np.abs(np.log(alpha_star[fin]) - np.log(alpha[fin]))
             if it >= min_iter and np.all(d_log < threshold) and np.all(theta[~fin] <= 0):

@@ -55,7 +55,10 @@ def fast_fit(model, Phi, t, opts):
     proj = (Phi.T @ t_eff) ** 2 / norms
     first = int(np.argmax(proj))
     sig2 = 0.1 * float(np.var(t_eff)) if np.var(t_eff) > 0 else 1.0
-    alpha[first] = norms[first] / max(proj[first] - sig2, 1e-6 * proj[first])  # [T §3.2] step 2
+    denom = max(proj[first] - sig2, 1e-6 * proj[first])
+    with np.errstate(over="ignore"):
+        # [T §3.2] step 2; targets orthogonal to every basis (e.g. all zero) start from the pruning level
+        alpha[first] = min(norms[first] / denom, opts["prune_alpha"]) if denom > 0 else opts["prune_alpha"]
     active = np.array([first])
     tt = float(t @ t)
     w_mode = None
