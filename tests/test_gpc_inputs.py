@@ -58,6 +58,15 @@ def test_kernels_and_gradients_stay_finite_at_extreme_inputs():
             assert np.all(np.isfinite(gp_kernels.kernel_diag(kind, X * scale, hyp)))
 
 
+def test_nn_kernel_at_huge_inputs_beside_the_origin():
+    """A row at the origin beside rows of magnitude 1e300 divided 0 by 0 (NaN); rows are scaled one by one now."""
+    X = np.array([[0.0, 0.0], [3e300, 4e300], [-4e300, 3e300], [6e299, 8e299]])
+    K = gp_kernels.kernel_matrix("nn", X, None, [0.0, 0.0])
+    assert np.isclose(K[0, 0], np.arcsin(0.5)) and np.allclose(K[0, 1:], 0.0)
+    assert np.isclose(K[1, 2], 0.0, atol=1e-12) and np.isclose(K[1, 3], np.pi / 2) and np.isclose(K[1, 1], np.pi / 2)
+    assert all(np.all(np.isfinite(G)) for G in gp_kernels.kernel_grad("nn", X, [0.0, 0.0]))
+
+
 def test_distances_far_from_the_origin_keep_their_digits():
     X = 1e8 + np.array([[0.0], [1.0], [2.5]])              # |x|^2 ~ 1e16: the old formula lost the differences
     K = gp_kernels.kernel_matrix("se", X, None, [0.0, 0.0])

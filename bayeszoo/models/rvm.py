@@ -31,6 +31,8 @@ MIN_TARGET_SCALE = 1e-100
 #: a kernel matrix whose entries all lie within this fraction of its largest entry is numerically constant: its
 #: columns differ by less than Phi^T Phi resolves in double precision, so every basis function is the bias
 CONSTANT_KERNEL = 1e-8
+#: range of the Gamma hyperparameters a, b, c, d
+HYPER_MIN, HYPER_MAX = 1e-50, 1e50
 
 
 def kernel_matrix(X1, X2, kernel: str = "gauss", width: float = 1.0, degree: int = 2, offset: float = 1.0):
@@ -64,10 +66,12 @@ def _bspline3(r):
 
 
 def check_gamma_hyperpriors(model) -> None:
-    """The Gamma(a, b) prior on the weight precisions and Gamma(c, d) on the noise precision must be proper
-    (every one a finite number > 0); stores them as floats."""
+    """The Gamma(a, b) prior on the weight precisions and Gamma(c, d) on the noise precision must be proper: every
+    one a number in [HYPER_MIN, HYPER_MAX] (beyond, the precisions they allow, e.g. beta up to c / d at an exact fit,
+    leave double precision); stores them as floats."""
     for name in ("a", "b", "c", "d"):
-        setattr(model, name, checks.positive(type(model).__name__, name, getattr(model, name)))
+        setattr(model, name, checks.number(type(model).__name__, name, getattr(model, name), low=HYPER_MIN,
+                                           low_inclusive=True, high=HYPER_MAX))
 
 
 def check_scales(model, data: Dataset) -> None:

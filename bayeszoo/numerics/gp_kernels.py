@@ -106,17 +106,25 @@ def _matern_t(r2, nu_times_2):
     return np.minimum(np.sqrt(nu_times_2 * r2), _T_MAX)
 
 
+def _row_exponents(X):
+    """e_i >= 0 with max_j |X_ij| < 2^e_i (0 for rows inside (-1, 1))."""
+    return np.maximum(np.frexp(np.max(np.abs(X), axis=1, initial=0.0))[1], 0)
+
+
 def _nn_parts(X1, X2, ell):
-    """S = 1 + x.z / ell^2, D = 2 + |x|^2 / ell^2 (rows of X1, X2), s = S / sqrt(D1 D2), all divided by c^2 =
-    4^e (inputs scaled by the power of two 2^e that brings them into [-1, 1], when that is a reduction) so that no
-    square overflows; s is unchanged by the scaling."""
-    e = max(_exponent(X1, X2), 0)
-    c2 = np.ldexp(1.0, -2 * e)                            # 1 / c^2 (0 when it underflows: the limit is exact)
-    U1, U2 = np.ldexp(X1, -e) / ell, np.ldexp(X2, -e) / ell
-    S = c2 + U1 @ U2.T
-    D1, D2 = 2.0 * c2 + np.sum(U1**2, 1), 2.0 * c2 + np.sum(U2**2, 1)
+    """S = 1 + x.z / ell^2 (rows x of X1, z of X2), D = 2 + |x|^2 / ell^2, s = S / sqrt(D1 D2), with every row
+    scaled by the power of two c_i = 2^e_i that brings it into [-1, 1] (when that is a reduction): S_ij is divided
+    by c_i c_j and D_i by c_i^2, so no square overflows and no D is 0, and s is unchanged. Returns those scaled
+    S, D1, D2, s and the scaled constants 1 / (c_i c_j), 2 / c_i^2, 2 / c_j^2 (0 where they underflow, which
+    changes s by less than 1e-300)."""
+    e1, e2 = _row_exponents(X1), _row_exponents(X2)
+    W1, W2 = np.ldexp(X1, -e1[:, None]) / ell, np.ldexp(X2, -e2[:, None]) / ell
+    one = np.ldexp(1.0, -(e1[:, None] + e2[None, :]))
+    two1, two2 = np.ldexp(2.0, -2 * e1), np.ldexp(2.0, -2 * e2)
+    S = one + W1 @ W2.T
+    D1, D2 = two1 + np.sum(W1**2, 1), two2 + np.sum(W2**2, 1)
     s = S / np.sqrt(D1[:, None] * D2[None, :])
-    return S, D1, D2, np.clip(s, -1.0, 1.0), c2
+    return S, D1, D2, np.clip(s, -1.0, 1.0), (one, two1, two2)
 
 
 def kernel_matrix(kind: str, X1, X2, hyp, degree: int = 2) -> np.ndarray:
@@ -195,9 +203,9 @@ def kernel_grad(kind: str, X, hyp, degree: int = 2) -> list[np.ndarray]:
         c, sf2, p = np.exp(hyp[0]), np.exp(2.0 * hyp[1]), int(degree)
         return [sf2 * p * (c + X @ X.T) ** (p - 1) * c, 2.0 * K]
     ell, sf2 = np.exp(hyp[0]), np.exp(2.0 * hyp[1])     # nn
-    S, D1, D2, s, c2 = _nn_parts(X, X, ell)               # all divided by c^2, which leaves ds unchanged
-    dS = -2.0 * (S - c2)                                  # d/dlog ell of 1 + x.z / ell^2
-    dD1, dD2 = -2.0 * (D1 - 2.0 * c2), -2.0 * (D2 - 2.0 * c2)
+    S, D1, D2, s, (one, two1, two2) = _nn_parts(X, X, ell)   # scaled per row, which leaves ds unchanged
+    dS = -2.0 * (S - one)                                 # d/dlog ell of 1 + x.z / ell^2
+    dD1, dD2 = -2.0 * (D1 - two1), -2.0 * (D2 - two2)
     root = np.sqrt(D1[:, None] * D2[None, :])
     ds = (dS - S * (0.5 * dD1[:, None] / D1[:, None] + 0.5 * dD2[None, :] / D2[None, :])) / root
     with np.errstate(divide="ignore", invalid="ignore"):

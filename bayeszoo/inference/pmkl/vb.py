@@ -60,6 +60,12 @@ OPTIONS = {
 LOCAL_LOG_SD = 0.5     # log-scale sd of the local component of ``theta_proposal="local"``
 
 
+def positive_gamma(rng, shape: float, rate: float, size) -> np.ndarray:
+    """Gamma(shape, rate) draws, floored at the smallest normal number: with a small shape many draws underflow to
+    0, which is no valid Dirichlet parameter or kernel width (and has log density -inf)."""
+    return np.maximum(rng.gamma(shape, 1.0 / rate, size), np.finfo(float).tiny)
+
+
 def theta_proposal_draws(rng, n: int, center, omega: float, phi: float, kind: str):
     """n proposals for one source's theta (n, D) and log [p(theta) / q(theta)] for each.
 
@@ -71,10 +77,10 @@ def theta_proposal_draws(rng, n: int, center, omega: float, phi: float, kind: st
     D = len(center)
     prior = stats.gamma(omega, scale=1.0 / phi)
     if kind == "prior":
-        return rng.gamma(omega, 1.0 / phi, (n, D)), np.zeros(n)
+        return positive_gamma(rng, omega, phi, (n, D)), np.zeros(n)
     local = rng.random(n) < 0.5
     draws = np.where(local[:, None], np.exp(np.log(center) + LOCAL_LOG_SD * rng.standard_normal((n, D))),
-                     rng.gamma(omega, 1.0 / phi, (n, D)))
+                     positive_gamma(rng, omega, phi, (n, D)))
     log_prior = prior.logpdf(draws).sum(1)
     log_local = stats.norm(np.log(center), LOCAL_LOG_SD).logpdf(np.log(draws)).sum(1) - np.log(draws).sum(1)
     log_q = np.logaddexp(log_prior, log_local) - np.log(2.0)
@@ -226,7 +232,7 @@ def vb_fit_state(model, data, *, max_iter=100, tol=1e-3, is_samples=200, is_pool
                     log_wts = log_wts + np.array([dirichlet(rho).logpdf(b / b.sum()) for b in pool]) - pool_logq
                 beta = normalised(log_wts) @ pool
             if model.infer_rho:
-                new = rng.gamma(model.lam, 1.0 / model.mu, (is_samples, S))
+                new = positive_gamma(rng, model.lam, model.mu, (is_samples, S))
                 rho_pool = new if is_pool == "fresh" else np.vstack([rho_pool, new])
                 rho_log_wts = np.array([dirichlet(r).logpdf(beta / beta.sum()) for r in rho_pool])   # 4.28
                 rho = normalised(rho_log_wts) @ rho_pool

@@ -97,7 +97,9 @@ def type2_fit(model, Phi, t, opts):
             if opts["update"] == "em":
                 new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)   # EM step; tr(Phi Sigma Phi^T) = sum gamma / beta
             else:
-                new_beta = (N - float(np.sum(gamma)) + 2 * c) / (rr + 2 * d)   # [T 2.27], corrected: Gamma on beta
+                # [T 2.27], corrected: Gamma on beta; N - sum gamma >= 0 exactly, but not in rounding when the bases
+                # interpolate the targets, which would make beta negative
+                new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (rr + 2 * d)
         change = float(np.max(np.abs(np.log(new_al) - np.log(al))))
         if not clf:
             change = max(change, abs(np.log(new_beta) - np.log(beta)))

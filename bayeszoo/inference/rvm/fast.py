@@ -82,8 +82,8 @@ def fast_fit(model, Phi, t, opts):
             post = C.Gaussian(H, beta * Pt[active])
             ev = C.log_evidence(post, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
             Ga = G[:, active]
-            S = beta * gdiag - beta**2 * np.sum((Ga @ post.Sigma) * Ga, 1)      # [P 28]
-            Q = beta * Pt - beta**2 * (Ga @ post.Sigma) @ Pt[active]            # [P 29]
+            S = beta * gdiag - beta * beta * np.sum((Ga @ post.Sigma) * Ga, 1)      # [P 28]
+            Q = beta * Pt - beta * beta * (Ga @ post.Sigma) @ Pt[active]            # [P 29]
         trace_ev.append(ev)
         trace_obj.append(ev + C.log_prior_terms(al, beta, model))
         # s_m, q_m [T 3.10]: equal to S_m, Q_m for bases not in the model
@@ -105,7 +105,8 @@ def fast_fit(model, Phi, t, opts):
         if not clf:
             gamma = 1.0 - al * np.diag(post.Sigma)
             r = t - Phi[:, active] @ post.mu
-            new_beta = (N - float(np.sum(gamma)) + 2 * c) / (float(r @ r) + 2 * d)  # [T 2.27], corrected
+            # [T 2.27], corrected; N - sum gamma >= 0 exactly, not always in rounding (bases that interpolate)
+            new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (float(r @ r) + 2 * d)
         beta_change = 0.0 if clf else abs(np.log(new_beta) - np.log(beta))
         small_step = (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(trace_obj[-1]))
                       or (in_model and np.isfinite(a_star[i])

@@ -267,7 +267,8 @@ def _explain_overflow(model, out) -> None:
     raise ValueError(
         f"{C.owner('gibbs')}: the sampler left double precision (chain {int(chains[0])} from draw {first}; "
         f"{int(bad.sum())} of {bad.size} draws are NaN or inf): the conditional precision of w, "
-        f"beta Phi^T Phi + diag(alpha), became singular to working precision. This happens when the weight "
+        f"{'Phi^T Phi' if model.is_classifier else 'beta Phi^T Phi'} + diag(alpha), became singular to working "
+        f"precision. This happens when the weight "
         f"prior is nearly flat (here a = {model.a:g}, b = {model.b:g}; some alpha_i then fall below rounding) while "
         f"kernel columns are nearly collinear (here the {model._kernel_text()}). Use a proper weight prior such as "
         f"RVM(a=1, b=1e-2) for sampling, or a kernel that varies more between the inputs")
