@@ -166,7 +166,8 @@ def test_model_options_of_the_wrong_type(options, name):
 
 
 def test_model_options_are_normalised_to_json():
-    model = GPC(log_lengthscale=np.float32(0.5), hyp=np.array([0.5, 0.0]), degree=np.int64(2), likelihood=np.str_("logit"))
+    model = GPC(log_lengthscale=np.float32(0.5), hyp=np.array([0.5, 0.0]), degree=np.int64(2),
+                likelihood=np.str_("logit"))
     assert model.spec() == {"family": "gpc", "likelihood": "logit", "kernel": "se", "hyp": [0.5, 0.0],
                             "log_lengthscale": 0.5, "log_amplitude": 0.0, "jitter": 1e-8, "degree": 2}
     assert bz.models.from_spec(model.spec()) == model

@@ -8,7 +8,7 @@ import sys
 
 import numpy as np
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given, settings, strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -117,6 +117,10 @@ def _model(options):
     return GPC(**options)
 
 
+#: options inside the documented bounds half of the time, anything the other half
+ANY_OPTIONS = st.one_of(_model_options(within=True), _model_options())
+
+
 def _check_model_options(options):
     """Construction refuses bad options with a ValueError naming one of them; a model that is built has a JSON
     spec that rebuilds it."""
@@ -139,7 +143,7 @@ def test_model_options_are_checked(options):
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@SLOW
+@settings(SLOW, max_examples=500)
 @given(options=_model_options())
 def test_model_options_are_checked_many(options):
     _check_model_options(options)
@@ -183,15 +187,15 @@ def test_samplers_on_generated_data_fit_or_refuse(arrays, options, backend):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@SLOW
-@given(arrays=datasets(max_n=30), options=_model_options(), backend=st.sampled_from(APPROXIMATIONS))
+@settings(SLOW, max_examples=1000)
+@given(arrays=datasets(max_n=30), options=ANY_OPTIONS, backend=st.sampled_from(APPROXIMATIONS))
 def test_generated_data_and_models_fit_or_refuse_many(arrays, options, backend):
     _check_fit(arrays, options, backend, _few(backend))
 
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@SLOW
+@settings(SLOW, max_examples=150)
 @given(arrays=datasets(sizes=[1, 2, 7, 16]), options=_model_options(within=True), backend=st.sampled_from(SAMPLERS))
 def test_samplers_on_generated_data_fit_or_refuse_many(arrays, options, backend):
     _check_fit(arrays, options, backend, _few(backend))
@@ -239,7 +243,7 @@ def test_backend_option_values(choice, likelihood):
 
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
-@SLOW
+@settings(SLOW, max_examples=300)
 @given(choice=backend_options(APPROXIMATIONS + SAMPLERS), likelihood=st.sampled_from(LIKELIHOODS))
 def test_backend_option_values_many(choice, likelihood):
     _check_backend_options(*choice, likelihood)
@@ -290,7 +294,7 @@ def test_predict_and_score_inputs(fitted, X_new, other):
 
 @pytest.mark.slow
 @pytest.mark.timeout(900)
-@SLOW
+@settings(SLOW, max_examples=300)
 @given(X_new=X_NEW, other=OTHER_MODELS)
 def test_predict_and_score_inputs_many(fitted, X_new, other):
     _check_predict(fitted, X_new, other)
@@ -320,7 +324,7 @@ def test_loader_options(options):
 
 @pytest.mark.slow
 @pytest.mark.timeout(600)
-@SLOW
+@settings(SLOW, max_examples=200)
 @given(options=LOADER_OPTIONS)
 def test_loader_options_many(options):
     _check_loader(options)

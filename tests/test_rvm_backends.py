@@ -354,3 +354,18 @@ def test_gibbs_init_is_checked(init, match, model, sinc40):
 def test_bad_option_types_name_the_backend_and_option(backend, options, name, model, sinc40):
     with pytest.raises(ValueError, match=f"backend '{backend}': {name}"):
         bz.fit(model, sinc40, backend, draws=5, tune=5, chains=1, progress=False, **options)
+
+
+def test_em_keeps_the_noise_precision_positive_when_the_bases_interpolate():
+    # found by tests/test_properties_rvm.py: with a nearly exact fit (noise-like targets, d = 1e-17) sum(gamma)
+    # exceeded N in rounding, MacKay's beta update went negative and numpy's LinAlgError followed
+    X = np.random.default_rng(0).normal(size=(29, 1))
+    y = 1e-5 * np.array([
+        6.02793975, -0.103737191, 10.147939, 5.58980034, -8.84558233, 9.70453615, -2.23629797, 5.81265791, -10.5417536,
+        -4.99198801, -9.92334649, 4.16990588, 5.75392121, -2.28842387, -5.40942693, -10.671075, -8.96881663,
+        -4.63130574, 10.1189015, 3.76299039, -0.0131427314, -3.55136895, -10.291671, 9.60399773, 6.66856543,
+        5.35509071, -10.7088204, -10.3115493, -7.56754134])
+    data = bz.datasets.Dataset(X, y, name="noise", meta={"task": "regression"})
+    model = bz.models.RVM(width=0.82, a=1.0, d=1e-17)
+    fit = bz.fit(model, data, "em", draws=5, chains=1, progress=False)
+    assert np.isfinite(fit.posterior.log_beta.values).all() and np.isfinite(model.predict(fit, X)).all()

@@ -155,7 +155,8 @@ def test_prediction_rejects_mismatched_basis(sinc):
 @pytest.mark.parametrize("options, name", [
     (dict(width="3"), "width"), (dict(width=True), "width"), (dict(width=None), "width"), (dict(degree=2.5), "degree"),
     (dict(degree="2"), "degree"), (dict(offset="x"), "offset"), (dict(bias=1), "bias"), (dict(a="1"), "a"),
-    (dict(d=[1.0]), "d"), (dict(kernel=["gauss"]), "kernel"), (dict(task=None), "task"), (dict(link=1), "link")])
+    (dict(d=[1.0]), "d"), (dict(kernel=["gauss"]), "kernel"), (dict(task=None), "task"), (dict(link=1), "link"),
+    (dict(c=1e299), "c"), (dict(d=1e-300), "d")])   # found by the property tests: fast raised OverflowError
 def test_options_of_a_wrong_type_are_refused_naming_the_option(options, name):
     # RVM(width="3") raised a TypeError from np.isfinite; degree, offset and bias were not checked at all
     with pytest.raises(ValueError, match=rf"RVM: {name} must be"):

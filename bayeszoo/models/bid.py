@@ -372,10 +372,13 @@ W_SCALE = 0.05   # fraction of the largest initial weight per unit of z_w
 
 
 def isnr(truth: np.ndarray, before: np.ndarray, estimate: np.ndarray) -> float:
-    """Improvement in SNR (dB): 10 log10(|truth - before|^2 / |truth - estimate|^2) (§5.11)."""
+    """Improvement in SNR (dB): 10 log10(|truth - before|^2 / |truth - estimate|^2) (§5.11); +inf for an exact
+    estimate, -inf when the observation was already the truth (and the estimate is not)."""
     num = float(np.sum((truth - before) ** 2))
     den = float(np.sum((truth - estimate) ** 2))
-    return 10.0 * math.log10(num / den) if den > 0 else math.inf
+    if den == 0:
+        return math.inf
+    return 10.0 * math.log10(num / den) if num > 0 else -math.inf
 
 
 def as_pixel_rows(X_new):

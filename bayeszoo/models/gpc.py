@@ -66,11 +66,11 @@ class GPC(Model):
         ``poly`` -> (0.0, log_amplitude), i.e. offset c = 1.
     jitter : float
         Added to the diagonal of K before the Cholesky factorisation (numerical only), in [0, ``VARIANCE_LIMIT``].
+    degree : int
+        Degree of the ``poly`` kernel (1, 2 or 3).
 
     Inputs: 0/1 labels; any finite input scale for the stationary kernels and ``nn``; the prior variance
     k(x, x) + jitter at most ``VARIANCE_LIMIT`` at every input (docs/families/gpc.md, "Inputs").
-    degree : int
-        Degree of the ``poly`` kernel (1, 2 or 3).
     """
 
     likelihood: str = "probit"
@@ -166,7 +166,7 @@ class GPC(Model):
 
     def _singular_kernel_message(self, X, K) -> str:
         d = X.shape[1]
-        hyp = ", ".join(f"{name}={value:g}" for name, value in zip(self.hyp_names(d), self.hyperparameters(d) + 0.0))
+        hyp = _named_hyp(self, d)
         largest = float(np.max(np.diag(K), initial=0.0))
         enough = None                       # the smallest jitter 10^k (up to the variance limit) that is enough
         for jitter in 10.0 ** np.arange(-12, 11):
@@ -178,9 +178,10 @@ class GPC(Model):
                 enough = jitter
                 break
         remedy = "increase jitter" + ("" if enough is None else f" (jitter={enough:g} suffices here)")
-        return (f"GPC: K + {self.jitter:g} I is not positive definite in floating point for kernel {self.kernel!r} "
-                f"with {hyp} (largest prior variance {largest:.3g}; duplicated inputs, or inputs close together relative "
-                f"to the lengthscale, make K singular); {remedy}, or {_SINGULAR_ADVICE[self.kernel]}")
+        return (f"GPC: K + {self.jitter:g} I is not positive definite in floating point for kernel "
+                f"{self.kernel!r} with {hyp} (largest prior variance {largest:.3g}; duplicated inputs, or inputs "
+                f"close together relative to the lengthscale, make K singular); {remedy}, or "
+                f"{_SINGULAR_ADVICE[self.kernel]}")
 
     def check_prior_variance(self, X, what: str = "X") -> None:
         """A ValueError unless the prior variance k(x, x) + jitter stays within :data:`VARIANCE_LIMIT` at every row
@@ -192,7 +193,7 @@ class GPC(Model):
         if np.isfinite(variance) and variance <= VARIANCE_LIMIT * (1.0 + 1e-12):
             return
         d = X.shape[1]
-        hyp = ", ".join(f"{name}={value:g}" for name, value in zip(self.hyp_names(d), self.hyperparameters(d) + 0.0))
+        hyp = _named_hyp(self, d)
         raise ValueError(
             f"GPC: the prior variance k(x, x) + jitter of kernel {self.kernel!r} with {hyp} reaches {variance:.3g} "
             f"at {what} (largest |x| = {float(np.max(np.abs(X))):.3g}), above the {VARIANCE_LIMIT:g} the numerics "
@@ -405,6 +406,11 @@ _VARIANCE_ADVICE = {
     "linear": "standardise the inputs (e.g. the datasets' standardize=True) or raise log_t (lower log_amplitude)",
     "poly": "standardise the inputs (e.g. the datasets' standardize=True) or lower log_sf / log_c",
 }
+
+
+def _named_hyp(model: GPC, d: int) -> str:
+    """``log_ell=0.5, log_sf=1`` (-0 shown as 0)."""
+    return ", ".join(f"{name}={value + 0.0:g}" for name, value in zip(model.hyp_names(d), model.hyperparameters(d)))
 
 
 def _is_real(value) -> bool:

@@ -133,9 +133,9 @@ def kernel_matrix(kind: str, X1, X2, hyp, degree: int = 2) -> np.ndarray:
     with np.errstate(over="ignore", invalid="ignore"):
         K = _kernel_matrix(kind, X1, X2, hyp, degree)
     if not np.all(np.isfinite(K)):
+        top = max(np.max(np.abs(X1), initial=0.0), np.max(np.abs(X2), initial=0.0))
         raise ValueError(f"GP kernel {kind!r} with log-hyperparameters {hyp.tolist()} overflows at these inputs "
-                         f"(largest |x| = {max(np.max(np.abs(X1), initial=0.0), np.max(np.abs(X2), initial=0.0)):.3g}); "
-                         f"standardise the inputs")
+                         f"(largest |x| = {top:.3g}); standardise the inputs")
     return K
 
 
