@@ -103,7 +103,7 @@ def test_backend_options_reach_the_backend(tmp_path):
     (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "width=wide"],
      "width must be a number"),
     (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "kernel=cubic"],
-     "RVM kernel must be one of"),
+     "RVM: kernel must be one of"),
     (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "colour=red"],
      "rvm has no option 'colour'"),
     (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--data-opt", "size=3"],

@@ -49,8 +49,8 @@ def test_unknown_names_raise_before_any_work(tiny):
 @pytest.mark.parametrize("options, message", [
     (dict(task="ranking"), "task must be one of"),
     (dict(kernel="rbf2"), "kernel must be one of"),
-    (dict(width=-1.0), "width must be a positive"),
-    (dict(a=0.0), "hyperparameter a must be > 0"),
+    (dict(width=-1.0), "width must be a finite number > 0"),
+    (dict(a=0.0), "a must be a finite number >= 1e-50"),
     (dict(link="cauchit"), "link must be one of"),
 ])
 def test_rvm_options_are_checked(options, message):
