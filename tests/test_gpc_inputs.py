@@ -47,6 +47,18 @@ def test_stationary_kernels_fit_inputs_of_any_scale(backend, scale):
         assert np.all(np.isfinite(p)) and np.all((p >= 0) & (p <= 1))
 
 
+@pytest.mark.timeout(300)
+@pytest.mark.parametrize("backend", ["gibbs", "ais"])
+def test_samplers_on_inputs_scaled_by_1e300_finish(backend):
+    """ais on inputs scaled by 1e300 never returned: the NaN kernel matrix made every log-likelihood NaN, so the
+    elliptical slice sampler's bracket shrank for ever."""
+    ds = data(1e300, n=5)
+    model = GPC()
+    result = fit(model, ds, backend)
+    assert np.all(np.isfinite(result.posterior["f"].values))
+    assert np.all(np.isfinite(model.predict(result, ds.X)))
+
+
 def test_kernels_and_gradients_stay_finite_at_extreme_inputs():
     X = np.random.default_rng(1).normal(size=(6, 2))
     for scale in (1e-300, 1e150, 1e300):

@@ -127,6 +127,8 @@ def ais_log_weights(K, ypm, *, probit, n_runs, seed=0, schedule="power", n_temps
     T = betas.size - 1
     K = np.asarray(K, float)
     n = K.shape[0]
+    if not np.all(np.isfinite(K)):      # NaN log-likelihoods would keep the slice sampler shrinking for ever
+        raise ValueError("ais: the kernel matrix K has NaN or inf entries")
     L = np.linalg.cholesky(K)
     Lj, yj = jnp.asarray(L), jnp.asarray(np.asarray(ypm, float))
     base = jax.random.PRNGKey(int(seed))

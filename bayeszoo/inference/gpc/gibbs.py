@@ -280,6 +280,8 @@ def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None
     K = np.asarray(K, float)
     ypm = np.asarray(ypm, float)
     n = K.shape[0]
+    if not np.all(np.isfinite(K)):
+        raise ValueError("gibbs: the kernel matrix K has NaN or inf entries")
     LK = _chol_with_jitter(K)
     consts = {"y": jnp.asarray(ypm), "K": jnp.asarray(K), "LK": jnp.asarray(LK)}
     if probit:
