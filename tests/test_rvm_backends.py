@@ -369,3 +369,32 @@ def test_em_keeps_the_noise_precision_positive_when_the_bases_interpolate():
     model = bz.models.RVM(width=0.82, a=1.0, d=1e-17)
     fit = bz.fit(model, data, "em", draws=5, chains=1, progress=False)
     assert np.isfinite(fit.posterior.log_beta.values).all() and np.isfinite(model.predict(fit, X)).all()
+
+
+def test_vb_and_gibbs_residuals_for_targets_far_from_zero():
+    # found by tests/test_properties_rvm.py: vb expanded |t - Phi m|^2 as t.t - 2 m.Phi^T t + m.G m, which cancelled
+    # to a negative number for targets near 1e5 (numpy's LinAlgError followed); gibbs clipped the same expansion at 0
+    X = np.random.default_rng(0).normal(size=(28, 1))
+    y = 1e5 + np.array([
+        0.57246785, -0.03824536, 1.03050758, 0.52824681, -0.89197867, 0.95327568, -0.14860979, 0.63814359, -1.05548848,
+        -0.5108261, -0.99608868, 0.38573343, 0.60403824, -0.25302113, -0.55170149, -1.0678004, -0.90390332,
+        -0.48224827, 0.99945524, 0.4427344, -0.02931491, -0.2827627, -1.0315266, 0.94234322, 0.71857488, 0.50461016,
+        -1.07136799, -1.03125772])
+    data = bz.datasets.Dataset(X, y, name="offset", meta={"task": "regression"})
+    model = bz.models.RVM(width=0.83)
+    for backend in ("vb", "gibbs"):
+        fit = bz.fit(model, data, backend, draws=200, tune=200, chains=1, progress=False)
+        assert np.all(np.isfinite(model.predict(fit, X))) and np.isfinite(model.score(fit, data)["log_pred"])
+
+
+def test_laplace_mode_keeps_w_finite_on_separable_data_with_tiny_alphas():
+    # found by tests/test_properties_rvm.py: with b = 1e23 the alphas are tiny, IRLS took a Newton step that did not
+    # raise the objective (its line search gave up), w overflowed, the probit weights became NaN: LinAlgError
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(15, 1))
+    y = (X[:, 0] + rng.normal(size=15) > 0).astype(float)
+    y[:2] = [0, 1]
+    data = bz.datasets.Dataset(X, y, name="separable", meta={"task": "classification"})
+    model = bz.models.RVM(task="classification", link="probit", b=1e23, width=0.9)
+    fit = bz.fit(model, data, "em", draws=5, chains=1, progress=False)
+    assert np.all(np.isfinite(model.predict(fit, X)))

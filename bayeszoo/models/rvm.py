@@ -46,7 +46,8 @@ def kernel_matrix(X1, X2, kernel: str = "gauss", width: float = 1.0, degree: int
         X1, X2 = X1 - shift, X2 - shift
         sq = (np.sum(X1**2, 1)[:, None] + np.sum(X2**2, 1)[None, :] - 2.0 * X1 @ X2.T).clip(min=0.0)
         if kernel == "gauss":
-            return np.exp(-(sq / width) / width)
+            with np.errstate(over="ignore"):                   # far beyond the width: exp(-inf) = 0, as meant
+                return np.exp(-(sq / width) / width)
         return _bspline3(np.sqrt(sq) / width)
     inner = X1 @ X2.T
     if kernel == "linear":

@@ -219,9 +219,16 @@ def laplace_mode(Phi, t, alpha, link, w0=None, max_iter=100, tol=1e-9):
         while True:
             w_new = w + lr * step
             v_new, ll_n, g_n, W_n = psi(w_new)
-            if v_new >= val - 1e-12 * abs(val) or lr < 1e-8:
+            if v_new >= val - 1e-12 * abs(val):
+                break
+            if lr < 1e-8:
+                # no step along the Newton direction raises psi: w is the mode to working precision. Taking the step
+                # anyway (as before) let tiny alphas on separable data throw w to overflow (NaN IRLS weights)
+                w_new = None
                 break
             lr *= 0.5
+        if w_new is None:
+            break
         done = np.max(np.abs(w_new - w)) < tol * (1.0 + np.max(np.abs(w)))
         w, val, ll, g, W = w_new, v_new, ll_n, g_n, W_n
         if done:

@@ -52,7 +52,6 @@ def vb_fit(model, Phi, t, opts):
     b_t = a_t / E_alpha
     c_t = c + 0.5 * N
     d_t = c_t * var_t / 10.0                      # <beta> = 10 / var(t) to start
-    tt = float(t @ t)
     Pt = Phi.T @ t
     xi = np.ones(N)                               # Jaakkola-Jordan parameters (logit)
     Ez = 2.0 * t - 1.0                            # <z> (probit)
@@ -85,7 +84,10 @@ def vb_fit(model, Phi, t, opts):
         f_mean = Phi @ m
         f_var = np.einsum("ij,jk,ik->i", Phi, S, Phi)
         if not clf:
-            resid = tt - 2.0 * float(m @ Pt) + float(m @ G @ m) + float(np.sum(G * S))  # |t - Phi m|^2 + tr(G S)
+            # |t - Phi m|^2 + tr(G S), the residual formed directly: expanding it as t.t - 2 m.Phi^T t + m.G m cancels
+            # catastrophically for targets far from zero (it went negative for targets near 1e5)
+            r = t - f_mean
+            resid = float(r @ r) + float(np.sum(G * S))
             d_t = d + 0.5 * resid
             E_beta = c_t / d_t
             E_log_beta = digamma(c_t) - np.log(d_t)
