@@ -184,6 +184,10 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
         name: xr.DataArray(np.asarray(value), dims=tuple(f"{name}_dim_{i}" for i in range(np.ndim(value))))
         for name, value in model.constant_data(data).items()})
     if objective:
+        for name, trace in objective.items():   # the final value is the result; early ones may be -inf (ADVI)
+            final = np.asarray(trace, dtype=float)[..., -1:]
+            if final.size and not np.all(np.isfinite(final)):
+                raise ValueError(f"backend {backend!r} ended with a non-finite objective {name} ({final.ravel()[0]})")
         groups["objective"] = xr.Dataset({
             name: xr.DataArray(np.asarray(trace, dtype=float),
                                dims=("iteration",) if np.ndim(trace) == 1 else ("chain", "iteration"))

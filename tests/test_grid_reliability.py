@@ -111,6 +111,17 @@ def test_nan_draws_are_an_error_that_names_the_backend_and_the_variable(data):
     assert np.isnan(table.loc["fake_nan", "ess_bulk_min"]) and table.loc["fake_ok", "error"] == ""
 
 
+def test_a_non_finite_final_objective_is_refused_and_earlier_ones_are_allowed(data):
+    from bayeszoo.fit import build_fit
+
+    model = bz.models.RVM(width=3.0)
+    post = fb._draws(model, data, 1, 5, 0, rho=0.0)
+    fit = build_fit(model, data, "x", "approximation", post, timing={}, objective={"elbo": [-np.inf, -3.0, -2.5]})
+    assert float(fit.idata.objective["elbo"][-1]) == -2.5
+    with pytest.raises(ValueError, match="backend 'x' ended with a non-finite objective elbo"):
+        build_fit(model, data, "x", "approximation", post, timing={}, objective={"elbo": [-3.0, np.nan]})
+
+
 def test_a_missing_saved_fit_is_reported_not_dropped(data, tmp_path):
     out = tmp_path / "grid"
     bz.compare(bz.models.RVM(), data, backends=["fake_ok", "fake_vb"], reference="fake_ok", out=out, **KW)
@@ -126,3 +137,25 @@ def test_compare_checks_counts_like_fit(data):
     for bad in ({"draws": 0}, {"chains": -1}, {"seed": -1}):
         with pytest.raises(ValueError, match=next(iter(bad))):
             bz.compare(bz.models.RVM(), data, backends=["fake_ok"], **{**KW, **bad})
+
+
+def test_predict_refuses_an_object_that_is_not_a_fit():
+    with pytest.raises(ValueError, match="expected a bayeszoo Fit.*got str"):
+        bz.models.RVM().predict("fits/em.nc", np.zeros((2, 1)))
+
+
+def test_an_indefinite_gaussian_approximation_is_a_value_error():
+    from bayeszoo.inference._gaussian import gaussian_draws
+
+    cov = np.array([[1.0, 0.0], [0.0, -1e6]])           # no jitter up to 1e-5 makes this positive definite
+    with pytest.raises(ValueError, match="not positive definite"):
+        gaussian_draws(np.random.default_rng(0), np.zeros(2), cov, chains=1, draws=3)
+
+
+def test_the_rvm_picture_does_not_hide_a_fit_made_with_another_model(data):
+    from bayeszoo.diagnostics.rvm_plots import rvm_predict
+
+    fit = bz.fit(bz.models.RVM(width=3.0), data, backend="em", **KW)
+    assert rvm_predict(bz.models.RVM(width=3.0), fit, data.X_test).shape == (data.X_test.shape[0],)
+    with pytest.raises(ValueError, match="other RVM options"):
+        rvm_predict(bz.models.RVM(width=1.0), fit, data.X_test)

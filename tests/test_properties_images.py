@@ -81,8 +81,11 @@ def bid_problems(draw):
     psf = draw(PSF)
     if psf.shape[0] > min(img.shape) or psf.shape[1] > min(img.shape):
         return image_problem(img, name="generated")
-    g, _ = degrade(img, psf, snr_db=draw(st.sampled_from([10.0, 40.0, 80.0, 300.0])), seed=draw(st.integers(0, 99)))
-    return image_problem(g, name="generated", true_image=img, true_psf=psf)
+    snr_db, seed = draw(st.sampled_from([10.0, 40.0, 80.0, 300.0])), draw(st.integers(0, 99))
+    degraded = refused_by_bayeszoo(lambda: degrade(img, psf, snr_db=snr_db, seed=seed))
+    if degraded is None:                                     # intensities beyond what a noise variance can hold
+        return image_problem(img, name="generated")
+    return image_problem(degraded[0], name="generated", true_image=img, true_psf=psf)
 
 
 def bid_options():
@@ -172,7 +175,8 @@ def imagervm_problems(draw):
     img = draw(images())
     if draw(st.booleans()):
         return image_problem(img, name="generated")
-    noisy = img + draw(st.sampled_from([0.0, 0.01, 0.3])) * np.std(img) * \
+    top = float(np.max(np.abs(img))) or 1.0                 # noise relative to the image (no overflow at 1e300)
+    noisy = img + draw(st.sampled_from([0.0, 0.01, 0.3])) * top * np.std(img / top) * \
         np.random.default_rng(draw(st.integers(0, 99))).standard_normal(img.shape)
     return image_problem(noisy, name="generated", true_image=img)
 

@@ -151,6 +151,9 @@ def degrade(image, psf, snr_db: float = 40.0, seed: int | None = 0) -> tuple[np.
     image = check_image(image)
     psf = check_psf(psf, image.shape)
     checks.non_negative("degrade", "seed", seed, integer=True, allow_none=True)
+    if np.max(np.abs(image)) > MAX_INTENSITY:      # its squares (the noise variance) would overflow
+        raise ValueError(f"degrade: the image has intensities up to {np.max(np.abs(image)):.3g}, beyond "
+                         f"{MAX_INTENSITY:.0e}; rescale it (e.g. to [0, 1])")
     var = noise_variance(image, snr_db)
     rng = np.random.default_rng(seed)
     return blur(image, psf) + np.sqrt(var) * rng.standard_normal(image.shape), var

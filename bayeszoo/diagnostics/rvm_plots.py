@@ -25,23 +25,9 @@ def rvm_latent_draws(model, fit, X) -> np.ndarray:
 
 
 def rvm_predict(model, fit, X) -> np.ndarray:
-    """``model.predict(fit, X)``; falls back to the posterior average of Phi w (or of the link of it)."""
-    try:
-        out = np.asarray(model.predict(fit, X), dtype=float)
-        if out.shape[0] == np.asarray(X).shape[0]:
-            return out.reshape(out.shape[0], -1)[:, 0] if out.ndim > 1 else out
-    except Exception:
-        pass
-    f = rvm_latent_draws(model, fit, X)
-    if model.is_classifier:
-        if model.link == "probit":
-            from scipy.special import ndtr
-
-            return ndtr(f).mean(0)
-        from scipy.special import expit
-
-        return expit(f).mean(0)
-    return f.mean(0)
+    """``model.predict(fit, X)`` as a vector (P(y = 1) or the predictive mean) for the plots."""
+    out = np.asarray(model.predict(fit, X), dtype=float)
+    return out.reshape(out.shape[0], -1)[:, 0] if out.ndim > 1 else out
 
 
 def is_type2(fit) -> bool:

@@ -15,6 +15,7 @@ def gaussian_draws(rng: np.random.Generator, mean: np.ndarray, cov: np.ndarray, 
         except np.linalg.LinAlgError:
             jitter = max(1e-12, 10 * jitter) * max(1.0, float(np.mean(np.diag(cov))))
     else:
-        raise np.linalg.LinAlgError("covariance is not positive definite even with jitter")
+        raise ValueError("the posterior covariance is not positive definite even with jitter: the problem is too "
+                         "ill-conditioned for a Gaussian approximation (rescale the inputs or change the kernel)")
     z = rng.standard_normal((chains, draws, M))
     return mean + z @ L.T

@@ -42,9 +42,12 @@ class Model:
     def check_fit(self, fit) -> None:
         """A ValueError unless ``fit`` was made with this model (same family and options): predictions from a
         fit made with other options or another task would be silently wrong."""
-        if fit.model_spec == self.spec():
+        spec = getattr(fit, "model_spec", None)
+        if not isinstance(spec, dict):
+            raise ValueError(f"expected a bayeszoo Fit (from bz.fit or bz.load_fit), got {type(fit).__name__}")
+        if spec == self.spec():
             return
-        mine, theirs = self.spec(), dict(fit.model_spec)
+        mine, theirs = self.spec(), dict(spec)
         if theirs.get("family") != self.family:
             raise ValueError(f"this fit was made with a {theirs.get('family')!r} model, not with {type(self).__name__}")
         differ = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))

@@ -32,6 +32,9 @@ from bayeszoo.datasets.bid_data import MAX_INTENSITY, MIN_INTENSITY, check_inten
 from bayeszoo.models.base import ImageModel
 
 VARIANTS = ("GGG", "GGSt", "GStG", "GStSt", "StGG", "StGSt", "StStG", "StStSt")
+#: range of the Gamma hyperparameters (a_alpha and b_alpha may also be 0); beyond it the samplers' precision draws
+#: leave the floating-point range on some images (the thesis's values lie between 1e-6 and 1e4)
+MIN_HYPER, MAX_HYPER = 1e-20, 1e20
 DEFAULT_SUPPORT_VIEW = 15   # side of the reported PSF window when w lives on every pixel (psf_size=None)
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -108,10 +111,10 @@ class BID(ImageModel):
         checks.positive("BID", "sigma_phi2", self.sigma_phi2)
         if self.psf_size is not None and checks.positive("BID", "psf_size", self.psf_size, integer=True) % 2 == 0:
             raise ValueError(f"BID: psf_size must be None or an odd positive integer, got {self.psf_size!r}")
-        for name in ("a_alpha", "b_alpha"):
-            checks.non_negative("BID", name, getattr(self, name))
+        for name in ("a_alpha", "b_alpha"):                           # 0: the thesis's improper prior (vb only)
+            checks.number("BID", name, getattr(self, name), low=0, low_inclusive=True, high=MAX_HYPER)
         for name in ("a_beta", "b_beta", "a_gamma", "b_gamma"):      # the image / noise priors need them > 0
-            checks.positive("BID", name, getattr(self, name))
+            checks.number("BID", name, getattr(self, name), low=MIN_HYPER, low_inclusive=True, high=MAX_HYPER)
         if self.white_level is not None:
             checks.number("BID", "white_level", self.white_level, low=MIN_INTENSITY, high=MAX_INTENSITY,
                           low_inclusive=True)

@@ -85,9 +85,11 @@ def owner(backend: str) -> str:
 
 
 def gamma_log_prior(shape: float, rate: float, E_x, E_log_x):
-    """<log Gamma(x | shape, rate)> summed; shape = rate = 0 is the improper Jeffreys prior 1/x (digest §1)."""
-    if shape == 0 and rate == 0:
-        return -np.sum(E_log_x)
+    """<log Gamma(x | shape, rate)> summed; shape = rate = 0 is the improper Jeffreys prior 1/x (digest §1).
+    With shape or rate 0 the prior x^(shape-1) e^(-rate x) is improper: it has no normalising constant, so the
+    bound keeps only its x-dependent terms (a constant offset, as for the Jeffreys prior)."""
+    if shape == 0 or rate == 0:
+        return np.sum((shape - 1.0) * E_log_x - rate * E_x)
     return np.sum(shape * np.log(rate) - gammaln(shape) + (shape - 1.0) * E_log_x - rate * E_x)
 
 

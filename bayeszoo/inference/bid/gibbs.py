@@ -40,6 +40,8 @@ OPTIONS = {
     "scale_move": Option(True, "add the exact move along the scale orbit (f, w) -> (e^s f, e^-s w) to every sweep"),
 }
 SLICE_WIDTH = 0.1      # initial bracket of the slice sampler in s = log scale (stepped out as needed)
+SLICE_STEPS = 1000     # at most this many widths of stepping out (a factor e^100 in scale)
+MAX_JITTER = 10.0      # largest start perturbation
 
 
 def _check(opts: dict) -> dict:
@@ -47,7 +49,7 @@ def _check(opts: dict) -> dict:
     checks.positive(who, "thin", opts["thin"], integer=True)
     checks.positive(who, "cg_iter", opts["cg_iter"], integer=True)
     checks.positive(who, "cg_tol", opts["cg_tol"])
-    checks.positive(who, "jitter", opts["jitter"])
+    checks.number(who, "jitter", opts["jitter"], low=0, high=MAX_JITTER)     # exp(jitter z) of the weights stays finite
     checks.flag(who, "scale_move", opts["scale_move"])
     return opts
 
@@ -153,15 +155,23 @@ class GibbsSampler:
             def logp(s):
                 return self.scale_log_density(s, w2, d2)
             level = logp(0.0) + np.log(self.rng.uniform())
+            if not np.isfinite(level):
+                raise ValueError(f"BID backend 'gibbs': non-finite posterior density ({level}) along the scale "
+                                 f"orbit; the hyperparameters or intensities are beyond what it can evaluate")
             lo = -SLICE_WIDTH * self.rng.uniform()
             hi = lo + SLICE_WIDTH
-            while logp(lo) > level:
+            # stepping out by at most SLICE_STEPS widths, split at random between the two ends (Neal 2003, Fig. 3)
+            left = int(SLICE_STEPS * self.rng.uniform())
+            right = SLICE_STEPS - 1 - left
+            while left > 0 and logp(lo) >= level:
                 lo -= SLICE_WIDTH
-            while logp(hi) > level:
+                left -= 1
+            while right > 0 and logp(hi) >= level:
                 hi += SLICE_WIDTH
-            while True:
+                right -= 1
+            while True:                  # shrinks towards s = 0, which is in the slice (>=: level may round to it)
                 s = self.rng.uniform(lo, hi)
-                if logp(s) > level:
+                if logp(s) >= level:
                     break
                 lo, hi = (s, hi) if s < 0 else (lo, s)
             self.f[c] *= np.exp(s)

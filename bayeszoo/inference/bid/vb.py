@@ -57,6 +57,7 @@ OPTIONS = {
                                           "thesis's VB); the start with the highest final bound is kept"),
     "anneal_iter": Option(10, "iterations over which an annealed start's temperature falls to 1"),
 }
+INIT_RANGE = (1e-30, 1e30)   # initial precisions accepted (the thesis's: 1e-16, 1e3, 1e2)
 WIDE_SUPPORT = 0.1     # warn when the PSF-weight window covers more of the image than this (README, "Noise level")
 NOISE_SHAPE_RANGE = (1e-3, 1e6)   # a_beta search range: heavy tails to Gaussian (larger a loses digits in the bound)
 
@@ -303,8 +304,10 @@ def _check(opts: dict) -> dict:
     who = C.owner("vb")
     for name in ("max_iter", "cg_iter", "anneal_iter"):
         checks.positive(who, name, opts[name], integer=True)
-    for name in ("tol", "cg_tol", "init_alpha", "init_beta", "init_gamma"):
+    for name in ("tol", "cg_tol"):
         checks.positive(who, name, opts[name])
+    for name in ("init_alpha", "init_beta", "init_gamma"):       # precisions for [0, 1] intensities
+        checks.number(who, name, opts[name], low=INIT_RANGE[0], high=INIT_RANGE[1], low_inclusive=True)
     checks.flag(who, "learn_noise_prior", opts["learn_noise_prior"])
     temps = opts["anneal_temperatures"]
     temps = temps.tolist() if isinstance(temps, np.ndarray) else temps

@@ -248,7 +248,8 @@ def _chol_jitter(A):
             return sla.cholesky(A + jitter * scale * np.eye(n), lower=True, check_finite=False)
         except (np.linalg.LinAlgError, sla.LinAlgError):
             jitter = 1e-12 if jitter == 0.0 else 10.0 * jitter
-    raise np.linalg.LinAlgError("matrix is not positive definite even with jitter")
+    raise ValueError("GPC: a covariance matrix is not positive definite even with jitter; the kernel matrix is too "
+                     "ill-conditioned (rescale the inputs or change the hyperparameters)")
 
 
 # ------------------------------------------------------------------------------------------------ kernel access
@@ -397,7 +398,8 @@ def triangular_inverse(L):
     """L^-1 for lower-triangular L (LAPACK trtri: one call, much cheaper than a triangular solve against I)."""
     Li, info = sla.lapack.dtrtri(L, lower=1)
     if info != 0:
-        raise np.linalg.LinAlgError(f"triangular factor is singular (trtri info {info})")
+        raise ValueError(f"GPC: a Cholesky factor is singular (LAPACK trtri info {info}); the kernel matrix is too "
+                         f"ill-conditioned (rescale the inputs or change the hyperparameters)")
     return Li
 
 

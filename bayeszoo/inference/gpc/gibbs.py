@@ -102,7 +102,8 @@ def _chol_with_jitter(K):
             return np.linalg.cholesky(K + jitter * np.eye(n))
         except np.linalg.LinAlgError:
             jitter = 1e-10 * scale if jitter == 0.0 else 10.0 * jitter
-    raise np.linalg.LinAlgError("kernel matrix is not positive definite even with jitter")
+    raise ValueError("GPC backend 'gibbs': the kernel matrix is not positive definite even with jitter (rescale the "
+                     "inputs or change the hyperparameters)")
 
 
 def log_lik(f, ypm, probit):
