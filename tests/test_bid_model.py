@@ -247,3 +247,18 @@ def test_family_picture_shows_degraded_true_and_each_backend():
     axes = fig.get_axes()
     assert len(axes) == 2 * 4                       # degraded, true, vb, gibbs; image row and PSF row
     assert axes[0].get_title().startswith("degraded") and axes[2].get_title().startswith("vb: ISNR_f")
+
+
+def test_a_true_image_of_another_shape_is_refused_before_the_fit():
+    g = np.random.default_rng(0).uniform(size=(8, 8))
+    data = image_problem(g, name="g", meta={"true_image": np.zeros((6, 6))})
+    with pytest.raises(ValueError, match=r"true image has shape \(6, 6\), the image is 8 x 8"):
+        bz.fit(BID(psf_size=3), data, backend="vb", draws=5, chains=1, progress=False)
+
+
+def test_restored_refuses_a_fit_made_with_another_bid():
+    g = degrade(np.random.default_rng(1).uniform(size=(8, 8)), np.full((3, 3), 1 / 9), seed=0)[0]
+    fit = bz.fit(BID(psf_size=3), image_problem(g, name="g"), backend="vb", draws=5, chains=1, progress=False)
+    assert BID(psf_size=3).restored(fit)[0].shape == (8, 8)
+    with pytest.raises(ValueError, match="other BID options"):
+        BID(psf_size=5).restored(fit)

@@ -143,6 +143,8 @@ class BID(ImageModel):
             from bayeszoo.datasets.bid_data import check_psf
 
             check_psf(data.meta["true_psf"], (R, C), "true psf")
+        if "true_image" in data.meta and np.shape(data.meta["true_image"]) != (R, C):
+            raise ValueError(f"BID: the true image has shape {np.shape(data.meta['true_image'])}, the image is {R} x {C}")
 
     def intensity_unit(self, g: np.ndarray) -> float:
         """The data's intensity unit, in which the hyperparameters are stated: ``white_level``, or max |g|."""
@@ -326,6 +328,7 @@ class BID(ImageModel):
 
     def restored(self, fit) -> tuple[np.ndarray, np.ndarray]:
         """Posterior means of the (normalised) image and PSF window."""
+        self.check_fit(fit)
         return self._mean(fit, "image"), self._mean(fit, "psf")
 
     def check_inputs(self, fit, X_new) -> np.ndarray:

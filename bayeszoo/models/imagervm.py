@@ -216,6 +216,7 @@ class ImageRVM(ImageModel):
         return arr.reshape(arr.shape[0] * arr.shape[1], *arr.shape[2:])
 
     def _fit_shape(self, fit) -> tuple[int, int]:
+        self.check_fit(fit)
         w = fit.idata.posterior["w"]
         if w.shape[2] != self.n_kernels:
             raise ValueError(f"fit has {w.shape[2]} weight images but this ImageRVM has {self.n_kernels} kernels")
@@ -232,6 +233,7 @@ class ImageRVM(ImageModel):
 
     def weight_means(self, fit) -> np.ndarray:
         """Posterior mean weight images (M, R, C), e.g. mu_t of the object detector (4.26)."""
+        self.check_fit(fit)
         return np.asarray(fit.idata.posterior["w"].mean(("chain", "draw")).values, dtype=float)
 
     def check_inputs(self, fit, X_new) -> np.ndarray:

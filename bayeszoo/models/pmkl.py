@@ -255,7 +255,7 @@ class PMKL(Model):
     def _check_declarable(self):
         if self.rule == "binary":
             raise ValueError("PMKL(rule='binary') has discrete kernel weights, which the gradient-based "
-                             "backends cannot sample; use gibbs, vb, em or map")
+                             "backends cannot sample; use gibbs or vb")
 
     def pymc_model(self, data: Dataset):
         """pMKL in PyMC with y marginalised (reduced model, Fig. 3.2): free ``log_alpha`` and ``z`` over
@@ -460,6 +460,7 @@ class PMKL(Model):
     def n_relevant(self, fit) -> int:
         """Relevance vectors: training objects n with median_draws alpha_nc < 1e6 for some class c (the mRVM2
         pruning rule of §5.4.5, applied to every backend)."""
+        self.check_fit(fit)
         la = np.median(self._draws(fit, "log_alpha", max_draws=10**9), axis=0)
         return int(np.sum(np.min(la, axis=1) < np.log(PRUNE_ALPHA)))
 
