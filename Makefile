@@ -4,7 +4,7 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo test test-slow bench clean install
+.PHONY: demo references test test-slow bench clean install
 
 install: $(STAMP)
 
@@ -16,6 +16,10 @@ $(STAMP): pyproject.toml
 
 demo: $(STAMP)
 	$(BIN)/python -m bayeszoo.demo --out runs/demo
+
+# rebuilds bayeszoo/catalogue/data (two long runs per problem; about an hour on two cores)
+references: $(STAMP)
+	$(BIN)/python -m bayeszoo.studies.references
 
 test: $(STAMP)
 	$(BIN)/lint-imports

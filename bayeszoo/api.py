@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from bayeszoo import inference  # noqa: F401  (importing it registers every backend)
-from bayeszoo import checks, registry
+from bayeszoo import catalogue, checks, registry
+from bayeszoo.catalogue import Reference
 from bayeszoo.comparison import Comparison, fit_filename
 from bayeszoo.datasets import Dataset
 from bayeszoo.fit import Fit, _jsonable, load_fit
@@ -146,14 +147,21 @@ def _run_one(model, data, backend, kwargs, path):
     return result, None, ""
 
 
-def compare(model, data: Dataset, backends: list[str] | None = None, reference: str | Fit | None = None, *,
+def compare(model, data: Dataset, backends: list[str] | None = None,
+            reference: str | Fit | Reference | os.PathLike | None = "auto", *,
             draws: int | None = None, tune: int | None = None, chains: int | None = None, seed: int = 0,
             progress: bool = True, executor: Executor | None = None, out: str | os.PathLike | None = None,
             options: dict[str, dict] | None = None, reference_draws: int | None = None):
     """Run a grid of backends on one model and dataset and return a :class:`Comparison`.
 
-    reference : name of a backend in ``backends``; a backend name not in the list, or any name together with
-        ``reference_draws`` (then it is run on its own for that many draws, e.g. a long NUTS run); or a Fit.
+    reference : what the errors are measured against (a :class:`~bayeszoo.catalogue.Reference`; one that breaks
+        the rules of :mod:`bayeszoo.catalogue.reference` is flagged as untrusted):
+
+        * ``"auto"`` (default): the catalogue's reference when (model, data) is one of its problems, else none;
+        * ``"catalogue"`` or ``"catalogue:<key>"``: the catalogue's entry (a ValueError if there is none);
+        * a backend name: its fit in the grid; a backend not in ``backends``, or any with ``reference_draws``,
+          runs on its own for the reference (e.g. a long NUTS run);
+        * a Fit, a Reference, or the path of a saved fit or reference; None: no reference.
     executor : any ``concurrent.futures.Executor`` (e.g. ``distributed.Client(...).get_executor()``); by
         default the grid runs here, one backend after another.
     out : folder; each finished fit is saved there at once, and a grid started again with the same ``out``
@@ -181,7 +189,8 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
                                 or not all(isinstance(v, dict) for v in options.values())):
         raise ValueError(f"options must map backend names to dicts of options, got {options!r}")
     options = dict(options or {})
-    unknown = set(options) - set(backends) - ({reference} if isinstance(reference, str) else set())
+    ref_backend, ref_summary = _reference(model, data, reference, reference_draws)
+    unknown = set(options) - set(backends) - {ref_backend}
     if unknown:
         raise ValueError(f"options given for backends not in the grid: {sorted(unknown)}")
     _check_counts(draws, tune, chains, seed)
@@ -199,20 +208,16 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
         return {**counts, "seed": seed, "progress": progress, **own}
 
     jobs = {name: job(name) for name in backends}
-    ref_label = None
-    if isinstance(reference, str):
-        registry.get(model, reference)
-        if reference in backends and reference_draws is None:
-            ref_label = reference
+    ref_label = ref_summary.name if ref_summary is not None else None
+    if ref_backend is not None:
+        if ref_backend in backends and reference_draws is None:
+            ref_label = ref_backend
         else:
-            ref_label = f"{reference} (reference)"
-            ref_kwargs = job(reference)
+            ref_label = f"{ref_backend} (reference)"
+            ref_kwargs = job(ref_backend)
             if reference_draws is not None:
-                _check_positive_int(reference_draws, "reference_draws")
                 ref_kwargs["draws"] = reference_draws
             jobs[ref_label] = ref_kwargs
-    elif reference is not None and not isinstance(reference, Fit):
-        raise ValueError(f"reference must be a backend name or a Fit, got {type(reference).__name__}")
 
     fits, errors, notes = {}, {}, {}
     fits_dir = os.path.join(os.fspath(out), "fits") if out is not None else None
@@ -249,13 +254,17 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
                 _store(fits, errors, notes, label, *outcome)
                 bar.update()
 
-    ref_fit = reference if isinstance(reference, Fit) else fits.get(ref_label) if ref_label else None
-    if isinstance(reference, str) and ref_fit is None:
-        errors.setdefault(ref_label, "reference fit failed")
+    if ref_backend is not None:
+        ref_fit = fits.get(ref_label)    # the Comparison summarises it
+        if ref_fit is None:
+            errors.setdefault(ref_label, "reference fit failed")
+    else:
+        ref_fit = ref_summary.fit if ref_summary is not None else None
     order = [label for label in jobs]
     cmp = Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
                      errors={k: errors[k] for k in order if k in errors}, reference=ref_label,
-                     reference_fit=ref_fit, order=order, notes={k: v for k, v in notes.items() if v})
+                     reference_fit=ref_fit, reference_summary=ref_summary, order=order,
+                     notes={k: v for k, v in notes.items() if v})
     if out is not None:
         try:
             cmp.save(out)
@@ -263,6 +272,52 @@ def compare(model, data: Dataset, backends: list[str] | None = None, reference: 
             warnings.warn(f"compare: the comparison could not be saved to {os.fspath(out)!r} "
                           f"({type(exc).__name__}: {exc}); the returned Comparison holds every fit", stacklevel=2)
     return cmp
+
+
+REFERENCE_KINDS = ("'auto', 'catalogue', 'catalogue:<key>', a backend name, a Fit, a Reference or the path of a "
+                   "saved fit or reference")
+
+
+def _reference(model, data: Dataset, reference, reference_draws) -> tuple[str | None, Reference | None]:
+    """(the backend whose fit is the reference, or None; the ready Reference, or None), checked before anything
+    runs. A Reference made for another model or other data is refused."""
+    if reference_draws is not None:
+        _check_positive_int(reference_draws, "reference_draws")
+    if isinstance(reference, str) and reference in registry.backends_for(model):
+        return reference, None
+    if reference_draws is not None:
+        raise ValueError(f"reference_draws needs a backend name as the reference, got reference={reference!r}")
+    if reference is None:
+        return None, None
+    names = list(model.var_dims(data))
+    if isinstance(reference, Reference):
+        summary = reference
+    elif isinstance(reference, Fit):
+        model.check_fit(reference)
+        summary = Reference.from_fit(reference, names, name=f"{reference.backend} (given)")
+    elif isinstance(reference, str) and reference == "auto":
+        return None, catalogue.lookup(model, data)
+    elif isinstance(reference, str) and (reference == "catalogue" or reference.startswith("catalogue:")):
+        key = reference.partition(":")[2]
+        if not key:
+            found = catalogue.find(model, data)
+            if found is None:
+                raise ValueError("reference='catalogue': this model and dataset are not a catalogue problem "
+                                 f"({', '.join(catalogue.keys())}); see bayeszoo.catalogue.problems")
+            key = found.key
+        summary = catalogue.load(key)
+    elif isinstance(reference, (str, os.PathLike)) and os.path.isfile(reference):
+        summary = Reference.load(reference, names)
+    elif isinstance(reference, str):
+        raise ValueError(f"reference {reference!r} is not a backend of {type(model).__name__} "
+                         f"({', '.join(registry.backends_for(model))}) nor a file; it must be {REFERENCE_KINDS}")
+    else:
+        raise ValueError(f"reference must be {REFERENCE_KINDS}, got {type(reference).__name__}")
+    differ = summary.matches(model, data)
+    if differ:
+        raise ValueError(f"reference {summary.name!r} was made for another {' and '.join(differ)} than this "
+                         f"comparison's")
+    return None, summary
 
 
 def _store(fits, errors, notes, label, result, error, note):

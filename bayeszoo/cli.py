@@ -93,8 +93,10 @@ def _build_parser() -> argparse.ArgumentParser:
     p_cmp = sub.add_parser("compare", help="run a grid of backends; save fits, table.csv and report.html")
     common(p_cmp)
     p_cmp.add_argument("--backends", required=True, metavar="A,B,C", help="comma-separated backend names")
-    p_cmp.add_argument("--reference", default=None, metavar="NAME",
-                       help="reference backend (in the grid, or run on its own)")
+    p_cmp.add_argument("--reference", default="auto", metavar="REF",
+                       help="what the errors are measured against: a backend (in the grid, or run on its own), "
+                            "'catalogue' or 'catalogue:KEY', the path of a saved fit or reference, or 'none'; "
+                            "default 'auto': the catalogue's reference when the problem has one")
     p_cmp.add_argument("--reference-draws", type=_positive_int, default=None, metavar="N",
                        help="run the reference on its own for N draws (e.g. a long NUTS run)")
     p_cmp.add_argument("--backend-opt", action="append", default=[], metavar="BACKEND.KEY=VALUE",
@@ -268,7 +270,8 @@ def cmd_compare(args, out=None) -> int:
     options = parse_backend_options(args.backend_opt)
     executor, close = _executor(args.scheduler)
     try:
-        cmp = bz.compare(model, data, backends=names, reference=args.reference, draws=args.draws, tune=args.tune,
+        reference = None if args.reference == "none" else args.reference
+        cmp = bz.compare(model, data, backends=names, reference=reference, draws=args.draws, tune=args.tune,
                          chains=args.chains, seed=args.seed, progress=not args.quiet, executor=executor,
                          out=args.out, options=options, reference_draws=args.reference_draws)
     finally:

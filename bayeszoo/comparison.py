@@ -8,12 +8,24 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from bayeszoo import catalogue
+from bayeszoo.catalogue import Reference
 from bayeszoo.datasets import Dataset
 from bayeszoo.fit import Fit, load_fit
+
+REFERENCE_FILE = "reference.nc"   # a saved comparison's reference when it is neither in the catalogue nor a cell
 
 
 @dataclass
 class Comparison:
+    """A grid of fits of one model on one dataset.
+
+    reference : the reference's label (a cell's label, ``"catalogue: <key>"``, ...) or None.
+    reference_fit : draws of the reference, for the plots (a cell's fit, or a catalogue entry's thinned draws).
+    reference_summary : the :class:`~bayeszoo.catalogue.Reference` the errors are measured against, with its
+        validation (``trusted``, ``problems``); made from ``reference_fit`` when not given.
+    """
+
     model: object
     data: Dataset
     fits: dict[str, Fit]
@@ -22,6 +34,12 @@ class Comparison:
     reference_fit: Fit | None = None
     order: list[str] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)   # per cell: "resumed", "refitted: ...", "not saved: ..."
+    reference_summary: Reference | None = None
+
+    def __post_init__(self):
+        if self.reference_summary is None and self.reference_fit is not None:
+            self.reference_summary = Reference.from_fit(self.reference_fit, list(self.model.var_dims(self.data)),
+                                                        name=self.reference or self.reference_fit.backend)
 
     def table(self) -> pd.DataFrame:
         """One row per backend: kind, seconds, ESS, ESS/s, R-hat, divergences, errors vs reference, metrics."""
@@ -38,7 +56,7 @@ class Comparison:
         for label in self.order or list(self.fits) + list(self.errors):
             if label in self.fits:
                 try:
-                    rows.append(table_row(self.model, self.data, label, self.fits[label], self.reference_fit))
+                    rows.append(table_row(self.model, self.data, label, self.fits[label], self.reference_summary))
                 except Exception as exc:  # a metric that cannot be computed is reported, not raised
                     rows.append({"backend": label, "kind": self.fits[label].kind,
                                  "error": f"scoring failed: {type(exc).__name__}: {exc}"})
@@ -71,7 +89,8 @@ class Comparison:
         np.savez_compressed(os.path.join(directory, "data.npz"), X=self.data.X, y=self.data.y,
                             X_test=self.data.X_test, y_test=self.data.y_test)
         meta = {"model_spec": self.model.spec(), "data_name": self.data.name, "data_meta": _jsonable(self.data.meta),
-                "reference": self.reference, "order": self.order or list(self.fits),
+                "reference": self.reference, "reference_source": self._save_reference(directory),
+                "order": self.order or list(self.fits),
                 "files": {label: f"fits/{fit_filename(label)}" for label in self.fits}, "errors": self.errors,
                 "notes": self.notes}
         with open(os.path.join(directory, "comparison.json"), "w") as fh:
@@ -79,6 +98,19 @@ class Comparison:
         self.table().to_csv(os.path.join(directory, "table.csv"), index=False)
         self.report(os.path.join(directory, "report.html"))
         return directory
+
+    def _save_reference(self, directory: str) -> dict | None:
+        """How :func:`load_comparison` finds the reference again: a catalogue key, a cell, or a file written here."""
+        ref = self.reference_summary
+        if ref is None:
+            return None
+        key = ref.provenance.get("key")
+        if ref.provenance.get("source") == "catalogue" and key in catalogue.PROBLEMS:
+            return {"catalogue": key}
+        if self.reference in self.fits and self.reference_fit is self.fits[self.reference]:
+            return {"cell": self.reference}
+        ref.save(os.path.join(directory, REFERENCE_FILE))
+        return {"file": REFERENCE_FILE}
 
     def __repr__(self) -> str:
         return (f"Comparison(model={type(self.model).__name__}, data={self.data.name!r}, "
@@ -105,9 +137,15 @@ def load_comparison(directory: str | os.PathLike) -> Comparison:
         except Exception as exc:   # a missing or damaged file is a row with its error, not a row dropped
             errors[label] = f"saved fit {rel} could not be read: {type(exc).__name__}: {exc}"
     ref = meta.get("reference")
-    return Comparison(model=from_spec(meta["model_spec"]), data=data, fits=fits, errors=errors,
-                      reference=ref, reference_fit=fits.get(ref), order=meta.get("order", list(fits)),
-                      notes=meta.get("notes", {}))
+    source = meta.get("reference_source") or ({"cell": ref} if ref is not None else {})
+    summary = None
+    if "catalogue" in source:
+        summary = catalogue.load(source["catalogue"])
+    elif "file" in source:
+        summary = Reference.load(os.path.join(directory, source["file"]))
+    return Comparison(model=from_spec(meta["model_spec"]), data=data, fits=fits, errors=errors, reference=ref,
+                      reference_fit=summary.fit if summary is not None else fits.get(source.get("cell")),
+                      reference_summary=summary, order=meta.get("order", list(fits)), notes=meta.get("notes", {}))
 
 
 def fit_filename(label: str) -> str:

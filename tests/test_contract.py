@@ -36,6 +36,8 @@ PROBLEMS = {
     "pmkl": (lambda: bz.models.PMKL(rule="mean"), lambda: bz.datasets.load("mkl_sources", n=12, n_test=12, seed=0)),
     "bid": (lambda: bz.models.BID(psf_size=3), lambda: bz.datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)),
     "imagervm": (lambda: bz.models.ImageRVM(), lambda: bz.datasets.load("sinc2d_image", size=8, seed=0)),
+    "slm": (lambda: bz.models.SLM(tau=2.0, sigma2=0.05),
+            lambda: bz.datasets.load("slm_signal", kind="spikes", n=12, m=10, sigma2=0.05, seed=0)),
 }
 # options that keep the tiny runs short; everything else at the backend's defaults
 FAST = {"advi": {"n_iter": 200}, "fullrank_advi": {"n_iter": 200}}

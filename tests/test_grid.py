@@ -164,5 +164,5 @@ def test_reference_can_be_a_separate_long_run_or_a_given_fit(problem):
     given = bz.compare(model, data, backends=["fake_vb"], reference=cmp.reference_fit, **KW)
     assert given.table().set_index("backend").loc["fake_vb", "mean_err"] == pytest.approx(
         table.loc["fake_vb", "mean_err"])
-    with pytest.raises(ValueError, match="reference must be a backend name or a Fit"):
+    with pytest.raises(ValueError, match="reference must be 'auto', 'catalogue', 'catalogue:<key>', a backend name, a Fit"):
         bz.compare(model, data, backends=["fake_vb"], reference=3.0, **KW)

@@ -39,13 +39,14 @@ def test_report_holds_table_and_flags(regression_cmp, regression_html):
     assert os.path.exists(path)
     for name in ("fake_ok", "fake_vb", "fake_em", "fake_fail"):
         assert f"<td class=\"txt\">{name}</td>" in text
-    header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1)
-    for col in ("backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_per_s", "rhat_max", "divergences",
-                "mean_err", "sd_err"):
+    header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1).replace("<wbr>", "").replace("&shy;", "")
+    for col in ("backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_per_s", "ess_per_grad", "rhat_max",
+                "divergences", "mean_err", "sd_err", "bias2_mean_max", "bias2_sd_max", "ess_ref", "ess_ref_per_s"):
         assert f">{col}</th>" in header
-    # fake_ok has exactly one divergence (flagged); approximations show no R-hat
+    assert "reference_trusted" not in header    # the banner says it once
+    # fake_ok has exactly one divergence (flagged); approximations show neither R-hat nor ESS per second
     assert '<td class="flag">1 ⚠</td>' in text
-    assert text.count("n/a (i.i.d. draws)") == 2
+    assert text.count('<td class="na" title="an approximation') == 4
     # the failing backend's error text is in its table row and in the traceback section
     assert re.search(r"<tr class=\"failed\">.*?fake_fail.*?" + fb.FAIL_MESSAGE, text, re.S)
     assert "raise RuntimeError(FAIL_MESSAGE)" in text
@@ -57,7 +58,7 @@ def test_report_holds_table_and_flags(regression_cmp, regression_html):
 def test_report_is_self_contained(regression_html):
     path, text = regression_html
     images = re.findall(r'src="data:image/png;base64,([A-Za-z0-9+/=]+)"', text)
-    # ESS bars, family picture, objective traces; traces of the 3 fits, the rank plot of the one MCMC fit,
+    # accuracy figure, family picture, objective traces; traces of the 3 fits, the rank plot of the one MCMC fit,
     # marginals of the 2 fits that are not the reference
     assert len(images) == 9
     for data in images:
@@ -70,7 +71,8 @@ def test_report_is_self_contained(regression_html):
 def test_report_states_ess_method_and_reference(regression_html):
     _, text = regression_html
     assert f"ESS estimator: {ESS_METHOD}" in text
-    assert "The reference posterior is backend <code>fake_ok</code>" in text
+    assert "<strong>Reference posterior: fake_ok</strong>" in text
+    assert "Accuracy is measured against the reference <code>fake_ok</code>" in text
     assert "source</th><td>generated: Tipping (2001)" in text
     assert "licence</th><td>generated data" in text
 

@@ -159,6 +159,7 @@ def _ensure_loaded():
     from bayeszoo.datasets import bid_data  # noqa: F401
     from bayeszoo.datasets import pmkl_data  # noqa: F401
     from bayeszoo.datasets import imagervm_data  # noqa: F401
+    from bayeszoo.datasets import slm_data  # noqa: F401
 
 
 def names() -> list[str]:

@@ -1,20 +1,67 @@
 """Per-fit numbers of the comparison table.
 
+Sampling diagnostics
+--------------------
 ESS is ArviZ's rank-normalised split-chain estimator (``az.ess(method="bulk")`` and ``method="tail"``,
-Vehtari et al. 2021), R-hat is ``az.rhat`` (rank-normalised, split). ESS per second divides the smallest
-bulk ESS over all components of the canonical variables by the fit's total wall time (compile + tune + sample).
+Vehtari et al. 2021), R-hat is ``az.rhat`` (rank-normalised, split). ``ess_bulk_per_s`` divides the smallest
+bulk ESS over all components of the canonical variables by the fit's total wall time (compile + tune + sample);
+``ess_per_grad`` divides it by the gradient evaluations the fit reports (``fit.info["n_grad"]``), for MCMC fits
+only (NaN otherwise). Neither says anything about accuracy: the draws of an approximation are i.i.d., so their
+ESS is just their number, however far the approximation is from the posterior.
+
+Accuracy against the reference
+------------------------------
+The reference is a posterior summary (a :class:`bayeszoo.catalogue.Reference`, read here only through its
+``moments``, ``name``, ``provenance``, ``problems`` and ``trusted``): per component j of the model's
+``compare_vars``, its mean m_j and sd s_j. Components whose reference sd is 0 (point-estimated) are skipped.
+With the fit's mean and sd over all its draws (chains pooled),
+
+* ``b2_mean_j = (mean_j - m_j)^2 / s_j^2`` and ``b2_sd_j = (sd_j - s_j)^2 / s_j^2``: squared bias in
+  reference-variance units (as BlackJAX's benchmarks measure it against Inference Gym's ground truth);
+* ``bias2_mean_max`` / ``bias2_sd_max``: their largest values over all components; ``mean_err`` / ``sd_err`` are
+  their square roots, max |mean - m| / s and max |sd - s| / s;
+* ``ess_ref``: how many exact posterior draws the fit's error is worth. n exact draws estimate every mean with
+  E[b2_mean_j] = 1/n and, for a normal marginal, every sd with E[b2_sd_j] = 1/(2n); reading these backwards,
+
+      ess_ref = min(1 / max(bias2_mean_max, 2 * bias2_sd_max), bound),   and 0 where that is below 1.
+
+  The bound is what the fit could be worth with no bias at all. An MCMC fit is bounded by its own
+  ``ess_bulk_min``: a chain is never worth more than its ESS, however close its means happen to land. An
+  approximation is bounded by the number of draws it returned (chains x draws): that only limits the
+  Monte-Carlo noise of its own draws, which more draws would remove, so its ``ess_ref`` is in effect 1 / bias^2.
+  A value below 1 means some mean or sd is further from the reference than a single exact draw would be
+  expected to put it: such a fit is not a sample of this posterior and counts as 0.
+* ``ess_ref_per_s`` = ``ess_ref`` / total wall time: the table and the report rank by it. An approximation with
+  a mean more than one reference sd off (b2 above 1) has ``ess_ref`` 0 and ``ess_ref_per_s`` 0, below any sampler
+  that reaches the reference (``ess_ref`` >= 1), however fast it ran. A mildly biased approximation keeps
+  1 / bias^2 draws' worth and may rank high, but its worth does not grow with more time: the report's
+  accuracy-against-time figure shows where each sampler's running error passes it.
+
+Two limits: the maximum over d components of pure Monte-Carlo noise is a few times its typical size (about
+2 ln d), so even an exact sampler's ``ess_ref`` sits below its ESS; and the reference's own Monte-Carlo error
+(its ``mcse_mean``) is a floor under every b2, so ``ess_ref`` cannot meaningfully exceed the reference's ESS.
+``reference_trusted`` is the reference's verdict under the catalogue's validation rules (None: no reference, or
+a bare Fit given as one, which no rule has checked); when it is False the accuracy columns are measured against
+a posterior summary that may be wrong, and the report shows them as untrusted.
 """
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, field
 
 import arviz as az
 import numpy as np
 
 ESS_METHOD = "ArviZ rank-normalised split-chain ESS (bulk and tail), Vehtari et al. (2021)"
 
+#: columns measured against the reference; untrusted when the reference is
+ACCURACY_COLUMNS = ["mean_err", "sd_err", "bias2_mean_max", "bias2_sd_max", "ess_ref", "ess_ref_per_s"]
+
 TABLE_COLUMNS = ["backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_median", "ess_tail_min",
-                 "ess_bulk_per_s", "rhat_max", "divergences", "mean_err", "sd_err"]
+                 "ess_bulk_per_s", "ess_per_grad", "rhat_max", "divergences", *ACCURACY_COLUMNS,
+                 "reference_trusted"]
+
+SD_WEIGHT = 2.0   # an sd is estimated about twice as precisely as a mean from the same draws (normal marginals)
 
 
 def _components(fit, names) -> dict[str, np.ndarray]:
@@ -43,8 +90,13 @@ def _scalar_ess(fit, names, method: str) -> np.ndarray:
     return np.asarray(values)
 
 
+def _n_grad(fit) -> float:
+    n = fit.info.get("n_grad")
+    return float(n) if n is not None and float(n) > 0 else math.nan
+
+
 def sampling_diagnostics(fit, names) -> dict:
-    """ESS bulk / tail, ESS per second, R-hat and divergences of one fit."""
+    """ESS bulk / tail, ESS per second and per gradient, R-hat and divergences of one fit."""
     bulk = _scalar_ess(fit, names, "bulk")
     tail = _scalar_ess(fit, names, "tail")
     finite = bulk[np.isfinite(bulk)]
@@ -54,6 +106,8 @@ def sampling_diagnostics(fit, names) -> dict:
         "ess_bulk_median": float(np.median(finite)) if finite.size else math.nan,
         "ess_tail_min": float(np.nanmin(tail)) if np.isfinite(tail).any() else math.nan,
         "ess_bulk_per_s": ess_min / fit.seconds if fit.seconds > 0 and finite.size else math.nan,
+        # an approximation's gradients buy its fit, not its (i.i.d.) draws
+        "ess_per_grad": ess_min / _n_grad(fit) if fit.kind == "mcmc" else math.nan,
         "rhat_max": math.nan,
         "divergences": math.nan,
     }
@@ -71,34 +125,168 @@ def sampling_diagnostics(fit, names) -> dict:
     return row
 
 
-def reference_errors(fit, reference, names) -> dict:
-    """Largest |mean - mean_ref| / sd_ref and |sd - sd_ref| / sd_ref over all components of ``names``."""
-    if reference is None:
-        return {"mean_err": math.nan, "sd_err": math.nan}
-    mine, ref = _components(fit, names), _components(reference, names)
-    mean_err, sd_err = [], []
-    for name in set(mine) & set(ref):
-        a, r = mine[name], ref[name]
-        if a.shape[2] != r.shape[2]:
+# ------------------------------------------------------------------------------------- the reference
+@dataclass
+class DrawsReference:
+    """A Fit used as a reference: its draws' means and sds, checked by no validation rule (``trusted`` None)."""
+
+    name: str
+    moments: dict
+    fit: object = None
+    provenance: dict = field(default_factory=dict)
+    problems: list = field(default_factory=list)
+    trusted: bool | None = None
+
+
+def _moments_of(fit, name) -> dict[str, np.ndarray]:
+    # the same reductions as the catalogue's summaries, so a fit compared with itself is exactly 0 off
+    da = fit.idata.posterior[name]
+    return {"mean": np.asarray(da.mean(("chain", "draw")).values, dtype=float),
+            "sd": np.asarray(da.std(("chain", "draw"), ddof=1).values, dtype=float)}
+
+
+def as_reference(reference, name: str | None = None):
+    """``reference`` as an object with ``moments``: a Reference as it is, a Fit summarised by its draws
+    (:class:`DrawsReference`), None as None."""
+    if reference is None or hasattr(reference, "moments"):
+        return reference
+    fit = reference
+    moments = {v: _moments_of(fit, v) for v in fit.idata.posterior.data_vars}
+    return DrawsReference(name=name or fit.backend, moments=moments, fit=fit,
+                          provenance={"source": "fit", "run": {"engine": name or fit.backend, "kind": fit.kind,
+                                                               "chains": fit.n_chains, "draws": fit.n_draws}})
+
+
+def _paired(fit, reference, names):
+    """(name, the fit's draws (chain, draw, k), reference mean (k,), reference sd (k,)) for every variable of
+    ``names`` that both hold with the same number of components."""
+    ref = as_reference(reference)
+    mine = _components(fit, names)
+    for name in names:
+        if name not in mine or name not in ref.moments:
             continue
-        ref_sd = r.reshape(-1, r.shape[2]).std(0, ddof=1)
-        ref_mean = r.reshape(-1, r.shape[2]).mean(0)
-        scale = np.where(ref_sd > 0, ref_sd, np.nan)
-        a_flat = a.reshape(-1, a.shape[2])
-        my_sd = a_flat.std(0, ddof=1) if a_flat.shape[0] > 1 else np.zeros(a.shape[2])
-        mean_err.append(np.nanmax(np.abs(a_flat.mean(0) - ref_mean) / scale))
-        sd_err.append(np.nanmax(np.abs(my_sd - ref_sd) / scale))
-    if not mean_err:
-        return {"mean_err": math.nan, "sd_err": math.nan}
-    return {"mean_err": float(max(mean_err)), "sd_err": float(max(sd_err))}
+        mean = np.asarray(ref.moments[name]["mean"], dtype=float).reshape(-1)
+        sd = np.asarray(ref.moments[name]["sd"], dtype=float).reshape(-1)
+        if mean.size == mine[name].shape[2] == sd.size:
+            yield name, mine[name], mean, sd
+
+
+def _scale(ref_sd: np.ndarray) -> np.ndarray:
+    return np.where(ref_sd > 0, ref_sd, np.nan)   # a point-estimated reference component gives no scale
+
+
+def _max(values: list[np.ndarray]) -> float:
+    pooled = np.concatenate([np.ravel(v) for v in values]) if values else np.array([])
+    pooled = pooled[np.isfinite(pooled)]
+    return float(pooled.max()) if pooled.size else math.nan
+
+
+def reference_errors(fit, reference, names) -> dict:
+    """``mean_err``, ``sd_err``, ``bias2_mean_max`` and ``bias2_sd_max`` of ``fit`` against ``reference`` (a
+    Reference, or a Fit summarised by its draws) over all components of ``names`` (module docstring)."""
+    empty = {"mean_err": math.nan, "sd_err": math.nan, "bias2_mean_max": math.nan, "bias2_sd_max": math.nan}
+    if reference is None:
+        return empty
+    mean_dev, sd_dev = [], []
+    for name, _, ref_mean, ref_sd in _paired(fit, reference, names):
+        mine = _moments_of(fit, name)
+        scale = _scale(ref_sd)
+        sd = mine["sd"].reshape(-1) if fit.n_chains * fit.n_draws > 1 else np.zeros_like(ref_sd)
+        mean_dev.append(np.abs(mine["mean"].reshape(-1) - ref_mean) / scale)
+        sd_dev.append(np.abs(sd - ref_sd) / scale)
+    if not mean_dev:
+        return empty
+    mean_err, sd_err = _max(mean_dev), _max(sd_dev)
+    return {"mean_err": mean_err, "sd_err": sd_err, "bias2_mean_max": mean_err ** 2, "bias2_sd_max": sd_err ** 2}
+
+
+def effective_bias2(bias2_mean, bias2_sd):
+    """The squared bias that ``ess_ref`` inverts: max(b2 of the means, 2 x b2 of the sds)."""
+    return np.fmax(bias2_mean, SD_WEIGHT * np.asarray(bias2_sd, dtype=float))
+
+
+def ess_bound(fit, ess_bulk_min: float) -> float:
+    """What ``fit`` would be worth with no bias: its bulk ESS (MCMC) or its number of draws (approximation)."""
+    draws = float(fit.n_chains * fit.n_draws)
+    if fit.kind == "mcmc" and math.isfinite(ess_bulk_min):
+        return ess_bulk_min
+    return draws
+
+
+def bias_aware_ess(bias2_mean: float, bias2_sd: float, bound: float) -> float:
+    """``ess_ref``: min(1 / effective b2, bound), 0 below one draw's worth; NaN when nothing was compared."""
+    b2 = float(effective_bias2(bias2_mean, bias2_sd))
+    if math.isnan(b2):
+        return math.nan
+    ess = bound if b2 == 0 else min(1.0 / b2, bound)
+    return ess if ess >= 1 else 0.0
+
+
+def accuracy(fit, reference, names, ess_bulk_min: float) -> dict:
+    """The accuracy columns of one fit (module docstring), plus ``reference_trusted``."""
+    ref = as_reference(reference)
+    row = reference_errors(fit, ref, names)
+    row["ess_ref"] = bias_aware_ess(row["bias2_mean_max"], row["bias2_sd_max"], ess_bound(fit, ess_bulk_min))
+    row["ess_ref_per_s"] = row["ess_ref"] / fit.seconds if fit.seconds > 0 else math.nan
+    row["reference_trusted"] = None if ref is None else getattr(ref, "trusted", None)
+    return row
+
+
+def running_bias2(fit, reference, names, n_points: int = 60) -> dict[str, np.ndarray]:
+    """Accuracy of an MCMC fit's running estimates against wall time.
+
+    After the first t kept draws of every chain (pooled), the largest b2 of the running means and sds (module
+    docstring) and the time they were ready: compile + tune + (t / draws) of the sampling time. ``t`` runs over
+    up to ``n_points`` values spaced evenly on a log scale, ending at all draws, where the values equal
+    :func:`reference_errors`'s. Returns arrays ``draws``, ``seconds``, ``bias2_mean``, ``bias2_sd`` and ``bias2``
+    (their :func:`effective_bias2`)."""
+    chains, n = fit.n_chains, fit.n_draws
+    first = 1 if chains > 1 else 2   # an sd needs two draws
+    stops = np.unique(np.geomspace(min(first, n), n, max(n_points, 2)).round().astype(int))
+    pairs = list(_paired(fit, reference, names))
+    b2_mean = np.full(stops.size, np.nan)
+    b2_sd = np.full(stops.size, np.nan)
+    for _, draws, ref_mean, ref_sd in pairs:
+        var = _scale(ref_sd) ** 2
+        dev = draws - ref_mean    # sums of deviations from the reference mean keep the squares well scaled
+        s1, s2, prev = np.zeros(ref_mean.size), np.zeros(ref_mean.size), 0
+        for i, stop in enumerate(stops):
+            chunk = dev[:, prev:stop]
+            s1 += chunk.sum((0, 1))
+            s2 += (chunk ** 2).sum((0, 1))
+            prev, m = stop, chains * stop
+            mean_dev = s1 / m
+            sd = np.sqrt(np.maximum(s2 - m * mean_dev ** 2, 0.0) / (m - 1)) if m > 1 else np.zeros_like(ref_sd)
+            b2_mean[i] = np.fmax(b2_mean[i], _max([mean_dev ** 2 / var]))
+            b2_sd[i] = np.fmax(b2_sd[i], _max([(sd - ref_sd) ** 2 / var]))
+    timing = fit.timing
+    seconds = timing["compile"] + timing["tune"] + timing["sample"] * stops / n
+    return {"draws": stops, "seconds": seconds, "bias2_mean": b2_mean, "bias2_sd": b2_sd,
+            "bias2": effective_bias2(b2_mean, b2_sd)}
+
+
+def reference_noise_floor(reference, names) -> float:
+    """The largest (mcse_mean / sd)^2 of the reference over ``names``: the b2 its own Monte-Carlo error alone
+    gives a perfect fit; NaN where the reference has no MCSEs."""
+    ref = as_reference(reference)
+    if ref is None:
+        return math.nan
+    values = []
+    for name in names:
+        m = ref.moments.get(name, {})
+        if "mcse_mean" in m and "sd" in m:
+            with np.errstate(invalid="ignore", divide="ignore"):
+                values.append((np.asarray(m["mcse_mean"], float) / _scale(np.asarray(m["sd"], float))) ** 2)
+    return _max(values)
 
 
 def table_row(model, data, name: str, fit, reference) -> dict:
-    """One row of ``Comparison.table()``: diagnostics, errors against the reference, family metrics."""
+    """One row of ``Comparison.table()``: diagnostics, accuracy against ``reference`` (a Reference, a Fit, or
+    None), family metrics."""
     names = list(model.var_dims(data))
     row = {"backend": name, "kind": fit.kind, "seconds": fit.seconds}
     row.update(sampling_diagnostics(fit, names))
-    row.update(reference_errors(fit, reference, list(model.compare_vars) or names))
+    row.update(accuracy(fit, reference, list(model.compare_vars) or names, row["ess_bulk_min"]))
     row.update({k: v for k, v in model.score(fit, data).items()})
     row["error"] = ""
     return row

@@ -16,6 +16,7 @@ import numpy as np
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import NullFormatter
 
 N_TOP_WEIGHTS = 4          # vector components shown in trace / rank / marginal plots
 MAX_PRED_DRAWS = 400       # posterior draws used for bands and fallback predictions
@@ -133,29 +134,154 @@ def _finite_varying(values: np.ndarray) -> bool:
 
 
 # ------------------------------------------------------------------------------------------ figures
+_KIND_COLORS = {"mcmc": "#4c72b0", "approximation": "#dd8452"}
+
+
+def _kind_legend(ax, loc="lower right"):
+    from matplotlib.patches import Patch
+
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in _KIND_COLORS.items()], loc=loc, fontsize=8)
+
+
 def ess_per_second_bars(table) -> Figure | None:
-    """Horizontal bars of ESS (bulk, min) per second on a log scale, coloured by kind."""
+    """Horizontal bars of ESS (bulk, min) per second of the MCMC fits on a log scale: the speed figure when
+    there is no reference to measure accuracy against (an approximation's ESS only counts its i.i.d. draws)."""
     if "ess_bulk_per_s" not in table:
         return None
     df = table[["backend", "kind", "ess_bulk_per_s"]].copy()
-    df = df[np.isfinite(df["ess_bulk_per_s"].astype(float)) & (df["ess_bulk_per_s"].astype(float) > 0)]
+    values = df["ess_bulk_per_s"].astype(float)
+    df = df[np.isfinite(values) & (values > 0) & (df["kind"] == "mcmc")]
     if df.empty:
         return None
+    df = df.sort_values("ess_bulk_per_s", ascending=False)
     fig = new_figure(7.5, 0.45 * len(df) + 1.2)
     ax = fig.add_subplot()
-    colors = ["#4c72b0" if k == "mcmc" else "#dd8452" for k in df["kind"]]
     y = np.arange(len(df))
-    ax.barh(y, df["ess_bulk_per_s"].astype(float), color=colors)
+    ax.barh(y, df["ess_bulk_per_s"].astype(float), color=_KIND_COLORS["mcmc"])
     ax.set_yticks(y, list(df["backend"]))
     ax.invert_yaxis()
     ax.set_xscale("log")
     ax.set_xlabel("bulk ESS (min over components) per second, log scale")
-    from matplotlib.patches import Patch
-
-    ax.legend(handles=[Patch(color="#4c72b0", label="mcmc"), Patch(color="#dd8452", label="approximation")],
-              loc="lower right", fontsize=8)
     ax.grid(axis="x", alpha=0.3, which="both")
+    fig.tight_layout()
     return fig
+
+
+def _is_reference(comparison, label, fit, reference) -> bool:
+    return fit is getattr(reference, "fit", None) or fit is comparison.reference_fit or label == comparison.reference
+
+
+def accuracy_curves(comparison, reference) -> list[dict]:
+    """What the accuracy figure draws, per fit other than the reference's own: ``label``, ``kind``,
+    ``seconds`` and ``bias2`` (arrays: the running error of an MCMC fit; one value for an approximation)."""
+    from bayeszoo.diagnostics.metrics import effective_bias2, reference_errors, running_bias2
+
+    model, data = comparison.model, comparison.data
+    names = list(model.compare_vars) or list(model.var_dims(data))
+    out = []
+    for label in _labels(comparison):
+        fit = comparison.fits[label]
+        if _is_reference(comparison, label, fit, reference):
+            continue   # measured against itself: zero error by construction
+        if fit.kind == "mcmc":
+            run = running_bias2(fit, reference, names)
+            seconds, b2 = run["seconds"], run["bias2"]
+        else:
+            err = reference_errors(fit, reference, names)
+            seconds = np.array([fit.seconds])
+            b2 = np.atleast_1d(effective_bias2(err["bias2_mean_max"], err["bias2_sd_max"]))
+        out.append({"label": label, "kind": fit.kind, "seconds": np.asarray(seconds, dtype=float),
+                    "bias2": np.asarray(b2, dtype=float)})
+    return out
+
+
+def accuracy_figure(comparison, reference, table) -> Figure | None:
+    """Accuracy against wall time (left) and bias-aware ESS per second (right).
+
+    Left, log-log: y is the worst squared bias max(b2 of the means, 2 x b2 of the sds) over the compared
+    components, in reference-variance units (``bayeszoo.diagnostics.metrics``), so 1 / y is the number of exact
+    posterior draws the estimate is worth (right-hand axis). An MCMC fit is a line: its running estimates over
+    the kept draws, chains pooled, at compile + tune + the matching fraction of its sampling time. An
+    approximation is one marker at its total time. Right: ``ess_ref_per_s`` from the table, largest first."""
+    from bayeszoo.diagnostics.metrics import reference_noise_floor
+
+    if reference is None:
+        return None
+    curves = [c for c in accuracy_curves(comparison, reference) if np.any(np.isfinite(c["bias2"]) & (c["bias2"] > 0))]
+    if not curves:
+        return None
+    colors = backend_colors(_labels(comparison))
+    fig = new_figure(12, 4.6)
+    ax, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
+    for c in curves:
+        ok = np.isfinite(c["bias2"]) & (c["bias2"] > 0) & (c["seconds"] > 0)
+        x, y = c["seconds"][ok], c["bias2"][ok]
+        if c["kind"] == "mcmc" and x.size > 1:
+            ax.plot(x, y, color=colors.get(c["label"]), lw=1.6, label=c["label"])
+            ax.plot(x[-1:], y[-1:], "o", color=colors.get(c["label"]), ms=4)
+        else:
+            ax.plot(x, y, "D" if c["kind"] == "approximation" else "o", color=colors.get(c["label"]), ms=8,
+                    mec="k", mew=0.6, ls="none", label=f"{c['label']} ({c['kind']})")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.axhline(1.0, color="0.3", lw=1, ls=":")
+    ax.text(0.5, 1.0, "one exact draw: a fit above this line is worth 0", transform=ax.get_yaxis_transform(),
+            fontsize=7, va="top", ha="center", color="0.3")
+    names = list(comparison.model.compare_vars) or list(comparison.model.var_dims(comparison.data))
+    floor = reference_noise_floor(reference, names)
+    if math.isfinite(floor) and floor > 0:
+        ax.axhline(floor, color="0.5", lw=1, ls="--")
+        ax.text(0.99, floor, "reference's own Monte-Carlo error ", transform=ax.get_yaxis_transform(), fontsize=7,
+                va="bottom", ha="right", color="0.4")
+    ax.set_xlabel("wall time, seconds (compile + tune + sampling so far)")
+    ax.set_ylabel("worst squared bias: max(b²(mean), 2·b²(sd))\nin reference-variance units")
+    ax.secondary_yaxis("right", functions=(_reciprocal, _reciprocal)).set_ylabel("exact draws worth (1 / y)")
+    ax.grid(alpha=0.3, which="both")
+    ax.legend(fontsize=7, loc="lower left")
+    if getattr(reference, "trusted", None) is False:
+        ax.set_title("REFERENCE UNTRUSTED: errors against a reference that fails validation", color="#b00000",
+                     fontsize=10, fontweight="bold")
+    else:
+        ax.set_title(f"accuracy against wall time (reference: {getattr(reference, 'name', '?')})", fontsize=10)
+    _ess_ref_bars(bars, table, skip=comparison.reference)
+    fig.tight_layout()
+    return fig
+
+
+def _reciprocal(x):
+    with np.errstate(divide="ignore"):
+        return 1.0 / np.asarray(x, dtype=float)
+
+
+def _ess_ref_bars(ax, table, skip=None):
+    """``ess_ref_per_s`` as horizontal bars on a log scale, largest first; a fit worth 0 draws is named so, and
+    the row ``skip`` (the reference's own run, exact by construction) is left out."""
+    if table is None or "ess_ref_per_s" not in table:
+        ax.set_visible(False)
+        return
+    df = table[["backend", "kind", "ess_ref_per_s"]].copy()
+    df["v"] = df["ess_ref_per_s"].astype(float)
+    df = df[np.isfinite(df["v"]) & (df["backend"] != skip)].sort_values("v", ascending=False, kind="stable")
+    if df.empty:
+        ax.set_visible(False)
+        return
+    y = np.arange(len(df))
+    positive = df["v"][df["v"] > 0]
+    lo = positive.min() / 3 if positive.size else 1e-3
+    ax.barh(y, np.where(df["v"] > 0, df["v"], np.nan), color=[_KIND_COLORS.get(k, "0.5") for k in df["kind"]])
+    for yi, v in zip(y, df["v"]):
+        if v == 0:
+            ax.text(lo, yi, " 0: worth less than one exact draw", va="center", fontsize=7, color="#b00000")
+        else:
+            ax.text(v, yi, f" {v:.3g}", va="center", fontsize=7)
+    ax.set_yticks(y, list(df["backend"]))
+    ax.invert_yaxis()
+    ax.set_xscale("log")
+    ax.set_xlim(lo, positive.max() * 5 if positive.size else 1.0)
+    ax.xaxis.set_minor_formatter(NullFormatter())   # a narrow log range would label every minor tick
+    ax.set_xlabel("ess_ref per second (bias-aware ESS / total time)")
+    ax.grid(axis="x", alpha=0.3, which="both")
+    _kind_legend(ax)
 
 
 def trace_figure(fit, components) -> Figure | None:

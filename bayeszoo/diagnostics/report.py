@@ -2,7 +2,9 @@
 
 One file, readable offline: inline CSS, figures embedded as base64 PNG (matplotlib Agg, no pyplot
 state), no scripts and no external links to resources. Any figure that cannot be drawn becomes a short
-note in the report instead of an exception.
+note in the report instead of an exception. A banner at the top names the reference posterior and says whether
+it passes its validation rules; the speed figure plots accuracy against wall time
+(``bayeszoo.diagnostics.metrics`` defines the accuracy columns).
 """
 from __future__ import annotations
 
@@ -24,13 +26,23 @@ h3{margin-bottom:.3em} code,pre{background:#f4f4f4;border-radius:3px;padding:.1e
 pre{padding:.6em;overflow-x:auto;white-space:pre-wrap}
 table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
 th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right;white-space:nowrap}
-th{background:#f0f0f0;position:sticky;top:0} td.txt,th.txt{text-align:left}
+table.cmp{font-size:.82em} table.cmp th,table.cmp td{padding:.2em .4em}
+th{background:#f0f0f0;position:sticky;top:0;white-space:normal;vertical-align:bottom;min-width:3.2em}
+td.txt,th.txt{text-align:left} td.wrap{white-space:normal;text-align:left;max-width:22em}
+table.cmp td:first-child{white-space:normal;min-width:6em}
 td.err{color:#a00;text-align:left;white-space:normal}
 .scroll{overflow-x:auto}
 tr.failed td{background:#fff0f0}
 td.flag{background:#ffd9d9;color:#900;font-weight:bold}
 td.na{color:#888;font-style:italic}
-.meta td{text-align:left;white-space:normal} .meta th{text-align:left}
+td.untrusted{background:#f3e6e6;color:#900;font-style:italic}
+td.untrusted[colspan],td.na[colspan]{text-align:center}
+.meta td{text-align:left;white-space:normal;overflow-wrap:anywhere} .meta th{text-align:left}
+details.more{margin:.3em 0 .8em} details.more summary{cursor:pointer;color:#555;font-size:.9em}
+.banner{border-radius:4px;padding:.5em 1em;margin:.8em 0;border-left:5px solid}
+.banner.ok{background:#eef6ee;border-color:#3a8a3a} .banner.unchecked{background:#fff8e6;border-color:#e0a800}
+.banner.bad{background:#fde8e8;border-color:#c00000;color:#700} .banner.none{background:#f4f4f4;border-color:#999}
+.banner ul{margin:.3em 0 .2em 1.2em;padding:0}
 .note{color:#8a5a00;background:#fff8e6;border-left:3px solid #e0a800;padding:.3em .6em;font-size:.9em}
 .fig{margin:.5em 0} .fig img{max-width:100%;border:1px solid #eee}
 .backend{border:1px solid #e2e2e2;border-radius:4px;padding:.2em 1em .8em;margin:1em 0}
@@ -111,32 +123,79 @@ def _fmt(column: str, value) -> str:
     return str(value)
 
 
+NOT_APPLICABLE = "n/a"
+_TIPS = {NOT_APPLICABLE: "an approximation's draws are i.i.d.: neither R-hat nor their ESS per second applies",
+         "untrusted": "measured against a reference that fails its validation rules (see the banner)",
+         "reference": "the reference's own run: zero error by construction"}
+_HIDDEN_COLUMNS = {"error", "reference_trusted"}   # the error spans its row; the banner says whether to trust
+
+
+def _header(column: str) -> str:
+    # long column names may break after an underscore (or, for a long word, in its middle with a hyphen), so
+    # the numbers rather than the names set the columns' widths and the table fits the page
+    parts = [html.escape(p) for p in column.split("_")]
+    return "_<wbr>".join(p if len(p) < 9 else f"{p[:len(p) // 2]}&shy;{p[len(p) // 2:]}" for p in parts)
+
+
+def _merged(cells: list[tuple[str, str, str]]) -> str:
+    """``<td>``s of (column, class, text), runs of the same "untrusted" / "reference" text merged into one cell;
+    an error cell spans the rest of its row (its "column" is the span)."""
+    out, i = [], 0
+    while i < len(cells):
+        column, cls, text = cells[i]
+        span = 1
+        if cls == "err":
+            out.append(f'<td class="err" colspan="{column}">{html.escape(text)}</td>')
+            break
+        if text in ("untrusted", "reference"):
+            while i + span < len(cells) and cells[i + span][1:] == (cls, text):
+                span += 1
+        tip = f' title="{html.escape(_TIPS[text])}"' if text in _TIPS else ""
+        colspan = f' colspan="{span}"' if span > 1 else ""
+        out.append(f'<td class="{cls}"{colspan}{tip}>{html.escape(text)}</td>')
+        i += span
+    return "".join(out)
+
+
 def table_html(table, comparison=None) -> str:
-    """The comparison table as HTML with flags: R-hat > 1.01 and divergences > 0 highlighted, R-hat of
-    approximations shown as not applicable, a failed backend's row holding its error message."""
-    cols = [c for c in table.columns if c != "error"]
-    head = "".join(f'<th class="{"txt" if c in _TEXT_COLUMNS else ""}">{html.escape(c)}</th>' for c in cols)
+    """The comparison table as HTML with flags: R-hat > 1.01 and divergences > 0 highlighted, R-hat and ESS per
+    second of approximations shown as not applicable, the accuracy columns shown as "untrusted" when the
+    reference fails its validation rules and as "reference" in the reference's own row, a failed backend's row
+    holding its error message."""
+    from bayeszoo.diagnostics.metrics import ACCURACY_COLUMNS
+
+    cols = [c for c in table.columns if c not in _HIDDEN_COLUMNS]
+    head = "".join(f'<th class="{"txt" if c in _TEXT_COLUMNS else ""}">{_header(c)}</th>' for c in cols)
+    reference_label = getattr(comparison, "reference", None)
+    reference = reference_of(comparison) if comparison is not None else None
+    untrusted_reference = getattr(reference, "trusted", None) is False
     rows = []
     for _, row in table.iterrows():
         error = str(row.get("error", "") or "").strip()
+        flag = row.get("reference_trusted")
+        untrusted = untrusted_reference or (isinstance(flag, (bool, np.bool_)) and not flag)
         cells = []
         for i, c in enumerate(cols):
             value = row[c]
             if error and c not in ("backend", "kind"):  # failed: the rest of the row is the message
-                cells.append(f'<td class="err" colspan="{len(cols) - i}">error: {html.escape(error)}</td>')
+                cells.append((str(len(cols) - i), "err", f"error: {error}"))
                 break
-            cls = "txt" if c in _TEXT_COLUMNS else ""
+            cls = "txt" if c in _TEXT_COLUMNS else "wrap" if c == "note" else ""
             text = _fmt(c, value)
-            if c == "rhat_max" and row.get("kind") == "approximation":
-                cls, text = "na", "n/a (i.i.d. draws)"
+            if c in ACCURACY_COLUMNS and reference_label is not None and row.get("backend") == reference_label:
+                cls, text = "na", "reference"
+            elif c in ACCURACY_COLUMNS and untrusted:
+                cls, text = "untrusted", "untrusted"
+            elif c in ("rhat_max", "ess_bulk_per_s") and row.get("kind") == "approximation":
+                cls, text = "na", NOT_APPLICABLE
             elif c == "rhat_max" and not _is_missing(value) and float(value) > RHAT_FLAG:
                 cls = "flag"
                 text += " ⚠"
             elif c == "divergences" and not _is_missing(value) and float(value) > 0:
                 cls = "flag"
                 text += " ⚠"
-            cells.append(f'<td class="{cls}">{html.escape(text)}</td>')
-        rows.append(f'<tr class="{"failed" if error else ""}">{"".join(cells)}</tr>')
+            cells.append((c, cls, text))
+        rows.append(f'<tr class="{"failed" if error else ""}">{_merged(cells)}</tr>')
     return (f'<div class="scroll"><table class="cmp"><thead><tr>{head}</tr></thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
@@ -147,43 +206,141 @@ def _truncated(value, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
 
 
+SHORT_VALUE = 40   # meta values longer than this (arrays, name lists) go to a folded block
+
+
+def _describe(value) -> str:
+    """A long meta value in a few words: an array's shape, a list's length, then its start."""
+    if isinstance(value, np.ndarray):
+        flat = np.ravel(value)
+        head = np.array2string(flat[:6], precision=4, separator=", ")[1:-1] + (", …" if flat.size > 6 else "")
+        return f"array {' × '.join(map(str, value.shape))} ({value.dtype}): [{head}]"
+    if isinstance(value, (list, tuple)):
+        return f"{len(value)} items: {_truncated(value, 100)}"
+    return _truncated(value, 160)
+
+
+def _is_short(value) -> bool:
+    return not isinstance(value, (np.ndarray, list, tuple, dict)) and len(str(value)) <= SHORT_VALUE
+
+
 def _meta_html(comparison) -> str:
     data, model = comparison.data, comparison.model
     meta = dict(data.meta or {})
     items = [("dataset", data.name), ("training points", f"{data.n} × {data.d}"),
              ("test points", str(data.X_test.shape[0]))]
-    for key in ("task", "source", "licence", "license", "citation", "preprocessing"):
+    described = ("task", "source", "licence", "license", "citation", "preprocessing")
+    for key in described:
         if key in meta and meta[key] not in (None, ""):
             items.append((key, str(meta[key])))
-    others = {k: v for k, v in meta.items()
-              if k not in ("task", "source", "licence", "license", "citation", "preprocessing")}
-    if others:
-        items.append(("options", ", ".join(f"{k}={_truncated(v)}" for k, v in others.items())))
+    others = {k: v for k, v in meta.items() if k not in described}
+    short = {k: v for k, v in others.items() if _is_short(v)}
+    long = {k: v for k, v in others.items() if k not in short}
+    if short:
+        items.append(("options", ", ".join(f"{k}={v}" for k, v in short.items())))
     try:
         spec = model.spec()
-        items.insert(0, ("model", ", ".join(f"{k}={v!r}" for k, v in spec.items())))
+        items.insert(0, ("model", ", ".join(f"{k}={_truncated(repr(v), 80)}" for k, v in spec.items())))
     except Exception:
         items.insert(0, ("model", type(model).__name__))
     rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in items)
-    return f'<table class="meta">{rows}</table>'
+    out = f'<table class="meta">{rows}</table>'
+    if long:
+        inner = "".join(f"<tr><th>{html.escape(str(k))}</th><td><code>{html.escape(_describe(v))}</code></td></tr>"
+                        for k, v in long.items())
+        out += (f'<details class="more"><summary>more about the data: {html.escape(", ".join(map(str, long)))}'
+                f'</summary><table class="meta">{inner}</table></details>')
+    return out
 
 
-def _reference_sentence(comparison) -> str:
-    ref, ref_fit = comparison.reference, comparison.reference_fit
-    if ref_fit is None and ref is None:
-        return ("No reference posterior was given, so <code>mean_err</code> and <code>sd_err</code> are empty.")
-    if ref_fit is None:
-        return (f"The reference <code>{html.escape(str(ref))}</code> failed, so <code>mean_err</code> and "
-                f"<code>sd_err</code> are empty.")
-    what = f"backend <code>{html.escape(str(ref or ref_fit.backend))}</code>"
-    if ref and ref.endswith("(reference)"):
-        what += " run on its own for the reference"
-    elif ref is None:
-        what = f"a fit supplied by the user (backend <code>{html.escape(ref_fit.backend)}</code>)"
-    return (f"The reference posterior is {what} ({ref_fit.kind}, {ref_fit.n_chains} chain(s) × "
-            f"{ref_fit.n_draws} draws). <code>mean_err</code> and <code>sd_err</code> are the largest "
-            f"|mean − mean<sub>ref</sub>| / sd<sub>ref</sub> and |sd − sd<sub>ref</sub>| / sd<sub>ref</sub> over "
-            f"all components of {', '.join(f'<code>{html.escape(v)}</code>' for v in comparison.model.compare_vars) or 'the canonical variables'}.")
+def reference_of(comparison):
+    """The reference the comparison's table is measured against: its ``reference_summary`` (a Reference), else
+    its reference fit summarised by its draws, else None."""
+    from bayeszoo.diagnostics.metrics import as_reference
+
+    ref = getattr(comparison, "reference_summary", None)
+    if ref is None and comparison.reference_fit is not None:
+        ref = as_reference(comparison.reference_fit, comparison.reference)
+    return ref
+
+
+def _num(value, digits: int = 4) -> str:
+    if value is None or _is_missing(value):
+        return "?"
+    return f"{value:.{digits}g}" if isinstance(value, (float, np.floating)) else str(value)
+
+
+def _provenance_parts(prov: dict) -> list[str]:
+    """Engine, draws, R-hat max and smallest ESS of a reference's run, as short phrases."""
+    run = prov.get("run", {}) or {}
+    diag = prov.get("diagnostics", {}) or {}
+    pick = lambda key: run.get(key, prov.get(key))   # noqa: E731  (flat provenance dicts too)
+    parts = []
+    engine = pick("engine")
+    if engine is not None:
+        chains = pick("chains")
+        draws = f"{chains} chain{'' if chains == 1 else 's'} × {pick('draws')} draws" if pick("draws") else ""
+        counts = ", ".join(p for p in (str(pick("kind") or ""), draws) if p)
+        parts.append(f"engine {engine}" + (f" ({counts})" if counts else ""))
+    if diag or "rhat_max" in prov:   # None there: not computable (one chain, an approximation)
+        rhat = diag.get("rhat_max", prov.get("rhat_max"))
+        ess, tail = diag.get("ess_bulk_min", prov.get("ess_bulk_min")), diag.get("ess_tail_min")
+        parts.append(f"R-hat max {'n/a' if rhat is None else _num(rhat)}")
+        parts.append(f"min bulk ESS {'n/a' if ess is None else _num(ess, 5)}"
+                     + (f", tail {_num(tail, 5)}" if tail is not None else ""))
+    check = prov.get("crosscheck")
+    if isinstance(check, dict) and check.get("run"):
+        agree = check.get("agreement", {}) or {}
+        parts.append(f"cross-checked by {check['run'].get('engine', '?')} (largest difference "
+                     f"{_num(agree.get('z_max'), 3)} combined MCSEs, limit {_num(agree.get('z_limit'), 3)})")
+    elif prov.get("cross_checked") is False:
+        parts.append("not cross-checked by a second engine")
+    if prov.get("source"):
+        parts.append(f"source: {prov['source']}")
+    return parts
+
+
+def reference_banner(reference) -> str:
+    """The box at the top of the report: the reference's name and provenance, and whether its numbers can be
+    trusted (red, with every rule it breaks, when they cannot)."""
+    from bayeszoo.diagnostics.metrics import ACCURACY_COLUMNS
+
+    if reference is None:
+        return ('<div class="banner none"><strong>No reference posterior.</strong> The accuracy columns are '
+                'empty and the speed figure shows ESS per second of the MCMC fits only.</div>')
+    parts = _provenance_parts(dict(getattr(reference, "provenance", {}) or {}))
+    head = (f"<strong>Reference posterior: {html.escape(str(reference.name))}</strong>"
+            + (f" — {html.escape(' · '.join(parts))}" if parts else ""))
+    trusted = getattr(reference, "trusted", None)
+    columns = ", ".join(f"<code>{c}</code>" for c in ACCURACY_COLUMNS)
+    if trusted is False:
+        problems = "".join(f"<li>{html.escape(str(p))}</li>" for p in getattr(reference, "problems", []))
+        return (f'<div class="banner bad">{head}<p><strong>UNTRUSTED REFERENCE</strong>: it breaks the validation '
+                f'rules below, so the accuracy columns ({columns}) are shown as <em>untrusted</em> and the accuracy '
+                f'figure measures the fits against a posterior that may be wrong.</p><ul>{problems}</ul></div>')
+    if trusted is None:
+        return (f'<div class="banner unchecked">{head}<p>A fit given as the reference: its draws\' means and sds '
+                f'are used as they are, and no validation rule (R-hat, ESS, MCSE, divergences, a second engine) '
+                f'has checked them.</p></div>')
+    return f'<div class="banner ok">{head} · passes the validation rules.</div>'
+
+
+def _reference_sentence(comparison, reference) -> str:
+    if reference is None:
+        what = (f"The reference <code>{html.escape(str(comparison.reference))}</code> failed"
+                if comparison.reference is not None else "No reference posterior was given")
+        return f"{what}, so the accuracy columns are empty."
+    variables = ", ".join(f"<code>{html.escape(v)}</code>" for v in comparison.model.compare_vars)
+    return (f"Accuracy is measured against the reference <code>{html.escape(str(reference.name))}</code> over all "
+            f"components of {variables or 'the canonical variables'}: b² of a mean is "
+            f"(mean − mean<sub>ref</sub>)² / var<sub>ref</sub>, of an sd (sd − sd<sub>ref</sub>)² / "
+            f"var<sub>ref</sub>; <code>bias2_mean_max</code> and <code>bias2_sd_max</code> are their largest values "
+            f"and <code>mean_err</code>, <code>sd_err</code> their square roots (in reference sds). "
+            f"<code>ess_ref</code> is the number of exact posterior draws the fit's error is worth, "
+            f"1 / max(b²<sub>mean</sub>, 2·b²<sub>sd</sub>), at most the fit's own bulk ESS (MCMC) or its number of "
+            f"draws (approximation), and 0 when below one draw: a biased approximation is worth little however "
+            f"fast it ran. <code>ess_ref_per_s</code> divides it by the total wall time; "
+            f"<code>ess_per_grad</code> is an MCMC fit's bulk ESS per gradient evaluation.")
 
 
 def _fit_summary(fit) -> str:
@@ -208,12 +365,14 @@ def write_report(comparison, path: str) -> str:
     path = os.fspath(path)
     images = _Images()
     model, data = comparison.model, comparison.data
+    reference = reference_of(comparison)
     title = f"{type(model).__name__} on {data.name}"
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
            f"<title>bayeszoo: {html.escape(title)}</title><style>{_CSS}</style></head><body>",
            f"<h1>bayeszoo comparison: {html.escape(title)}</h1>",
            f"<p class='small'>written {time.strftime('%Y-%m-%d %H:%M')} · backends: "
            f"{html.escape(', '.join(comparison.order or list(comparison.fits)))}</p>",
+           reference_banner(reference),
            _meta_html(comparison)]
 
     # table
@@ -227,9 +386,10 @@ def write_report(comparison, path: str) -> str:
     out.append(f"<p>ESS estimator: {html.escape(ESS_METHOD)}. <code>ess_bulk_per_s</code> divides the smallest "
                f"bulk ESS over all components of the canonical variables by the fit's total wall time "
                f"(compile + tune + sample). R-hat (rank-normalised, split) is computed for MCMC fits with "
-               f"two or more chains only: draws of an approximation are i.i.d. and are not judged by it. "
+               f"two or more chains only. Both are {NOT_APPLICABLE} for an approximation: its draws are i.i.d., "
+               f"so R-hat cannot judge them and their ESS only counts them, whatever the approximation's bias. "
                f"R-hat &gt; {RHAT_FLAG} and divergences &gt; 0 are flagged in red.</p>")
-    out.append(f"<p>{_reference_sentence(comparison)}</p>")
+    out.append(f"<p>{_reference_sentence(comparison, reference)}</p>")
     if comparison.errors:
         out.append("<h3>Failed backends</h3>")
         for label, err in comparison.errors.items():
@@ -237,11 +397,22 @@ def write_report(comparison, path: str) -> str:
                        f"{html.escape(str(err).strip().splitlines()[0] if str(err).strip() else 'failed')}"
                        f"</summary><pre>{html.escape(str(err))}</pre></details>")
 
-    # ESS/s
-    out.append("<h2>ESS per second</h2>")
-    if table is not None:
+    # speed: accuracy against time when there is a reference, else the samplers' ESS per second
+    if reference is not None:
+        out.append("<h2>Accuracy against wall time</h2>")
+        out.append(images.render("accuracy against wall time",
+                                 lambda: plots.accuracy_figure(comparison, reference, table))
+                   or _note("no fit other than the reference's own could be measured against it"))
+        out.append("<p>Left, log-log: the worst squared bias max(b²<sub>mean</sub>, 2·b²<sub>sd</sub>) over the "
+                   "compared components against wall time, so that 1 / y (right axis) is the number of exact "
+                   "posterior draws the estimate is worth. Each MCMC fit is a line: its running means and sds over "
+                   "the kept draws, chains pooled, at compile + tune + the matching fraction of its sampling time. "
+                   "Each approximation is one marker at its total time; it does not improve with more time. The "
+                   "reference's own run is not drawn. Right: <code>ess_ref_per_s</code>, largest first.</p>")
+    elif table is not None:
+        out.append("<h2>ESS per second</h2>")
         out.append(images.render("ESS per second", lambda: plots.ess_per_second_bars(table))
-                   or _note("no backend has a finite ESS per second"))
+                   or _note("no MCMC fit has a finite ESS per second"))
 
     # family picture
     out.append("<h2>The model's picture</h2>")

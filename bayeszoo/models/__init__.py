@@ -8,11 +8,12 @@ from bayeszoo.models.arvm import ARVM
 from bayeszoo.models.pmkl import PMKL
 from bayeszoo.models.bid import BID
 from bayeszoo.models.imagervm import ImageRVM
+from bayeszoo.models.slm import SLM
 
 FAMILIES: dict[str, type[Model]] = {"rvm": RVM, "gpc": GPC, "arvm": ARVM, "pmkl": PMKL, "bid": BID,
-                                 "imagervm": ImageRVM}
+                                 "imagervm": ImageRVM, "slm": SLM}
 
-__all__ = ["Model", "RVM", "GPC", "ARVM", "PMKL", "BID", "ImageRVM", "FAMILIES", "from_spec", "get_family"]
+__all__ = ["Model", "RVM", "GPC", "ARVM", "PMKL", "BID", "ImageRVM", "SLM", "FAMILIES", "from_spec", "get_family"]
 
 
 def get_family(name: str) -> type[Model]:

@@ -1,0 +1,509 @@
+"""Generic BlackJAX engines on a model's NumPyro declaration: blackjax_nuts, blackjax_mclmc, blackjax_pathfinder,
+blackjax_meanfield_vi.
+
+``numpyro.infer.util.initialize_model`` turns ``model.numpyro_model(data)`` into the log density on the
+unconstrained space (minus NumPyro's potential energy, Jacobians included), per-chain initial points (NumPyro's
+``init_to_uniform``, as the ``numpyro`` backend) and the map back to the constrained sample sites and the
+deterministic sites. The engines work on the flattened unconstrained vector and map every draw back with that
+map, so the posterior holds exactly the canonical variables the ``numpyro`` backend writes.
+
+* ``blackjax_nuts``: ``blackjax.window_adaptation`` (Stan's windows: step size and diagonal mass matrix) for
+  ``tune`` steps, then NUTS with the adapted parameters for ``draws`` steps, per chain.
+* ``blackjax_mclmc``: microcanonical Langevin Monte Carlo, tuned by ``blackjax.mclmc_find_L_and_step_size``
+  whose three phases (step size, diagonal preconditioner, momentum decoherence length L) together take ``tune``
+  integrator steps, then ``draws`` steps. MCLMC has no Metropolis correction: its bias is set by the energy-error
+  target of the tuner. It writes no ``diverging`` statistic; steps the kernel reverted because the energy or the
+  position became non-finite are counted in ``info["nan_steps"]``.
+* ``blackjax_pathfinder``: one single-path Pathfinder (L-BFGS, normal approximations along the path, the one of
+  highest ELBO kept) per chain, each from that chain's initial point; the draws of every chain come from the
+  path of highest ELBO, i.i.d. (not importance-resampled: resampling a pool with replacement repeats draws, and an
+  approximation promises i.i.d. draws). The other paths' ELBOs and the Pareto k of the kept approximation's
+  importance ratios go into ``info``.
+* ``blackjax_meanfield_vi``: ``blackjax.vi.meanfield_vi`` with Adam (optax) for ``n_iter`` steps, then
+  ``chains * draws`` i.i.d. draws from the approximation split into chains, as ``advi``.
+
+Timing (``fit.timing``), as the ``numpyro`` backend: JAX reports the seconds it spends tracing, lowering and
+compiling (``_JaxCompileClock``); those go to ``compile`` and are taken out of the phase in which they happened.
+``tune`` is the remaining wall time of the initial points and the warm-up / tuning (path search, optimisation);
+``sample`` that of the kept draws and mapping them to the constrained space.
+
+Seeds: chain c uses ``jax.random.PRNGKey(_seeds(seed, chains)[c])`` for its initial point, warm-up and draws, so a
+seed gives the same draws bit for bit, and a chain's draws do not depend on how many chains run.
+
+Chains run one after another through one compiled function (compiled once, reused). vmapping the chains was
+slower for NUTS on one CPU device: the vmapped trajectories advance in lockstep, so every step costs the longest
+tree of the batch (BENCHMARKS.md, "BlackJAX engines").
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+
+from bayeszoo import checks
+from bayeszoo.fit import Fit, build_fit
+from bayeszoo.inference.generic import _JaxCompileClock, _convergence_info, _seeds
+from bayeszoo.models.base import Model
+from bayeszoo.progress import progress_bar
+from bayeszoo.registry import Option, register
+
+_LIBRARY = "blackjax"
+
+
+# ----------------------------------------------------------------------------------------- the target
+def _declared(model) -> bool:
+    """Whether the model has a NumPyro declaration with continuous latent variables, as far as the model alone
+    tells (its data may still reveal discrete sites: :func:`_target` refuses those)."""
+    if type(model).numpyro_model is Model.numpyro_model:
+        return False
+    try:
+        # the model-level conditions the declarations themselves check (PMKL's discrete binary rule, BID's proper
+        # PSF prior), so that bz.backends does not offer an engine the declaration would refuse
+        if hasattr(model, "_check_declarable"):
+            model._check_declarable()
+        if hasattr(model, "require_proper"):
+            model.require_proper("blackjax")
+    except ValueError:
+        return False
+    return True
+
+
+class _Target:
+    """The unconstrained log density of a NumPyro declaration and the map back to its sites."""
+
+    def __init__(self, model, data, backend: str, seeds: list[int]):
+        import jax
+        import jax.numpy as jnp
+        from jax.flatten_util import ravel_pytree
+        from numpyro import handlers
+        from numpyro.infer.util import initialize_model
+
+        fn = model.numpyro_model(data)
+        trace = handlers.trace(handlers.seed(fn, 0)).get_trace()
+        discrete = [name for name, site in trace.items() if site["type"] == "sample" and not site["is_observed"]
+                    and site["fn"].support.is_discrete]
+        if discrete:
+            raise ValueError(f"backend {backend!r} needs continuous latent variables; {type(model).__name__}'s "
+                             f"declaration has discrete ones: {discrete}")
+        keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            info = initialize_model(keys, fn, dynamic_args=False)
+        params = info.param_info.z
+        first, unravel = ravel_pytree(jax.tree.map(lambda x: x[0], params))
+        self.dim = int(first.size)
+        self.positions = jax.vmap(lambda p: ravel_pytree(p)[0])(params)    # (chains, dim)
+        potential, postprocess = info.potential_fn, info.postprocess_fn
+        self.logdensity = lambda x: -potential(unravel(x))
+        # (n, dim) unconstrained -> {site: (n, ...)} constrained sample sites and deterministic sites
+        self.constrain = jax.jit(jax.vmap(lambda x: postprocess(unravel(x))))
+
+    def posterior(self, flat_by_chain: list) -> dict:
+        """Per-chain unconstrained draws (draw, dim) -> {site: (chain, draw, ...)} as NumPy arrays."""
+        per_chain = [{k: np.asarray(v) for k, v in self.constrain(x).items()} for x in flat_by_chain]
+        return {k: np.stack([c[k] for c in per_chain]) for k in per_chain[0]}
+
+
+def _ticker(bar, every: int = 1):
+    """``tick(i)`` for inside compiled loops: advances ``bar`` by ``every`` when step ``i`` ends a block of
+    ``every`` steps (every call if ``i`` is None). Without a bar it adds nothing to the computation, so the
+    compiled functions stay cacheable (JAX does not cache executables with host callbacks)."""
+    import jax
+
+    if bar is None or bar.disable:
+        return lambda i=None: None
+
+    def tick(i=None):
+        if i is None:
+            jax.debug.callback(lambda: bar.update(1))
+        else:
+            jax.lax.cond((i + 1) % every == 0, lambda: jax.debug.callback(lambda: bar.update(every)), lambda: None)
+
+    return tick
+
+
+class _Phases:
+    """Wall-clock seconds of the ``tune`` and ``sample`` phases with JAX's compile time moved to ``compile``."""
+
+    def __init__(self):
+        self.clocks = {"tune": _JaxCompileClock(), "sample": _JaxCompileClock()}
+        self.wall = {"tune": 0.0, "sample": 0.0}
+
+    def run(self, phase: str, fn, *args):
+        import jax
+
+        with self.clocks[phase]:
+            t0 = time.perf_counter()
+            out = jax.block_until_ready(fn(*args))
+            self.wall[phase] += time.perf_counter() - t0
+        return out
+
+    def timing(self) -> dict:
+        compile_s = sum(c.seconds for c in self.clocks.values())
+        return {"compile": compile_s, **{k: self.wall[k] - self.clocks[k].seconds for k in self.wall}}
+
+
+def _chain_keys(seeds: list[int]):
+    """(warm-up key, sampling key) per chain; the initial points use the seeds' own keys."""
+    import jax
+
+    return [tuple(jax.random.split(jax.random.PRNGKey(s), 3)[1:]) for s in seeds]
+
+
+def _counts_or_fail(backend: str, tune: int, least: int, why: str) -> None:
+    if tune < least:
+        raise ValueError(f"backend {backend!r} needs tune >= {least} ({why}), got tune={tune}")
+
+
+# ----------------------------------------------------------------------------------------------- NUTS
+def _check_nuts(opts: dict) -> dict:
+    return {"target_accept": checks.probability("blackjax_nuts", "target_accept", opts["target_accept"]),
+            "max_tree_depth": checks.positive("blackjax_nuts", "max_tree_depth", opts["max_tree_depth"],
+                                              integer=True)}
+
+
+@register("blackjax_nuts", kind="mcmc", description="BlackJAX NUTS with window adaptation", library=_LIBRARY,
+          applies=_declared, check=_check_nuts, options={
+              "target_accept": Option(0.8, "target mean acceptance probability of the step-size adaptation, "
+                                           "in (0, 1)"),
+              "max_tree_depth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)")})
+def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+    """BlackJAX NUTS (window adaptation, then NUTS), chains one after another."""
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+
+    _counts_or_fail("blackjax_nuts", tune, 1, "the step size and mass matrix come from window adaptation")
+    seeds = _seeds(seed, chains)
+    phases = _Phases()
+    target = phases.run("tune", _Target, model, data, "blackjax_nuts", seeds)
+    depth = opts["max_tree_depth"]
+    with progress_bar(total=chains * (tune + draws), desc="blackjax_nuts", disable=not progress) as bar:
+        tick = _ticker(bar)
+
+        def keep_counts(state, info, adaptation_state):   # what the warm-up keeps per step
+            tick()
+            return info.num_integration_steps, info.is_divergent
+
+        warmup = blackjax.window_adaptation(blackjax.nuts, target.logdensity,
+                                            target_acceptance_rate=opts["target_accept"],
+                                            adaptation_info_fn=keep_counts, max_num_doublings=depth)
+
+        @jax.jit
+        def warm(key, x0):
+            (state, params), (n_steps, diverging) = warmup.run(key, x0, num_steps=tune)
+            return state, params["step_size"], params["inverse_mass_matrix"], n_steps, diverging
+
+        tick_draw = _ticker(bar, max(1, draws // 100))
+
+        @jax.jit
+        def sample(key, state, step_size, inverse_mass_matrix):
+            nuts = blackjax.nuts(target.logdensity, step_size, inverse_mass_matrix, max_num_doublings=depth)
+
+            def one(state, xs):
+                i, k = xs
+                state, info = nuts.step(k, state)
+                tick_draw(i)
+                return state, (state.position, state.logdensity, info.is_divergent, info.num_integration_steps,
+                               info.num_trajectory_expansions, info.acceptance_rate, info.energy)
+
+            return jax.lax.scan(one, state, (jnp.arange(draws), jax.random.split(key, draws)))[1]
+
+        flat, stats, warm_steps, warm_div, step_sizes = [], [], 0, 0, []
+        for x0, (warm_key, draw_key) in zip(target.positions, _chain_keys(seeds)):
+            state, step_size, imm, n_steps, diverging = phases.run("tune", warm, warm_key, x0)
+            warm_steps += int(np.sum(n_steps))
+            warm_div += int(np.sum(diverging))
+            out = phases.run("sample", sample, draw_key, state, step_size, imm)
+            flat.append(out[0])
+            stats.append([np.asarray(v) for v in out[1:]])
+            step_sizes.append(float(step_size))
+        posterior = phases.run("sample", target.posterior, flat)
+    lp, diverging, n_steps, depth_used, accept, energy = (np.stack(v) for v in zip(*stats))
+    sample_stats = {"lp": lp, "diverging": diverging, "n_steps": n_steps, "tree_depth": depth_used,
+                    "acceptance_rate": accept, "energy": energy,
+                    "step_size": np.repeat(np.asarray(step_sizes)[:, None], draws, axis=1)}
+    draw_steps = int(n_steps.sum())
+    info = {"n_grad": warm_steps + draw_steps, "n_grad_tune": warm_steps, "divergences_tune": warm_div,
+            "iterations": tune + draws, **_convergence_info(diverging)}
+    return build_fit(model, data, "blackjax_nuts", "mcmc", posterior, sample_stats=sample_stats, info=info,
+                     library=_LIBRARY, timing=phases.timing())
+
+
+# ---------------------------------------------------------------------------------------------- MCLMC
+def _check_mclmc(opts: dict) -> dict:
+    return {"desired_energy_var": checks.positive("blackjax_mclmc", "desired_energy_var",
+                                                  opts["desired_energy_var"]),
+            "diagonal_preconditioning": checks.flag("blackjax_mclmc", "diagonal_preconditioning",
+                                                    opts["diagonal_preconditioning"]),
+            "thinning": checks.positive("blackjax_mclmc", "thinning", opts["thinning"], integer=True)}
+
+
+# The tuner's three phases take these fractions of its num_steps; passing num_steps = tune with fractions whose
+# steps add up to one (the preconditioner phase is followed by a third as many steps that re-tune the step size)
+# makes tune the number of tuning steps, split 30 / 40 / 30.
+_MCLMC_FRACTIONS = {"frac_tune1": 0.3, "frac_tune2": 0.3, "frac_tune3": 0.3}
+_MCLMC_FRACTIONS_PLAIN = {"frac_tune1": 0.35, "frac_tune2": 0.35, "frac_tune3": 0.3}   # no re-tuning phase
+
+
+@register("blackjax_mclmc", kind="mcmc", description="BlackJAX microcanonical Langevin Monte Carlo",
+          library=_LIBRARY, applies=_declared, check=_check_mclmc, options={
+              "desired_energy_var": Option(5e-4, "energy-error variance per dimension the step size is tuned to "
+                                                 "(smaller: smaller steps, less bias)"),
+              "diagonal_preconditioning": Option(True, "tune a diagonal preconditioner (mass matrix)"),
+              "thinning": Option(10, "MCLMC steps per kept draw (each step is one small move of two gradients)")})
+def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+    """BlackJAX MCLMC (tuned step size, L and preconditioner), chains one after another."""
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+    from blackjax.mcmc import integrators, mclmc
+
+    _counts_or_fail("blackjax_mclmc", tune, 10, "its tuner sets the step size and L from the tuning steps")
+    seeds = _seeds(seed, chains)
+    phases = _Phases()
+    target = phases.run("tune", _Target, model, data, "blackjax_mclmc", seeds)
+    energy_var, thin = opts["desired_energy_var"], opts["thinning"]
+    fractions = _MCLMC_FRACTIONS if opts["diagonal_preconditioning"] else _MCLMC_FRACTIONS_PLAIN
+    # the default isokinetic McLachlan integrator: one gradient per position update, two per step
+    grads_per_step = len(integrators.mclachlan_coefficients) // 2
+    kernel = mclmc.build_kernel(desired_energy_var=energy_var)
+    with progress_bar(total=chains * (tune + draws), desc="blackjax_mclmc", disable=not progress) as bar:
+        tick_draw = _ticker(bar, max(1, draws // 100))
+
+        @jax.jit
+        def warm(key, x0):
+            init_key, tune_key = jax.random.split(key)
+            state = mclmc.init(x0, target.logdensity, init_key)
+            state, params, n_tune = blackjax.mclmc_find_L_and_step_size(
+                kernel, tune, state, tune_key, logdensity_fn=target.logdensity, desired_energy_var=energy_var,
+                diagonal_preconditioning=opts["diagonal_preconditioning"], **fractions)
+            return state, params.L, params.step_size, params.inverse_mass_matrix, n_tune
+
+        @jax.jit
+        def sample(key, state, L, step_size, inverse_mass_matrix):
+            sampler = blackjax.mclmc(target.logdensity, L=L, step_size=step_size,
+                                     inverse_mass_matrix=inverse_mass_matrix)
+
+            def step(carry, k):
+                state, reverted = carry
+                state, info = sampler.step(k, state)
+                return (state, reverted + ~info.nonans), info.energy_change
+
+            def one(state, xs):   # one kept draw: ``thin`` steps
+                i, keys = xs
+                (state, reverted), energy_change = jax.lax.scan(step, (state, 0), keys)
+                tick_draw(i)
+                return state, (state.position, state.logdensity, energy_change[-1], reverted)
+
+            keys = jax.random.split(key, draws * thin).reshape(draws, thin, -1)
+            return jax.lax.scan(one, state, (jnp.arange(draws), keys))[1]
+
+        flat, stats, tuned, n_tune_steps = [], [], [], 0
+        for x0, (warm_key, draw_key) in zip(target.positions, _chain_keys(seeds)):
+            state, L, step_size, imm, n_tune = phases.run("tune", warm, warm_key, x0)
+            bar.update(tune)
+            n_tune_steps += int(n_tune)
+            out = phases.run("sample", sample, draw_key, state, L, step_size, imm)
+            flat.append(out[0])
+            stats.append([np.asarray(v) for v in out[1:]])
+            tuned.append((float(L), float(step_size)))
+        posterior = phases.run("sample", target.posterior, flat)
+    lp, energy_error, reverted = (np.stack(v) for v in zip(*stats))
+    # MCLMC has no accept / reject step and so no divergences: no ``diverging`` statistic
+    sample_stats = {"lp": lp, "energy_error": energy_error,
+                    "step_size": np.repeat(np.asarray([s for _, s in tuned])[:, None], draws, axis=1)}
+    nan_steps = int(reverted.sum())
+    info = {"n_grad": grads_per_step * (n_tune_steps + chains * draws * thin) + chains,   # + one per initial point
+            "n_grad_tune": grads_per_step * n_tune_steps + chains, "tuning_steps": n_tune_steps,
+            "iterations": tune + draws, "L": [L for L, _ in tuned], "step_size": [s for _, s in tuned],
+            "nan_steps": nan_steps,
+            "warnings": [f"{nan_steps} steps reverted after a non-finite energy"] if nan_steps else []}
+    return build_fit(model, data, "blackjax_mclmc", "mcmc", posterior, sample_stats=sample_stats, info=info,
+                     library=_LIBRARY, timing=phases.timing())
+
+
+# ------------------------------------------------------------------------------------------ Pathfinder
+def _check_pathfinder(opts: dict) -> dict:
+    owner = "blackjax_pathfinder"
+    return {"maxiter": checks.positive(owner, "maxiter", opts["maxiter"], integer=True),
+            "maxcor": checks.positive(owner, "maxcor", opts["maxcor"], integer=True),
+            "elbo_draws": checks.positive(owner, "elbo_draws", opts["elbo_draws"], integer=True)}
+
+
+def _pathfinder_path(key, logdensity, x0, n_elbo: int, maxiter: int, maxcor: int):
+    """One Pathfinder path: ``blackjax.vi.pathfinder.approximate`` with the normal approximations along the
+    L-BFGS path built one after another (``lax.map``) instead of vmapped. Vmapped, their batched LAPACK calls
+    (inverse, QR, Cholesky) run concurrently on jaxlib's CPU thread pool and deadlock it on 2 cores once the path
+    is long enough (jaxlib 0.10: ``maxiter`` about 170 with ``maxcor`` 10). Returns the approximation of highest
+    ELBO (a ``PathfinderState`` for ``pathfinder.sample``), the ELBO along the path (-inf after L-BFGS stopped)
+    and the number of L-BFGS iterations."""
+    import jax
+    import jax.numpy as jnp
+    from blackjax.optimizers.lbfgs import bfgs_sample, lbfgs_inverse_hessian_factors, minimize_lbfgs
+    from blackjax.vi.pathfinder import PathfinderState
+
+    step, history = minimize_lbfgs(lambda x: -logdensity(x), x0, maxiter=maxiter, maxcor=maxcor)
+    position, grad, alpha = history.x, history.g, history.alpha
+    # position and gradient updates that passed the curvature check, zero-padded in front to a full window
+    mask = history.update_mask[1:]
+    s = jnp.pad(jnp.where(mask, jnp.diff(position, axis=0), 0.0), ((maxcor, 0), (0, 0)))
+    z = jnp.pad(jnp.where(mask, jnp.diff(grad, axis=0), 0.0), ((maxcor, 0), (0, 0)))
+
+    def approximation(args):
+        i, key_i = args
+        window = i + jnp.arange(maxcor)
+        beta, gamma = lbfgs_inverse_hessian_factors(s[window].T, z[window].T, alpha[i])
+        phi, logq = bfgs_sample(key_i, n_elbo, position[i], grad[i], alpha[i], beta, gamma)
+        return jnp.mean(jax.vmap(logdensity)(phi) - logq), beta, gamma
+
+    n = maxiter + 1
+    elbo, beta, gamma = jax.lax.map(approximation, (jnp.arange(n), jax.random.split(key, n)))
+    elbo = jnp.where((jnp.arange(n) < step.state.iter_num) & jnp.isfinite(elbo), elbo, -jnp.inf)
+    best = jnp.argmax(elbo)
+    state = PathfinderState(elbo[best], position[best], grad[best], alpha[best], beta[best], gamma[best])
+    return state, elbo, step.state.iter_num
+
+
+def _count_gradients(logdensity):
+    """``logdensity`` that also counts its gradient evaluations (L-BFGS's line search makes a variable number):
+    an identity with a custom backward pass that bumps a host counter. Returns the wrapped function and the
+    counter, a one-element list."""
+    import jax
+
+    count = [0]
+
+    def bump():
+        count[0] += 1
+
+    @jax.custom_vjp
+    def counted(x):
+        return x
+
+    def backward(_, g):
+        jax.debug.callback(bump)
+        return (g,)
+
+    counted.defvjp(lambda x: (x, None), backward)
+    return (lambda x: logdensity(counted(x))), count
+
+
+@register("blackjax_pathfinder", kind="approximation", description="BlackJAX Pathfinder (one path per chain)",
+          library=_LIBRARY, applies=_declared, check=_check_pathfinder, defaults={"tune": 0}, options={
+              "maxiter": Option(200, "most L-BFGS iterations per path"),
+              "maxcor": Option(10, "L-BFGS history size (rank of the inverse-Hessian update)"),
+              "elbo_draws": Option(200, "Monte-Carlo draws that estimate the ELBO of each approximation on a path")})
+def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+    """BlackJAX Pathfinder: one path per chain, i.i.d. draws from the path of highest ELBO."""
+    import jax
+    from blackjax.diagnostics import psis_weights
+    from blackjax.vi import pathfinder
+
+    seeds = _seeds(seed, chains)
+    phases = _Phases()
+    target = phases.run("tune", _Target, model, data, "blackjax_pathfinder", seeds)
+    logdensity, n_grad = _count_gradients(target.logdensity)
+    path = jax.jit(lambda key, x0: _pathfinder_path(key, logdensity, x0, opts["elbo_draws"], opts["maxiter"],
+                                                    opts["maxcor"]))
+
+    @jax.jit
+    def draw(key, state):
+        x, logq = pathfinder.sample(key, state, chains * draws)
+        return x, jax.vmap(target.logdensity)(x) - logq
+
+    keys = _chain_keys(seeds)
+    with progress_bar(total=chains, desc="blackjax_pathfinder", disable=not progress) as bar:
+        paths = []
+        for x0, (path_key, _) in zip(target.positions, keys):
+            paths.append(phases.run("tune", path, path_key, x0))
+            bar.update(1)
+    elbos = np.array([float(state.elbo) for state, _, _ in paths])
+    if not np.any(np.isfinite(elbos)):
+        raise ValueError("blackjax_pathfinder: no path reached an approximation with a finite ELBO")
+    best = int(np.argmax(np.where(np.isfinite(elbos), elbos, -np.inf)))
+    state, trace, iterations = paths[best]
+    x, log_ratio = phases.run("sample", draw, keys[best][1], state)
+    posterior = phases.run("sample", target.posterior, list(np.asarray(x).reshape(chains, draws, -1)))
+    pareto_k = float(psis_weights(log_ratio)[1])
+    trace = np.asarray(trace)
+    warn = []
+    if pareto_k > 0.7:
+        warn.append(f"Pareto k of the importance ratios is {pareto_k:.2f} > 0.7: the normal approximation "
+                    f"misses the posterior's tails")
+    spread = float(np.max(elbos) - np.min(elbos))
+    if spread > 5.0:
+        warn.append(f"the paths' best ELBOs differ by {spread:.1f} nats: they stopped in different optima")
+    iterations = int(iterations)
+    info = {"n_grad": n_grad[0], "iterations": iterations, "converged": iterations < opts["maxiter"],
+            "objective": "elbo", "path_elbo": elbos.tolist(), "best_path": best, "pareto_k": pareto_k,
+            "warnings": warn}
+    return build_fit(model, data, "blackjax_pathfinder", "approximation", posterior, info=info, library=_LIBRARY,
+                     objective={"elbo": trace[np.isfinite(trace)]}, timing=phases.timing())
+
+
+# ------------------------------------------------------------------------------------- mean-field VI
+def _check_meanfield(opts: dict) -> dict:
+    owner = "blackjax_meanfield_vi"
+    return {"n_iter": checks.number(owner, "n_iter", opts["n_iter"], low=2, low_inclusive=True, integer=True),
+            "learning_rate": checks.positive(owner, "learning_rate", opts["learning_rate"]),
+            "obj_n_mc": checks.positive(owner, "obj_n_mc", opts["obj_n_mc"], integer=True)}
+
+
+def _plateau(losses: np.ndarray) -> tuple[bool, float]:
+    """ADVI's stopping check (generic.py): the mean loss of the last tenth against the tenth before it."""
+    n = losses.size
+    tail = losses[-max(1, n // 10):]
+    head = losses[-2 * max(1, n // 10):-max(1, n // 10)] if n >= 20 else tail
+    rel_change = abs(np.mean(tail) - np.mean(head)) / max(abs(np.mean(tail)), 1e-12)
+    return bool(rel_change < 1e-2), float(rel_change)
+
+
+@register("blackjax_meanfield_vi", kind="approximation", description="BlackJAX mean-field VI (Adam)",
+          library=_LIBRARY, applies=_declared, check=_check_meanfield, defaults={"tune": 0}, options={
+              "n_iter": Option(10000, "Adam steps on the ELBO"),
+              "learning_rate": Option(0.01, "Adam's learning rate"),
+              "obj_n_mc": Option(4, "Monte-Carlo samples per ELBO gradient")})
+def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+    """BlackJAX mean-field Gaussian VI on the unconstrained space (stick-the-landing gradients, Adam)."""
+    import blackjax
+    import jax
+    import jax.numpy as jnp
+    import optax
+
+    n_iter = opts["n_iter"]
+    seeds = _seeds(seed, 2)   # one approximation: a key to fit it, a key to draw from it (as advi)
+    phases = _Phases()
+    target = phases.run("tune", _Target, model, data, "blackjax_meanfield_vi", seeds[:1])
+    vi = blackjax.meanfield_vi(target.logdensity, optax.adam(opts["learning_rate"]), num_samples=opts["obj_n_mc"])
+    with progress_bar(total=n_iter, desc="blackjax_meanfield_vi", disable=not progress) as bar:
+        every = max(1, n_iter // 100)
+        tick = _ticker(bar, every)
+
+        @jax.jit
+        def optimise(key, x0):
+            def one(state, xs):
+                i, k = xs
+                state, info = vi.step(k, state)
+                tick(i)
+                return state, info.elbo      # blackjax's "elbo" is the loss it minimises, E_q[log q - log p]
+
+            return jax.lax.scan(one, vi.init(x0), (jnp.arange(n_iter), jax.random.split(key, n_iter)))
+
+        state, losses = phases.run("tune", optimise, jax.random.PRNGKey(seeds[0]), target.positions[0])
+        bar.update(n_iter % every)
+    losses = np.asarray(losses)
+    bad = np.flatnonzero(~np.isfinite(losses))
+    if bad.size and not np.all(np.isfinite(losses[-1:])):
+        raise ValueError(f"blackjax_meanfield_vi: the ELBO became {losses[bad[0]]} at iteration {bad[0]}; "
+                         f"try a smaller learning_rate")
+    draws_fn = jax.jit(lambda key, state: vi.sample(key, state, chains * draws))
+    x = phases.run("sample", draws_fn, jax.random.PRNGKey(seeds[1]), state)
+    posterior = phases.run("sample", target.posterior, list(np.asarray(x).reshape(chains, draws, -1)))
+    converged, rel_change = _plateau(losses)
+    tail = losses[-max(1, n_iter // 10):]
+    info = {"n_grad": n_iter * opts["obj_n_mc"], "iterations": n_iter, "converged": converged, "objective": "elbo",
+            "final_loss": float(np.mean(tail)), "learning_rate": opts["learning_rate"],
+            "warnings": [] if converged else [f"mean loss still changing by {rel_change:.2%} over the last 10%"]}
+    return build_fit(model, data, "blackjax_meanfield_vi", "approximation", posterior, info=info, library=_LIBRARY,
+                     objective={"elbo": -losses, "loss": losses}, timing=phases.timing())

@@ -1,0 +1,80 @@
+"""What the SLM backends share: the problem's operators and potentials, and the Fit builders.
+
+``problem(model, data)`` gathers X, B (PyLops operators), y, sigma2 and the potentials (tau per potential) once;
+``point_fit`` stores a point estimate (MAP) as its draws, ``gaussian_fit`` i.i.d. draws of a Gaussian posterior
+N(mean, cov) (SBL, and the Gaussian approximations to come: EP, double loop).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from bayeszoo import checks
+from bayeszoo.fit import build_fit
+from bayeszoo.inference._gaussian import gaussian_draws
+from bayeszoo.inference._options import Timer  # noqa: F401  (re-exported)
+from bayeszoo.numerics.potentials import Potential
+
+
+def owner(backend: str) -> str:
+    """Whose option it is, in the ValueErrors of the backends' ``check`` functions."""
+    return f"SLM backend {backend!r}"
+
+
+def check_iterations(backend: str, opts: dict, *names) -> dict:
+    """Each of ``names`` a positive integer and ``tol`` (when present) a positive number."""
+    opts = dict(opts)
+    for name in names:
+        opts[name] = checks.positive(owner(backend), name, opts[name], integer=True)
+    if "tol" in opts:
+        opts["tol"] = checks.positive(owner(backend), "tol", opts["tol"])
+    return opts
+
+
+@dataclass
+class Problem:
+    """One SLM posterior: N(y | X u, sigma2 I) prod_j T_j((B u)_j)."""
+
+    X: object            # PyLops operator, m x n
+    B: object            # PyLops operator, q x n
+    y: np.ndarray
+    sigma2: float
+    potential: Potential
+    shape: tuple
+
+    @property
+    def n(self) -> int:
+        return int(self.X.shape[1])
+
+    @property
+    def q(self) -> int:
+        return int(self.B.shape[0])
+
+    def neg_log_joint(self, u) -> float:
+        """||X u - y||^2 / (2 sigma2) - sum_j ln T_j((B u)_j): the MAP objective."""
+        r = self.X @ u - self.y
+        return float(0.5 * (r @ r) / self.sigma2 - np.sum(self.potential.log_t(self.B @ u)))
+
+    def gradient(self, u) -> np.ndarray:
+        """Gradient of :meth:`neg_log_joint` (for the Laplace potential a subgradient)."""
+        return self.X.H @ (self.X @ u - self.y) / self.sigma2 - self.B.H @ self.potential.dlog_t(self.B @ u)
+
+
+def problem(model, data) -> Problem:
+    return Problem(X=model.operator_X(data), B=model.operator_B(data), y=np.asarray(data.y, dtype=float),
+                   sigma2=float(model.sigma2), potential=model.potentials(data), shape=model.signal_shape(data))
+
+
+def point_fit(model, data, backend, u, *, draws, chains, timing, info, objective=None):
+    """A point estimate stored as ``chains`` x ``draws`` identical draws (kind "approximation")."""
+    u = np.broadcast_to(np.asarray(u, dtype=float), (chains, draws, u.size))
+    return build_fit(model, data, backend, "approximation", {"u": np.array(u)}, timing=timing, info=info,
+                     objective=objective)
+
+
+def gaussian_fit(model, data, backend, mean, cov, *, draws, chains, seed, timing, info, objective=None):
+    """i.i.d. draws from N(mean, cov) (kind "approximation")."""
+    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 7919]))
+    u = gaussian_draws(rng, np.asarray(mean, float), np.asarray(cov, float), chains, draws)
+    return build_fit(model, data, backend, "approximation", {"u": u}, timing=timing, info=info, objective=objective)

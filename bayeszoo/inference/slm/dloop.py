@@ -1,0 +1,247 @@
+"""Double-loop variational inference for the SLM (Nickisch thesis §3.5, Alg. 3.1; the phi^(2) bound of (3.9)).
+
+Every potential here is a maximum of Gaussians, ln T_j(s) = max_gamma -s^2 / (2 gamma) - h_j(gamma) / 2 (3.4, with
+sigma = 1: the potentials are not scaled by the noise). Replacing each T_j by its Gaussian lower bound makes the
+posterior Gaussian, N(m, A^-1) with A = X^T X / sigma2 + B^T diag(1/gamma) B, and bounds the log partition
+function Z = int N(y | X u, sigma2 I) prod_j T_j((B u)_j) du:
+
+    -2 ln Z <= phi(gamma) = h(gamma) + min_u R(u, gamma) + ln|A| + m ln(2 pi sigma2) - n ln(2 pi),
+    R(u, gamma) = ||X u - y||^2 / sigma2 + sum_j (B u)_j^2 / gamma_j.
+
+phi is convex for log-concave potentials (Theorem 2) but ln|A| couples everything. The double loop bounds the
+concave map 1/gamma -> ln|A| by its tangent, z^T (1/gamma) - const with z = diag(B A^-1 B^T) (the marginal
+variances of s = B u under the current Gaussian; the bound phi^(2)), and alternates
+
+* outer loop: z at the current gamma, by Lanczos (Alg. 3.2, :mod:`bayeszoo.numerics.lanczos`; k steps give an
+  underestimate) or exactly by a dense Cholesky factor (``exact_variances``, small n);
+* inner loop: minimise the decoupled surrogate jointly in (u, gamma). Minimising over gamma in closed form leaves
+  a smoothed MAP problem (§3.5.6, App. E.5):
+
+      u* = argmin_u ||X u - y||^2 / (2 sigma2) - sum_j ln T_j(varsigma_j),   varsigma_j = sqrt(s_j^2 + z_j),
+
+  solved by Newton steps (IRLS: penalised least squares) with conjugate gradients on the operators and a line
+  search that needs no further products with X or B; then gamma_j = gamma*(varsigma_j), where the bound touches
+  ln T_j. With z = 0 the inner problem is the MAP problem.
+
+Each outer step cannot increase phi when the variances are exact and the inner loop is solved (the tangent is an
+upper bound that touches at the current gamma). The inner problem is convex for log-concave potentials, which are
+the ones this backend takes (Laplace, logistic, Gaussian).
+
+The Gaussian approximation is N(u*, A(gamma)^-1). For n <= ``DENSE_N`` its covariance is formed and the draws are
+i.i.d. from it; above, the draws are perturb-and-solve samples from the same Gaussian (conjugate gradients,
+Papandreou & Yuille 2010, as in the ``gibbs`` backend), exact up to the CG tolerance. ``info`` holds the marginal
+variances of u and of s = B u (Lanczos estimates unless ``variances_exact``), the Lanczos steps taken and gamma; the
+objective trace ``phi`` (the bound above, before the first and after each outer iteration) is computed for
+n <= ``DENSE_N`` only (it needs ln|A|).
+"""
+from __future__ import annotations
+
+import numpy as np
+import scipy.linalg as sla
+from scipy.sparse.linalg import LinearOperator, cg
+
+from bayeszoo import checks
+from bayeszoo.fit import build_fit
+from bayeszoo.inference.slm._common import Timer, check_iterations, gaussian_fit, owner, problem
+from bayeszoo.inference.slm.gibbs import GaussianStep, _prior_precision
+from bayeszoo.numerics.lanczos import lanczos_variances
+from bayeszoo.numerics.operators import to_dense
+from bayeszoo.progress import progress_bar
+from bayeszoo.registry import Option, register
+
+DENSE_N = 2000          # up to this n: dense covariance for the draws, the phi trace, and exact_variances allowed
+LOG_CONCAVE = ("laplace", "logistic", "gaussian")
+TINY = 1e-300
+
+
+def _check(opts):
+    opts = check_iterations("dloop", opts, "n_outer", "n_inner", "lanczos_k", "cg_maxiter")
+    for name in ("outer_tol", "inner_tol", "cg_tol"):
+        opts[name] = checks.positive(owner("dloop"), name, opts[name])
+    opts["exact_variances"] = checks.flag(owner("dloop"), "exact_variances", opts["exact_variances"])
+    return opts
+
+
+def _defaults(model, data):
+    # above DENSE_N every draw is a CG solve: keep the default number small
+    return {"draws": 1000, "tune": 0, "chains": 4} if data.d <= DENSE_N else {"draws": 10, "tune": 0, "chains": 2}
+
+
+# ---- the inner loop: smoothed MAP by Newton-CG ---------------------------------------------------------------
+def _penalty(pot, s, z):
+    """sum_j -ln T_j(varsigma_j) and its first two derivatives in s_j (App. E.5 with beta = 0, sigma = 1)."""
+    vs = np.maximum(np.sqrt(s * s + z), 1e-100)     # vs**3 stays a normal number
+    g1, g2 = pot.dlog_t(vs), pot.d2log_t(vs)
+    value = -float(np.sum(pot.log_t(vs)))
+    d1 = -g1 * s / vs
+    d2 = -(g2 * (s / vs) ** 2 + g1 * z / vs**3)
+    return value, d1, d2
+
+
+def _line_search(pot, z, s, Bd, rXd, XdXd, sigma2, max_iter=40):
+    """argmin_lam of the inner objective along u + lam d, from Bd, r^T X d and ||X d||^2 only (no products with X
+    or B): a convex 1-d problem, solved by Newton steps safeguarded by bisection on its derivative."""
+    def slope(lam):
+        _, d1, d2 = _penalty(pot, s + lam * Bd, z)
+        return (rXd + lam * XdXd) / sigma2 + d1 @ Bd, XdXd / sigma2 + d2 @ (Bd * Bd)
+
+    d0 = slope(0.0)[0]
+    if d0 >= 0:
+        return 0.0
+    lo, hi = 0.0, 1.0
+    while slope(hi)[0] < 0 and hi < 1e8:
+        lo, hi = hi, 2.0 * hi
+    lam = hi if hi == 1.0 else 0.5 * (lo + hi)
+    for _ in range(max_iter):
+        g, H = slope(lam)
+        if abs(g) <= 1e-10 * abs(d0):
+            break
+        lo, hi = (lam, hi) if g < 0 else (lo, lam)
+        step = lam - g / H if H > 0 else np.nan
+        lam = step if lo < step < hi else 0.5 * (lo + hi)
+        if hi - lo <= 1e-14 * hi:
+            break
+    return lam
+
+
+def inner_loop(prob, z, u, *, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_maxiter=300):
+    """Minimise f(u) = ||X u - y||^2 / (2 sigma2) - sum_j ln T_j(sqrt(s_j^2 + z_j)) from u. Returns
+    ``(u, f trace, newton steps, converged)``; with z = 0 this is the MAP objective."""
+    X, B, y, s2, pot = prob.X, prob.B, prob.y, prob.sigma2, prob.potential
+    u = np.array(u, dtype=float)
+    r, s = X @ u - y, B @ u
+    pen, d1, d2 = _penalty(pot, s, z)
+    f = [0.5 * (r @ r) / s2 + pen]
+    converged = False
+    for it in range(1, n_inner + 1):
+        grad = X.H @ r / s2 + B.H @ d1
+        w = d2
+        H = LinearOperator((prob.n, prob.n), dtype=float, matvec=lambda v: X.H @ (X @ v) / s2 + B.H @ (w * (B @ v)))
+        d = cg(H, -grad, rtol=cg_tol, maxiter=cg_maxiter)[0]
+        if not grad @ d < 0:                       # CG stopped too early to give a descent direction
+            d = -grad
+        Bd, Xd = B @ d, X @ d
+        lam = _line_search(pot, z, s, Bd, float(r @ Xd), float(Xd @ Xd), s2)
+        u, s, r = u + lam * d, s + lam * Bd, r + lam * Xd
+        pen, d1, d2 = _penalty(pot, s, z)
+        f.append(0.5 * (r @ r) / s2 + pen)
+        if f[-2] - f[-1] <= inner_tol * max(1.0, abs(f[-1])):
+            converged = True
+            break
+    return u, np.asarray(f), it, converged
+
+
+# ---- the outer loop: marginal variances --------------------------------------------------------------------
+def _dense_precision(Xd, Bd, sigma2, gamma):
+    A = Xd.T @ Xd / sigma2 + Bd.T @ (Bd / gamma[:, None])
+    return 0.5 * (A + A.T)
+
+
+def variances(prob, gamma, *, k, dense=None):
+    """Marginal variances of s = B u and of u under N(., A(gamma)^-1): ``(z, u_var, steps)``. ``dense`` =
+    (X, B) matrices: exact, by a Cholesky factor (steps None); otherwise k Lanczos steps on the operators."""
+    if dense is not None:
+        L = sla.cholesky(_dense_precision(*dense, prob.sigma2, gamma), lower=True)
+        Li = sla.solve_triangular(L, np.eye(prob.n), lower=True)
+        return np.sum((Li @ dense[1].T) ** 2, axis=0), np.sum(Li**2, axis=0), None
+    X, B, s2 = prob.X, prob.B, prob.sigma2
+    (z, u_var), steps = lanczos_variances(lambda v: X.H @ (X @ v) / s2 + B.H @ ((B @ v) / gamma), prob.n, k,
+                                          [lambda v: B @ v, lambda v: v])
+    return z, u_var, steps
+
+
+def phi_bound(prob, gamma, Xd, Bd):
+    """phi(gamma) of the module docstring (dense): -phi / 2 is a lower bound on ln Z."""
+    s2, y = prob.sigma2, prob.y
+    L = sla.cholesky(_dense_precision(Xd, Bd, s2, gamma), lower=True)
+    b = Xd.T @ y / s2
+    a = sla.solve_triangular(L, b, lower=True)
+    r_min = float(y @ y / s2 - a @ a)
+    m, n = Xd.shape
+    return float(np.sum(prob.potential.h(gamma)) + r_min + 2.0 * np.sum(np.log(np.diag(L)))
+                 + m * np.log(2 * np.pi * s2) - n * np.log(2 * np.pi))
+
+
+def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, inner_tol=1e-10, cg_tol=1e-8,
+                cg_maxiter=300, exact_variances=False, dense=None, progress=False):
+    """Alg. 3.1 with the phi^(2) bound. ``dense`` = (X, B) matrices enable the phi trace (and are needed for
+    ``exact_variances``). Returns a dict: ``mean``, ``gamma``, ``z``, ``u_var``, ``phi`` (trace, empty without
+    ``dense``), ``lanczos_k`` (steps of the last Lanczos run, None when exact), ``outer``, ``inner`` (Newton steps per
+    outer iteration), ``converged``."""
+    pot = prob.potential
+    gamma = np.broadcast_to(1.0 / _prior_precision(pot), (prob.q,)).astype(float)
+    u = np.zeros(prob.n)
+    var_dense = dense if exact_variances else None
+    phi = [phi_bound(prob, gamma, *dense)] if dense is not None else []
+    inner_steps, converged, inner_ok = [], False, True
+    with progress_bar(total=n_outer, desc="dloop (slm)", disable=not progress) as bar:
+        for t in range(1, n_outer + 1):
+            z, _, _ = variances(prob, gamma, k=lanczos_k, dense=var_dense)
+            u, _, steps, ok = inner_loop(prob, z, u, n_inner=n_inner, inner_tol=inner_tol, cg_tol=cg_tol,
+                                         cg_maxiter=cg_maxiter)
+            inner_steps.append(steps)
+            inner_ok = inner_ok and ok
+            new = np.maximum(pot.gamma_star(np.sqrt((prob.B @ u) ** 2 + z)), TINY)
+            change = float(np.max(np.abs(np.log(new) - np.log(gamma))))
+            gamma = new
+            if dense is not None:
+                phi.append(phi_bound(prob, gamma, *dense))
+            bar.update(1)
+            if change < outer_tol:
+                converged = True
+                break
+    z, u_var, steps = variances(prob, gamma, k=lanczos_k, dense=var_dense)
+    return {"mean": u, "gamma": gamma, "z": z, "u_var": u_var, "phi": np.asarray(phi), "lanczos_k": steps,
+            "outer": t, "inner": inner_steps, "converged": converged, "inner_converged": inner_ok}
+
+
+@register("dloop", kind="approximation", family="slm", check=_check, defaults=_defaults,
+          applies=lambda model: model.potential in LOG_CONCAVE,
+          description="double-loop variational inference (Lanczos variances, Newton-CG inner loop)",
+          options={"n_outer": Option(5, "most outer iterations (variance updates)"),
+                   "n_inner": Option(30, "most Newton steps per inner loop"),
+                   "lanczos_k": Option(100, "Lanczos steps per variance estimate (capped at n)"),
+                   "exact_variances": Option(False, f"exact variances by a dense Cholesky factor (n <= {DENSE_N})"),
+                   "outer_tol": Option(1e-3, "stop when the largest change of ln gamma is below this"),
+                   "inner_tol": Option(1e-10, "stop the inner loop when the relative decrease is below this"),
+                   "cg_tol": Option(1e-8, "relative residual of the CG solves (Newton steps and draws)"),
+                   "cg_maxiter": Option(300, "most CG iterations per Newton step")})
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """Double-loop variational inference for the Laplace / logistic / Gaussian SLM."""
+    timer = Timer()
+    prob = problem(model, data)
+    small = prob.n <= DENSE_N
+    if opts["exact_variances"] and not small:
+        raise ValueError(f"SLM backend 'dloop': exact_variances forms A densely and takes n <= {DENSE_N}; this "
+                         f"problem has n = {prob.n}")
+    dense = (to_dense(prob.X), to_dense(prob.B)) if small else None
+    res = double_loop(prob, n_outer=opts["n_outer"], n_inner=opts["n_inner"], lanczos_k=opts["lanczos_k"],
+                      outer_tol=opts["outer_tol"], inner_tol=opts["inner_tol"], cg_tol=opts["cg_tol"],
+                      cg_maxiter=opts["cg_maxiter"], exact_variances=opts["exact_variances"], dense=dense,
+                      progress=progress)
+    exact = res["lanczos_k"] is None or res["lanczos_k"] == prob.n
+    warnings = [] if res["converged"] else [
+        f"dloop stopped after {res['outer']} outer iterations without meeting outer_tol={opts['outer_tol']:g}"
+        + ("" if exact else f" (with {res['lanczos_k']} < n Lanczos steps the variance estimates move with gamma, so "
+                            f"the outer loop need not settle)")]
+    if not res["inner_converged"]:
+        warnings.append(f"an inner loop used all n_inner={opts['n_inner']} Newton steps")
+    info = {"iterations": res["outer"], "converged": res["converged"], "objective": "phi" if small else None,
+            "warnings": warnings, "inner_iterations": res["inner"], "lanczos_k": res["lanczos_k"],
+            "variances_exact": bool(exact), "variances": res["u_var"].tolist(), "s_variances": res["z"].tolist(),
+            "gamma": res["gamma"].tolist()}
+    objective = {"phi": res["phi"]} if small else None
+    t_fit = timer()
+    if small:
+        cov = np.linalg.inv(_dense_precision(*dense, prob.sigma2, res["gamma"]))
+        return gaussian_fit(model, data, "dloop", res["mean"], 0.5 * (cov + cov.T), draws=draws, chains=chains,
+                            seed=seed, timing={"sample": t_fit}, info=info, objective=objective)
+    step = GaussianStep(prob, "cg")
+    pi = 1.0 / res["gamma"]
+    u_out = np.empty((chains, draws, prob.n))
+    for c in range(chains):
+        rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), c]))
+        for i in range(draws):
+            u_out[c, i] = step.draw(rng, pi, res["mean"], opts["cg_tol"])
+    return build_fit(model, data, "dloop", "approximation", {"u": u_out}, info=info, objective=objective,
+                     timing={"sample": timer()})

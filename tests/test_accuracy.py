@@ -1,0 +1,235 @@
+"""Accuracy against the reference: squared bias, the bias-aware ESS and its ranking, the running error against
+time, an untrusted reference in the table and the report, and a table that fits the page."""
+from __future__ import annotations
+
+import html
+import math
+import os
+import re
+import sys
+from types import SimpleNamespace
+
+import numpy as np
+import pandas as pd
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+import bayeszoo as bz  # noqa: E402
+import _fake_backends as fb  # noqa: E402
+from bayeszoo.catalogue import Reference  # noqa: E402
+from bayeszoo.comparison import Comparison  # noqa: E402
+from bayeszoo.diagnostics import plots  # noqa: E402
+from bayeszoo.diagnostics.metrics import (accuracy, reference_errors, running_bias2,  # noqa: E402
+                                          sampling_diagnostics, table_row)
+from bayeszoo.diagnostics.report import _meta_html, reference_banner, table_html, write_report  # noqa: E402
+from bayeszoo.fit import build_fit  # noqa: E402
+
+CHAINS, DRAWS = 4, 2000
+
+
+@pytest.fixture(scope="module")
+def problem():
+    fb.ensure_score()
+    return bz.models.RVM(width=3.0), bz.datasets.load("sinc", n=12, n_test=20, seed=1)
+
+
+def _standard(rng, shape, exact=True):
+    """Standard normal draws; with ``exact``, mean exactly 0 and sd exactly 1 (ddof=1) per component over chains
+    and draws."""
+    x = rng.standard_normal(shape)
+    if not exact:
+        return x
+    flat = x.reshape(shape[0] * shape[1], -1)
+    flat = (flat - flat.mean(0)) / flat.std(0, ddof=1)
+    return flat.reshape(shape)
+
+
+def _draws(problem, seed, w_shift=0.0, w_scale=1.0, beta_scale=1.0, chains=CHAINS, draws=DRAWS, exact=True):
+    """Draws of the RVM's variables; with ``exact`` their moments are exactly those asked for, else they are
+    i.i.d. draws with those moments (Monte-Carlo noise included)."""
+    model, data = problem
+    M = model.n_basis(data)
+    rng = np.random.default_rng(seed)
+    z = _standard(rng, (chains, draws, M + 1), exact)
+    return {"w": w_scale * z[..., :M] + w_shift, "log_alpha": _standard(rng, (chains, draws, M)),
+            "log_beta": beta_scale * z[..., M]}
+
+
+def _fit(problem, draws, kind="mcmc", seconds=1.0, info=None, backend="constructed", timing=None):
+    model, data = problem
+    return build_fit(model, data, backend, kind, draws, timing=timing or {"sample": seconds}, info=info or {})
+
+
+@pytest.fixture(scope="module")
+def reference(problem):
+    """A trusted reference: exact standard-normal moments from i.i.d. draws of four chains."""
+    ref = Reference.from_fit(_fit(problem, _draws(problem, 0)), name="exact")
+    assert ref.trusted, ref.problems
+    return ref
+
+
+NAMES = ["w", "log_beta"]
+
+
+# --------------------------------------------------------------------------------------- squared bias
+def test_squared_bias_of_a_known_shift(problem, reference):
+    # means 0.5 reference sd off in every w, sd of log_beta 3 times the reference's
+    fit = _fit(problem, _draws(problem, 1, w_shift=0.5, beta_scale=3.0))
+    errs = reference_errors(fit, reference, NAMES)
+    assert errs["bias2_mean_max"] == pytest.approx(0.25, rel=1e-9)
+    assert errs["bias2_sd_max"] == pytest.approx(4.0, rel=1e-9)           # (3 - 1)^2 / 1
+    assert errs["mean_err"] == pytest.approx(0.5, rel=1e-9) and errs["sd_err"] == pytest.approx(2.0, rel=1e-9)
+    # the sd term counts twice (an sd is known twice as well as a mean): 1 / (2 x 4) is below one draw
+    assert accuracy(fit, reference, NAMES, ess_bulk_min=5000.0)["ess_ref"] == 0.0
+    only_mean = _fit(problem, _draws(problem, 2, w_shift=0.5))
+    assert accuracy(only_mean, reference, NAMES, ess_bulk_min=5000.0)["ess_ref"] == pytest.approx(4.0, rel=1e-9)
+
+
+def test_a_fit_against_its_own_summary_is_exact(problem):
+    fit = _fit(problem, fb._draws(*problem, chains=2, draws=300, seed=5, rho=0.5))
+    errs = reference_errors(fit, Reference.from_fit(fit), NAMES)
+    assert errs["mean_err"] == 0.0 and errs["sd_err"] == 0.0
+    # a Fit given as the reference is summarised by the same reductions
+    assert reference_errors(fit, fit, NAMES)["mean_err"] == 0.0
+
+
+def test_ess_ref_is_bounded_by_the_fits_own_ess(problem, reference):
+    exact = _fit(problem, _draws(problem, 0))                  # the reference's own draws: zero bias
+    diag = sampling_diagnostics(exact, NAMES)
+    row = accuracy(exact, reference, NAMES, diag["ess_bulk_min"])
+    assert row["bias2_mean_max"] < 1e-25
+    assert row["ess_ref"] == diag["ess_bulk_min"]              # MCMC: never worth more than its ESS
+    assert row["ess_ref_per_s"] == pytest.approx(diag["ess_bulk_min"] / 1.0)
+    approx = _fit(problem, _draws(problem, 0), kind="approximation")
+    # an unbiased approximation: bounded by the draws it returned, the only noise it has
+    assert accuracy(approx, reference, NAMES, diag["ess_bulk_min"])["ess_ref"] == CHAINS * DRAWS
+    # a small bias caps it below that: 1 / b2
+    shifted = _fit(problem, _draws(problem, 0, w_shift=0.1), kind="approximation")
+    assert accuracy(shifted, reference, NAMES, math.nan)["ess_ref"] == pytest.approx(100.0, rel=1e-9)
+
+
+def test_ess_per_gradient_only_for_samplers_that_count_gradients(problem):
+    draws = _draws(problem, 3)
+    with_grads = sampling_diagnostics(_fit(problem, draws, info={"n_grad": 10_000}), NAMES)
+    assert with_grads["ess_per_grad"] == pytest.approx(with_grads["ess_bulk_min"] / 10_000)
+    assert math.isnan(sampling_diagnostics(_fit(problem, draws), NAMES)["ess_per_grad"])
+    advi = _fit(problem, draws, kind="approximation", info={"n_grad": 10_000})
+    assert math.isnan(sampling_diagnostics(advi, NAMES)["ess_per_grad"])
+
+
+def test_biased_fast_approximation_ranks_below_an_unbiased_sampler(problem, reference):
+    model, data = problem
+    # a slow sampler with independent, unbiased draws, and a fast approximation 1.4 reference sds off
+    sampler = _fit(problem, _draws(problem, 12, draws=500, exact=False), seconds=20.0, backend="sampler")
+    approx = _fit(problem, _draws(problem, 13, w_shift=1.4, draws=500), kind="approximation", seconds=0.01,
+                  backend="approx")
+    rows = pd.DataFrame([table_row(model, data, "sampler", sampler, reference),
+                         table_row(model, data, "approx", approx, reference)]).set_index("backend")
+    # by plain ESS per second the approximation wins by far; by the bias-aware ESS it is worth nothing
+    assert rows.loc["approx", "ess_bulk_per_s"] > 100 * rows.loc["sampler", "ess_bulk_per_s"]
+    assert rows.loc["approx", "bias2_mean_max"] == pytest.approx(1.96, rel=1e-9)
+    assert rows.loc["approx", "ess_ref"] == 0.0 and rows.loc["approx", "ess_ref_per_s"] == 0.0
+    assert rows.loc["sampler", "ess_ref"] >= 1
+    assert rows.loc["sampler", "ess_ref_per_s"] > rows.loc["approx", "ess_ref_per_s"]
+    assert rows["reference_trusted"].tolist() == [True, True]
+
+
+# ------------------------------------------------------------------------------------- running error
+def test_running_error_ends_at_the_full_sample_value(problem, reference):
+    fit = _fit(problem, _draws(problem, 22, chains=2, draws=1000, exact=False),
+               timing={"compile": 1.0, "tune": 2.0, "sample": 4.0})
+    run = running_bias2(fit, reference, NAMES, n_points=40)
+    full = reference_errors(fit, reference, NAMES)
+    assert run["bias2_mean"][-1] == pytest.approx(full["bias2_mean_max"], rel=1e-9)
+    assert run["bias2_sd"][-1] == pytest.approx(full["bias2_sd_max"], rel=1e-9)
+    assert run["draws"][-1] == 1000 and np.all(np.diff(run["draws"]) > 0)
+    # time: compile + tune, then the sampling time in proportion to the draws kept so far
+    np.testing.assert_allclose(run["seconds"], 3.0 + 4.0 * run["draws"] / 1000)
+    # unbiased i.i.d. draws: the error falls as 1 / draws (up to noise) over three decades
+    assert run["bias2"][-1] < run["bias2"][:3].mean() / 20
+    assert np.all(run["bias2"] * 2 * run["draws"] < 100)
+
+
+def test_running_error_of_a_biased_sampler_levels_off_at_its_bias(problem, reference):
+    fit = _fit(problem, _draws(problem, 31, w_shift=0.5))
+    run = running_bias2(fit, reference, NAMES)
+    assert run["bias2_mean"][-1] == pytest.approx(0.25, rel=1e-9)
+    assert np.all(run["bias2_mean"][-10:] > 0.2)
+
+
+def test_accuracy_figure_leaves_out_the_reference_and_ranks_by_ess_ref(problem, reference):
+    model, data = problem
+    fits = {"exact": reference.fit,
+            "sampler": _fit(problem, _draws(problem, 41, draws=500), seconds=5.0),
+            "approx": _fit(problem, _draws(problem, 42, w_shift=1.4, draws=500), kind="approximation",
+                           seconds=0.01)}
+    cmp = Comparison(model=model, data=data, fits=fits, reference="exact", reference_fit=reference.fit,
+                     reference_summary=reference, order=list(fits))
+    curves = {c["label"]: c for c in plots.accuracy_curves(cmp, reference)}
+    assert set(curves) == {"sampler", "approx"}
+    assert curves["approx"]["bias2"].tolist() == pytest.approx([1.96])
+    table = pd.DataFrame([table_row(model, data, k, f, reference) for k, f in fits.items()])
+    fig = plots.accuracy_figure(cmp, reference, table)
+    bars = fig.axes[1]
+    assert [t.get_text() for t in bars.get_yticklabels()] == ["sampler", "approx"]
+    assert any("less than one exact draw" in t.get_text() for t in bars.texts)
+
+
+# ------------------------------------------------------------------------------- untrusted reference
+@pytest.fixture(scope="module")
+def untrusted(problem):
+    """A reference from one short, sticky chain: it breaks the rules (one chain, low ESS)."""
+    model, data = problem
+    ref = Reference.from_fit(_fit(problem, fb._draws(model, data, 1, 200, seed=51, rho=0.9)), name="short run")
+    assert not ref.trusted
+    return ref
+
+
+def test_untrusted_reference_is_flagged_in_the_table(problem, untrusted):
+    model, data = problem
+    fit = _fit(problem, _draws(problem, 52, draws=300), kind="approximation")
+    row = table_row(model, data, "vb", fit, untrusted)
+    assert row["reference_trusted"] is False
+    assert math.isfinite(row["mean_err"])        # the numbers stay in the table, flagged by the column
+    assert table_row(model, data, "vb", fit, None)["reference_trusted"] is None
+    cells = table_html(pd.DataFrame([row]))
+    # the six accuracy columns do not read as numbers: one "untrusted" cell spans them
+    assert cells.count('<td class="untrusted" colspan="6"') == 1 and cells.count(">untrusted</td>") == 1
+    assert f">{row['mean_err']:.3g}</td>" not in cells and "reference_trusted" not in cells
+
+
+def test_untrusted_reference_banner_in_the_report(problem, untrusted, tmp_path):
+    model, data = problem
+    fits = {"vb": _fit(problem, _draws(problem, 61, draws=300), kind="approximation"),
+            "sampler": _fit(problem, _draws(problem, 62, draws=300))}
+    cmp = Comparison(model=model, data=data, fits=fits, reference="short run", reference_fit=untrusted.fit,
+                     reference_summary=untrusted, order=list(fits))
+    text = open(write_report(cmp, str(tmp_path / "r.html")), encoding="utf-8").read()
+    banner = re.search(r'<div class="banner bad">(.*?)</div>', text, re.S)
+    assert banner and text.index('class="banner bad"') < text.index('<table class="meta">')   # at the top
+    assert "Reference posterior: short run" in banner.group(1) and "UNTRUSTED REFERENCE" in banner.group(1)
+    for problem_text in untrusted.problems:
+        assert f"<li>{html.escape(problem_text)}</li>" in banner.group(1)
+    assert "engine constructed (mcmc, 1 chain × 200 draws)" in banner.group(1)
+    assert "R-hat max n/a" in banner.group(1) and "min bulk ESS" in banner.group(1)   # one chain: no R-hat
+    table = re.search(r'<table class="cmp">(.*?)</table>', text, re.S).group(1)
+    assert table.count('<td class="untrusted" colspan="6"') == 2
+
+
+def test_banner_of_a_trusted_reference_and_of_none(reference):
+    ok = reference_banner(reference)
+    assert 'class="banner ok"' in ok and "passes the validation rules" in ok and "min bulk ESS" in ok
+    assert 'class="banner none"' in reference_banner(None)
+
+
+# ----------------------------------------------------------------------------------- readable report
+def test_long_dataset_metadata_is_folded_away(problem):
+    model, _ = problem
+    data = bz.datasets.Dataset(np.zeros((4, 1)), np.arange(4.0), name="img",
+                               meta={"noise_sd": 0.1, "true_image": np.arange(1024.0).reshape(32, 32),
+                                     "feature_names": [f"feature {i}" for i in range(50)]})
+    text = _meta_html(SimpleNamespace(model=model, data=data))
+    assert "<th>options</th><td>noise_sd=0.1</td>" in text
+    assert "<details" in text and "array 32 × 32" in text and "50 items" in text
+    assert "[[" not in text and "feature 49" not in text

@@ -1,0 +1,131 @@
+"""The SLM backends' numbers: MAP against generic solvers, SBL against scikit-learn's ARDRegression, the Gibbs
+sampler against the exact Gaussian posterior and against NumPyro's NUTS."""
+from __future__ import annotations
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy.optimize import minimize
+
+import bayeszoo as bz
+from bayeszoo.models.slm import SLM
+
+
+def _signal(n=12, m=9, sigma2=0.05, seed=0, kind="spikes"):
+    return bz.datasets.load("slm_signal", kind=kind, n=n, m=m, sigma2=sigma2, seed=seed)
+
+
+def _l1_reference(model, data):
+    """min ||X u - y||^2 / (2 sigma2) + sum_j tau_j t_j  s.t. -t <= B u <= t, by SLSQP (a generic solver)."""
+    X, B, y, tau = model.dense_X(data), model.dense_B(data), data.y, model.taus(data)
+    n, q = X.shape[1], B.shape[0]
+    f = lambda z: 0.5 * np.sum((X @ z[:n] - y) ** 2) / model.sigma2 + tau @ z[n:]        # noqa: E731
+    g = lambda z: np.r_[X.T @ (X @ z[:n] - y) / model.sigma2, tau]                       # noqa: E731
+    A = np.block([[-B, np.eye(q)], [B, np.eye(q)]])
+    res = minimize(f, np.zeros(n + q), jac=g, method="SLSQP", constraints=[{"type": "ineq", "fun": lambda z: A @ z,
+                   "jac": lambda z: A}], options={"maxiter": 2000, "ftol": 1e-15})
+    return res.fun
+
+
+@pytest.mark.parametrize("B,solver", [("identity", "fista"), ("wavelet", "fista"), ("tv", "admm"),
+                                      ("wavelet+tv", "admm")])
+def test_map_l1_matches_a_generic_convex_solver(B, solver):
+    data = _signal(n=16, m=10)
+    model = SLM(tau=2.0, tau_tv=3.0, sigma2=0.05, B=B, wavelet_level=2)
+    fit = bz.fit(model, data, "map", progress=False)
+    assert fit.info["solver"] == solver and fit.info["converged"]
+    ours = float(fit.idata.objective["neg_log_joint"].values[-1])
+    ref = _l1_reference(model, data)
+    assert ours == pytest.approx(ref, rel=1e-6)
+    u = model.posterior_mean(fit)
+    assert ours == pytest.approx(-float(model.log_joint(u, data)), rel=1e-12)
+
+
+@pytest.mark.parametrize("potential", ["logistic", "gaussian", "student"])
+def test_map_smooth_matches_newton(potential):
+    data = _signal(n=10, m=7, kind="laplace")
+    model = SLM(potential=potential, tau=1.5, sigma2=0.1, B="tv")
+    fit = bz.fit(model, data, "map", progress=False)
+    X, B, y = model.dense_X(data), model.dense_B(data), data.y
+    pot = model.potentials(data)
+    f = lambda u: -float(model.log_joint(u, data))                                       # noqa: E731
+    grad = lambda u: X.T @ (X @ u - y) / 0.1 - B.T @ pot.dlog_t(B @ u)                   # noqa: E731
+    hess = lambda u: X.T @ X / 0.1 - B.T @ (pot.d2log_t(B @ u)[:, None] * B)             # noqa: E731
+    ref = minimize(f, np.zeros(10), jac=grad, hess=hess, method="trust-exact", options={"gtol": 1e-12})
+    assert float(fit.idata.objective["neg_log_joint"].values[-1]) <= ref.fun + 1e-9 * abs(ref.fun)
+    np.testing.assert_allclose(model.posterior_mean(fit), ref.x, atol=1e-5)
+
+
+def test_map_refuses_a_solver_that_does_not_fit():
+    with pytest.raises(ValueError, match="does not fit"):
+        bz.fit(SLM(B="tv"), _signal(), "map", solver="fista", progress=False)
+
+
+def test_sbl_matches_sklearn_ard():
+    from sklearn.linear_model import ARDRegression
+
+    rng = np.random.default_rng(3)
+    m, n = 60, 15
+    X = rng.standard_normal((m, n))
+    w = np.zeros(n)
+    w[[1, 4, 9]] = [2.0, -1.5, 1.0]
+    y = X @ w + 0.2 * rng.standard_normal(m)
+    data = bz.datasets.Dataset(X, y, meta={"task": "regression"})
+    ard = ARDRegression(fit_intercept=False, max_iter=3000, tol=1e-12, threshold_lambda=1e12,
+                        alpha_1=0, alpha_2=0, lambda_1=0, lambda_2=0).fit(X, y)
+    fit = bz.fit(SLM(sigma2=1.0), data, "sbl", learn_noise=True, tol=1e-10, max_iter=5000, seed=0, progress=False)
+    u = np.asarray(fit.idata.posterior["u"].values).reshape(-1, n)
+    from bayeszoo.inference.slm.sbl import sbl
+
+    exact = sbl(X, np.eye(n), y, 1.0, learn_noise=True, tol=1e-10, max_iter=5000)
+    np.testing.assert_allclose(exact["mean"], ard.coef_, atol=1e-4)
+    assert exact["sigma2"] == pytest.approx(1.0 / ard.alpha_, rel=1e-3)
+    np.testing.assert_allclose(u.mean(0), exact["mean"], atol=4 * np.sqrt(np.diag(exact["cov"]).max() / u.shape[0]))
+
+
+def _mc_close(a, b, z=4.5):
+    """Posterior means of u agree within z Monte-Carlo standard errors (ESS-based) per coordinate."""
+    def mean_se(x):
+        ess = az.ess(az.convert_to_dataset(x[None] if x.ndim == 2 else x))["x"].values
+        flat = x.reshape(-1, x.shape[-1])
+        return flat.mean(0), flat.std(0) / np.sqrt(ess)
+
+    (ma, sa), (mb, sb) = mean_se(a), mean_se(b)
+    return np.abs(ma - mb) / np.sqrt(sa**2 + sb**2)
+
+
+def test_gibbs_is_exact_for_gaussian_potentials():
+    data = _signal(n=10, m=6, sigma2=0.2)
+    model = SLM(potential="gaussian", tau=3.0, sigma2=0.2, B="wavelet+tv", wavelet_level=1)
+    mean, cov = model.gaussian_posterior(data)
+    fit = bz.fit(model, data, "gibbs", draws=2000, tune=10, chains=2, seed=1, progress=False)
+    u = fit.posterior["u"].values.reshape(-1, 10)
+    se = np.sqrt(np.diag(cov) / u.shape[0])
+    assert np.all(np.abs(u.mean(0) - mean) < 4.5 * se)
+    np.testing.assert_allclose(u.std(0), np.sqrt(np.diag(cov)), rtol=0.08)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("potential,B", [("laplace", "identity"), ("student", "tv")])
+def test_gibbs_agrees_with_numpyro(potential, B):
+    data = _signal(n=8, m=6, sigma2=0.05, seed=2)
+    model = SLM(potential=potential, tau=2.0, sigma2=0.05, B=B)
+    g = bz.fit(model, data, "gibbs", draws=2000, tune=200, chains=2, seed=0, progress=False)
+    ref = bz.fit(model, data, "numpyro", draws=1000, tune=500, chains=2, seed=0, progress=False)
+    gu, ru = g.posterior["u"].values, ref.posterior["u"].values
+    assert np.max(_mc_close(gu, ru)) < 4.5
+    np.testing.assert_allclose(gu.reshape(-1, 8).std(0), ru.reshape(-1, 8).std(0), rtol=0.15)
+
+
+def test_gibbs_cg_matches_cholesky():
+    data = _signal(n=16, m=10, sigma2=0.05, seed=1)
+    model = SLM(tau=2.0, sigma2=0.05, B="wavelet", wavelet_level=2)
+    a = bz.fit(model, data, "gibbs", draws=800, tune=100, chains=2, seed=0, solver="cholesky", progress=False)
+    b = bz.fit(model, data, "gibbs", draws=800, tune=100, chains=2, seed=5, solver="cg", progress=False)
+    assert b.info["solver"] == "cg"
+    assert np.max(_mc_close(a.posterior["u"].values, b.posterior["u"].values)) < 4.5
+
+
+def test_gibbs_does_not_apply_to_logistic_potentials():
+    assert "gibbs" not in bz.backends(SLM(potential="logistic"))
+    assert {"map", "sbl", "nuts", "numpyro"} <= set(bz.backends(SLM(potential="logistic")))
