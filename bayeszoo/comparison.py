@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -139,10 +140,13 @@ def load_comparison(directory: str | os.PathLike) -> Comparison:
     ref = meta.get("reference")
     source = meta.get("reference_source") or ({"cell": ref} if ref is not None else {})
     summary = None
-    if "catalogue" in source:
-        summary = catalogue.load(source["catalogue"])
-    elif "file" in source:
-        summary = Reference.load(os.path.join(directory, source["file"]))
+    try:
+        if "catalogue" in source:
+            summary = catalogue.load(source["catalogue"])
+        elif "file" in source:
+            summary = Reference.load(os.path.join(directory, source["file"]))
+    except ValueError as exc:    # the fits are still worth reading: the table then has no reference
+        warnings.warn(f"the reference {ref!r} of the saved comparison could not be read: {exc}", stacklevel=2)
     return Comparison(model=from_spec(meta["model_spec"]), data=data, fits=fits, errors=errors, reference=ref,
                       reference_fit=summary.fit if summary is not None else fits.get(source.get("cell")),
                       reference_summary=summary, order=meta.get("order", list(fits)), notes=meta.get("notes", {}))

@@ -2,18 +2,20 @@
 
 The problems, backends and sizes are those of :mod:`bayeszoo.catalogue.problems` (entries with a ``demo``); every
 comparison measures its errors against the problem's validated reference from the catalogue
-(:mod:`bayeszoo.catalogue`), so no reference is computed here. The demo is meant to finish in a few minutes on
-a laptop, so each problem runs the backends that show its family's trade-offs at sizes where the samplers
-converge (a sampler that does not is flagged in its report); left out, and why:
+(:mod:`bayeszoo.catalogue`), so no reference is computed here. The demo is meant to finish in a few minutes, so
+each problem runs the backends that show its family's trade-offs at sizes where its samplers converge (one that
+does not is flagged in its report). Left out, and why:
 
-* ``rvm-sinc``: PyMC NUTS and nutpie (the same sampler as NumPyro's, each compiling its own model; the
-  benchmarks compare them), full-rank ADVI (a second PyMC compilation for a variant of ADVI).
-* ``gpc-sonar``: PyMC NUTS, nutpie, the two ADVIs (NumPyro and the exact Gibbs sampler already show sampling;
-  each PyMC backend compiles the model again) and AIS (an evidence estimator: thousands of annealing runs).
-* ``pmkl-sources``: every PyMC and NumPyro backend: their quadrature likelihood makes each gradient cost
-  N C^2 x 20 evaluations, a minute or more per run; the conjugate Gibbs sampler is the sampler shown.
-* ``bid-cameraman-crop``: PyMC NUTS, nutpie and ADVI (minutes per run on an image; NumPyro is the same sampler).
-* ``imagervm-sinc``: PyMC NUTS, nutpie and full-rank ADVI (the dense declaration costs minutes in PyTensor;
+* ``rvm-sinc``: PyMC NUTS and nutpie (the sampler NumPyro runs, each compiling the model again; the ``ess``
+  benchmark compares them) and full-rank ADVI (another PyMC compilation, for a variant of ADVI).
+* ``gpc-sonar``: PyMC NUTS, nutpie and the two ADVIs (NumPyro and the exact Gibbs sampler already show sampling;
+  each PyMC backend compiles the model again) and AIS (an evidence estimator: hundreds of annealing runs).
+* ``pmkl-sources``: every PyMC and NumPyro backend: their quadrature likelihood makes each run take minutes;
+  the conjugate Gibbs sampler is the sampler shown.
+* ``bid-cameraman-crop``: every PyMC and NumPyro backend (minutes per run on an image). This problem has no
+  reference: no sampler converges on it in hours (docs/families/bid.md), so its report has no error columns
+  and its short Gibbs run is shown unconverged.
+* ``imagervm-sinc``: PyMC NUTS, nutpie and full-rank ADVI (the dense declaration compiles slowly in PyTensor;
   NumPyro runs the same sampler).
 
 Output: one folder per problem under ``<out>`` (``rvm-sinc``, ``gpc-sonar``, ...), each with one NetCDF file per
@@ -31,20 +33,27 @@ import bayeszoo as bz
 from bayeszoo import catalogue
 
 
+#: the demo problems by key: their model and data factories and what the demo runs on them
+DEMOS = {key: {"model": prob.model, "data": prob.data, "backends": list(prob.demo.backends),
+               "sizes": dict(prob.demo.sizes), "options": dict(prob.demo.options)}
+         for key, prob in catalogue.PROBLEMS.items() if prob.demo is not None}
+
+
 def run(key: str, out: str, seed: int = 0, sizes: dict | None = None):
     """Compare the demo backends of problem ``key`` against its catalogue reference; the Comparison."""
-    prob = catalogue.problem(key)
-    model, data = prob.model(), prob.data()
+    demo = DEMOS[key]
+    model, data = demo["model"](), demo["data"]()
     reference = catalogue.lookup(model, data)
     if reference is None:
-        print(f"!! the catalogue has no reference for {key} (make references): no errors can be measured")
-    return bz.compare(model, data, backends=list(prob.demo.backends), reference=reference, seed=seed,
-                      out=os.path.join(out, key), options=prob.demo.options, **{**prob.demo.sizes, **(sizes or {})})
+        print(f"!! the catalogue has no reference for {key} (docs/families/{model.family}.md): no errors are "
+              f"measured")
+    return bz.compare(model, data, backends=demo["backends"], reference=reference, seed=seed,
+                      out=os.path.join(out, key), options=demo["options"], **{**demo["sizes"], **(sizes or {})})
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m bayeszoo.demo", description=__doc__.split("\n")[0])
-    demos = [key for key, prob in catalogue.PROBLEMS.items() if prob.demo is not None]
+    demos = list(DEMOS)
     parser.add_argument("problems", nargs="*", help=f"default: all of {', '.join(demos)}")
     parser.add_argument("--out", default="runs/demo")
     parser.add_argument("--draws", type=int, default=None, help="override every problem's draws")
@@ -57,7 +66,7 @@ def main(argv=None) -> int:
         parser.error(f"not demo problems: {', '.join(unknown)} (choose from {', '.join(demos)})")
     pd.set_option("display.width", 200)
     pd.set_option("display.max_columns", 30)
-    sizes = {k: v for k, v in {"draws": args.draws, "tune": args.tune, "chains": args.chains}.items() if v}
+    sizes = {k: v for k, v in {"draws": args.draws, "tune": args.tune, "chains": args.chains}.items() if v is not None}
     start = time.perf_counter()
     for key in args.problems or demos:
         print(f"== {key}: {catalogue.problem(key).description}", flush=True)

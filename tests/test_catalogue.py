@@ -120,6 +120,7 @@ def test_save_and_load_round_trip(tmp_path):
     path = ref.save(tmp_path / "ref.nc")
     again = Reference.load(path)
     assert again.name == ref.name and again.provenance == json.loads(json.dumps(ref.provenance))
+    assert ref.provenance["stored_draws"]["thin"] > 1 and ref.provenance["stored_draws"]["draws"] == ref.fit.n_draws
     assert again.problems == ref.problems == []
     for name in ref.moments:
         for stat in rules.STATS:
@@ -194,6 +195,24 @@ def test_saved_comparison_keeps_its_reference(sonar, tmp_path):
     loaded = bz.load_comparison(out)
     assert loaded.reference == "gibbs (given)" and loaded.reference_summary.problems == cmp.reference_summary.problems
     np.testing.assert_allclose(loaded.table()["mean_err"], cmp.table()["mean_err"], rtol=1e-12)
+    os.remove(out / "reference.nc")          # the fits are still read; the table has no reference
+    with pytest.warns(UserWarning, match="could not be read"):
+        loaded = bz.load_comparison(out)
+    assert loaded.reference_summary is None and np.isnan(loaded.table()["mean_err"].iloc[0])
+
+
+def test_the_command_line_uses_the_catalogue_unless_told_otherwise(tmp_path):
+    from bayeszoo.cli import main
+
+    argv = ["compare", "gpc", "--data", "sonar", "--backends", "ep", "--model-opt", "log_lengthscale=2",
+            "--model-opt", "log_amplitude=1", "--draws", "100", "--chains", "1", "--quiet"]
+    sources = {}
+    for reference in ("auto", "none"):
+        out = tmp_path / reference
+        assert main([*argv, "--out", str(out), "--reference", reference]) == 0
+        with open(out / "comparison.json") as fh:
+            sources[reference] = json.load(fh)["reference_source"]
+    assert sources == {"auto": {"catalogue": "gpc-sonar"}, "none": None}
 
 
 # ------------------------------------------------------------------------------------------- rebuild

@@ -8,6 +8,7 @@ problem a (model, data) pair is, by ``model.spec()`` and ``data.fingerprint()``.
 from __future__ import annotations
 
 import functools
+import json
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -66,6 +67,7 @@ class Problem:
     used_by: tuple[str, ...] = ()
 
     def fingerprint(self) -> str:
+        """``data().fingerprint()``, computed once."""
         return _fingerprint(self.key)
 
 
@@ -73,8 +75,9 @@ class Problem:
 def _image_rvm_as_rvm(model, data):
     """The ImageRVM with one kernel is the RVM y = Phi w + e with Phi the N x N circulant design; an RVM with a
     linear kernel and no bias has Phi = X X^T, so X = Phi^(1/2) (Phi is symmetric positive definite)."""
-    shape = model.image_shape(data)
-    Phi = model.dense_design(shape)
+    if model.n_kernels != 1:
+        raise ValueError("only an ImageRVM with one kernel has a square design and so a linear-kernel RVM twin")
+    Phi = model.dense_design(model.image_shape(data))
     values, vectors = np.linalg.eigh(Phi)
     if values.min() <= 0:
         raise ValueError("the ImageRVM design is not positive definite: it has no linear-kernel RVM twin")
@@ -113,7 +116,7 @@ PROBLEMS: dict[str, Problem] = {p.key: p for p in [
         engines=(Engine("gibbs", draws=20000, tune=1000, chains=4),
                  Engine("numpyro", draws=3000, tune=2000, chains=4, options={"target_accept": 0.99})),
         demo=Demo(backends=("numpyro", "advi", "em", "fast", "gibbs", "vb"),
-                  sizes={"draws": 1000, "tune": 1000, "chains": 4}),
+                  sizes={"draws": 1000, "tune": 1000, "chains": 4}, options={"gibbs": {"draws": 4000}}),
         used_by=("demo",),
     ),
     Problem(
@@ -209,17 +212,14 @@ def _fingerprint(key: str) -> str:
 
 @functools.cache
 def _spec(key: str) -> str:
-    import json
-
     return json.dumps(PROBLEMS[key].model().spec(), sort_keys=True)
 
 
 def find(model, data: Dataset) -> Problem | None:
-    """The problem that (model, data) is, or None: the model spec must be equal and the data identical."""
-    import json
-
+    """The problem that (model, data) is, or None: the model spec must be equal and the data identical (the
+    data are made only for the problems whose model matches)."""
     spec = json.dumps(model.spec(), sort_keys=True)
     for key, prob in PROBLEMS.items():
-        if _spec(key) == spec and _fingerprint(key) == data.fingerprint():
+        if _spec(key) == spec and prob.fingerprint() == data.fingerprint():
             return prob
     return None

@@ -217,7 +217,7 @@ def thinned(fit: Fit, max_draws: int = MAX_DRAWS) -> Fit:
             groups[group] = ds.isel(draw=keep) if "draw" in ds.dims else ds
     groups["posterior"] = groups["posterior"].astype("float32")
     return Fit(idata=az.InferenceData(**groups), backend=fit.backend, kind=fit.kind, timing=dict(fit.timing),
-               model_spec=dict(fit.model_spec), info={**fit.info, "thin": step})
+               model_spec=dict(fit.model_spec), info={**fit.info, "stored_thin": fit.info.get("stored_thin", 1) * step})
 
 
 # ------------------------------------------------------------------------------------------- the type
@@ -231,7 +231,8 @@ class Reference:
     fit : draws for the plots (thinned in a saved reference), or None.
     provenance : where it comes from: ``source`` ("catalogue", "fit"), ``run`` (engine, kind, chains, draws,
         divergences, seed, settings), its diagnostics, ``crosscheck`` (the second engine's run and the agreement),
-        ``cross_checked``, the model spec and data fingerprint, package versions, date.
+        ``cross_checked``, the model spec and data fingerprint, package versions, date; in a saved reference also
+        ``stored_draws`` (the thinning, chains and draws of the draws kept for the plots).
     crosscheck : the second engine's moments (catalogue entries), else None.
     problems : the rules it breaks (:func:`validate`); empty when it can be trusted.
     """
@@ -319,7 +320,9 @@ class Reference:
         extra = {_MOMENTS: _to_dataset(self.moments, self.fit.posterior)}
         if self.crosscheck is not None:
             extra[_CROSSCHECK] = _to_dataset(self.crosscheck, self.fit.posterior)
-        extra[_MOMENTS].attrs[_ATTR] = json.dumps({"name": self.name, "provenance": _jsonable(self.provenance)})
+        stored = {"thin": small.info["stored_thin"], "chains": small.n_chains, "draws": small.n_draws}
+        extra[_MOMENTS].attrs[_ATTR] = json.dumps({"name": self.name,
+                                                   "provenance": _jsonable({**self.provenance, "stored_draws": stored})})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)    # ArviZ on groups outside its schema
             small.idata.add_groups(extra)

@@ -285,7 +285,7 @@ def _provenance_parts(prov: dict) -> list[str]:
     if diag or "rhat_max" in prov:   # None there: not computable (one chain, an approximation)
         rhat = diag.get("rhat_max", prov.get("rhat_max"))
         ess, tail = diag.get("ess_bulk_min", prov.get("ess_bulk_min")), diag.get("ess_tail_min")
-        parts.append(f"R-hat max {'n/a' if rhat is None else _num(rhat)}")
+        parts.append(f"R-hat max {'n/a' if rhat is None or _is_missing(rhat) else f'{float(rhat):.4f}'}")
         parts.append(f"min bulk ESS {'n/a' if ess is None else _num(ess, 5)}"
                      + (f", tail {_num(tail, 5)}" if tail is not None else ""))
     check = prov.get("crosscheck")

@@ -11,7 +11,7 @@ map, so the posterior holds exactly the canonical variables the ``numpyro`` back
   ``tune`` steps, then NUTS with the adapted parameters for ``draws`` steps, per chain.
 * ``blackjax_mclmc``: microcanonical Langevin Monte Carlo, tuned by ``blackjax.mclmc_find_L_and_step_size``
   whose three phases (step size, diagonal preconditioner, momentum decoherence length L) together take ``tune``
-  integrator steps, then ``draws`` steps. MCLMC has no Metropolis correction: its bias is set by the energy-error
+  integrator steps, then ``draws`` kept draws ``thinning`` steps apart. MCLMC has no Metropolis correction: its bias is set by the energy-error
   target of the tuner. It writes no ``diverging`` statistic; steps the kernel reverted because the energy or the
   position became non-finite are counted in ``info["nan_steps"]``.
 * ``blackjax_pathfinder``: one single-path Pathfinder (L-BFGS, normal approximations along the path, the one of
@@ -27,8 +27,9 @@ compiling (``_JaxCompileClock``); those go to ``compile`` and are taken out of t
 ``tune`` is the remaining wall time of the initial points and the warm-up / tuning (path search, optimisation);
 ``sample`` that of the kept draws and mapping them to the constrained space.
 
-Seeds: chain c uses ``jax.random.PRNGKey(_seeds(seed, chains)[c])`` for its initial point, warm-up and draws, so a
-seed gives the same draws bit for bit, and a chain's draws do not depend on how many chains run.
+Seeds: chain c splits ``jax.random.PRNGKey(_seeds(seed, chains)[c])`` into the keys of its initial point, warm-up
+and draws, so a seed gives the same draws bit for bit, and a chain's draws do not depend on how many chains run.
+Pathfinder's draws use the sampling key of the best path's chain; mean-field VI uses chain 0's keys.
 
 Chains run one after another through one compiled function (compiled once, reused). vmapping the chains was
 slower for NUTS on one CPU device: the vmapped trajectories advance in lockstep, so every step costs the longest
@@ -54,7 +55,7 @@ _LIBRARY = "blackjax"
 # ----------------------------------------------------------------------------------------- the target
 def _declared(model) -> bool:
     """Whether the model has a NumPyro declaration with continuous latent variables, as far as the model alone
-    tells (its data may still reveal discrete sites: :func:`_target` refuses those)."""
+    tells (its data may still reveal discrete sites: :class:`_Target` refuses those)."""
     if type(model).numpyro_model is Model.numpyro_model:
         return False
     try:
@@ -72,27 +73,27 @@ def _declared(model) -> bool:
 class _Target:
     """The unconstrained log density of a NumPyro declaration and the map back to its sites."""
 
-    def __init__(self, model, data, backend: str, seeds: list[int]):
+    def __init__(self, model, data, backend: str, init_keys: list):
         import jax
         import jax.numpy as jnp
         from jax.flatten_util import ravel_pytree
         from numpyro import handlers
+        from numpyro.infer.initialization import init_to_uniform
         from numpyro.infer.util import initialize_model
 
         fn = model.numpyro_model(data)
-        trace = handlers.trace(handlers.seed(fn, 0)).get_trace()
+        # substituted as NumPyro initialises, since improper sites (BID's) cannot be sampled
+        trace = handlers.trace(handlers.substitute(handlers.seed(fn, 0), substitute_fn=init_to_uniform)).get_trace()
         discrete = [name for name, site in trace.items() if site["type"] == "sample" and not site["is_observed"]
                     and site["fn"].support.is_discrete]
         if discrete:
             raise ValueError(f"backend {backend!r} needs continuous latent variables; {type(model).__name__}'s "
                              f"declaration has discrete ones: {discrete}")
-        keys = jnp.stack([jax.random.PRNGKey(s) for s in seeds])
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            info = initialize_model(keys, fn, dynamic_args=False)
+            info = initialize_model(jnp.stack(init_keys), fn, dynamic_args=False)
         params = info.param_info.z
-        first, unravel = ravel_pytree(jax.tree.map(lambda x: x[0], params))
-        self.dim = int(first.size)
+        _, unravel = ravel_pytree(jax.tree.map(lambda x: x[0], params))
         self.positions = jax.vmap(lambda p: ravel_pytree(p)[0])(params)    # (chains, dim)
         potential, postprocess = info.potential_fn, info.postprocess_fn
         self.logdensity = lambda x: -potential(unravel(x))
@@ -144,11 +145,11 @@ class _Phases:
         return {"compile": compile_s, **{k: self.wall[k] - self.clocks[k].seconds for k in self.wall}}
 
 
-def _chain_keys(seeds: list[int]):
-    """(warm-up key, sampling key) per chain; the initial points use the seeds' own keys."""
+def _chain_keys(seed, chains: int) -> list[tuple]:
+    """(initial point, warm-up, sampling) keys of every chain, from the chain's own seed."""
     import jax
 
-    return [tuple(jax.random.split(jax.random.PRNGKey(s), 3)[1:]) for s in seeds]
+    return [tuple(jax.random.split(jax.random.PRNGKey(s), 3)) for s in _seeds(seed, chains)]
 
 
 def _counts_or_fail(backend: str, tune: int, least: int, why: str) -> None:
@@ -175,9 +176,9 @@ def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opt
     import jax.numpy as jnp
 
     _counts_or_fail("blackjax_nuts", tune, 1, "the step size and mass matrix come from window adaptation")
-    seeds = _seeds(seed, chains)
+    keys = _chain_keys(seed, chains)
     phases = _Phases()
-    target = phases.run("tune", _Target, model, data, "blackjax_nuts", seeds)
+    target = phases.run("tune", _Target, model, data, "blackjax_nuts", [k[0] for k in keys])
     depth = opts["max_tree_depth"]
     with progress_bar(total=chains * (tune + draws), desc="blackjax_nuts", disable=not progress) as bar:
         tick = _ticker(bar)
@@ -211,7 +212,7 @@ def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opt
             return jax.lax.scan(one, state, (jnp.arange(draws), jax.random.split(key, draws)))[1]
 
         flat, stats, warm_steps, warm_div, step_sizes = [], [], 0, 0, []
-        for x0, (warm_key, draw_key) in zip(target.positions, _chain_keys(seeds)):
+        for x0, (_, warm_key, draw_key) in zip(target.positions, keys):
             state, step_size, imm, n_steps, diverging = phases.run("tune", warm, warm_key, x0)
             warm_steps += int(np.sum(n_steps))
             warm_div += int(np.sum(diverging))
@@ -252,7 +253,8 @@ _MCLMC_FRACTIONS_PLAIN = {"frac_tune1": 0.35, "frac_tune2": 0.35, "frac_tune3": 
               "desired_energy_var": Option(5e-4, "energy-error variance per dimension the step size is tuned to "
                                                  "(smaller: smaller steps, less bias)"),
               "diagonal_preconditioning": Option(True, "tune a diagonal preconditioner (mass matrix)"),
-              "thinning": Option(10, "MCLMC steps per kept draw (each step is one small move of two gradients)")})
+              # one MCLMC step is a short move for two gradients: kept draws one step apart are nearly copies
+              "thinning": Option(10, "MCLMC steps per kept draw (each step costs two gradients)")})
 def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """BlackJAX MCLMC (tuned step size, L and preconditioner), chains one after another."""
     import blackjax
@@ -261,9 +263,9 @@ def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **op
     from blackjax.mcmc import integrators, mclmc
 
     _counts_or_fail("blackjax_mclmc", tune, 10, "its tuner sets the step size and L from the tuning steps")
-    seeds = _seeds(seed, chains)
+    keys = _chain_keys(seed, chains)
     phases = _Phases()
-    target = phases.run("tune", _Target, model, data, "blackjax_mclmc", seeds)
+    target = phases.run("tune", _Target, model, data, "blackjax_mclmc", [k[0] for k in keys])
     energy_var, thin = opts["desired_energy_var"], opts["thinning"]
     fractions = _MCLMC_FRACTIONS if opts["diagonal_preconditioning"] else _MCLMC_FRACTIONS_PLAIN
     # the default isokinetic McLachlan integrator: one gradient per position update, two per step
@@ -291,17 +293,17 @@ def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **op
                 state, info = sampler.step(k, state)
                 return (state, reverted + ~info.nonans), info.energy_change
 
-            def one(state, xs):   # one kept draw: ``thin`` steps
-                i, keys = xs
-                (state, reverted), energy_change = jax.lax.scan(step, (state, 0), keys)
+            def one(state, xs):   # one kept draw: ``thin`` steps; its energy error is the last step's
+                i, step_keys = xs
+                (state, reverted), energy_change = jax.lax.scan(step, (state, 0), step_keys)
                 tick_draw(i)
                 return state, (state.position, state.logdensity, energy_change[-1], reverted)
 
-            keys = jax.random.split(key, draws * thin).reshape(draws, thin, -1)
-            return jax.lax.scan(one, state, (jnp.arange(draws), keys))[1]
+            step_keys = jax.random.split(key, draws * thin).reshape(draws, thin, -1)
+            return jax.lax.scan(one, state, (jnp.arange(draws), step_keys))[1]
 
         flat, stats, tuned, n_tune_steps = [], [], [], 0
-        for x0, (warm_key, draw_key) in zip(target.positions, _chain_keys(seeds)):
+        for x0, (_, warm_key, draw_key) in zip(target.positions, keys):
             state, L, step_size, imm, n_tune = phases.run("tune", warm, warm_key, x0)
             bar.update(tune)
             n_tune_steps += int(n_tune)
@@ -317,7 +319,7 @@ def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **op
     nan_steps = int(reverted.sum())
     info = {"n_grad": grads_per_step * (n_tune_steps + chains * draws * thin) + chains,   # + one per initial point
             "n_grad_tune": grads_per_step * n_tune_steps + chains, "tuning_steps": n_tune_steps,
-            "iterations": tune + draws, "L": [L for L, _ in tuned], "step_size": [s for _, s in tuned],
+            "iterations": tune + draws * thin, "L": [L for L, _ in tuned], "step_size": [s for _, s in tuned],
             "nan_steps": nan_steps,
             "warnings": [f"{nan_steps} steps reverted after a non-finite energy"] if nan_steps else []}
     return build_fit(model, data, "blackjax_mclmc", "mcmc", posterior, sample_stats=sample_stats, info=info,
@@ -335,8 +337,8 @@ def _check_pathfinder(opts: dict) -> dict:
 def _pathfinder_path(key, logdensity, x0, n_elbo: int, maxiter: int, maxcor: int):
     """One Pathfinder path: ``blackjax.vi.pathfinder.approximate`` with the normal approximations along the
     L-BFGS path built one after another (``lax.map``) instead of vmapped. Vmapped, their batched LAPACK calls
-    (inverse, QR, Cholesky) run concurrently on jaxlib's CPU thread pool and deadlock it on 2 cores once the path
-    is long enough (jaxlib 0.10: ``maxiter`` about 170 with ``maxcor`` 10). Returns the approximation of highest
+    (inverse, QR, Cholesky) run concurrently on jaxlib's CPU thread pool and can deadlock it on a 2-core machine
+    once the path is long enough (BENCHMARKS.md, "BlackJAX engines"). Returns the approximation of highest
     ELBO (a ``PathfinderState`` for ``pathfinder.sample``), the ELBO along the path (-inf after L-BFGS stopped)
     and the number of L-BFGS iterations."""
     import jax
@@ -369,7 +371,8 @@ def _pathfinder_path(key, logdensity, x0, n_elbo: int, maxiter: int, maxcor: int
 def _count_gradients(logdensity):
     """``logdensity`` that also counts its gradient evaluations (L-BFGS's line search makes a variable number):
     an identity with a custom backward pass that bumps a host counter. Returns the wrapped function and the
-    counter, a one-element list."""
+    counter, a one-element list. The price of an exact count: JAX does not cache executables with host callbacks,
+    so the path search compiles on every fit."""
     import jax
 
     count = [0]
@@ -400,9 +403,9 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
     from blackjax.diagnostics import psis_weights
     from blackjax.vi import pathfinder
 
-    seeds = _seeds(seed, chains)
+    keys = _chain_keys(seed, chains)
     phases = _Phases()
-    target = phases.run("tune", _Target, model, data, "blackjax_pathfinder", seeds)
+    target = phases.run("tune", _Target, model, data, "blackjax_pathfinder", [k[0] for k in keys])
     logdensity, n_grad = _count_gradients(target.logdensity)
     path = jax.jit(lambda key, x0: _pathfinder_path(key, logdensity, x0, opts["elbo_draws"], opts["maxiter"],
                                                     opts["maxcor"]))
@@ -412,10 +415,9 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
         x, logq = pathfinder.sample(key, state, chains * draws)
         return x, jax.vmap(target.logdensity)(x) - logq
 
-    keys = _chain_keys(seeds)
     with progress_bar(total=chains, desc="blackjax_pathfinder", disable=not progress) as bar:
         paths = []
-        for x0, (path_key, _) in zip(target.positions, keys):
+        for x0, (_, path_key, _) in zip(target.positions, keys):
             paths.append(phases.run("tune", path, path_key, x0))
             bar.update(1)
     elbos = np.array([float(state.elbo) for state, _, _ in paths])
@@ -423,9 +425,9 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
         raise ValueError("blackjax_pathfinder: no path reached an approximation with a finite ELBO")
     best = int(np.argmax(np.where(np.isfinite(elbos), elbos, -np.inf)))
     state, trace, iterations = paths[best]
-    x, log_ratio = phases.run("sample", draw, keys[best][1], state)
+    x, log_ratio = phases.run("sample", draw, keys[best][2], state)
     posterior = phases.run("sample", target.posterior, list(np.asarray(x).reshape(chains, draws, -1)))
-    pareto_k = float(psis_weights(log_ratio)[1])
+    pareto_k = float(phases.run("sample", jax.jit(lambda r: psis_weights(r)[1]), log_ratio))
     trace = np.asarray(trace)
     warn = []
     if pareto_k > 0.7:
@@ -472,16 +474,16 @@ def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progres
     import optax
 
     n_iter = opts["n_iter"]
-    seeds = _seeds(seed, 2)   # one approximation: a key to fit it, a key to draw from it (as advi)
+    (init_key, fit_key, draw_key), = _chain_keys(seed, 1)     # one approximation, as advi
     phases = _Phases()
-    target = phases.run("tune", _Target, model, data, "blackjax_meanfield_vi", seeds[:1])
+    target = phases.run("tune", _Target, model, data, "blackjax_meanfield_vi", [init_key])
     vi = blackjax.meanfield_vi(target.logdensity, optax.adam(opts["learning_rate"]), num_samples=opts["obj_n_mc"])
     with progress_bar(total=n_iter, desc="blackjax_meanfield_vi", disable=not progress) as bar:
         every = max(1, n_iter // 100)
         tick = _ticker(bar, every)
 
         @jax.jit
-        def optimise(key, x0):
+        def optimise(key, x0):    # x0 gives the shapes: blackjax starts at mean 0, log-sd -2
             def one(state, xs):
                 i, k = xs
                 state, info = vi.step(k, state)
@@ -490,7 +492,7 @@ def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progres
 
             return jax.lax.scan(one, vi.init(x0), (jnp.arange(n_iter), jax.random.split(key, n_iter)))
 
-        state, losses = phases.run("tune", optimise, jax.random.PRNGKey(seeds[0]), target.positions[0])
+        state, losses = phases.run("tune", optimise, fit_key, target.positions[0])
         bar.update(n_iter % every)
     losses = np.asarray(losses)
     bad = np.flatnonzero(~np.isfinite(losses))
@@ -498,7 +500,7 @@ def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progres
         raise ValueError(f"blackjax_meanfield_vi: the ELBO became {losses[bad[0]]} at iteration {bad[0]}; "
                          f"try a smaller learning_rate")
     draws_fn = jax.jit(lambda key, state: vi.sample(key, state, chains * draws))
-    x = phases.run("sample", draws_fn, jax.random.PRNGKey(seeds[1]), state)
+    x = phases.run("sample", draws_fn, draw_key, state)
     posterior = phases.run("sample", target.posterior, list(np.asarray(x).reshape(chains, draws, -1)))
     converged, rel_change = _plateau(losses)
     tail = losses[-max(1, n_iter // 10):]
