@@ -86,3 +86,14 @@ def finite_array(owner: str, name: str, value, *, ndim: int | None = None, colum
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{owner}: {name} contains NaN or inf ({int(np.sum(~np.isfinite(array)))} values)")
     return array
+
+
+def iterations(who: str, opts: dict, *names: str) -> dict:
+    """A copy of a backend's ``opts`` with each of ``names`` checked as a positive integer and ``tol`` (when
+    present) as a positive number."""
+    opts = dict(opts)
+    for name in names:
+        opts[name] = positive(who, name, opts[name], integer=True)
+    if "tol" in opts:
+        opts["tol"] = positive(who, "tol", opts["tol"])
+    return opts

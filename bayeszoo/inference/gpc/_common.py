@@ -50,15 +50,9 @@ def owner(backend: str) -> str:
     return f"GPC backend {backend!r}"
 
 
-def check_iterations(backend, opts, *names):
-    """Each of ``names`` a positive integer, ``tol`` (if present) a positive number; ValueError names the backend
-    and the option."""
-    opts = dict(opts)
-    for name in names:
-        opts[name] = checks.positive(owner(backend), name, opts[name], integer=True)
-    if "tol" in opts:
-        opts["tol"] = checks.positive(owner(backend), "tol", opts["tol"])
-    return opts
+def check_iterations(backend: str, opts: dict, *names) -> dict:
+    """``checks.iterations`` with this family's owner in the messages."""
+    return checks.iterations(owner(backend), opts, *names)
     return value
 
 

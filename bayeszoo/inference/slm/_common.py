@@ -23,13 +23,8 @@ def owner(backend: str) -> str:
 
 
 def check_iterations(backend: str, opts: dict, *names) -> dict:
-    """Each of ``names`` a positive integer and ``tol`` (when present) a positive number."""
-    opts = dict(opts)
-    for name in names:
-        opts[name] = checks.positive(owner(backend), name, opts[name], integer=True)
-    if "tol" in opts:
-        opts["tol"] = checks.positive(owner(backend), "tol", opts["tol"])
-    return opts
+    """``checks.iterations`` with this family's owner in the messages."""
+    return checks.iterations(owner(backend), opts, *names)
 
 
 @dataclass
