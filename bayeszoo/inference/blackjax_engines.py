@@ -23,11 +23,11 @@ map, so the posterior holds exactly the canonical variables the ``numpyro`` back
   ``chains * draws`` i.i.d. draws from the approximation split into chains, as ``advi``.
 
 Timing (``fit.timing``), as the ``numpyro`` backend: JAX reports the seconds it spends tracing, lowering and
-compiling (``_JaxCompileClock``); those go to ``compile`` and are taken out of the phase in which they happened.
+compiling (``JaxCompileClock``); those go to ``compile`` and are taken out of the phase in which they happened.
 ``tune`` is the remaining wall time of the initial points and the warm-up / tuning (path search, optimisation);
 ``sample`` that of the kept draws and mapping them to the constrained space.
 
-Seeds: chain c splits ``jax.random.PRNGKey(_seeds(seed, chains)[c])`` into the keys of its initial point, warm-up
+Seeds: chain c splits ``jax.random.PRNGKey(chain_seeds(seed, chains)[c])`` into the keys of its initial point, warm-up
 and draws, so a seed gives the same draws bit for bit, and a chain's draws do not depend on how many chains run.
 Pathfinder's draws use the sampling key of the best path's chain; mean-field VI uses chain 0's keys.
 
@@ -44,7 +44,7 @@ import numpy as np
 
 from bayeszoo import checks
 from bayeszoo.fit import Fit, build_fit
-from bayeszoo.inference.generic import _JaxCompileClock, _convergence_info, _seeds
+from bayeszoo.inference.generic import JaxCompileClock, convergence_info, chain_seeds, stochastic_vi_info
 from bayeszoo.models.base import Model
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
@@ -128,7 +128,7 @@ class _Phases:
     """Wall-clock seconds of the ``tune`` and ``sample`` phases with JAX's compile time moved to ``compile``."""
 
     def __init__(self):
-        self.clocks = {"tune": _JaxCompileClock(), "sample": _JaxCompileClock()}
+        self.clocks = {"tune": JaxCompileClock(), "sample": JaxCompileClock()}
         self.wall = {"tune": 0.0, "sample": 0.0}
 
     def run(self, phase: str, fn, *args):
@@ -149,7 +149,7 @@ def _chain_keys(seed, chains: int) -> list[tuple]:
     """(initial point, warm-up, sampling) keys of every chain, from the chain's own seed."""
     import jax
 
-    return [tuple(jax.random.split(jax.random.PRNGKey(s), 3)) for s in _seeds(seed, chains)]
+    return [tuple(jax.random.split(jax.random.PRNGKey(s), 3)) for s in chain_seeds(seed, chains)]
 
 
 def _counts_or_fail(backend: str, tune: int, least: int, why: str) -> None:
@@ -227,7 +227,7 @@ def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opt
                     "step_size": np.repeat(np.asarray(step_sizes)[:, None], draws, axis=1)}
     draw_steps = int(n_steps.sum())
     info = {"n_grad": warm_steps + draw_steps, "n_grad_tune": warm_steps, "divergences_tune": warm_div,
-            "iterations": tune + draws, **_convergence_info(diverging)}
+            "iterations": tune + draws, **convergence_info(diverging)}
     return build_fit(model, data, "blackjax_nuts", "mcmc", posterior, sample_stats=sample_stats, info=info,
                      library=_LIBRARY, timing=phases.timing())
 
@@ -452,15 +452,6 @@ def _check_meanfield(opts: dict) -> dict:
             "obj_n_mc": checks.positive(owner, "obj_n_mc", opts["obj_n_mc"], integer=True)}
 
 
-def _plateau(losses: np.ndarray) -> tuple[bool, float]:
-    """ADVI's stopping check (generic.py): the mean loss of the last tenth against the tenth before it."""
-    n = losses.size
-    tail = losses[-max(1, n // 10):]
-    head = losses[-2 * max(1, n // 10):-max(1, n // 10)] if n >= 20 else tail
-    rel_change = abs(np.mean(tail) - np.mean(head)) / max(abs(np.mean(tail)), 1e-12)
-    return bool(rel_change < 1e-2), float(rel_change)
-
-
 @register("blackjax_meanfield_vi", kind="approximation", description="BlackJAX mean-field VI (Adam)",
           library=_LIBRARY, applies=_declared, check=_check_meanfield, defaults={"tune": 0}, options={
               "n_iter": Option(10000, "Adam steps on the ELBO"),
@@ -502,10 +493,6 @@ def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progres
     draws_fn = jax.jit(lambda key, state: vi.sample(key, state, chains * draws))
     x = phases.run("sample", draws_fn, draw_key, state)
     posterior = phases.run("sample", target.posterior, list(np.asarray(x).reshape(chains, draws, -1)))
-    converged, rel_change = _plateau(losses)
-    tail = losses[-max(1, n_iter // 10):]
-    info = {"n_grad": n_iter * opts["obj_n_mc"], "iterations": n_iter, "converged": converged, "objective": "elbo",
-            "final_loss": float(np.mean(tail)), "learning_rate": opts["learning_rate"],
-            "warnings": [] if converged else [f"mean loss still changing by {rel_change:.2%} over the last 10%"]}
+    info = stochastic_vi_info(losses, n_grad=n_iter * opts["obj_n_mc"], learning_rate=opts["learning_rate"])
     return build_fit(model, data, "blackjax_meanfield_vi", "approximation", posterior, info=info, library=_LIBRARY,
                      objective={"elbo": -losses, "loss": losses}, timing=phases.timing())

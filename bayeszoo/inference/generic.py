@@ -46,7 +46,7 @@ _STATS = ("diverging", "n_steps", "tree_depth", "step_size", "acceptance_rate", 
 
 
 # ----------------------------------------------------------------------------------------- shared helpers
-def _seeds(seed, chains: int) -> list[int]:
+def chain_seeds(seed, chains: int) -> list[int]:
     """Per-chain integer seeds derived from one seed (same seed, same chains)."""
     return [int(s) for s in np.random.default_rng(seed).integers(0, 2**30, size=chains)]
 
@@ -58,7 +58,7 @@ def _split_by_grads(seconds: float, n_tune_grad: float, n_draw_grad: float) -> t
     return seconds * n_tune_grad / total, seconds * n_draw_grad / total
 
 
-def _convergence_info(diverging: np.ndarray) -> dict:
+def convergence_info(diverging: np.ndarray) -> dict:
     n_div = int(np.sum(diverging))
     warn = [f"{n_div} divergent transitions after warm-up"] if n_div else []
     return {"divergences": n_div, "warnings": warn}
@@ -105,7 +105,7 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
     import pymc as pm
 
     pm_model = model.pymc_model(data)
-    seeds = _seeds(seed, chains)
+    seeds = chain_seeds(seed, chains)
     t0 = time.perf_counter()
     initial_points, step = pm.init_nuts(init="jitter+adapt_diag", chains=chains, model=pm_model,
                                         random_seed=seeds, progressbar=False,
@@ -125,7 +125,7 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
     draw_steps = float(idata.sample_stats["n_steps"].sum())
     t_tune, t_sample = _split_by_grads(t_run, warm_steps, draw_steps)
     info = {"n_grad": int(warm_steps + draw_steps), "n_grad_tune": int(warm_steps),
-            **_convergence_info(stats["diverging"])}
+            **convergence_info(stats["diverging"])}
     return build_fit(model, data, "nuts", "mcmc", post, sample_stats=stats, info=info, library="pymc",
                      timing={"compile": t_compile, "tune": t_tune, "sample": t_sample})
 
@@ -159,18 +159,18 @@ def run_nutpie(model, data, *, draws, tune, chains, seed, progress, **opts) -> F
     draw_steps = float(idata.sample_stats["n_steps"].sum())
     t_tune, t_sample = _split_by_grads(t_run, warm_steps, draw_steps)
     info = {"n_grad": int(warm_steps + draw_steps), "n_grad_tune": int(warm_steps),
-            **_convergence_info(stats["diverging"])}
+            **convergence_info(stats["diverging"])}
     return build_fit(model, data, "nutpie", "mcmc", idata.posterior, sample_stats=stats, info=info,
                      library="nutpie", timing={"compile": t_compile, "tune": t_tune, "sample": t_sample})
 
 
 # ----------------------------------------------------------------------------------------------- NumPyro
-class _JaxCompileClock:
+class JaxCompileClock:
     """Sums the tracing / lowering / compilation durations JAX reports through ``jax.monitoring``."""
 
     _lock = threading.Lock()
     _installed = False
-    _active: list["_JaxCompileClock"] = []
+    _active: list["JaxCompileClock"] = []
     EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
               "/jax/core/compile/backend_compile_duration")
 
@@ -187,9 +187,9 @@ class _JaxCompileClock:
         import jax.monitoring
 
         with self._lock:
-            if not _JaxCompileClock._installed:
-                jax.monitoring.register_event_duration_secs_listener(_JaxCompileClock._listener)
-                _JaxCompileClock._installed = True
+            if not JaxCompileClock._installed:
+                jax.monitoring.register_event_duration_secs_listener(JaxCompileClock._listener)
+                JaxCompileClock._installed = True
             self._active.append(self)
         return self
 
@@ -223,7 +223,7 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
               "accept_prob")
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "not enough devices to run parallel chains"
-        with _JaxCompileClock() as clock_w:
+        with JaxCompileClock() as clock_w:
             t0 = time.perf_counter()
             if tune > 0:
                 # the same extra_fields in warm-up and sampling lets JAX reuse one compiled kernel
@@ -235,7 +235,7 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
             else:
                 warm_steps = 0.0
             t_warm = time.perf_counter() - t0
-        with _JaxCompileClock() as clock_s:
+        with JaxCompileClock() as clock_s:
             t0 = time.perf_counter()
             mcmc.run(rng_key, extra_fields=fields)
             samples = mcmc.get_samples(group_by_chain=True)
@@ -252,7 +252,7 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
     t_compile = clock_w.seconds + clock_s.seconds
     draw_steps = float(n_steps.sum())
     info = {"n_grad": int(warm_steps + draw_steps), "n_grad_tune": int(warm_steps),
-            **_convergence_info(stats["diverging"])}
+            **convergence_info(stats["diverging"])}
     return build_fit(model, data, "numpyro", "mcmc", posterior, sample_stats=stats, info=info, library="numpyro",
                      timing={"compile": t_compile, "tune": t_warm - clock_w.seconds,
                              "sample": t_run - clock_s.seconds})
@@ -264,7 +264,7 @@ def _run_advi(method, model, data, *, draws, tune, chains, seed, progress, **opt
 
     n_iter = int(opts["n_iter"])
     pm_model = model.pymc_model(data)
-    seeds = _seeds(seed, 2)
+    seeds = chain_seeds(seed, 2)
     with pm_model, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         t0 = time.perf_counter()
@@ -296,14 +296,7 @@ def _run_advi(method, model, data, *, draws, tune, chains, seed, progress, **opt
     posterior = xr.Dataset({name: xr.DataArray(
         np.asarray(flat[name].values).reshape(chains, draws, *flat[name].shape[1:]),
         dims=("chain", "draw", *flat[name].dims[1:])) for name in flat.data_vars})
-    tail = losses[-max(1, n_iter // 10):]
-    head = losses[-2 * max(1, n_iter // 10):-max(1, n_iter // 10)] if n_iter >= 20 else tail
-    rel_change = abs(np.mean(tail) - np.mean(head)) / max(abs(np.mean(tail)), 1e-12)
-    converged = bool(rel_change < 1e-2)
-    info = {"n_grad": int(n_iter * opts["obj_n_mc"]), "iterations": n_iter, "converged": converged,
-            "objective": "elbo",
-            "final_loss": float(np.mean(tail)), "learning_rate": opts["learning_rate"],
-            "warnings": [] if converged else [f"mean loss still changing by {rel_change:.2%} over the last 10%"]}
+    info = stochastic_vi_info(losses, n_grad=n_iter * opts["obj_n_mc"], learning_rate=opts["learning_rate"])
     return build_fit(model, data, method, "approximation", posterior, info=info, library="pymc",
                      objective={"elbo": -losses, "loss": losses},
                      timing={"compile": t_compile, "tune": t_tune, "sample": t_sample})
@@ -328,6 +321,20 @@ _ADVI_OPTIONS = {
     "obj_n_mc": Option(1, "Monte-Carlo samples per ELBO gradient")}
 # ``tune`` is unused: the optimisation length is n_iter
 _ADVI_DEFAULTS = {"tune": 0}
+
+
+def stochastic_vi_info(losses: np.ndarray, *, n_grad: int, learning_rate: float) -> dict:
+    """The info of a stochastic-gradient VI run (ADVI, BlackJAX mean-field VI): it has converged when the mean loss
+    of the last tenth of the steps is within 1 % of the tenth before it."""
+    n_iter = losses.size
+    tenth = max(1, n_iter // 10)
+    tail = losses[-tenth:]
+    head = losses[-2 * tenth:-tenth] if n_iter >= 20 else tail
+    rel_change = abs(np.mean(tail) - np.mean(head)) / max(abs(np.mean(tail)), 1e-12)
+    converged = bool(rel_change < 1e-2)
+    return {"n_grad": int(n_grad), "iterations": n_iter, "converged": converged, "objective": "elbo",
+            "final_loss": float(np.mean(tail)), "learning_rate": learning_rate,
+            "warnings": [] if converged else [f"mean loss still changing by {rel_change:.2%} over the last 10%"]}
 
 
 @register("advi", kind="approximation", description="PyMC mean-field ADVI", library="pymc", check=_check_advi,
