@@ -46,9 +46,12 @@ class Backend:
     defaults: Mapping[str, int] | Callable | None = None   # draws / tune / chains, or model, data -> those
     applies: Callable | None = None             # optional predicate model -> bool (e.g. regression only)
     library: str = "bayeszoo"                   # provenance: the library that does the inference
+    unavailable: Callable | None = None         # optional model -> why this backend cannot run it (str) or None
 
     def applies_to(self, model) -> bool:
         if self.family is not None and self.family != model.family:
+            return False
+        if self.unavailable is not None and self.unavailable(model) is not None:
             return False
         return self.applies is None or bool(self.applies(model))
 
@@ -75,8 +78,12 @@ class Backend:
 def register(name: str, *, kind: str, family: str | None = None, description: str = "",
              options: Mapping[str, Option] | None = None, check: Callable | None = None,
              defaults: Mapping[str, int] | Callable | None = None, applies: Callable | None = None,
-             library: str = "bayeszoo"):
-    """Decorator that registers ``run`` as backend ``name`` (for one ``family``, or generic if None)."""
+             library: str = "bayeszoo", unavailable: Callable | None = None):
+    """Decorator that registers ``run`` as backend ``name`` (for one ``family``, or generic if None).
+
+    ``applies(model) -> bool`` restricts the backend to some configurations without a reason to give (e.g.
+    regression only); ``unavailable(model) -> str | None`` does the same with the reason, which ``get`` passes on
+    (e.g. :func:`needs_declaration`)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be 'mcmc' or 'approximation', got {kind!r}")
     for opt_name, opt in (options or {}).items():
@@ -86,12 +93,18 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
     def deco(run):
         backend = Backend(name=name, run=run, kind=kind, family=family,
                           description=description or (run.__doc__ or "").strip().split("\n")[0],
-                          options=dict(options or {}), check=check, defaults=defaults, applies=applies, library=library)
+                          options=dict(options or {}), check=check, defaults=defaults, applies=applies, library=library,
+                          unavailable=unavailable)
         table, key = (_GENERIC, name) if family is None else (_FAMILY, (family, name))
         table[key] = backend
         return run
 
     return deco
+
+
+def needs_declaration(library: str) -> Callable:
+    """``unavailable`` for the backends that sample a model's ``library`` declaration ("pymc" or "numpyro")."""
+    return lambda model: model.declaration_problem(library)
 
 
 def backends_for(model) -> list[str]:
@@ -106,6 +119,9 @@ def get(model, name: str) -> Backend:
     if not isinstance(name, str):
         raise ValueError(f"backend must be a name (str), got {type(name).__name__}")
     backend = _FAMILY.get((model.family, name)) or _GENERIC.get(name)
+    reason = backend.unavailable(model) if backend is not None and backend.unavailable is not None else None
+    if reason is not None:
+        raise ValueError(f"backend {name!r} cannot run this {type(model).__name__}: {reason}")
     if backend is None or not backend.applies_to(model):
         raise ValueError(f"unknown backend {name!r} for {type(model).__name__}; "
                          f"available: {', '.join(backends_for(model))}")

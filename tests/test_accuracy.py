@@ -20,7 +20,7 @@ import _fake_backends as fb  # noqa: E402
 from bayeszoo.catalogue import Reference  # noqa: E402
 from bayeszoo.comparison import Comparison  # noqa: E402
 from bayeszoo.diagnostics import plots  # noqa: E402
-from bayeszoo.diagnostics.metrics import (accuracy, reference_errors, running_bias2,  # noqa: E402
+from bayeszoo.diagnostics.metrics import (TARGET_BIAS2, accuracy, reference_errors, running_bias2,  # noqa: E402
                                           sampling_diagnostics, table_row)
 from bayeszoo.diagnostics.report import _meta_html, reference_banner, table_html, write_report  # noqa: E402
 from bayeszoo.fit import build_fit  # noqa: E402
@@ -133,6 +133,38 @@ def test_biased_fast_approximation_ranks_below_an_unbiased_sampler(problem, refe
     assert rows.loc["sampler", "ess_ref"] >= 1
     assert rows.loc["sampler", "ess_ref_per_s"] > rows.loc["approx", "ess_ref_per_s"]
     assert rows["reference_trusted"].tolist() == [True, True]
+    assert math.isinf(rows.loc["approx", "seconds_to_target"]) and rows.loc["sampler", "seconds_to_target"] <= 20.0
+
+
+def test_a_mildly_biased_fast_approximation_ranks_below_a_sampler_that_reaches_the_reference(problem, reference):
+    # 0.77 reference sds off, 2000 times faster: per second it outscores the sampler, but it never gets as close
+    # to the posterior as the target asks, and the ranking (seconds_to_target) puts it last
+    sampler = _fit(problem, _draws(problem, 14, draws=500, exact=False), seconds=20.0)
+    approx = _fit(problem, _draws(problem, 15, w_shift=0.77, draws=500), kind="approximation", seconds=0.01)
+    s_row = accuracy(sampler, reference, NAMES, sampling_diagnostics(sampler, NAMES)["ess_bulk_min"])
+    a_row = accuracy(approx, reference, NAMES, math.nan)
+    assert a_row["ess_ref"] == pytest.approx(1 / 0.77 ** 2, rel=1e-9)
+    assert a_row["ess_ref_per_s"] > s_row["ess_ref_per_s"]
+    assert math.isinf(a_row["seconds_to_target"]) and 0 < s_row["seconds_to_target"] <= 20.0
+    # an approximation that meets the target is timed by its total time, and then ranks by speed
+    close = _fit(problem, _draws(problem, 16, w_shift=0.2, draws=500), kind="approximation", seconds=0.01)
+    assert accuracy(close, reference, NAMES, math.nan)["seconds_to_target"] == pytest.approx(0.01)
+
+
+def test_seconds_to_target_is_where_the_running_error_stays_below_the_target(problem, reference):
+    fit = _fit(problem, _draws(problem, 23, chains=2, draws=1000, exact=False),
+               timing={"compile": 1.0, "tune": 2.0, "sample": 4.0})
+    row = accuracy(fit, reference, NAMES, sampling_diagnostics(fit, NAMES)["ess_bulk_min"])
+    run = running_bias2(fit, reference, NAMES)
+    first = run["seconds"] >= row["seconds_to_target"]
+    assert np.all(run["bias2"][first] <= TARGET_BIAS2)                  # below from then on
+    earlier = run["seconds"] < row["seconds_to_target"]
+    assert earlier.any() and run["bias2"][earlier][-1] > TARGET_BIAS2   # and not from the point before
+    assert 3.0 < row["seconds_to_target"] < 7.0
+    # no reference, nothing to time; a sampler biased beyond the target never reaches it
+    assert math.isnan(accuracy(fit, None, NAMES, 100.0)["seconds_to_target"])
+    biased = _fit(problem, _draws(problem, 24, w_shift=0.5))
+    assert math.isinf(accuracy(biased, reference, NAMES, 100.0)["seconds_to_target"])
 
 
 # ------------------------------------------------------------------------------------- running error
@@ -158,7 +190,7 @@ def test_running_error_of_a_biased_sampler_levels_off_at_its_bias(problem, refer
     assert np.all(run["bias2_mean"][-10:] > 0.2)
 
 
-def test_accuracy_figure_leaves_out_the_reference_and_ranks_by_ess_ref(problem, reference):
+def test_accuracy_figure_leaves_out_the_reference_and_ranks_by_seconds_to_target(problem, reference):
     model, data = problem
     fits = {"exact": reference.fit,
             "sampler": _fit(problem, _draws(problem, 41, draws=500), seconds=5.0),
@@ -173,7 +205,7 @@ def test_accuracy_figure_leaves_out_the_reference_and_ranks_by_ess_ref(problem, 
     fig = plots.accuracy_figure(cmp, reference, table)
     bars = fig.axes[1]
     assert [t.get_text() for t in bars.get_yticklabels()] == ["sampler", "approx"]
-    assert any("less than one exact draw" in t.get_text() for t in bars.texts)
+    assert any(t.get_text() == " never (worth 0 exact draws)" for t in bars.texts)
 
 
 # ------------------------------------------------------------------------------- untrusted reference
@@ -194,8 +226,8 @@ def test_untrusted_reference_is_flagged_in_the_table(problem, untrusted):
     assert math.isfinite(row["mean_err"])        # the numbers stay in the table, flagged by the column
     assert table_row(model, data, "vb", fit, None)["reference_trusted"] is None
     cells = table_html(pd.DataFrame([row]))
-    # the six accuracy columns do not read as numbers: one "untrusted" cell spans them
-    assert cells.count('<td class="untrusted" colspan="6"') == 1 and cells.count(">untrusted</td>") == 1
+    # the seven accuracy columns do not read as numbers: one "untrusted" cell spans them
+    assert cells.count('<td class="untrusted" colspan="7"') == 1 and cells.count(">untrusted</td>") == 1
     assert f">{row['mean_err']:.3g}</td>" not in cells and "reference_trusted" not in cells
 
 
@@ -214,7 +246,7 @@ def test_untrusted_reference_banner_in_the_report(problem, untrusted, tmp_path):
     assert "engine constructed (mcmc, 1 chain × 200 draws)" in banner.group(1)
     assert "R-hat max n/a" in banner.group(1) and "min bulk ESS" in banner.group(1)   # one chain: no R-hat
     table = re.search(r'<table class="cmp">(.*?)</table>', text, re.S).group(1)
-    assert table.count('<td class="untrusted" colspan="6"') == 2
+    assert table.count('<td class="untrusted" colspan="7"') == 2
 
 
 def test_banner_of_a_trusted_reference_and_of_none(reference):

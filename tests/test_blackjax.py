@@ -166,14 +166,25 @@ def test_too_little_tuning_is_refused(name, tune, data):
 ENGINES = ("blackjax_nuts", "blackjax_mclmc", "blackjax_pathfinder", "blackjax_meanfield_vi")
 
 
-@pytest.mark.parametrize("model", [bz.models.PMKL(rule="binary"), bz.models.ImageRVM()],
+GENERIC = ("nuts", "nutpie", "numpyro", "advi", "fullrank_advi")
+
+
+@pytest.mark.parametrize("model, reason", [(bz.models.PMKL(rule="binary"), "discrete kernel weights"),
+                                           (bz.models.ImageRVM(), "needs proper Gamma hyperpriors")],
                          ids=["pmkl-binary", "imagervm-improper"])
-def test_engines_are_not_offered_where_the_declaration_cannot_be_sampled(model):
-    assert not set(ENGINES) & set(bz.backends(model))
+def test_no_declaration_backend_is_offered_where_the_declaration_cannot_be_sampled(model, reason):
+    assert not set(ENGINES + GENERIC) & set(bz.backends(model))
+    assert model.declaration_problem("numpyro") is not None and reason in model.declaration_problem("pymc")
     data = (bz.datasets.load("mkl_sources", n=12, n_test=12, seed=0) if model.family == "pmkl"
             else bz.datasets.load("sinc2d_image", size=8, seed=0))
-    with pytest.raises(ValueError, match="unknown backend 'blackjax_nuts'"):
-        bz.fit(model, data, "blackjax_nuts", progress=False)
+    for backend in ("blackjax_nuts", "numpyro", "nuts"):
+        with pytest.raises(ValueError, match=f"backend '{backend}' cannot run this {type(model).__name__}: .*{reason}"):
+            bz.fit(model, data, backend, progress=False)
+    # the same models with a samplable configuration are offered all of them
+    samplable = (bz.models.PMKL(rule="convex") if model.family == "pmkl"
+                 else bz.models.ImageRVM(a=1, b=1e-2, c=1, d=1e-3))
+    assert samplable.declaration_problem("pymc") is None
+    assert set(ENGINES + GENERIC) <= set(bz.backends(samplable))
 
 
 def test_discrete_latent_sites_are_refused(data):

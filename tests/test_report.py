@@ -41,7 +41,8 @@ def test_report_holds_table_and_flags(regression_cmp, regression_html):
         assert f"<td class=\"txt\">{name}</td>" in text
     header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1).replace("<wbr>", "").replace("&shy;", "")
     for col in ("backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_per_s", "ess_per_grad", "rhat_max",
-                "divergences", "mean_err", "sd_err", "bias2_mean_max", "bias2_sd_max", "ess_ref", "ess_ref_per_s"):
+                "divergences", "mean_err", "sd_err", "bias2_mean_max", "bias2_sd_max", "ess_ref", "ess_ref_per_s",
+                "seconds_to_target"):
         assert f">{col}</th>" in header
     assert "reference_trusted" not in header    # the banner says it once
     # fake_ok has exactly one divergence (flagged); approximations show neither R-hat nor ESS per second

@@ -202,8 +202,9 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
     components, in reference-variance units (``bayeszoo.diagnostics.metrics``), so 1 / y is the number of exact
     posterior draws the estimate is worth (right-hand axis). An MCMC fit is a line: its running estimates over
     the kept draws, chains pooled, at compile + tune + the matching fraction of its sampling time. An
-    approximation is one marker at its total time. Right: ``ess_ref_per_s`` from the table, largest first."""
-    from bayeszoo.diagnostics.metrics import reference_noise_floor
+    approximation is one marker at its total time, and a dotted line marks the ranking's target. Right: the
+    ranking, ``seconds_to_target`` from the table, fastest first."""
+    from bayeszoo.diagnostics.metrics import TARGET_BIAS2, reference_noise_floor
 
     if reference is None:
         return None
@@ -224,6 +225,9 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
                     mec="k", mew=0.6, ls="none", label=f"{c['label']} ({c['kind']})")
     ax.set_xscale("log")
     ax.set_yscale("log")
+    ax.axhline(TARGET_BIAS2, color="#2a7", lw=1, ls=":")
+    ax.text(0.01, TARGET_BIAS2, f" target of the ranking: b² ≤ {TARGET_BIAS2:g}", transform=ax.get_yaxis_transform(),
+            fontsize=7, va="bottom", ha="left", color="#2a7")
     ax.axhline(1.0, color="0.3", lw=1, ls=":")
     ax.text(0.5, 1.0, "one exact draw: a fit above this line is worth 0", transform=ax.get_yaxis_transform(),
             fontsize=7, va="top", ha="center", color="0.3")
@@ -243,7 +247,7 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
                      fontsize=10, fontweight="bold")
     else:
         ax.set_title(f"accuracy against wall time (reference: {getattr(reference, 'name', '?')})", fontsize=10)
-    _ess_ref_bars(bars, table, skip=comparison.reference)
+    _ranking_bars(bars, table, skip=comparison.reference)
     fig.tight_layout()
     return fig
 
@@ -253,33 +257,38 @@ def _reciprocal(x):
         return 1.0 / np.asarray(x, dtype=float)
 
 
-def _ess_ref_bars(ax, table, skip=None):
-    """``ess_ref_per_s`` as horizontal bars on a log scale, largest first; a fit worth 0 draws is named so, and
-    the row ``skip`` (the reference's own run, exact by construction) is left out."""
-    if table is None or "ess_ref_per_s" not in table:
+def _ranking_bars(ax, table, skip=None):
+    """The ranking: ``seconds_to_target`` as horizontal bars on a log scale, fastest first; a fit that never
+    reaches the target is listed below them with what it is worth (``ess_ref``). The row ``skip`` (the
+    reference's own run, exact by construction) is left out."""
+    from bayeszoo.diagnostics.metrics import TARGET_BIAS2
+
+    if table is None or "seconds_to_target" not in table:
         ax.set_visible(False)
         return
-    df = table[["backend", "kind", "ess_ref_per_s"]].copy()
-    df["v"] = df["ess_ref_per_s"].astype(float)
-    df = df[np.isfinite(df["v"]) & (df["backend"] != skip)].sort_values("v", ascending=False, kind="stable")
+    df = table[["backend", "kind", "seconds_to_target", "ess_ref"]].copy()
+    df["t"] = df["seconds_to_target"].astype(float)
+    df = df[~np.isnan(df["t"]) & (df["backend"] != skip)]
+    df = df.assign(worth=-df["ess_ref"].astype(float)).sort_values(["t", "worth"], kind="stable")
     if df.empty:
         ax.set_visible(False)
         return
     y = np.arange(len(df))
-    positive = df["v"][df["v"] > 0]
-    lo = positive.min() / 3 if positive.size else 1e-3
-    ax.barh(y, np.where(df["v"] > 0, df["v"], np.nan), color=[_KIND_COLORS.get(k, "0.5") for k in df["kind"]])
-    for yi, v in zip(y, df["v"]):
-        if v == 0:
-            ax.text(lo, yi, " 0: worth less than one exact draw", va="center", fontsize=7, color="#b00000")
+    reached = df["t"][np.isfinite(df["t"])]
+    lo = reached.min() / 3 if reached.size else 1e-2
+    ax.barh(y, np.where(np.isfinite(df["t"]), df["t"], np.nan),
+            color=[_KIND_COLORS.get(k, "0.5") for k in df["kind"]])
+    for yi, t, worth in zip(y, df["t"], -df["worth"]):
+        if np.isfinite(t):
+            ax.text(t, yi, f" {t:.3g} s", va="center", fontsize=7)
         else:
-            ax.text(v, yi, f" {v:.3g}", va="center", fontsize=7)
+            ax.text(lo, yi, f" never (worth {worth:.3g} exact draws)", va="center", fontsize=7, color="#b00000")
     ax.set_yticks(y, list(df["backend"]))
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlim(lo, positive.max() * 5 if positive.size else 1.0)
+    ax.set_xlim(lo, reached.max() * 20 if reached.size else 1.0)
     ax.xaxis.set_minor_formatter(NullFormatter())   # a narrow log range would label every minor tick
-    ax.set_xlabel("ess_ref per second (bias-aware ESS / total time)")
+    ax.set_xlabel(f"seconds until worth {1 / TARGET_BIAS2:.0f} exact draws (b² ≤ {TARGET_BIAS2:g})")
     ax.grid(axis="x", alpha=0.3, which="both")
     _kind_legend(ax)
 

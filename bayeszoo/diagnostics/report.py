@@ -326,6 +326,8 @@ def reference_banner(reference) -> str:
 
 
 def _reference_sentence(comparison, reference) -> str:
+    from bayeszoo.diagnostics.metrics import TARGET_BIAS2
+
     if reference is None:
         what = (f"The reference <code>{html.escape(str(comparison.reference))}</code> failed"
                 if comparison.reference is not None else "No reference posterior was given")
@@ -340,6 +342,9 @@ def _reference_sentence(comparison, reference) -> str:
             f"1 / max(b²<sub>mean</sub>, 2·b²<sub>sd</sub>), at most the fit's own bulk ESS (MCMC) or its number of "
             f"draws (approximation), and 0 when below one draw: a biased approximation is worth little however "
             f"fast it ran. <code>ess_ref_per_s</code> divides it by the total wall time; "
+            f"<code>seconds_to_target</code> is the wall time after which the fit's estimate is worth "
+            f"{1 / TARGET_BIAS2:.0f} exact draws (b² ≤ {TARGET_BIAS2:g}) and stays so (∞: never), what the figure "
+            f"ranks by; "
             f"<code>ess_per_grad</code> is an MCMC fit's bulk ESS per gradient evaluation.")
 
 
@@ -360,7 +365,7 @@ def _fit_summary(fit) -> str:
 def write_report(comparison, path: str) -> str:
     """Write the HTML report of ``comparison`` to ``path`` and return the path."""
     from bayeszoo.diagnostics import plots
-    from bayeszoo.diagnostics.metrics import ESS_METHOD
+    from bayeszoo.diagnostics.metrics import ESS_METHOD, TARGET_BIAS2
 
     path = os.fspath(path)
     images = _Images()
@@ -408,7 +413,10 @@ def write_report(comparison, path: str) -> str:
                    "posterior draws the estimate is worth. Each MCMC fit is a line: its running means and sds over "
                    "the kept draws, chains pooled, at compile + tune + the matching fraction of its sampling time. "
                    "Each approximation is one marker at its total time; it does not improve with more time. The "
-                   "reference's own run is not drawn. Right: <code>ess_ref_per_s</code>, largest first.</p>")
+                   "reference's own run is not drawn. Right, the ranking: <code>seconds_to_target</code>, the "
+                   f"wall time after which a fit's estimate is worth {1 / TARGET_BIAS2:.0f} exact draws "
+                   f"(b² ≤ {TARGET_BIAS2:g}, the dotted green line) and stays so, fastest first; a fit that never "
+                   "gets there ranks last, with what it is worth.</p>")
     elif table is not None:
         out.append("<h2>ESS per second</h2>")
         out.append(images.render("ESS per second", lambda: plots.ess_per_second_bars(table))

@@ -11,8 +11,8 @@ map, so the posterior holds exactly the canonical variables the ``numpyro`` back
   ``tune`` steps, then NUTS with the adapted parameters for ``draws`` steps, per chain.
 * ``blackjax_mclmc``: microcanonical Langevin Monte Carlo, tuned by ``blackjax.mclmc_find_L_and_step_size``
   whose three phases (step size, diagonal preconditioner, momentum decoherence length L) together take ``tune``
-  integrator steps, then ``draws`` kept draws ``thinning`` steps apart. MCLMC has no Metropolis correction: its bias is set by the energy-error
-  target of the tuner. It writes no ``diverging`` statistic; steps the kernel reverted because the energy or the
+  integrator steps, then ``draws`` kept draws ``thinning`` steps apart. MCLMC has no Metropolis correction: its
+  bias is set by the energy-error target of the tuner. It writes no ``diverging`` statistic; steps the kernel reverted because the energy or the
   position became non-finite are counted in ``info["nan_steps"]``.
 * ``blackjax_pathfinder``: one single-path Pathfinder (L-BFGS, normal approximations along the path, the one of
   highest ELBO kept) per chain, each from that chain's initial point; the draws of every chain come from the
@@ -45,31 +45,13 @@ import numpy as np
 from bayeszoo import checks
 from bayeszoo.fit import Fit, build_fit
 from bayeszoo.inference.generic import JaxCompileClock, convergence_info, chain_seeds, stochastic_vi_info
-from bayeszoo.models.base import Model
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import Option, needs_declaration, register
 
 _LIBRARY = "blackjax"
 
 
 # ----------------------------------------------------------------------------------------- the target
-def _declared(model) -> bool:
-    """Whether the model has a NumPyro declaration with continuous latent variables, as far as the model alone
-    tells (its data may still reveal discrete sites: :class:`_Target` refuses those)."""
-    if type(model).numpyro_model is Model.numpyro_model:
-        return False
-    try:
-        # the model-level conditions the declarations themselves check (PMKL's discrete binary rule, BID's proper
-        # PSF prior), so that bz.backends does not offer an engine the declaration would refuse
-        if hasattr(model, "_check_declarable"):
-            model._check_declarable()
-        if hasattr(model, "require_proper"):
-            model.require_proper("blackjax")
-    except ValueError:
-        return False
-    return True
-
-
 class _Target:
     """The unconstrained log density of a NumPyro declaration and the map back to its sites."""
 
@@ -165,7 +147,7 @@ def _check_nuts(opts: dict) -> dict:
 
 
 @register("blackjax_nuts", kind="mcmc", description="BlackJAX NUTS with window adaptation", library=_LIBRARY,
-          applies=_declared, check=_check_nuts, options={
+          unavailable=needs_declaration("numpyro"), check=_check_nuts, options={
               "target_accept": Option(0.8, "target mean acceptance probability of the step-size adaptation, "
                                            "in (0, 1)"),
               "max_tree_depth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)")})
@@ -249,7 +231,7 @@ _MCLMC_FRACTIONS_PLAIN = {"frac_tune1": 0.35, "frac_tune2": 0.35, "frac_tune3": 
 
 
 @register("blackjax_mclmc", kind="mcmc", description="BlackJAX microcanonical Langevin Monte Carlo",
-          library=_LIBRARY, applies=_declared, check=_check_mclmc, options={
+          library=_LIBRARY, unavailable=needs_declaration("numpyro"), check=_check_mclmc, options={
               "desired_energy_var": Option(5e-4, "energy-error variance per dimension the step size is tuned to "
                                                  "(smaller: smaller steps, less bias)"),
               "diagonal_preconditioning": Option(True, "tune a diagonal preconditioner (mass matrix)"),
@@ -393,7 +375,8 @@ def _count_gradients(logdensity):
 
 
 @register("blackjax_pathfinder", kind="approximation", description="BlackJAX Pathfinder (one path per chain)",
-          library=_LIBRARY, applies=_declared, check=_check_pathfinder, defaults={"tune": 0}, options={
+          library=_LIBRARY, unavailable=needs_declaration("numpyro"), check=_check_pathfinder, defaults={"tune": 0},
+          options={
               "maxiter": Option(200, "most L-BFGS iterations per path"),
               "maxcor": Option(10, "L-BFGS history size (rank of the inverse-Hessian update)"),
               "elbo_draws": Option(200, "Monte-Carlo draws that estimate the ELBO of each approximation on a path")})
@@ -453,7 +436,8 @@ def _check_meanfield(opts: dict) -> dict:
 
 
 @register("blackjax_meanfield_vi", kind="approximation", description="BlackJAX mean-field VI (Adam)",
-          library=_LIBRARY, applies=_declared, check=_check_meanfield, defaults={"tune": 0}, options={
+          library=_LIBRARY, unavailable=needs_declaration("numpyro"), check=_check_meanfield, defaults={"tune": 0},
+          options={
               "n_iter": Option(10000, "Adam steps on the ELBO"),
               "learning_rate": Option(0.01, "Adam's learning rate"),
               "obj_n_mc": Option(4, "Monte-Carlo samples per ELBO gradient")})

@@ -40,7 +40,7 @@ import xarray as xr
 
 from bayeszoo.fit import Fit, build_fit
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import Option, needs_declaration, register
 
 _STATS = ("diverging", "n_steps", "tree_depth", "step_size", "acceptance_rate", "energy", "lp")
 
@@ -96,7 +96,8 @@ def _check_nuts(opts: dict) -> None:
     _check_positive_ints(opts, "cores", "max_treedepth")
 
 
-@register("nuts", kind="mcmc", description="PyMC NUTS (pm.sample)", library="pymc", check=_check_nuts, options={
+@register("nuts", kind="mcmc", description="PyMC NUTS (pm.sample)", library="pymc", check=_check_nuts,
+          unavailable=needs_declaration("pymc"), options={
     "target_accept": Option(0.9, _TARGET_ACCEPT),
     "cores": Option(1, "processes running chains in parallel (1: one chain after another)"),
     "max_treedepth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)")})
@@ -137,6 +138,7 @@ def _check_nutpie(opts: dict) -> None:
 
 
 @register("nutpie", kind="mcmc", description="nutpie NUTS on the PyMC declaration", library="nutpie",
+          unavailable=needs_declaration("pymc"),
           check=_check_nutpie, options={
               "target_accept": Option(0.8, _TARGET_ACCEPT),
               "cores": Option(1, "threads running chains in parallel")})
@@ -205,7 +207,8 @@ def _check_numpyro(opts: dict) -> None:
         raise ValueError(f"chain_method must be 'sequential', 'vectorized' or 'parallel', got {opts['chain_method']!r}")
 
 
-@register("numpyro", kind="mcmc", description="NumPyro NUTS", library="numpyro", check=_check_numpyro, options={
+@register("numpyro", kind="mcmc", description="NumPyro NUTS", library="numpyro", check=_check_numpyro,
+          unavailable=needs_declaration("numpyro"), options={
     "target_accept": Option(0.9, _TARGET_ACCEPT),
     "chain_method": Option("sequential", "how chains run: 'sequential', 'vectorized' (vmap) or 'parallel' (pmap)"),
     "max_tree_depth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)")})
@@ -338,6 +341,7 @@ def stochastic_vi_info(losses: np.ndarray, *, n_grad: int, learning_rate: float)
 
 
 @register("advi", kind="approximation", description="PyMC mean-field ADVI", library="pymc", check=_check_advi,
+          unavailable=needs_declaration("pymc"),
           options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
 def run_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """Mean-field ADVI (pm.ADVI)."""
@@ -346,6 +350,7 @@ def run_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
 
 
 @register("fullrank_advi", kind="approximation", description="PyMC full-rank ADVI", library="pymc",
+          unavailable=needs_declaration("pymc"),
           check=_check_advi, options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
 def run_fullrank_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """Full-rank ADVI (pm.FullRankADVI)."""

@@ -82,6 +82,22 @@ class Model:
     def pymc_model(self, data: Dataset):
         raise NotImplementedError(f"{type(self).__name__} has no PyMC declaration")
 
+    def declaration_problem(self, library: str) -> str | None:
+        """Why this model's declaration in ``library`` (``"pymc"`` or ``"numpyro"``) cannot be sampled, or None
+        when it can, judged from the model's options alone (the data may still be refused by ``validate``).
+        ``bz.backends`` offers the backends that run a declaration only where this is None; a family extends it
+        with its own conditions (discrete parameters, improper priors)."""
+        method, name = {"pymc": ("pymc_model", "PyMC"), "numpyro": ("numpyro_model", "NumPyro")}[library]
+        if getattr(type(self), method) is getattr(Model, method):
+            return f"{type(self).__name__} has no {name} declaration"
+        return None
+
+    def require_declarable(self, library: str) -> None:
+        """A ValueError with :meth:`declaration_problem`'s reason when the declaration cannot be sampled."""
+        problem = self.declaration_problem(library)
+        if problem is not None:
+            raise ValueError(problem)
+
     def numpyro_model(self, data: Dataset):
         raise NotImplementedError(f"{type(self).__name__} has no NumPyro declaration")
 

@@ -252,10 +252,11 @@ class PMKL(Model):
         return {"X": data.X, "source_mask": mask}
 
     # ---- declarations --------------------------------------------------------------------------------
-    def _check_declarable(self):
+    def declaration_problem(self, library: str) -> str | None:
         if self.rule == "binary":
-            raise ValueError("PMKL(rule='binary') has discrete kernel weights, which the gradient-based "
-                             "backends cannot sample; use gibbs or vb")
+            return ("PMKL(rule='binary') has discrete kernel weights, which the gradient-based backends cannot "
+                    "sample; use gibbs or vb")
+        return super().declaration_problem(library)
 
     def pymc_model(self, data: Dataset):
         """pMKL in PyMC with y marginalised (reduced model, Fig. 3.2): free ``log_alpha`` and ``z`` over
@@ -268,7 +269,7 @@ class PMKL(Model):
         from bayeszoo.numerics.special import pm_log_gamma, pt_log_ndtr
 
         self.validate(data)
-        self._check_declarable()
+        self.require_declarable("pymc")
         Ks = self.train_kernels(data)
         S = Ks.shape[0]
         onehot = np.eye(self.n_classes(data))[data.y.astype(int)]
@@ -325,7 +326,7 @@ class PMKL(Model):
         from bayeszoo.numerics.special import log_gamma_numpyro
 
         self.validate(data)
-        self._check_declarable()
+        self.require_declarable("numpyro")
         Ks_np = self.train_kernels(data)
         S, N = Ks_np.shape[:2]
         C = self.n_classes(data)
