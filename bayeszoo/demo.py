@@ -10,8 +10,8 @@ does not is flagged in its report). Left out, and why:
   benchmark compares them) and full-rank ADVI (another PyMC compilation, for a variant of ADVI).
 * ``gpc-sonar``: PyMC NUTS, nutpie and the two ADVIs (NumPyro and the exact Gibbs sampler already show sampling;
   each PyMC backend compiles the model again) and AIS (an evidence estimator: hundreds of annealing runs).
-* ``pmkl-sources``: every PyMC and NumPyro backend: their quadrature likelihood makes each run take minutes;
-  the conjugate Gibbs sampler is the sampler shown.
+* ``pmkl-sources``: the PyMC backends and the BlackJAX engines (the quadrature likelihood makes each PyMC run
+  take minutes); NumPyro NUTS is the generic sampler shown beside the conjugate Gibbs sampler.
 * ``bid-cameraman-crop``: every PyMC and NumPyro backend (minutes per run on an image). This problem has no
   reference: no sampler converges on it in hours (docs/families/bid.md), so its report has no error columns
   and its short Gibbs run is shown unconverged.

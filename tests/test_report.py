@@ -45,6 +45,10 @@ def test_report_holds_table_and_flags(regression_cmp, regression_html):
                 "seconds_to_target"):
         assert f">{col}</th>" in header
     assert "reference_trusted" not in header    # the banner says it once
+    # the family's scores are a second table, headed by backend and kind, so neither needs a horizontal scroll
+    headers = [h.replace("<wbr>", "").replace("&shy;", "") for h in re.findall(r"<thead>(.*?)</thead>", text, re.S)]
+    assert len(headers) == 2 and ">mse</th>" in headers[1] and ">mse</th>" not in headers[0]
+    assert ">backend</th>" in headers[1] and ">kind</th>" in headers[1] and ">ess_ref</th>" not in headers[1]
     # fake_ok has exactly one divergence (flagged); approximations show neither R-hat nor ESS per second
     assert '<td class="flag">1 ⚠</td>' in text
     assert text.count('<td class="na" title="an approximation') == 4

@@ -151,7 +151,7 @@ PROBLEMS: dict[str, Problem] = {p.key: p for p in [
         data=lambda: datasets.load("mkl_sources", n=30, n_test=150, seed=0),
         engines=(Engine("gibbs", draws=20000, tune=1000, chains=4),
                  Engine("numpyro", draws=2000, tune=1000, chains=4, options={"target_accept": 0.95})),
-        demo=Demo(backends=("gibbs", "vb", "em", "map", "mrvm1", "mrvm2"),
+        demo=Demo(backends=("gibbs", "vb", "em", "map", "mrvm1", "mrvm2", "numpyro"),
                   sizes={"draws": 500, "tune": 500, "chains": 4}, options={"gibbs": {"draws": 5000}}),
         used_by=("demo",),
     ),

@@ -157,14 +157,25 @@ def _merged(cells: list[tuple[str, str, str]]) -> str:
     return "".join(out)
 
 
-def table_html(table, comparison=None) -> str:
-    """The comparison table as HTML with flags: R-hat > 1.01 and divergences > 0 highlighted, R-hat and ESS per
-    second of approximations shown as not applicable, the accuracy columns shown as "untrusted" when the
-    reference fails its validation rules and as "reference" in the reference's own row, a failed backend's row
-    holding its error message."""
+def split_columns(table) -> tuple[list[str], list[str]]:
+    """The report's two tables: sampling and accuracy (``metrics.TABLE_COLUMNS``), then the family's predictive
+    scores and notes, each headed by backend and kind, so that neither needs a horizontal scroll at 1280 px."""
+    from bayeszoo.diagnostics.metrics import TABLE_COLUMNS
+
+    keys = ["backend", "kind"]
+    sampling = [c for c in table.columns if c in TABLE_COLUMNS]
+    scores = keys + [c for c in table.columns if c not in TABLE_COLUMNS and c not in _HIDDEN_COLUMNS]
+    return sampling + ["error"], (scores + ["error"] if len(scores) > len(keys) else [])
+
+
+def table_html(table, comparison=None, columns=None) -> str:
+    """The comparison table (or its ``columns``) as HTML with flags: R-hat > 1.01 and divergences > 0
+    highlighted, R-hat and ESS per second of approximations shown as not applicable, the accuracy columns shown as
+    "untrusted" when the reference fails its validation rules and as "reference" in the reference's own row, a
+    failed backend's row holding its error message."""
     from bayeszoo.diagnostics.metrics import ACCURACY_COLUMNS
 
-    cols = [c for c in table.columns if c not in _HIDDEN_COLUMNS]
+    cols = [c for c in (columns or table.columns) if c in table.columns and c not in _HIDDEN_COLUMNS]
     head = "".join(f'<th class="{"txt" if c in _TEXT_COLUMNS else ""}">{_header(c)}</th>' for c in cols)
     reference_label = getattr(comparison, "reference", None)
     reference = reference_of(comparison) if comparison is not None else None
@@ -384,9 +395,10 @@ def write_report(comparison, path: str) -> str:
     out.append("<h2>Comparison table</h2>")
     try:
         table = comparison.table()
-        out.append(table_html(table, comparison))
+        sampling, scores = split_columns(table)
+        out.append(table_html(table, comparison, sampling))
     except Exception as exc:
-        table = None
+        table, scores = None, []
         out.append(_note(f"table could not be computed ({type(exc).__name__}: {_first_line(exc)})"))
     out.append(f"<p>ESS estimator: {html.escape(ESS_METHOD)}. <code>ess_bulk_per_s</code> divides the smallest "
                f"bulk ESS over all components of the canonical variables by the fit's total wall time "
@@ -395,6 +407,12 @@ def write_report(comparison, path: str) -> str:
                f"so R-hat cannot judge them and their ESS only counts them, whatever the approximation's bias. "
                f"R-hat &gt; {RHAT_FLAG} and divergences &gt; 0 are flagged in red.</p>")
     out.append(f"<p>{_reference_sentence(comparison, reference)}</p>")
+    if scores:
+        out.append("<h3>Predictive scores</h3>")
+        out.append(table_html(table, comparison, scores))
+        out.append(f"<p>The {html.escape(str(getattr(model, 'family', '?')))} family's own metrics on the test set "
+                   f"(the training set if there is none), computed by the model's <code>score</code> from each "
+                   f"fit's draws.</p>")
     if comparison.errors:
         out.append("<h3>Failed backends</h3>")
         for label, err in comparison.errors.items():
