@@ -12,8 +12,9 @@ from bayeszoo import models  # noqa: E402
 from bayeszoo.api import backends, compare, cross_validate, fit  # noqa: E402
 from bayeszoo.comparison import Comparison, load_comparison  # noqa: E402
 from bayeszoo.fit import Fit, load_fit  # noqa: E402
+from bayeszoo import design  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["datasets", "models", "fit", "compare", "backends", "cross_validate", "Fit", "Comparison",
+__all__ = ["datasets", "models", "fit", "compare", "backends", "cross_validate", "design", "Fit", "Comparison",
            "load_fit", "load_comparison", "__version__"]

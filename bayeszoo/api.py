@@ -132,7 +132,7 @@ def _setting(value):
 def _run_one(model, data, backend, kwargs, path):
     """One cell of a grid; runs in the caller's process or on an executor worker. Never raises.
     Returns (fit or None, error or None, note): a fit that could not be saved is still returned, with a note."""
-    import bayeszoo  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
+    from bayeszoo import _config  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
 
     try:
         result = fit(model, data, backend, **kwargs)

@@ -1,0 +1,162 @@
+"""Sequential experimental design for the SLM (bz.design): information gain against dense log-determinants,
+Lanczos gains from below, the free filter, greedy designs against brute force, refits, bad input."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import bayeszoo as bz
+from bayeszoo import design
+
+N, M, SIGMA2 = 12, 5, 0.01
+
+
+@pytest.fixture(scope="module")
+def problem():
+    data = bz.datasets.load("slm_signal", kind="spikes", n=N, m=M, sigma2=SIGMA2, seed=3)
+    return bz.models.SLM(potential="laplace", tau=2.0, sigma2=SIGMA2), data
+
+
+@pytest.fixture(scope="module")
+def ep_fit(problem):
+    return bz.fit(*problem, "ep", draws=2, chains=1, progress=False)
+
+
+@pytest.fixture(scope="module")
+def candidates():
+    C = np.random.default_rng(7).standard_normal((15, N))
+    return C / np.linalg.norm(C, axis=1, keepdims=True)
+
+
+def _dense_gain(A, C, sigma2):
+    """log |I + C A^-1 C^T / sigma2| by brute force, per candidate block."""
+    C = C[:, None, :] if C.ndim == 2 else C
+    Ainv = np.linalg.inv(A)
+    return np.array([np.linalg.slogdet(np.eye(c.shape[0]) + c @ Ainv @ c.T / sigma2)[1] for c in C])
+
+
+def test_the_precision_is_the_one_the_approximation_was_built_from(problem, ep_fit):
+    model, data = problem
+    A = design.precision(model, data, ep_fit).dense()
+    Xd, Bd = model.dense_X(data), model.dense_B(data)
+    pi = np.asarray(ep_fit.info["site_precision"])
+    np.testing.assert_allclose(A, Xd.T @ Xd / SIGMA2 + Bd.T @ np.diag(pi) @ Bd, rtol=1e-12)
+    # on Gaussian potentials both backends find the exact posterior: pi = tau on every potential
+    gauss = bz.models.SLM(potential="gaussian", tau=3.0, sigma2=SIGMA2)
+    exact = Xd.T @ Xd / SIGMA2 + 3.0 * Bd.T @ Bd
+    for backend in design.GAUSSIAN_BACKENDS:
+        fit = bz.fit(gauss, data, backend, draws=2, chains=1, progress=False)
+        np.testing.assert_allclose(design.precision(gauss, data, fit).dense(), exact, rtol=1e-6)
+
+
+def test_information_gain_equals_the_dense_log_determinant(problem, ep_fit, candidates):
+    model, data = problem
+    A = design.precision(model, data, ep_fit).dense()
+    gains = design.information_gain(model, data, ep_fit, candidates)
+    np.testing.assert_allclose(gains, _dense_gain(A, candidates, SIGMA2), rtol=1e-10)
+    assert np.all(gains > 0)
+    # blocks of three filters measured together: the joint gain, at most the sum of the single gains
+    blocks = candidates[:12].reshape(4, 3, N)
+    joint = design.information_gain(model, data, ep_fit, blocks)
+    np.testing.assert_allclose(joint, _dense_gain(A, blocks, SIGMA2), rtol=1e-10)
+    assert np.all(joint <= gains[:12].reshape(4, 3).sum(1) + 1e-12)
+
+
+def test_lanczos_gains_grow_with_k_to_the_exact_value(problem, ep_fit, candidates):
+    model, data = problem
+    exact = design.information_gain(model, data, ep_fit, candidates)
+    by_k = np.array([design.information_gain(model, data, ep_fit, candidates, lanczos_k=k) for k in range(1, N + 1)])
+    assert np.all(by_k <= exact + 1e-9)                     # Q T^-1 Q^T is below A^-1
+    assert np.all(np.diff(by_k, axis=0) >= -1e-9)           # nested Krylov spaces: never smaller with more steps
+    np.testing.assert_allclose(by_k[-1], exact, rtol=1e-8)  # the whole space at k = n
+
+
+def test_the_free_filter_is_the_smallest_eigenvector_and_beats_every_candidate(problem, ep_fit, candidates):
+    model, data = problem
+    x = design.best_filter(model, data, ep_fit)
+    A = design.precision(model, data, ep_fit).dense()
+    w, V = np.linalg.eigh(A)
+    assert np.linalg.norm(x) == pytest.approx(1.0, abs=1e-12)
+    assert abs(x @ V[:, 0]) == pytest.approx(1.0, abs=1e-10)
+    best = design.information_gain(model, data, ep_fit, x[None])[0]
+    assert best == pytest.approx(np.log1p(1 / (w[0] * SIGMA2)), rel=1e-10)
+    assert best >= design.information_gain(model, data, ep_fit, candidates).max()
+
+
+def test_a_greedy_design_on_a_gaussian_slm_equals_brute_force(problem, candidates):
+    # with Gaussian potentials the posterior precision does not depend on the values measured, so the greedy
+    # design is computable in advance: A grows by x x^T / sigma2 with every measured filter
+    _, data = problem
+    model = bz.models.SLM(potential="gaussian", tau=3.0, sigma2=SIGMA2)
+    Xd, Bd = model.dense_X(data), model.dense_B(data)
+    A = Xd.T @ Xd / SIGMA2 + 3.0 * Bd.T @ Bd
+    expected, gains, left = [], [], list(range(len(candidates)))
+    for _ in range(4):
+        g = _dense_gain(A, candidates[left], SIGMA2)
+        i = left.pop(int(np.argmax(g)))
+        expected.append([i])
+        gains.append(g.max())
+        A = A + np.outer(candidates[i], candidates[i]) / SIGMA2
+    true_u = data.meta["true_u"]
+    result = design.sequential_design(model, data, lambda rows: rows @ true_u, 4, candidates=candidates,
+                                      progress=False)
+    assert result.chosen == expected
+    np.testing.assert_allclose(result.gains, gains, rtol=1e-6)
+    # the data grew by exactly the chosen filters and their measurements, in order
+    np.testing.assert_array_equal(result.data.X, np.vstack([data.X, candidates[[e[0] for e in expected]]]))
+    np.testing.assert_allclose(result.data.y[M:], candidates[[e[0] for e in expected]] @ true_u, rtol=1e-12)
+
+
+def test_design_refits_between_steps_and_returns_the_fit_on_the_final_data(problem, candidates):
+    model, data = problem
+    true_u = data.meta["true_u"]
+    noise = np.random.default_rng(11)
+    result = design.sequential_design(model, data, lambda rows: rows @ true_u + 0.1 * noise.standard_normal(len(rows)),
+                                      2, candidates=candidates, batch=2, progress=False)
+    assert result.n_steps == 2 and [len(c) for c in result.chosen] == [2, 2]
+    assert len({i for c in result.chosen for i in c}) == 4              # no candidate measured twice
+    assert result.data.X.shape == (M + 4, N)
+    again = bz.fit(model, result.data, "ep", seed=0, progress=False)
+    np.testing.assert_array_equal(again.idata.posterior["u"].values, result.fit.idata.posterior["u"].values)
+    # the second step scored the candidates under the posterior refitted on the first step's measurements
+    first = bz.datasets.Dataset(X=result.data.X[: M + 2], y=result.data.y[: M + 2], name=data.name, meta=data.meta)
+    refit = bz.fit(model, first, "ep", draws=2, chains=1, progress=False)
+    rows = candidates[result.chosen[1]]
+    assert result.gains[1] == pytest.approx(design.information_gain(model, first, refit, rows[None])[0], rel=1e-9)
+
+
+def test_free_filter_design_with_dloop(problem):
+    model, data = problem
+    true_u = data.meta["true_u"]
+    result = design.sequential_design(model, data, lambda rows: rows @ true_u, 2, backend="dloop",
+                                      options={"exact_variances": True}, progress=False)
+    assert result.chosen == [None, None]
+    assert all(f.shape == (1, N) and np.linalg.norm(f) == pytest.approx(1.0) for f in result.filters)
+    assert result.fit.backend == "dloop" and result.data.X.shape == (M + 2, N)
+
+
+def test_bad_input_is_refused(problem, ep_fit, candidates):
+    model, data = problem
+    measure = lambda rows: rows @ data.meta["true_u"]  # noqa: E731
+    with pytest.raises(ValueError, match="sparse linear models"):
+        design.sequential_design(bz.models.RVM(), data, measure, 1, candidates=candidates)
+    with pytest.raises(ValueError, match="candidates have 5 columns but u has n = 12"):
+        design.sequential_design(model, data, measure, 1, candidates=candidates[:, :5])
+    with pytest.raises(ValueError, match="non-finite"):
+        design.sequential_design(model, data, measure, 1, candidates=np.full((3, N), np.nan))
+    with pytest.raises(ValueError, match="n_steps"):
+        design.sequential_design(model, data, measure, 0, candidates=candidates)
+    with pytest.raises(ValueError, match="need 30 candidates, only 15"):
+        design.sequential_design(model, data, measure, 10, candidates=candidates, batch=3)
+    with pytest.raises(ValueError, match="measure must be a callable"):
+        design.sequential_design(model, data, "y", 1, candidates=candidates)
+    with pytest.raises(ValueError, match="backend"):
+        design.sequential_design(model, data, measure, 1, candidates=candidates, backend="gibbs")
+    with pytest.raises(ValueError, match="measure must return 1 finite values"):
+        design.sequential_design(model, data, lambda rows: np.zeros(3), 1, candidates=candidates, progress=False)
+    # a fit without a Gaussian approximation cannot score a design
+    map_fit = bz.fit(model, data, "map", draws=1, chains=1, progress=False)
+    with pytest.raises(ValueError, match="no Gaussian approximation.*ep, dloop"):
+        design.information_gain(model, data, map_fit, candidates)
+    with pytest.raises(ValueError, match="expected a bayeszoo Fit"):
+        design.information_gain(model, data, "fit", candidates)
