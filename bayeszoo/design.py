@@ -181,8 +181,8 @@ def _extended(data: Dataset, rows: np.ndarray, values: np.ndarray) -> Dataset:
 
 
 def sequential_design(model, data, measure, n_steps, *, candidates=None, backend: str = "ep", batch: int = 1,
-                      options: dict | None = None, lanczos_k: int | None = None, seed: int | None = 0,
-                      progress: bool = True) -> Design:
+                      refit_every: int = 1, options: dict | None = None, lanczos_k: int | None = None,
+                      seed: int | None = 0, progress: bool = True) -> Design:
     """Greedy sequential design: ``n_steps`` times, fit, score, measure the best, append (module docstring).
 
     Parameters
@@ -198,6 +198,10 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
     backend : {"ep", "dloop"}
         The Gaussian approximation refitted before every step, with ``options`` (the backend's options);
         ``seed`` seeds every fit. The returned ``fit`` (after the last step) has the backend's default draws.
+    refit_every : int
+        Refit the posterior every this many steps; in between, the approximation's site precisions are kept and
+        only the measured filters enter A (A + X*^T X* / sigma2: the thesis's blocks of inclusions between
+        refits, §3.7 and Alg. 6.1).
     lanczos_k : int or None
         Score by Lanczos with this many steps (see :func:`information_gain`).
     """
@@ -206,6 +210,7 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
         raise ValueError(f"{OWNER}: measure must be a callable rows -> values, got {type(measure).__name__}")
     n_steps = checks.number(OWNER, "n_steps", n_steps, low=1, low_inclusive=True, integer=True)
     batch = checks.number(OWNER, "batch", batch, low=1, low_inclusive=True, integer=True)
+    refit_every = checks.number(OWNER, "refit_every", refit_every, low=1, low_inclusive=True, integer=True)
     checks.choice(OWNER, "backend", backend, GAUSSIAN_BACKENDS)
     C = None if candidates is None else _as_blocks(candidates, data.X.shape[1])
     if C is not None and n_steps * batch > C.shape[0]:
@@ -218,9 +223,10 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
     available = np.ones(0 if C is None else C.shape[0], dtype=bool)
     current = data
     with progress_bar(total=n_steps, desc="design", disable=not progress) as bar:
-        for _ in range(n_steps):
-            fit = fit_model(model, current, backend, draws=STEP_DRAWS, chains=1, seed=seed, progress=False,
-                            **(options or {}))
+        for step in range(n_steps):
+            if step % refit_every == 0:
+                fit = fit_model(model, current, backend, draws=STEP_DRAWS, chains=1, seed=seed, progress=False,
+                                **(options or {}))
             if C is None:
                 rows = best_filter(model, current, fit)[None, :]
                 chosen = None

@@ -125,6 +125,19 @@ def test_design_refits_between_steps_and_returns_the_fit_on_the_final_data(probl
     assert result.gains[1] == pytest.approx(design.information_gain(model, first, refit, rows[None])[0], rel=1e-9)
 
 
+def test_between_refits_only_the_measured_filters_enter_the_precision(problem, candidates):
+    model, data = problem
+    true_u = data.meta["true_u"]
+    result = design.sequential_design(model, data, lambda rows: rows @ true_u, 3, candidates=candidates,
+                                      refit_every=3, progress=False)
+    # one fit on the initial data scored all three steps: A grew by x x^T / sigma2 with each measured filter
+    fit = bz.fit(model, data, "ep", draws=2, chains=1, progress=False)
+    A = design.precision(model, data, fit).dense()
+    for i, rows in enumerate(result.filters):
+        assert result.gains[i] == pytest.approx(_dense_gain(A, rows[None], SIGMA2)[0], rel=1e-9)
+        A = A + rows.T @ rows / SIGMA2
+
+
 def test_free_filter_design_with_dloop(problem):
     model, data = problem
     true_u = data.meta["true_u"]
@@ -146,6 +159,8 @@ def test_bad_input_is_refused(problem, ep_fit, candidates):
         design.sequential_design(model, data, measure, 1, candidates=np.full((3, N), np.nan))
     with pytest.raises(ValueError, match="n_steps"):
         design.sequential_design(model, data, measure, 0, candidates=candidates)
+    with pytest.raises(ValueError, match="refit_every"):
+        design.sequential_design(model, data, measure, 1, candidates=candidates, refit_every=0)
     with pytest.raises(ValueError, match="need 30 candidates, only 15"):
         design.sequential_design(model, data, measure, 10, candidates=candidates, batch=3)
     with pytest.raises(ValueError, match="measure must be a callable"):
@@ -160,3 +175,24 @@ def test_bad_input_is_refused(problem, ep_fit, candidates):
         design.information_gain(model, data, map_fit, candidates)
     with pytest.raises(ValueError, match="expected a bayeszoo Fit"):
         design.information_gain(model, data, "fit", candidates)
+
+
+def test_the_compressed_sensing_study_compares_every_method_at_every_checkpoint():
+    from bayeszoo.studies import slm_compressed_sensing as cs
+
+    results = cs.run(["spikes"], n=24, m0=6, checkpoints=(6, 9), design_backend="dloop",
+                     design_options={"exact_variances": True}, progress=False)
+    methods = {"L2 (rand)", "L1 (rand)", "BCS (rand)", "dloop* (opt)"}
+    assert set(results["method"]) == methods and set(results["m"]) == {6, 9}
+    assert len(results) == 8 and np.all(np.isfinite(results["l2_error"])) and np.all(results["l2_error"] > 0)
+    # at the start every arm has the same 6 random measurements: the designed arm's first point is the same
+    # posterior as a direct fit on them
+    data = bz.datasets.load("slm_signal", kind="spikes", n=24, m=9, sigma2=0.005, seed=0)
+    start = bz.datasets.Dataset(X=data.X[:6], y=data.y[:6], name=data.name, meta=data.meta)
+    model = bz.models.SLM(potential="laplace", tau=5.0, sigma2=0.005)
+    fit = bz.fit(model, start, "dloop", seed=0, progress=False, exact_variances=True)
+    first = results.query("method == 'dloop* (opt)' and m == 6")["l2_error"].item()
+    assert first == pytest.approx(model.score(fit, start)["l2_error"], rel=1e-12)
+    assert cs.summary(results).shape == (4, 2)
+    with pytest.raises(ValueError, match="checkpoints must be measurement counts of at least m0 = 6"):
+        cs.run(["spikes"], n=24, m0=6, checkpoints=(3,))
