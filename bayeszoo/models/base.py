@@ -82,6 +82,9 @@ class Model:
     def pymc_model(self, data: Dataset):
         raise NotImplementedError(f"{type(self).__name__} has no PyMC declaration")
 
+    def numpyro_model(self, data: Dataset):
+        raise NotImplementedError(f"{type(self).__name__} has no NumPyro declaration")
+
     def declaration_problem(self, library: str) -> str | None:
         """Why this model's declaration in ``library`` (``"pymc"`` or ``"numpyro"``) cannot be sampled, or None
         when it can, judged from the model's options alone (the data may still be refused by ``validate``).
@@ -97,9 +100,6 @@ class Model:
         problem = self.declaration_problem(library)
         if problem is not None:
             raise ValueError(problem)
-
-    def numpyro_model(self, data: Dataset):
-        raise NotImplementedError(f"{type(self).__name__} has no NumPyro declaration")
 
     def predict(self, fit, X_new):
         raise NotImplementedError
