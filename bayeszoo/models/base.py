@@ -142,6 +142,16 @@ class ImageModel(Model):
             raise ValueError(f"X_new has pixel coordinates outside the {image.shape} image")
         return image[idx[:, 0], idx[:, 1]]
 
+    def require_proper(self, backend: str) -> None:
+        """A ValueError when ``backend`` needs proper priors that these options do not give (none by default)."""
+
+    def declaration_problem(self, library: str) -> str | None:
+        try:
+            self.require_proper(library)
+        except ValueError as exc:       # the samplers of the declarations need the same proper priors
+            return str(exc)
+        return super().declaration_problem(library)
+
     def validate(self, data: Dataset) -> None:
         super().validate(data)
         R, C = self.image_shape(data)

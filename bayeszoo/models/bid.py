@@ -130,13 +130,6 @@ class BID(ImageModel):
             raise ValueError(f"backend {backend!r} needs a_alpha > 0 and b_alpha > 0 (the improper a = b = 0 "
                              f"prior cannot be sampled); got a_alpha={self.a_alpha}, b_alpha={self.b_alpha}")
 
-    def declaration_problem(self, library: str) -> str | None:
-        try:
-            self.require_proper(library)
-        except ValueError as exc:
-            return str(exc)
-        return super().declaration_problem(library)
-
     # ---- data ----------------------------------------------------------------------------------------
     def validate(self, data: Dataset) -> None:
         super().validate(data)            # an image dataset (ImageModel)

@@ -110,13 +110,6 @@ class ImageRVM(ImageModel):
                              f"> 0 (the default 0 is the thesis's improper type-II setting); e.g. "
                              f"ImageRVM(a=1, b=1e-2, c=1, d=1e-3)")
 
-    def declaration_problem(self, library: str) -> str | None:
-        try:
-            self.require_proper(library)
-        except ValueError as exc:
-            return str(exc)
-        return super().declaration_problem(library)
-
     # ---- data ----------------------------------------------------------------------------------------
     def validate(self, data: Dataset) -> None:
         super().validate(data)            # an image dataset (ImageModel)
