@@ -17,6 +17,8 @@ does not is flagged in its report). Left out, and why:
   and its short Gibbs run is shown unconverged.
 * ``imagervm-sinc``: PyMC NUTS, nutpie and full-rank ADVI (the dense declaration compiles slowly in PyTensor;
   NumPyro runs the same sampler).
+* ``slm-spikes``: the PyMC backends (NumPyro runs the same sampler on the same declaration) and the BlackJAX
+  engines; every hand-written backend of the family runs.
 
 Output: one folder per problem under ``<out>`` (``rvm-sinc``, ``gpc-sonar``, ...), each with one NetCDF file per
 fit, ``table.csv`` and ``report.html``.

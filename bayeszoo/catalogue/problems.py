@@ -192,6 +192,18 @@ PROBLEMS: dict[str, Problem] = {p.key: p for p in [
         demo=Demo(backends=("numpyro", "advi", "dft"), sizes={"draws": 1000, "tune": 1000, "chains": 4}),
         used_by=("demo",),
     ),
+    Problem(
+        key="slm-spikes", family="slm",
+        description="sparse linear model (Nickisch thesis §5.5): 32 spikes of Fig. 5.2 measured by 24 random "
+                    "unit-norm rows (16 held out), sigma2 = 0.005, Laplace potentials exp(-5 |u_j|), B = I",
+        model=lambda: models.SLM(potential="laplace", tau=5.0, sigma2=0.005),
+        data=lambda: datasets.load("slm_signal", kind="spikes", n=32, m=24, n_test=16, seed=0),
+        engines=(Engine("gibbs", draws=20000, tune=1000, chains=4),
+                 Engine("numpyro", draws=2000, tune=1000, chains=4, options={"target_accept": 0.95})),
+        demo=Demo(backends=("numpyro", "gibbs", "ep", "dloop", "map", "sbl"),
+                  sizes={"draws": 1000, "tune": 500, "chains": 4}, options={"gibbs": {"draws": 4000}}),
+        used_by=("demo",),
+    ),
 ]}
 
 
