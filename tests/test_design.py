@@ -7,6 +7,7 @@ import pytest
 
 import bayeszoo as bz
 from bayeszoo import design
+from bayeszoo.numerics import operators as ops
 
 N, M, SIGMA2 = 12, 5, 0.01
 
@@ -196,3 +197,25 @@ def test_the_compressed_sensing_study_compares_every_method_at_every_checkpoint(
     assert cs.summary(results).shape == (4, 2)
     with pytest.raises(ValueError, match="checkpoints must be measurement counts of at least m0 = 6"):
         cs.run(["spikes"], n=24, m0=6, checkpoints=(3,))
+
+
+def test_the_natural_image_study_measures_the_heuristic_and_designed_wavelet_coefficients():
+    from bayeszoo.studies import slm_natural_images as ni
+
+    results = ni.run(["camera"], size=8, checkpoints=(8, 12), m0=8, batch=4, lanczos_k=20, progress=False)
+    assert set(zip(results["design"], results["method"])) == {
+        ("rand uni", "L1"), ("rand uni", "L1+TV"), ("heur wave", "L2"), ("heur wave", "L1+TV"),
+        ("heur wave", "dloop"), ("opt wave", "dloop")}
+    assert len(results) == 12 and np.all(np.isfinite(results["l2_error"]))
+    # L2 on the heuristic rows is the minimum-norm interpolant: the first m wavelet coefficients of u, measured
+    # with noise, synthesised back; its error is at least that of the exact projection
+    u = np.asarray(bz.datasets.load("slm_image", image="camera", size=8, m=1).meta["true_u"])
+    W = ops.wavelet((8, 8))
+    rows = ops.to_dense(W)[W.coarse_to_fine()[:8]]
+    projection_error = np.linalg.norm(rows.T @ (rows @ u) - u)
+    l2 = results.query("design == 'heur wave' and method == 'L2' and m == 8")["l2_error"].item()
+    assert projection_error <= l2 <= projection_error + 4 * np.sqrt(8 * 0.005)
+    # the designed arm starts from the same 8 heuristic measurements: its first point is the heuristic's posterior
+    first = results.query("design == 'opt wave' and m == 8")["l2_error"].item()
+    assert first == results.query("design == 'heur wave' and method == 'dloop' and m == 8")["l2_error"].item()
+    assert ni.summary(results).shape == (6, 2)

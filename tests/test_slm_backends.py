@@ -129,3 +129,19 @@ def test_gibbs_cg_matches_cholesky():
 def test_gibbs_does_not_apply_to_logistic_potentials():
     assert "gibbs" not in bz.backends(SLM(potential="logistic"))
     assert {"map", "sbl", "nuts", "numpyro"} <= set(bz.backends(SLM(potential="logistic")))
+
+
+@pytest.mark.parametrize("backend", ["ep", "dloop", "sbl"])
+def test_posterior_mean_of_a_gaussian_approximation_is_its_exact_mean(backend):
+    data = bz.datasets.load("slm_signal", kind="spikes", n=12, m=6, seed=0)
+    model = bz.models.SLM(potential="laplace", tau=2.0, sigma2=0.01)
+    few = bz.fit(model, data, backend, draws=3, chains=1, seed=0, progress=False)
+    many = bz.fit(model, data, backend, draws=4000, chains=2, seed=1, progress=False)
+    exact = model.posterior_mean(few)
+    np.testing.assert_array_equal(exact, few.info["mean"])
+    np.testing.assert_allclose(exact, model.posterior_mean(many), rtol=1e-10)
+    draws = many.idata.posterior["u"].values.reshape(-1, 12)
+    se = draws.std(0) / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(0) - exact) < 4.5 * se)     # the draws come from that mean
+    three = few.idata.posterior["u"].values.reshape(-1, 12).mean(0)
+    assert not np.allclose(three, exact)

@@ -49,6 +49,19 @@ def test_wavelet_is_daubechies_4():
     assert rows == {tuple(np.round(np.sort(np.abs(h)), 12))}
 
 
+def test_coarse_to_fine_orders_the_bands_as_the_wavelet_heuristic_measures_them():
+    import pywt
+
+    x = np.random.default_rng(0).standard_normal(256)
+    W = ops.wavelet((16, 16), level=2)
+    order = W.coarse_to_fine()
+    assert sorted(order) == list(range(256))
+    cA, (cH2, cV2, cD2), (cH1, cV1, cD1) = pywt.wavedec2(x.reshape(16, 16), "db2", "periodization", 2)
+    expected = np.concatenate([band.ravel() for band in (cA, cH2, cV2, cD2, cH1, cV1, cD1)])
+    np.testing.assert_allclose((W @ x)[order], expected, atol=1e-12)
+    np.testing.assert_array_equal(ops.wavelet(64, level=3).coarse_to_fine(), np.arange(64))
+
+
 def test_finite_differences_have_the_thesis_rows():
     D = ops.difference_matrix((5, 5)).toarray()
     assert D.shape == (2 * (25 - 5), 25)

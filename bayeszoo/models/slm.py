@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from operator import index as operator_index
 
 import numpy as np
 
@@ -106,8 +107,12 @@ class SLM(Model):
         shape = data.meta.get("u_shape")
         if shape is None:
             return (data.d,)
-        shape = tuple(int(v) for v in np.atleast_1d(shape))
-        if len(shape) not in (1, 2) or int(np.prod(shape)) != data.d:
+        try:        # a nested list or a string is a wrong shape, not a TypeError from int()
+            shape = tuple(operator_index(v) for v in np.atleast_1d(shape).tolist())
+        except TypeError:
+            raise ValueError(f"SLM dataset {data.name!r}: meta['u_shape'] must be a tuple of one or two positive "
+                             f"integers, got {shape!r}") from None
+        if len(shape) not in (1, 2) or min(shape) < 1 or int(np.prod(shape)) != data.d:
             raise ValueError(f"SLM dataset {data.name!r}: meta['u_shape'] = {shape} does not hold the {data.d} "
                              f"columns of X (one per entry of u)")
         return shape
@@ -276,8 +281,11 @@ class SLM(Model):
 
     # ---- prediction and scores ---------------------------------------------------------------------------
     def posterior_mean(self, fit) -> np.ndarray:
-        """E[u] over the fit's draws (n,)."""
+        """E[u] (n,): the exact mean of a Gaussian approximation (``fit.info["mean"]``: ``ep``, ``dloop``,
+        ``sbl``), else the average of the fit's draws."""
         self.check_fit(fit)
+        if fit.kind == "approximation" and "mean" in fit.info:
+            return np.asarray(fit.info["mean"], dtype=float)
         u = np.asarray(fit.idata.posterior["u"].values, dtype=float)
         return u.reshape(-1, u.shape[-1]).mean(0)
 
@@ -289,7 +297,7 @@ class SLM(Model):
 
     def score(self, fit, data: Dataset) -> dict:
         """``mse`` of the predicted measurements on the test set (training set if none); with ``meta["true_u"]``
-        also ``l2_error`` = ||E[u] - u|| (the thesis's reconstruction error, §5.5) and ``rel_error`` =
+        also ``l2_error`` = ||E[u] - u|| (the thesis's reconstruction error, §5.5) and, unless u = 0, ``rel_error`` =
         ||E[u] - u|| / ||u||."""
         self.validate(data)
         self.check_fit(fit)
@@ -303,7 +311,19 @@ class SLM(Model):
             true_u = checks.finite_array("SLM", "meta['true_u']", data.meta["true_u"]).ravel()
             if true_u.size != data.d:
                 raise ValueError(f"SLM: meta['true_u'] has {true_u.size} entries for n = {data.d}")
-            err = float(np.linalg.norm(mean - true_u))
+            top = float(np.max(np.abs(true_u)))
+            if top > MAX_MAGNITUDE:
+                raise ValueError(f"SLM: meta['true_u'] reaches {top:.3g} in magnitude (limit {MAX_MAGNITUDE:g}); "
+                                 f"rescale it")
+            err = _norm(mean - true_u)
             out["l2_error"] = err
-            out["rel_error"] = err / max(float(np.linalg.norm(true_u)), 1e-300)
+            if top > 0:         # relative to a zero signal the error is undefined
+                with np.errstate(over="ignore"):
+                    out["rel_error"] = float(np.float64(err) / _norm(true_u))
         return out
+
+
+def _norm(v) -> float:
+    """||v||_2 without overflow or underflow of the squares (np.linalg.norm squares the entries)."""
+    top = float(np.max(np.abs(v))) if np.size(v) else 0.0
+    return top * float(np.linalg.norm(v / top)) if top > 0 else 0.0

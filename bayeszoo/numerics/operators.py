@@ -107,6 +107,19 @@ class Wavelet(pylops.LinearOperator):
             _, self._slices = pywt.coeffs_to_array(zeros)
         super().__init__(dtype=np.dtype("float64"), shape=(n, n), name="W")
 
+    def coarse_to_fine(self) -> np.ndarray:
+        """Indices of the coefficients from the coarsest to the finest band: the approximation, then per level
+        (coarse first) the horizontal, vertical and diagonal details, each band row-major. The wavelet heuristic
+        design of Nickisch §5.4 measures the coefficients in this order."""
+        n = self.shape[0]
+        if len(self.image_shape) == 1:
+            return np.arange(n)    # PyWavelets' wavedec order is already coarse to fine
+        index = np.arange(n).reshape(self.image_shape)
+        approx, *levels = self._slices
+        # PyWavelets' keys name the filter per axis: 'da' (detail along rows) is the horizontal band cH
+        bands = [index[approx]] + [index[level[key]] for level in levels for key in ("da", "ad", "dd")]
+        return np.concatenate([band.ravel() for band in bands])
+
     def _matvec(self, x):
         with warnings.catch_warnings():     # pywt warns of "boundary effects" that periodization does not have
             warnings.simplefilter("ignore", UserWarning)

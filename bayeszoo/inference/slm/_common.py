@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
+import scipy.linalg as sla
 
 from bayeszoo import checks
 from bayeszoo.fit import build_fit
@@ -25,6 +26,33 @@ def owner(backend: str) -> str:
 def check_iterations(backend: str, opts: dict, *names) -> dict:
     """``checks.iterations`` with this family's owner in the messages."""
     return checks.iterations(owner(backend), opts, *names)
+
+
+def cholesky(A, backend: str) -> np.ndarray:
+    """The lower Cholesky factor of a posterior precision matrix A; a ValueError saying why when A has overflowed
+    or is not numerically positive definite, which happens when the scales of X^T X / sigma2 and of the
+    potentials' precisions are too far apart for double precision."""
+    if not np.all(np.isfinite(A)):
+        raise ValueError(f"{owner(backend)}: the posterior precision matrix overflowed (X^T X / sigma2 or the "
+                         f"potentials' precisions exceed double precision); rescale X, y and sigma2, or tau")
+    try:
+        return sla.cholesky(A, lower=True)
+    except np.linalg.LinAlgError:
+        d = np.abs(np.diag(A))
+        raise ValueError(f"{owner(backend)}: the posterior precision matrix is not positive definite in double "
+                         f"precision (its diagonal spans {d.min():.3g} to {d.max():.3g}): the scales of X^T X / "
+                         f"sigma2 and of the potentials' precisions are too far apart; rescale X, y and sigma2, "
+                         f"or tau") from None
+
+
+def check_finite(x, backend: str, what: str) -> np.ndarray:
+    """``x``, or a ValueError when it has left double precision (NaN or inf), so that a backend reports why rather
+    than handing NaN on."""
+    if not np.all(np.isfinite(x)):
+        raise ValueError(f"{owner(backend)}: {what} left double precision (NaN or inf): the scales of X^T X / "
+                         f"sigma2 and of the potentials' precisions are too far apart; rescale X, y and sigma2, "
+                         f"or tau")
+    return x
 
 
 @dataclass
@@ -69,7 +97,8 @@ def point_fit(model, data, backend, u, *, draws, chains, timing, info, objective
 
 
 def gaussian_fit(model, data, backend, mean, cov, *, draws, chains, seed, timing, info, objective=None):
-    """i.i.d. draws from N(mean, cov) (kind "approximation")."""
+    """i.i.d. draws from N(mean, cov) (kind "approximation"); ``info["mean"]`` keeps the exact mean."""
     rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 7919]))
     u = gaussian_draws(rng, np.asarray(mean, float), np.asarray(cov, float), chains, draws)
+    info = {**info, "mean": np.asarray(mean, dtype=float).tolist()}
     return build_fit(model, data, backend, "approximation", {"u": u}, timing=timing, info=info, objective=objective)

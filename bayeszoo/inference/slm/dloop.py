@@ -42,7 +42,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo import checks
 from bayeszoo.fit import build_fit
-from bayeszoo.inference.slm._common import Timer, check_iterations, gaussian_fit, owner, problem
+from bayeszoo.inference.slm._common import Timer, check_iterations, cholesky, gaussian_fit, owner, problem
 from bayeszoo.inference.slm.gibbs import GaussianStep, _prior_precision
 from bayeszoo.numerics.lanczos import lanczos_variances
 from bayeszoo.numerics.operators import to_dense
@@ -141,7 +141,7 @@ def variances(prob, gamma, *, k, dense=None):
     """Marginal variances of s = B u and of u under N(., A(gamma)^-1): ``(z, u_var, steps)``. ``dense`` =
     (X, B) matrices: exact, by a Cholesky factor (steps None); otherwise k Lanczos steps on the operators."""
     if dense is not None:
-        L = sla.cholesky(_dense_precision(*dense, prob.sigma2, gamma), lower=True)
+        L = cholesky(_dense_precision(*dense, prob.sigma2, gamma), "dloop")
         Li = sla.solve_triangular(L, np.eye(prob.n), lower=True)
         return np.sum((Li @ dense[1].T) ** 2, axis=0), np.sum(Li**2, axis=0), None
     X, B, s2 = prob.X, prob.B, prob.sigma2
@@ -153,7 +153,7 @@ def variances(prob, gamma, *, k, dense=None):
 def phi_bound(prob, gamma, Xd, Bd):
     """phi(gamma) of the module docstring (dense): -phi / 2 is a lower bound on ln Z."""
     s2, y = prob.sigma2, prob.y
-    L = sla.cholesky(_dense_precision(Xd, Bd, s2, gamma), lower=True)
+    L = cholesky(_dense_precision(Xd, Bd, s2, gamma), "dloop")
     b = Xd.T @ y / s2
     a = sla.solve_triangular(L, b, lower=True)
     r_min = float(y @ y / s2 - a @ a)
@@ -229,11 +229,12 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     info = {"iterations": res["outer"], "converged": res["converged"], "objective": "phi" if small else None,
             "warnings": warnings, "inner_iterations": res["inner"], "lanczos_k": res["lanczos_k"],
             "variances_exact": bool(exact), "variances": res["u_var"].tolist(), "s_variances": res["z"].tolist(),
-            "gamma": res["gamma"].tolist()}
+            "gamma": res["gamma"].tolist(), "mean": res["mean"].tolist()}
     objective = {"phi": res["phi"]} if small else None
     t_fit = timer()
     if small:
-        cov = np.linalg.inv(_dense_precision(*dense, prob.sigma2, res["gamma"]))
+        L = cholesky(_dense_precision(*dense, prob.sigma2, res["gamma"]), "dloop")
+        cov = sla.cho_solve((L, True), np.eye(prob.n))
         return gaussian_fit(model, data, "dloop", res["mean"], 0.5 * (cov + cov.T), draws=draws, chains=chains,
                             seed=seed, timing={"sample": t_fit}, info=info, objective=objective)
     step = GaussianStep(prob, "cg")
