@@ -49,6 +49,7 @@ CHECKSUMS = {
     "ripley_synth_tr.csv": "bf8221a95c81dbe5b7c3158979f0785ea77d9c6280c003de91092445caa601e1",
     "segment.csv.gz": "3c282531677e4655aaf6f2df509047aced84e5db3818b0316c2b247ab5baf724",
     "titanic.csv": "566c0ba4051503abe82723f3d6ec7d5f077eda20b86f4725587857bb5e660d3d",
+    "mri_epi_slices.npz": "76bd4adebdf9c09b10688c0c6e1be02e57c3049a5c4b39fa545189a46c72edf1",
 }
 
 

@@ -219,3 +219,59 @@ def test_the_natural_image_study_measures_the_heuristic_and_designed_wavelet_coe
     first = results.query("design == 'opt wave' and m == 8")["l2_error"].item()
     assert first == results.query("design == 'heur wave' and method == 'dloop' and m == 8")["l2_error"].item()
     assert ni.summary(results).shape == (6, 2)
+
+
+def test_mri_slices_are_measured_on_whole_cartesian_lines():
+    from bayeszoo.datasets.slm_data import central_lines
+
+    assert set(central_lines(64, 8).tolist()) == {0, 1, 2, 3, 4, 61, 62, 63}
+    data = bz.datasets.load("slm_mri", slice_index=3, lines=[0, 5, 40], sigma2=1e-4, seed=1)
+    u = np.asarray(data.meta["true_u"])
+    assert data.X.shape == (2 * 3 * 64, 64 * 64) and data.meta["u_shape"] == (64, 64)
+    assert 0.0 <= u.min() and u.max() <= 1.0 and u.std() > 0.1
+    k_space = np.fft.fft2(u.reshape(64, 64), norm="ortho")
+    for line in (0, 5, 40):                                 # the real parts of line 5 are among the rows
+        mask = np.zeros((64, 64), dtype=bool)
+        mask[line] = True
+        np.testing.assert_allclose(
+            ops.to_dense(ops.fourier_sampling((64, 64), mask)) @ u, np.r_[k_space[line].real, k_space[line].imag],
+            atol=1e-10)
+    residual = data.y - data.X @ u
+    assert abs(residual.std() - 1e-2) < 2e-3                 # the noise has variance sigma2
+    for lines in ([1, 1], [64], [], [0.5]):
+        with pytest.raises(ValueError, match="lines must be distinct row indices"):
+            bz.datasets.load("slm_mri", lines=lines)
+
+
+def test_mri_designs_start_from_the_centre_and_are_seeded():
+    from bayeszoo.studies import slm_mri_design as mri
+
+    start = np.array([0, 1, 63])
+    eq = mri.equispaced(64, start, 10)
+    assert eq[:3].tolist() == [0, 1, 63] and len(set(eq.tolist())) == 10
+    assert np.ptp(np.diff(np.sort(eq[3:]))) <= 1                      # the added lines are evenly spaced
+    rd = [mri.variable_density(64, start, 12, np.random.default_rng(s)) for s in range(200)]
+    assert all(r[:3].tolist() == [0, 1, 63] and len(set(r.tolist())) == 12 for r in rd)
+    np.testing.assert_array_equal(rd[0], mri.variable_density(64, start, 12, np.random.default_rng(0)))
+    picked = np.abs(np.fft.fftfreq(64) * 64)[np.concatenate([r[3:] for r in rd])]
+    uniform = np.abs(np.fft.fftfreq(64) * 64)[np.setdiff1d(np.arange(64), start)]
+    assert picked.mean() < 0.7 * uniform.mean()                        # the density favours the centre
+    blocks = mri.line_blocks(64, [2, 7])
+    assert blocks.shape == (2, 128, 4096)
+    norms = np.linalg.norm(blocks[0], axis=1) ** 2            # each sample's real and imaginary rows: a unit DFT row
+    np.testing.assert_allclose(norms[:64] + norms[64:], 1.0)
+    with pytest.raises(ValueError, match="line_counts"):
+        mri.run(line_counts=(8,), n_central=8, progress=False)
+
+
+@pytest.mark.slow
+def test_the_mri_study_compares_every_design_on_the_design_and_unseen_slices():
+    from bayeszoo.studies import slm_mri_design as mri
+
+    results, designs = mri.run(test_slices=(1,), line_counts=(10,), repeats=1, lanczos_k=30, progress=False)
+    assert set(designs) == {("ct", 0), ("op", 0), ("rd", 0)}
+    assert all(lines[:8] == mri.central_lines(64, 8).tolist() for lines in designs.values())
+    assert len(results) == 2 * 4 * 2 and np.all(np.isfinite(results["l2_error"]))
+    # MAP beats zero filling on every design and slice
+    wide = results.pivot_table(index=["slice", "design"], columns="method", values="l2_error")
+    assert np.all(wide["MAP"] < wide["ZFDC"])

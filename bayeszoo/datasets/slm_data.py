@@ -161,3 +161,60 @@ def slm_image(image: str = "camera", size: int = 32, m: int = 256, sigma2: float
             "preprocessing": "grey values in [0, 1], square crop, anti-aliased resize"}
     return measured(u, X, sigma2, rng, name=f"slm_image_{image}", u_shape=(size, size), n_test=n_test, meta=meta,
                     X_operator=spec)
+
+
+# ------------------------------------------------------------------------------------- MRI (Nickisch ch. 6)
+MRI_FILE = "mri_epi_slices.npz"
+MRI_SOURCE = ("nibabel 5.4.2, nibabel/tests/data/example4d.nii.gz (MIT licence, nibabel's COPYING): first volume, "
+              "axial slices 4, 7, 10, 13, 16, 19 of 24; each 128 x 96 slice transposed, zero-padded to 128 x 128, "
+              "2 x 2 block means to 64 x 64, divided by the volume's 99.9th percentile and clipped to [0, 1]")
+
+
+def mri_slices() -> np.ndarray:
+    """The six 64 x 64 brain slices shipped with the package (``MRI_SOURCE``), shape (6, 64, 64), values in [0, 1]."""
+    from importlib import resources
+
+    with resources.files("bayeszoo.datasets").joinpath("data", MRI_FILE).open("rb") as fh:
+        return np.load(fh)["slices"].astype(float)
+
+
+def cartesian_lines(size: int, lines) -> np.ndarray:
+    """The k-space mask (size x size, DFT frequency order) of the phase-encode lines ``lines`` (row indices of the
+    k-space grid: 0 the centre, size - 1 the line below it, as ``numpy.fft.fftfreq`` orders them)."""
+    mask = np.zeros((size, size), dtype=bool)
+    mask[np.asarray(lines, dtype=int) % size] = True
+    return mask
+
+
+def central_lines(size: int, count: int) -> np.ndarray:
+    """The ``count`` phase-encode lines nearest the k-space centre (the thesis's low-resolution start)."""
+    freq = np.fft.fftfreq(size) * size
+    return np.argsort(np.abs(freq) + 0.25 * (freq < 0), kind="stable")[:count]
+
+
+@register("slm_mri")
+def slm_mri(slice_index: int = 0, lines=None, n_central: int = 8, sigma2: float = 1e-4, seed: int = 0) -> Dataset:
+    """A 64 x 64 brain slice (``mri_slices``) measured on Cartesian k-space lines (Nickisch §6.4): ``lines`` (row
+    indices of the DFT grid) or, if None, the ``n_central`` lines around the centre; real and imaginary parts of
+    every sample on a line are separate rows, each with noise of variance ``sigma2``."""
+    owner = "dataset 'slm_mri'"
+    images = mri_slices()
+    slice_index = checks.number(owner, "slice_index", slice_index, low=0, low_inclusive=True, high=len(images) - 1,
+                                integer=True)
+    sigma2 = checks.non_negative(owner, "sigma2", sigma2)
+    size = images.shape[1]
+    if lines is None:
+        n_central = checks.number(owner, "n_central", n_central, low=1, low_inclusive=True, high=size, integer=True)
+        lines = central_lines(size, n_central)
+    lines = np.asarray(lines)
+    if lines.ndim != 1 or lines.size == 0 or not np.issubdtype(lines.dtype, np.integer) or \
+            np.any((lines < 0) | (lines >= size)) or len(set(lines.tolist())) != lines.size:
+        raise ValueError(f"{owner}: lines must be distinct row indices of the {size} x {size} k-space grid, "
+                         f"got {lines.tolist()}")
+    mask = cartesian_lines(size, lines)
+    X = operators.to_dense(operators.fourier_sampling((size, size), mask))
+    meta = {"source": MRI_SOURCE, "licence": "MIT (nibabel)", "preprocessing": "see source; Cartesian lines "
+            f"{sorted(lines.tolist())}", "lines": sorted(int(v) for v in lines)}
+    return measured(images[slice_index], X, sigma2, np.random.default_rng(seed),
+                    name=f"slm_mri_slice{slice_index}", u_shape=(size, size), meta=meta,
+                    X_operator={"kind": "fourier", "mask": mask.tolist()})
