@@ -106,7 +106,7 @@ def test_gibbs_is_exact_for_gaussian_potentials():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("potential,B", [("laplace", "identity"), ("student", "tv")])
+@pytest.mark.parametrize("potential,B", [("laplace", "identity"), ("student", "tv"), ("logistic", "identity")])
 def test_gibbs_agrees_with_numpyro(potential, B):
     data = _signal(n=8, m=6, sigma2=0.05, seed=2)
     model = SLM(potential=potential, tau=2.0, sigma2=0.05, B=B)
@@ -126,9 +126,23 @@ def test_gibbs_cg_matches_cholesky():
     assert np.max(_mc_close(a.posterior["u"].values, b.posterior["u"].values)) < 4.5
 
 
-def test_gibbs_does_not_apply_to_logistic_potentials():
-    assert "gibbs" not in bz.backends(SLM(potential="logistic"))
-    assert {"map", "sbl", "nuts", "numpyro"} <= set(bz.backends(SLM(potential="logistic")))
+def test_gibbs_samples_the_logistic_potential_by_polya_gamma_precisions():
+    """n = 1: the posterior N(y | x u, sigma2) cosh(tau u)^-2 has its mean and variance by quadrature."""
+    from scipy import integrate
+
+    assert "gibbs" in bz.backends(SLM(potential="logistic"))
+    x, y, sigma2, tau = np.array([[1.0], [0.5]]), np.array([1.2, 0.4]), 0.5, 1.5
+    data = bz.datasets.Dataset(X=x, y=y, name="one unknown", meta={"task": "regression"})
+    model = SLM(potential="logistic", tau=tau, sigma2=sigma2)
+    density = lambda u: np.exp(-np.sum((y - x[:, 0] * u) ** 2) / (2 * sigma2)) / np.cosh(tau * u) ** 2  # noqa: E731
+    Z = integrate.quad(density, -20, 20)[0]
+    mean = integrate.quad(lambda u: u * density(u), -20, 20)[0] / Z
+    var = integrate.quad(lambda u: (u - mean) ** 2 * density(u), -20, 20)[0] / Z
+    fit = bz.fit(model, data, "gibbs", draws=10000, tune=200, chains=2, seed=0, progress=False)
+    u = fit.posterior["u"].values.ravel()
+    ess = float(az.ess(fit.idata, var_names=["u"])["u"].min())
+    assert abs(u.mean() - mean) < 4 * np.sqrt(var / ess)
+    assert u.var() == pytest.approx(var, rel=0.05)
 
 
 @pytest.mark.parametrize("backend", ["ep", "dloop", "sbl"])

@@ -66,6 +66,19 @@ def test_precision_conditional_is_the_mixing_posterior():
         mean_pi = integrate.quad(lambda g: w(g) / g, 0, np.inf, limit=400)[0] / Z
         draws = pot.sample_precision(rng, np.full(200_000, s))
         assert draws.mean() == pytest.approx(mean_pi, rel=0.01)
+        assert mean_pi == pytest.approx(-float(pot.dlog_t(s)) / s, rel=1e-6)   # E[pi | s] = -T'(s) / (s T(s))
+
+
+@pytest.mark.parametrize("s", [0.05, 0.7, 3.0, -2.0])
+def test_polya_gamma_precisions_of_the_logistic_potential(s):
+    """The logistic's mixture has no closed mixing density; E[pi | s] = -T'(s) / (s T(s)) = 2 tau tanh(tau s) / s
+    holds for every Gaussian scale mixture, and Var(omega | s) of PG(2, c) is 2 (sinh c - c) / (4 c^3 cosh^2(c/2))."""
+    tau = 1.3
+    draws = Potential("logistic", tau).sample_precision(np.random.default_rng(2), np.full(200_000, s))
+    assert draws.mean() == pytest.approx(2 * tau * np.tanh(tau * s) / s, rel=0.01)
+    c = 2 * tau * abs(s)
+    var_omega = 2 * (np.sinh(c) - c) / (4 * c**3 * np.cosh(c / 2) ** 2)
+    assert (draws / (4 * tau**2)).var() == pytest.approx(var_omega, rel=0.03)
 
 
 @pytest.mark.parametrize("pot", CASES[:4], ids=lambda p: f"{p.name}-{float(p.tau)}")
@@ -121,5 +134,3 @@ def test_bad_parameters():
         Potential("cauchy")
     with pytest.raises(ValueError, match="tau"):
         Potential("laplace", -1.0)
-    with pytest.raises(ValueError, match="Gibbs"):
-        Potential("logistic").sample_precision(np.random.default_rng(0), np.ones(3))

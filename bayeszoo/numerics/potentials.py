@@ -35,7 +35,7 @@ LOG_CONCAVE = {"laplace": True, "student": False, "logistic": True, "gaussian": 
 #: strongly super-Gaussian (g(x) = ln T(sqrt x) convex and non-increasing, §2.4): all but the Gaussian
 STRONGLY_SUPER_GAUSSIAN = {"laplace": True, "student": True, "logistic": True, "gaussian": False}
 #: potentials whose scale mixture the Gibbs sampler draws from (the precision given s in closed form)
-GSM_SAMPLERS = ("laplace", "student", "gaussian")
+GSM_SAMPLERS = ("laplace", "student", "gaussian", "logistic")
 _LOG2 = float(np.log(2.0))
 
 
@@ -210,7 +210,9 @@ class Potential:
         """Draw the precision 1/gamma_j given s_j (its full conditional under the mixture), elementwise.
 
         Laplace: 1/gamma | s ~ InverseGaussian(mean tau / |s|, shape tau^2) (Park & Casella 2008); Student's t:
-        1/gamma | s ~ Gamma((nu + 1) / 2, rate nu / (2 tau) + s^2 / 2); Gaussian: tau.
+        1/gamma | s ~ Gamma((nu + 1) / 2, rate nu / (2 tau) + s^2 / 2); Gaussian: tau; logistic: 1/gamma = 4 tau^2
+        omega with omega | s ~ PolyaGamma(2, 2 tau s) (Polson, Scott & Windle 2013: cosh(tau s)^-2 =
+        int exp(-omega (2 tau s)^2 / 2) PG(omega | 2, 0) d omega), drawn by the ``polyagamma`` package.
         """
         s = np.asarray(s, dtype=float)
         tau = np.broadcast_to(np.asarray(self.tau, dtype=float), s.shape)
@@ -222,6 +224,10 @@ class Potential:
             return rng.gamma(0.5 * (nu + 1.0), 1.0 / (0.5 * nu / tau + 0.5 * s * s))
         if self.name == "gaussian":
             return tau.copy()
+        if self.name == "logistic":
+            from polyagamma import random_polyagamma
+
+            return 4.0 * tau**2 * random_polyagamma(2.0, 2.0 * tau * s, random_state=rng)
         raise ValueError(f"the Gibbs sampler draws scale mixtures of {GSM_SAMPLERS}, not of the {self.name!r} "
                          f"potential")
 

@@ -5,14 +5,14 @@ pi_j = 1/gamma_j as auxiliary variables the sweep alternates
 
 1. pi_j | u ~ its full conditional given s_j = (B u)_j (:meth:`Potential.sample_precision`): Laplace, exponential
    mixing of the variances, 1/gamma | s ~ InverseGaussian(tau / |s|, tau^2) (Park & Casella 2008); Student's t,
-   Gamma mixing of the precisions, pi | s ~ Gamma((nu + 1) / 2, nu / (2 tau) + s^2 / 2); Gaussian, pi = tau;
+   Gamma mixing of the precisions, pi | s ~ Gamma((nu + 1) / 2, nu / (2 tau) + s^2 / 2); logistic, Polya-Gamma
+   mixing, pi = 4 tau^2 omega with omega | s ~ PG(2, 2 tau s) (Polson, Scott & Windle 2013); Gaussian, pi = tau;
 2. u | pi ~ N(Q^-1 X^T y / sigma2, Q^-1), Q = X^T X / sigma2 + B^T diag(pi) B, drawn by perturb-and-solve
    (Papandreou & Yuille 2010): u = Q^-1 [X^T (y + sigma e1) / sigma2 + B^T (sqrt(pi) e2)], e1, e2 ~ N(0, I), with
    a dense Cholesky factor (``solver="cholesky"``) or conjugate gradients on the operators (``"cg"``, for large n:
    the draw is then exact only up to the CG tolerance).
 
-The logistic potential's mixture (Polya-Gamma) is not sampled here. Chains run one after another, each from its
-own seed (``SeedSequence([seed, chain])``), started from a perturb-and-solve draw at the prior mean precisions.
+Chains run one after another, each from its own seed (``SeedSequence([seed, chain])``), started from a perturb-and-solve draw at the prior mean precisions.
 """
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo import checks
-from bayeszoo.inference.slm._common import Timer, owner, problem
+from bayeszoo.inference.slm._common import Timer, check_finite, cholesky, owner, problem
 from bayeszoo.fit import build_fit
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.numerics.potentials import GSM_SAMPLERS
@@ -64,10 +64,10 @@ class GaussianStep:
         e2 = rng.standard_normal(p.q)
         rhs = self.Xty + p.X.H @ e1 / self.sigma + p.B.H @ (np.sqrt(pi) * e2)
         if self.dense:
-            return sla.cho_solve(sla.cho_factor(self.precision(pi), lower=True), rhs)
+            return sla.cho_solve((cholesky(self.precision(pi), "gibbs"), True), rhs)
         Q = LinearOperator((p.n, p.n), dtype=float,
                            matvec=lambda v: p.X.H @ (p.X @ v) / p.sigma2 + p.B.H @ (pi * (p.B @ v)))
-        return cg(Q, rhs, x0=u_prev, rtol=cg_tol, maxiter=10 * p.n)[0]
+        return check_finite(cg(Q, rhs, x0=u_prev, rtol=cg_tol, maxiter=10 * p.n)[0], "gibbs", "a CG draw of u")
 
 
 def _prior_precision(pot) -> np.ndarray:
@@ -77,6 +77,8 @@ def _prior_precision(pot) -> np.ndarray:
         return tau**2 / 2.0
     if pot.name == "student":
         return tau * np.maximum(pot.nu - 2.0, 1.0) / pot.nu
+    if pot.name == "logistic":
+        return 12.0 * tau**2 / np.pi**2       # E[gamma] = Var(s) = pi^2 / (12 tau^2)
     return tau
 
 
@@ -89,7 +91,7 @@ def _prior_precision(pot) -> np.ndarray:
                    "thin": Option(1, "keep every thin-th sweep"),
                    "cg_tol": Option(1e-10, "relative residual of the CG solves (solver cg)")})
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
-    """Gibbs sampler on (u, precisions) of the Laplace / Student's t / Gaussian SLM."""
+    """Gibbs sampler on (u, precisions) of the SLM (every potential: module docstring)."""
     timer = Timer()
     prob = problem(model, data)
     pot = prob.potential
