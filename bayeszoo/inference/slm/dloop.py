@@ -24,8 +24,9 @@ variances of s = B u under the current Gaussian; the bound phi^(2)), and alterna
   ln T_j. With z = 0 the inner problem is the MAP problem.
 
 Each outer step cannot increase phi when the variances are exact and the inner loop is solved (the tangent is an
-upper bound that touches at the current gamma). The inner problem is convex for log-concave potentials, which are
-the ones this backend takes (Laplace, logistic, Gaussian).
+upper bound that touches at the current gamma). The inner problem is convex for log-concave potentials; for
+Student's t the outer loop also bounds the concave part of its height function by a tangent (:class:`Surrogate`),
+which keeps the inner problem convex and phi non-increasing, though phi itself is not convex then (§3.4).
 
 The Gaussian approximation is N(u*, A(gamma)^-1). For n <= ``DENSE_N`` its covariance is formed and the draws are
 i.i.d. from it; above, the draws are perturb-and-solve samples from the same Gaussian (conjugate gradients,
@@ -42,7 +43,8 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo import checks
 from bayeszoo.fit import build_fit
-from bayeszoo.inference.slm._common import Timer, check_iterations, cholesky, gaussian_fit, owner, problem
+from bayeszoo.inference.slm._common import (Timer, check_finite, check_iterations, cholesky, gaussian_fit, owner,
+                                            problem)
 from bayeszoo.inference.slm.gibbs import GaussianStep, _prior_precision
 from bayeszoo.numerics.lanczos import lanczos_variances
 from bayeszoo.numerics.operators import to_dense
@@ -50,7 +52,7 @@ from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 
 DENSE_N = 2000          # up to this n: dense covariance for the draws, the phi trace, and exact_variances allowed
-LOG_CONCAVE = ("laplace", "logistic", "gaussian")
+POTENTIALS = ("laplace", "logistic", "gaussian", "student")
 TINY = 1e-300
 
 
@@ -68,21 +70,45 @@ def _defaults(model, data):
 
 
 # ---- the inner loop: smoothed MAP by Newton-CG ---------------------------------------------------------------
-def _penalty(pot, s, z):
-    """sum_j -ln T_j(varsigma_j) and its first two derivatives in s_j (App. E.5 with beta = 0, sigma = 1)."""
-    vs = np.maximum(np.sqrt(s * s + z), 1e-100)     # vs**3 stays a normal number
-    g1, g2 = pot.dlog_t(vs), pot.d2log_t(vs)
-    value = -float(np.sum(pot.log_t(vs)))
-    d1 = -g1 * s / vs
-    d2 = -(g2 * (s / vs) ** 2 + g1 * z / vs**3)
-    return value, d1, d2
+class Surrogate:
+    """The inner loop's penalty on s = B u after minimising over gamma, and the gamma that attains it.
+
+    Log-concave potentials (App. E.5, beta = 0, sigma = 1): -ln T_j(varsigma_j), varsigma_j = sqrt(s_j^2 + z_j),
+    gamma_j = gamma*(varsigma_j). Student's t: its height function is h = h_cup + h_cap with h_cup(gamma) =
+    nu / (tau gamma) convex and h_cap(gamma) = (nu + 1) ln gamma concave (plus a constant; Table 3.1 above the
+    threshold, where every gamma*(s) lies), and the outer loop also replaces h_cap by its tangent at the current
+    gamma, slope c_j = (nu + 1) / gamma_j (the surrogate (3.10), z_1 = z_{h_cap}). Minimising (s_j^2 + z_j) / gamma +
+    h_cup(gamma) + c_j gamma over gamma gives gamma_j = sqrt(q_j / c_j) and the convex penalty sqrt(c_j q_j), with
+    q_j = s_j^2 + z_j + nu / tau_j (half of the -2 ln scale, constants dropped)."""
+
+    def __init__(self, pot, z, gamma=None):
+        self.pot, self.z = pot, z
+        if pot.name == "student":
+            self.slope = (pot.nu + 1.0) / gamma
+            self.offset = z + pot.nu / np.asarray(pot.tau, dtype=float)
+
+    def penalty(self, s):
+        """Sum of the penalties and their first two derivatives in s_j."""
+        if self.pot.name == "student":
+            q = s * s + self.offset
+            p = np.sqrt(self.slope * q)
+            return float(np.sum(p)), self.slope * s / p, self.slope * self.offset / (p * q)
+        pot, z = self.pot, self.z
+        vs = np.maximum(np.sqrt(s * s + z), 1e-100)     # vs**3 stays a normal number
+        g1, g2 = pot.dlog_t(vs), pot.d2log_t(vs)
+        return -float(np.sum(pot.log_t(vs))), -g1 * s / vs, -(g2 * (s / vs) ** 2 + g1 * z / vs**3)
+
+    def gamma(self, s):
+        if self.pot.name == "student":
+            return np.sqrt((s * s + self.offset) / self.slope)
+        return self.pot.gamma_star(np.sqrt(s * s + self.z))
 
 
-def _line_search(pot, z, s, Bd, rXd, XdXd, sigma2, max_iter=40):
+def _line_search(surrogate, s, Bd, rXd, XdXd, sigma2, max_iter=40):
     """argmin_lam of the inner objective along u + lam d, from Bd, r^T X d and ||X d||^2 only (no products with X
     or B): a convex 1-d problem, solved by Newton steps safeguarded by bisection on its derivative."""
     def slope(lam):
-        _, d1, d2 = _penalty(pot, s + lam * Bd, z)
+        _, d1, d2 = surrogate.penalty(s + lam * Bd)
         return (rXd + lam * XdXd) / sigma2 + d1 @ Bd, XdXd / sigma2 + d2 @ (Bd * Bd)
 
     d0 = slope(0.0)[0]
@@ -104,13 +130,15 @@ def _line_search(pot, z, s, Bd, rXd, XdXd, sigma2, max_iter=40):
     return lam
 
 
-def inner_loop(prob, z, u, *, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_maxiter=300):
-    """Minimise f(u) = ||X u - y||^2 / (2 sigma2) - sum_j ln T_j(sqrt(s_j^2 + z_j)) from u. Returns
-    ``(u, f trace, newton steps, converged)``; with z = 0 this is the MAP objective."""
-    X, B, y, s2, pot = prob.X, prob.B, prob.y, prob.sigma2, prob.potential
+def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_maxiter=300):
+    """Minimise f(u) = ||X u - y||^2 / (2 sigma2) + the :class:`Surrogate` penalty (log-concave potentials:
+    - sum_j ln T_j(sqrt(s_j^2 + z_j)); Student's t: its tangent at ``gamma``) from u. Returns ``(u, f trace, newton
+    steps, converged, surrogate)``; with z = 0 and a log-concave potential this is the MAP objective."""
+    X, B, y, s2 = prob.X, prob.B, prob.y, prob.sigma2
+    surrogate = Surrogate(prob.potential, z, gamma)
     u = np.array(u, dtype=float)
     r, s = X @ u - y, B @ u
-    pen, d1, d2 = _penalty(pot, s, z)
+    pen, d1, d2 = surrogate.penalty(s)
     f = [0.5 * (r @ r) / s2 + pen]
     converged = False
     for it in range(1, n_inner + 1):
@@ -121,14 +149,14 @@ def inner_loop(prob, z, u, *, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_maxit
         if not grad @ d < 0:                       # CG stopped too early to give a descent direction
             d = -grad
         Bd, Xd = B @ d, X @ d
-        lam = _line_search(pot, z, s, Bd, float(r @ Xd), float(Xd @ Xd), s2)
+        lam = _line_search(surrogate, s, Bd, float(r @ Xd), float(Xd @ Xd), s2)
         u, s, r = u + lam * d, s + lam * Bd, r + lam * Xd
-        pen, d1, d2 = _penalty(pot, s, z)
+        pen, d1, d2 = surrogate.penalty(s)
         f.append(0.5 * (r @ r) / s2 + pen)
         if f[-2] - f[-1] <= inner_tol * max(1.0, abs(f[-1])):
             converged = True
             break
-    return u, np.asarray(f), it, converged
+    return u, np.asarray(f), it, converged, surrogate
 
 
 # ---- the outer loop: marginal variances --------------------------------------------------------------------
@@ -147,6 +175,8 @@ def variances(prob, gamma, *, k, dense=None):
     X, B, s2 = prob.X, prob.B, prob.sigma2
     (z, u_var), steps = lanczos_variances(lambda v: X.H @ (X @ v) / s2 + B.H @ ((B @ v) / gamma), prob.n, k,
                                           [lambda v: B @ v, lambda v: v])
+    # Lanczos squares A's products: on a badly scaled problem they overflow where a Cholesky factor would not
+    check_finite(np.append(z, u_var), "dloop", "the Lanczos variance estimates")
     return z, u_var, steps
 
 
@@ -177,11 +207,11 @@ def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, i
     with progress_bar(total=n_outer, desc="dloop (slm)", disable=not progress) as bar:
         for t in range(1, n_outer + 1):
             z, _, _ = variances(prob, gamma, k=lanczos_k, dense=var_dense)
-            u, _, steps, ok = inner_loop(prob, z, u, n_inner=n_inner, inner_tol=inner_tol, cg_tol=cg_tol,
-                                         cg_maxiter=cg_maxiter)
+            u, _, steps, ok, surrogate = inner_loop(prob, z, u, gamma=gamma, n_inner=n_inner, inner_tol=inner_tol,
+                                                    cg_tol=cg_tol, cg_maxiter=cg_maxiter)
             inner_steps.append(steps)
             inner_ok = inner_ok and ok
-            new = np.maximum(pot.gamma_star(np.sqrt((prob.B @ u) ** 2 + z)), TINY)
+            new = np.maximum(surrogate.gamma(prob.B @ u), TINY)
             change = float(np.max(np.abs(np.log(new) - np.log(gamma))))
             gamma = new
             if dense is not None:
@@ -196,7 +226,7 @@ def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, i
 
 
 @register("dloop", kind="approximation", family="slm", check=_check, defaults=_defaults,
-          applies=lambda model: model.potential in LOG_CONCAVE,
+          applies=lambda model: model.potential in POTENTIALS,
           description="double-loop variational inference (Lanczos variances, Newton-CG inner loop)",
           options={"n_outer": Option(5, "most outer iterations (variance updates)"),
                    "n_inner": Option(30, "most Newton steps per inner loop"),
@@ -207,7 +237,7 @@ def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, i
                    "cg_tol": Option(1e-8, "relative residual of the CG solves (Newton steps and draws)"),
                    "cg_maxiter": Option(300, "most CG iterations per Newton step")})
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
-    """Double-loop variational inference for the Laplace / logistic / Gaussian SLM."""
+    """Double-loop variational inference for the SLM (every potential: :class:`Surrogate`)."""
     timer = Timer()
     prob = problem(model, data)
     small = prob.n <= DENSE_N
