@@ -83,6 +83,27 @@ def test_sbl_matches_sklearn_ard():
     np.testing.assert_allclose(u.mean(0), exact["mean"], atol=4 * np.sqrt(np.diag(exact["cov"]).max() / u.shape[0]))
 
 
+@pytest.mark.parametrize("learn_noise", [False, True])
+def test_sbl_with_fewer_measurements_than_unknowns_equals_the_dense_iteration(learn_noise):
+    """B = I and m < n go through the m x m matrix sigma2 I + X Gamma X^T (Woodbury); a permuted identity takes the
+    dense n x n path with the same posterior: every iterate, the evidence trace and the result agree."""
+    from bayeszoo.inference.slm.sbl import sbl
+
+    data = _signal(n=40, m=15, sigma2=0.01, seed=4)
+    X, y, n = data.X, data.y, 40
+    perm = np.random.default_rng(0).permutation(n)
+    small = sbl(X, np.eye(n), y, 0.01, learn_noise=learn_noise, max_iter=300, tol=1e-9)
+    dense = sbl(X, np.eye(n)[perm], y, 0.01, learn_noise=learn_noise, max_iter=300, tol=1e-9)
+    # the stopping test may fall one iteration apart (rounding at the tolerance)
+    assert abs(small["iterations"] - dense["iterations"]) <= 1 and small["iterations"] > 5
+    k = min(small["iterations"], dense["iterations"])
+    np.testing.assert_allclose(small["mean"], dense["mean"], rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(small["alpha"][perm], dense["alpha"], rtol=1e-5)
+    np.testing.assert_allclose(small["cov"], dense["cov"], rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(small["log_evidence"][:k], dense["log_evidence"][:k], rtol=1e-8)
+    assert small["sigma2"] == pytest.approx(dense["sigma2"], rel=1e-8)
+
+
 def _mc_close(a, b, z=4.5):
     """Posterior means of u agree within z Monte-Carlo standard errors (ESS-based) per coordinate."""
     def mean_se(x):
