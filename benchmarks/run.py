@@ -21,6 +21,11 @@ Benchmarks (see BENCHMARKS.md):
   pmkl_vb_gibbs    PMKL: VBpMKL vs Gibbs, time to the same test error on the mfeat stand-in (target: >= 100x)
   pmkl_ess         PMKL: ESS/s of gibbs vs PyMC NUTS on W and beta (mkl_sources, n = 30)
   pmkl_svc         PMKL vb / em vs scikit-learn SVC on the averaged kernel (mfeat stand-in)
+  slm_dloop_cd     SLM: one dloop outer iteration vs a naive coordinate-descent sweep on phi, 256 x 256
+                   (target: >= 100x)
+  slm_scaling      SLM: dloop seconds per outer iteration at 128, 256, 512 pixels square against the n log n ratio
+  slm_map_peers    SLM: map (fista, admm) vs scikit-learn Lasso on a signal and SigPy's L1WaveletRecon on an image
+  slm_sbl_ard      SLM: sbl vs scikit-learn ARDRegression (hyperpriors off) on the same signal
 
 Every ratio in the printed table is measured in this one run. Results go to benchmarks/results/latest.json and
 latest.md.
@@ -40,7 +45,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
 BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn", "gpc_peers", "gpc_times", "gpc_ess", "bid_scaling", "bid_peers",
-              "pmkl_vb_gibbs", "pmkl_ess", "pmkl_svc", "arvm", "imagervm")
+              "pmkl_vb_gibbs", "pmkl_ess", "pmkl_svc", "arvm", "imagervm", "slm_dloop_cd", "slm_scaling",
+              "slm_map_peers", "slm_sbl_ard")
 
 
 def _machine() -> dict:
@@ -54,7 +60,7 @@ def _machine() -> dict:
 
     versions = {}
     for dist in ("numpy", "scipy", "pytensor", "pymc", "jax", "numpyro", "nutpie", "arviz", "scikit-learn",
-                 "sklearn-rvm", "gpy"):
+                 "sklearn-rvm", "gpy", "sigpy"):
         try:
             versions[dist] = version(dist)
         except PackageNotFoundError:
@@ -124,6 +130,20 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
             else:
                 result = mod.run_svc()
             rows_fn = {"pmkl_vb_gibbs": mod.rows_vb_gibbs, "pmkl_ess": mod.rows_ess, "pmkl_svc": mod.rows_svc}[name]
+        elif name.startswith("slm_"):
+            import bench_slm as mod
+
+            if name == "slm_dloop_cd":
+                result = mod.run_dloop_cd(size=64) if quick else mod.run_dloop_cd()
+            elif name == "slm_scaling":
+                result = mod.run_scaling(sizes=mod.QUICK_SIZES, repeats=1) if quick else mod.run_scaling()
+            elif name == "slm_map_peers":
+                result = (mod.run_map_peers(image_size=64, image_m=1024, repeats=1) if quick
+                          else mod.run_map_peers())
+            else:
+                result = mod.run_sbl_ard(repeats=1) if quick else mod.run_sbl_ard()
+            rows_fn = {"slm_dloop_cd": mod.rows_dloop_cd, "slm_scaling": mod.rows_scaling,
+                       "slm_map_peers": mod.rows_map_peers, "slm_sbl_ard": mod.rows_sbl_ard}[name]
         else:
             raise ValueError(name)
     except Exception as exc:  # one broken benchmark must not hide the others
