@@ -136,6 +136,16 @@ def _gains_of(V: np.ndarray, sigma2: float) -> np.ndarray:
     return np.linalg.slogdet(M)[1]
 
 
+def _cholesky(A: np.ndarray, what: str, remedy: str) -> np.ndarray:
+    """The lower Cholesky factor of ``A``; a ValueError (not NumPy's LinAlgError) when rounding has made it
+    indefinite, which a badly conditioned precision matrix does."""
+    try:
+        return sla.cholesky(A, lower=True)
+    except np.linalg.LinAlgError:
+        raise ValueError(f"{OWNER}: {what} is not positive definite in double precision: the precision matrix of "
+                         f"this approximation is too badly conditioned; {remedy}") from None
+
+
 def information_gain(model, data, fit, candidates, *, lanczos_k: int | None = None) -> np.ndarray:
     """IG of every candidate under ``fit``'s Gaussian approximation (module docstring), in nats.
 
@@ -148,13 +158,14 @@ def information_gain(model, data, fit, candidates, *, lanczos_k: int | None = No
     if lanczos_k is None:
         if n > DENSE_N:
             raise ValueError(f"{OWNER}: n = {n} is above {DENSE_N}: give lanczos_k to score by Lanczos")
-        L = sla.cholesky(prec.dense(), lower=True)
+        L = _cholesky(prec.dense(), "the precision matrix", "rescale X, y and sigma2")
         V = sla.solve_triangular(L, C.reshape(c * r, n).T, lower=True)          # (n, c r)
         return _gains_of(V.T.reshape(c, r, n).transpose(0, 2, 1), prec.sigma2)
     k = checks.number(OWNER, "lanczos_k", lanczos_k, low=1, low_inclusive=True, integer=True)
     Q, alpha, beta = lanczos(prec.matvec, n, k)
     T = np.diag(alpha) + np.diag(beta, 1) + np.diag(beta, -1)
-    L = sla.cholesky(T, lower=True)
+    L = _cholesky(T, f"the {T.shape[0]} x {T.shape[0]} Lanczos tridiagonal matrix",
+                  "score exactly (lanczos_k=None) or rescale X, y and sigma2")
     V = sla.solve_triangular(L, Q.T @ C.reshape(c * r, n).T, lower=True)         # (k, c r)
     return _gains_of(V.T.reshape(c, r, -1).transpose(0, 2, 1), prec.sigma2)
 

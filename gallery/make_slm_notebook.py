@@ -32,13 +32,13 @@ new_markdown_cell("""## Every backend against the reference posterior
 `bz.compare` finds this problem's reference in the catalogue (a long Gibbs run cross-checked by NumPyro's NUTS).
 `gibbs` samples the Gaussian scale mixture; `ep` is fractional expectation propagation; `dloop` the double-loop
 variational method; `map` the penalised least-squares estimate (a point); `sbl` sparse Bayesian learning."""),
-new_code_cell("""cmp = bz.compare(model, data, backends=["gibbs", "ep", "dloop", "map", "sbl"], draws=1000, tune=200, chains=4,
-                 seed=0, progress=False)
+new_code_cell("""cmp = bz.compare(model, data, backends=["gibbs", "ep", "dloop", "map", "sbl"],
+                 draws=1000, tune=200, chains=4, seed=0, progress=False)
 cmp.table().set_index("backend")[["kind", "seconds", "rhat_max", "mean_err", "sd_err", "ess_ref_per_s",
                                   "seconds_to_target", "l2_error"]].round(3)"""),
-new_markdown_cell("""EP's means and standard deviations are within a few hundredths of a posterior sd of the reference; the double
-loop's Gaussian is narrower (variational methods underestimate variances); MAP and SBL are points or near-points
-whose errors put them last in the ranking. The reconstructions, with +-2 posterior sd:"""),
+new_markdown_cell("""EP's means and standard deviations are within a few hundredths of a posterior sd of the reference;
+the double loop's Gaussian is narrower (variational methods underestimate variances); MAP and SBL are points or
+near-points whose errors put them last in the ranking. The reconstructions, with +-2 posterior sd:"""),
 new_code_cell("""family_picture(cmp)"""),
 new_markdown_cell("""## An image: the double loop on operators
 
@@ -70,7 +70,7 @@ random_fit = bz.fit(model, random_rows, "ep", seed=0, progress=False)
 print("||E[u] - u|| after 40 measurements: designed", round(model.score(design.fit, design.data)["l2_error"], 3),
       "| random", round(model.score(random_fit, random_rows)["l2_error"], 3))
 slm_plots.design_figure(design)"""),
-new_markdown_cell("""The study modules run the thesis's experiments at full size (they take minutes to hours on a laptop):
+new_markdown_cell("""The study modules run the thesis's experiments (minutes to hours on a laptop):
 `bayeszoo.studies.slm_compressed_sensing` (§5.5, six synthetic signals of n = 512), `slm_natural_images` (Fig. 5.4,
 64 x 64 images) and `slm_mri_design` (ch. 6, Cartesian k-space lines). Their results are on the family's page,
 `docs/families/slm.md`."""),

@@ -63,8 +63,8 @@ def _error(model, data, backend: str, seed: int) -> float:
     return model.score(fit, data)["l2_error"]
 
 
-def run(images=IMAGES, *, size: int = SIZE, checkpoints=(128, 256, 512), m0: int = 64, batch: int = 64, sigma2: float = SIGMA2,
-        lanczos_k: int = 100, seed: int = 0, progress: bool = True) -> pd.DataFrame:
+def run(images=IMAGES, *, size: int = SIZE, checkpoints=(128, 256, 512), m0: int = 64, batch: int = 64,
+        sigma2: float = SIGMA2, lanczos_k: int = 100, seed: int = 0, progress: bool = True) -> pd.DataFrame:
     """The Fig. 5.4 comparison (module docstring) on ``size`` x ``size`` images; columns ``image, design, method,
     m, l2_error``."""
     checkpoints = sorted(int(m) for m in checkpoints)

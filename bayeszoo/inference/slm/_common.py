@@ -6,6 +6,7 @@ N(mean, cov) (SBL, and the Gaussian approximations to come: EP, double loop).
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -15,6 +16,7 @@ from bayeszoo import checks
 from bayeszoo.fit import build_fit
 from bayeszoo.inference._gaussian import gaussian_draws
 from bayeszoo.inference._options import Timer  # noqa: F401  (re-exported)
+from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.potentials import Potential
 
 
@@ -26,6 +28,21 @@ def owner(backend: str) -> str:
 def check_iterations(backend: str, opts: dict, *names) -> dict:
     """``checks.iterations`` with this family's owner in the messages."""
     return checks.iterations(owner(backend), opts, *names)
+
+
+def blas_threads(always: bool = False):
+    """Decorator for a backend's ``run(model, data, ...)``: BLAS on one thread for problems with fewer than
+    ``numerics.blas_threads.SMALL_N`` unknowns (loops of small factorisations, where waking a second thread costs
+    more than the work) and, with ``always``, at every size (the operator algorithms, whose BLAS calls are
+    level-1 products of long vectors between FFTs and wavelet transforms: on a shared 2-core machine a second
+    thread only waits for its turn)."""
+    def decorate(run):
+        @functools.wraps(run)
+        def wrapper(model, data, **kwargs):
+            with one_blas_thread(0 if always else data.d):
+                return run(model, data, **kwargs)
+        return wrapper
+    return decorate
 
 
 def cholesky(A, backend: str) -> np.ndarray:

@@ -43,8 +43,8 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo import checks
 from bayeszoo.fit import build_fit
-from bayeszoo.inference.slm._common import (Timer, check_finite, check_iterations, cholesky, gaussian_fit, owner,
-                                            problem)
+from bayeszoo.inference.slm._common import (Timer, blas_threads, check_finite, check_iterations, cholesky, gaussian_fit,
+                                            owner, problem)
 from bayeszoo.inference.slm.gibbs import GaussianStep, _prior_precision
 from bayeszoo.numerics.lanczos import lanczos_variances
 from bayeszoo.numerics.operators import to_dense
@@ -236,6 +236,7 @@ def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, i
                    "inner_tol": Option(1e-10, "stop the inner loop when the relative decrease is below this"),
                    "cg_tol": Option(1e-8, "relative residual of the CG solves (Newton steps and draws)"),
                    "cg_maxiter": Option(300, "most CG iterations per Newton step")})
+@blas_threads(always=True)
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Double-loop variational inference for the SLM (every potential: :class:`Surrogate`)."""
     timer = Timer()

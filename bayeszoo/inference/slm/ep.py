@@ -32,7 +32,7 @@ import scipy.linalg as sla
 from scipy.special import erfcx, log_ndtr
 
 from bayeszoo import checks
-from bayeszoo.inference.slm._common import Timer, check_iterations, gaussian_fit, owner, problem
+from bayeszoo.inference.slm._common import Timer, blas_threads, check_iterations, cholesky, gaussian_fit, owner, problem
 from bayeszoo.inference.slm.gibbs import _prior_precision
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.progress import progress_bar
@@ -132,7 +132,7 @@ class State:
 
     def refresh(self):
         A = self.XtX + self.Bd.T @ (self.pi[:, None] * self.Bd)
-        self.L = sla.cholesky(0.5 * (A + A.T), lower=True)
+        self.L = cholesky(0.5 * (A + A.T), "ep")
         R = sla.solve_triangular(self.L, self.Bd.T, lower=True)
         alpha = sla.solve_triangular(self.L, self.Xty + self.Bd.T @ self.b, lower=True)
         self.rho, self.h = np.sum(R * R, axis=0), R.T @ alpha
@@ -177,7 +177,8 @@ def _proposals(st, pot, idx, eta, damping):
     P_new, H_new = P + pi_new - st.pi[idx], H + b_new - st.b[idx]
     kl = np.where(ok & (P_new > 0), _kl(H_new / np.where(P_new > 0, P_new, 1.0), 1.0 / np.where(P_new > 0, P_new, 1.0),
                                          st.h[idx], st.rho[idx]), 0.0)
-    return pi_new, b_new, kl, ok & (P_new > 0)
+    # a site that overflows (a tilted variance near 0 far from the cavity's mean) is skipped like an improper cavity
+    return pi_new, b_new, kl, ok & (P_new > 0) & np.isfinite(pi_new) & np.isfinite(b_new)
 
 
 def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-10, schedule="sweep",
@@ -222,6 +223,7 @@ def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-1
                    "max_sweeps": Option(200, "most sweeps (q site updates each)"),
                    "tol": Option(1e-10, "stop when the largest KL[Q'(s_i) || Q(s_i)] of a sweep is below this"),
                    "schedule": Option("sweep", "sweep (every site in turn) or selective (largest KL first)")})
+@blas_threads()
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Fractional EP for the SLM."""
     if data.d > DENSE_N:
@@ -235,8 +237,8 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     warnings = [] if res["converged"] else [f"ep stopped after {res['sweeps']} sweeps without meeting "
                                             f"tol={opts['tol']:g}"]
     if res["skipped"]:
-        warnings.append(f"{res['skipped']} site updates were skipped (improper cavity or an update that would "
-                        f"make the covariance indefinite)")
+        warnings.append(f"{res['skipped']} site updates were skipped (improper cavity, or an update that would "
+                        f"make the covariance indefinite or overflow)")
     info = {"iterations": res["sweeps"], "converged": res["converged"], "objective": "max_site_change",
             "warnings": warnings, "skipped_updates": res["skipped"], "eta": opts["eta"],
             "site_precision": res["pi"].tolist(), "site_linear": res["b"].tolist()}

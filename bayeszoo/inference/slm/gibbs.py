@@ -12,7 +12,8 @@ pi_j = 1/gamma_j as auxiliary variables the sweep alternates
    a dense Cholesky factor (``solver="cholesky"``) or conjugate gradients on the operators (``"cg"``, for large n:
    the draw is then exact only up to the CG tolerance).
 
-Chains run one after another, each from its own seed (``SeedSequence([seed, chain])``), started from a perturb-and-solve draw at the prior mean precisions.
+Chains run one after another, each from its own seed (``SeedSequence([seed, chain])``), started from a
+perturb-and-solve draw at the prior mean precisions.
 """
 from __future__ import annotations
 
@@ -21,7 +22,7 @@ import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo import checks
-from bayeszoo.inference.slm._common import Timer, check_finite, cholesky, owner, problem
+from bayeszoo.inference.slm._common import Timer, blas_threads, check_finite, cholesky, owner, problem
 from bayeszoo.fit import build_fit
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.numerics.potentials import GSM_SAMPLERS
@@ -90,6 +91,7 @@ def _prior_precision(pot) -> np.ndarray:
                                             f"n = {DENSE_N})"),
                    "thin": Option(1, "keep every thin-th sweep"),
                    "cg_tol": Option(1e-10, "relative residual of the CG solves (solver cg)")})
+@blas_threads()
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Gibbs sampler on (u, precisions) of the SLM (every potential: module docstring)."""
     timer = Timer()

@@ -21,7 +21,8 @@ from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo import checks
-from bayeszoo.inference.slm._common import Timer, check_iterations, owner, point_fit, problem
+from bayeszoo.inference.slm._common import (Timer, blas_threads, check_finite, check_iterations, cholesky, owner,
+                                            point_fit, problem)
 from bayeszoo.registry import Option, register
 
 SOLVERS = ("auto", "fista", "admm", "lbfgs")
@@ -88,7 +89,7 @@ def _admm(prob, max_iter, tol, rho):
         from bayeszoo.numerics.operators import to_dense
 
         Xd, Bd = to_dense(X), to_dense(B)
-        cho = sla.cho_factor(Xd.T @ Xd / s2 + rho * Bd.T @ Bd)
+        cho = (cholesky(Xd.T @ Xd / s2 + rho * Bd.T @ Bd, "map"), True)
 
         def solve(rhs, _):
             return sla.cho_solve(cho, rhs)
@@ -104,7 +105,7 @@ def _admm(prob, max_iter, tol, rho):
     trace = []
     converged = False
     for it in range(1, max_iter + 1):
-        u = solve(Xty + rho * (B.H @ (z - w)), u)
+        u = check_finite(solve(Xty + rho * (B.H @ (z - w)), u), "map", "the ADMM iterate")
         Bu = B @ u
         z_old = z
         v = Bu + w
@@ -141,6 +142,7 @@ def _lbfgs(prob, max_iter, tol):
                    "max_iter": Option(5000, "most iterations of the solver"),
                    "tol": Option(1e-10, "relative tolerance of the solver's stopping rule"),
                    "rho": Option(None, "ADMM penalty (None: balances X^T X / sigma2 against B^T B)")})
+@blas_threads()
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """The MAP estimate of u (penalised least squares)."""
     timer = Timer()
@@ -152,6 +154,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
         u, iters, trace, converged = _admm(prob, opts["max_iter"], opts["tol"], opts["rho"])
     else:
         u, iters, trace, converged = _lbfgs(prob, opts["max_iter"], opts["tol"])
+    check_finite(u, "map", f"the {solver} estimate")
     trace = np.append(trace, prob.neg_log_joint(u))    # the last entry is the estimate's objective
     info = {"iterations": iters, "converged": converged, "objective": "neg_log_joint", "solver": solver,
             "warnings": [] if converged else [f"map ({solver}) stopped after {iters} iterations without meeting "

@@ -23,7 +23,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from bayeszoo import checks
-from bayeszoo.inference.slm._common import Timer, check_iterations, cholesky, gaussian_fit, owner
+from bayeszoo.inference.slm._common import Timer, blas_threads, check_iterations, cholesky, gaussian_fit, owner
 from bayeszoo.registry import Option, register
 
 DENSE_LIMIT = 4096     # largest n (the posterior covariance is formed densely)
@@ -132,6 +132,7 @@ def _sbl_small_m(X, y, sigma2, *, learn_noise, max_iter, tol, prune):
                    "tol": Option(1e-8, "stop when the largest change of log(1/gamma_j) is below this"),
                    "learn_noise": Option(False, "also learn the noise variance (else the model's sigma2)"),
                    "prune": Option(1e12, "a potential whose precision 1/gamma passes this is pruned")})
+@blas_threads()
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """SBL / ARD type-II maximum likelihood on the potentials' variances."""
     if data.d > DENSE_LIMIT:
