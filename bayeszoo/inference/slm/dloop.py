@@ -145,7 +145,8 @@ def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e
         grad = X.H @ r / s2 + B.H @ d1
         w = d2
         H = LinearOperator((prob.n, prob.n), dtype=float, matvec=lambda v: X.H @ (X @ v) / s2 + B.H @ (w * (B @ v)))
-        d = cg(H, -grad, rtol=cg_tol, maxiter=cg_maxiter)[0]
+        scale = max(float(np.max(np.abs(grad))), TINY)      # CG's inner products overflow beyond |grad| ~ 1e154
+        d = cg(H, -grad / scale, rtol=cg_tol, maxiter=cg_maxiter)[0] * scale
         if not grad @ d < 0:                       # CG stopped too early to give a descent direction
             d = -grad
         Bd, Xd = B @ d, X @ d
@@ -153,6 +154,11 @@ def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e
         u, s, r = u + lam * d, s + lam * Bd, r + lam * Xd
         pen, d1, d2 = surrogate.penalty(s)
         f.append(0.5 * (r @ r) / s2 + pen)
+        if not f[-1] <= f[-2] + 1e-8 * max(1.0, abs(f[-2])):     # overflowed products, not convergence
+            raise ValueError(f"{owner('dloop')}: a Newton step of the inner loop increased its objective from "
+                             f"{f[-2]:.3g} to {f[-1]:.3g} (products left double precision): the scales of X^T X / "
+                             f"sigma2 and of the potentials' precisions are too far apart; rescale X, y and sigma2, "
+                             f"or tau")
         if f[-2] - f[-1] <= inner_tol * max(1.0, abs(f[-1])):
             converged = True
             break

@@ -123,11 +123,15 @@ def _admm(prob, max_iter, tol, rho):
 
 def _lbfgs(prob, max_iter, tol):
     trace = []
+    # L-BFGS-B multiplies gradients together: beyond objectives of ~1e150 (a tiny sigma2) they overflow and it stops
+    # at once, reporting success, so it minimises a copy scaled below 1e100 (no change for ordinary problems)
+    at_zero = check_finite(prob.neg_log_joint(np.zeros(prob.n)), "map", "the objective at u = 0")
+    scale = max(1.0, abs(float(at_zero)) * 1e-100)
 
     def fun(u):
         value = prob.neg_log_joint(u)
         trace.append(value)
-        return value, prob.gradient(u)
+        return value / scale, prob.gradient(u) / scale
 
     res = minimize(fun, np.zeros(prob.n), jac=True, method="L-BFGS-B",
                    options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-12, "maxcor": 20})
