@@ -4,8 +4,9 @@ tests/test_gallery.py executes it (slow set) and checks that it matches this gen
 checked in tests/test_gallery_checks.py."""
 import os
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell
+
+import _notebook as notebook
 
 CELLS = [
     ("md", """# Blind image deconvolution with Student-t priors (Tzikas PhD thesis, ch. 5)
@@ -91,14 +92,8 @@ PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "bid.ipynb")
 
 
 def build():
-    nb = new_notebook()
-    nb.metadata["kernelspec"] = {"display_name": "Python 3", "language": "python", "name": "python3"}
-    nb.cells = [new_markdown_cell(src) if kind == "md" else new_code_cell(src) for kind, src in CELLS]
-    for i, cell in enumerate(nb.cells):
-        cell.id = f"cell-{i:02d}"   # stable ids: regenerating gives the same file
-    return nb
+    return notebook.build(new_markdown_cell(src) if kind == "md" else new_code_cell(src) for kind, src in CELLS)
 
 
 if __name__ == "__main__":
-    nbformat.write(build(), PATH)
-    print("wrote", PATH)
+    notebook.write(build(), PATH)

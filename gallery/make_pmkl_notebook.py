@@ -5,6 +5,8 @@ import os
 
 import nbformat as nbf
 
+import _notebook as notebook
+
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "pmkl.ipynb")
 
 CELLS = [
@@ -99,13 +101,8 @@ CELLS = [
 
 
 def build():
-    nb = nbf.v4.new_notebook(cells=CELLS, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                                     "language": "python"}})
-    for i, cell in enumerate(nb.cells):
-        cell.id = f"cell-{i:02d}"   # stable ids: regenerating gives the same file
-    return nb
+    return notebook.build(CELLS)
 
 
 if __name__ == "__main__":
-    nbf.write(build(), PATH)
-    print("wrote", PATH)
+    notebook.write(build(), PATH)

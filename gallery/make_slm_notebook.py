@@ -3,8 +3,9 @@
 tests/test_design.py."""
 import os
 
-import nbformat
-from nbformat.v4 import new_code_cell, new_markdown_cell, new_notebook
+from nbformat.v4 import new_code_cell, new_markdown_cell
+
+import _notebook as notebook
 
 PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "slm.ipynb")
 
@@ -16,7 +17,7 @@ super-Gaussian potentials (here Laplace, exp(-tau |s_j|)) on s = B u. We compare
 with the catalogue's validated reference posterior on a small problem, reconstruct an image by the double-loop
 algorithm, and let Bayesian experimental design choose the next measurements."""),
 new_code_cell("""import numpy as np
-import matplotlib.pyplot as plt
+import matplotlib.pyplot  # noqa: F401  (Jupyter's inline backend then shows the figures below)
 import bayeszoo as bz
 from bayeszoo.diagnostics.plots import family_picture
 from bayeszoo.comparison import Comparison
@@ -78,13 +79,8 @@ new_markdown_cell("""The study modules run the thesis's experiments (minutes to 
 
 
 def build():
-    nb = new_notebook(cells=CELLS, metadata={"kernelspec": {"name": "python3", "display_name": "Python 3",
-                                                             "language": "python"}})
-    for i, cell in enumerate(nb.cells):
-        cell.id = f"cell-{i:02d}"   # stable ids: regenerating gives the same file
-    return nb
+    return notebook.build(CELLS)
 
 
 if __name__ == "__main__":
-    nbformat.write(build(), PATH)
-    print("wrote", PATH)
+    notebook.write(build(), PATH)

@@ -6,6 +6,7 @@ notebooks themselves.
 import ast
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -109,6 +110,8 @@ def test_notebook_imports_exist_and_are_public(name):
 
 
 def _generator(filename):
+    if GALLERY not in sys.path:         # the generators import gallery/_notebook.py, as they do when run as scripts
+        sys.path.insert(0, GALLERY)
     spec = importlib.util.spec_from_file_location(filename[:-3], os.path.join(GALLERY, filename))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
