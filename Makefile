@@ -4,14 +4,14 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 
-.PHONY: demo references test test-slow bench clean install
+.PHONY: demo references test test-slow test-browser docs bench clean install
 
 install: $(STAMP)
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[test,dask,bench,gallery]"
+	$(BIN)/python -m pip install --quiet -e ".[test,dask,bench,gallery,docs,browser]"
 	touch $(STAMP)
 
 demo: $(STAMP)
@@ -28,8 +28,16 @@ test: $(STAMP)
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
 
+# the demo reports and the documentation site in headless Chromium (Debian's chromium + chromium-driver)
+test-browser: $(STAMP)
+	$(BIN)/python -m pytest -q -m browser
+
+# the documentation site, gallery notebooks executed, into docs/_build/html; offline, a warning is an error
+docs: $(STAMP)
+	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py
 
 clean:
-	rm -rf $(VENV) runs build *.egg-info
+	rm -rf $(VENV) runs build *.egg-info docs/_build
