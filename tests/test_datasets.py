@@ -14,7 +14,7 @@ from bayeszoo.datasets import Dataset, synthetic
 
 DATA = Path(bz.datasets.__file__).resolve().parent / "data"
 
-REAL = ["boston", "cpus", "concrete", "ripley", "banana", "pima", "titanic", "breast_cancer", "image"]
+REAL = ["boston", "cpus", "concrete", "ripley", "banana", "pima", "titanic", "breast_cancer", "image", "spambase"]
 REGRESSION = ["boston", "cpus", "concrete"]
 CLASSIFICATION = [n for n in REAL if n not in REGRESSION]
 
@@ -29,6 +29,7 @@ SHAPES = {
     "titanic": (2201, 0, 3, (711, 0)),
     "breast_cancer": (277, 0, 9, (81, 0)),
     "image": (2310, 0, 18, (1320, 0)),
+    "spambase": (3218, 1379, 57, (1271, 541)),
 }
 
 # sha256 of the shipped files, as listed in DATASETS.md (guards against accidental edits)
@@ -47,6 +48,7 @@ CHECKSUMS = {
     "pima_uci.csv": "a7e39344f480112b03ecb5cec5ff3f4702beeef9c71240c49e118cc442964a1e",
     "ripley_synth_te.csv": "2af38fb634a1183e4a32de8210cfde52ebd8eeaf9d3c82f802b953fe703071f1",
     "ripley_synth_tr.csv": "bf8221a95c81dbe5b7c3158979f0785ea77d9c6280c003de91092445caa601e1",
+    "spambase.csv.gz": "3837c6cf3956da50c609833561752426c04ecaccf41f4a61d85b6be405057ff5",
     "segment.csv.gz": "3c282531677e4655aaf6f2df509047aced84e5db3818b0316c2b247ab5baf724",
     "titanic.csv": "566c0ba4051503abe82723f3d6ec7d5f077eda20b86f4725587857bb5e660d3d",
     "mri_epi_slices.npz": "76bd4adebdf9c09b10688c0c6e1be02e57c3049a5c4b39fa545189a46c72edf1",
