@@ -13,8 +13,9 @@ from bayeszoo.api import backends, compare, cross_validate, fit  # noqa: E402
 from bayeszoo.comparison import Comparison, load_comparison  # noqa: E402
 from bayeszoo.fit import Fit, load_fit  # noqa: E402
 from bayeszoo import design  # noqa: E402
+from bayeszoo import active_learning  # noqa: E402
 
 __version__ = "0.1.0"
 
-__all__ = ["datasets", "models", "fit", "compare", "backends", "cross_validate", "design", "Fit", "Comparison",
+__all__ = ["datasets", "models", "fit", "compare", "backends", "cross_validate", "design", "active_learning", "Fit", "Comparison",
            "load_fit", "load_comparison", "__version__"]

@@ -9,11 +9,13 @@ from scipy import integrate, stats
 from bayeszoo.numerics.potentials import POTENTIALS, Potential
 
 CASES = [Potential("laplace", 1.7), Potential("student", 0.8, nu=3.0), Potential("student", 2.0, nu=7.5),
-         Potential("logistic", 1.3), Potential("gaussian", 2.5)]
+         Potential("logistic", 1.3), Potential("gaussian", 2.5), Potential("sigmoid", 1.6)]
+#: sigmoid potentials with labels: the likelihood of logistic regression (not integrable)
+LABELLED = [Potential("sigmoid", 1.6, labels=1.0), Potential("sigmoid", 0.7, labels=-1.0)]
 S = np.array([-3.1, -1.2, -0.4, 0.3, 0.9, 2.2, 5.0])
 
 
-@pytest.mark.parametrize("pot", CASES, ids=lambda p: f"{p.name}-{float(p.tau)}")
+@pytest.mark.parametrize("pot", CASES + LABELLED, ids=lambda p: f"{p.name}-{float(p.tau)}")
 def test_derivatives_match_finite_differences(pot):
     h = 1e-5
     fd1 = (pot.log_t(S + h) - pot.log_t(S - h)) / (2 * h)
@@ -81,9 +83,9 @@ def test_polya_gamma_precisions_of_the_logistic_potential(s):
     assert (draws / (4 * tau**2)).var() == pytest.approx(var_omega, rel=0.03)
 
 
-@pytest.mark.parametrize("pot", CASES[:4], ids=lambda p: f"{p.name}-{float(p.tau)}")
+@pytest.mark.parametrize("pot", CASES[:4] + CASES[5:] + LABELLED, ids=lambda p: f"{p.name}-{float(p.tau)}")
 def test_height_function_gives_a_tight_lower_bound(pot):
-    """ln T(s) = max_gamma -s^2/(2 gamma) - h(gamma)/2 (3.4): below everywhere, equal at gamma_star(s)."""
+    """ln T(s) = max_gamma beta s - s^2/(2 gamma) - h(gamma)/2 (3.4): below everywhere, equal at gamma_star(s)."""
     gammas = np.geomspace(1e-3, 1e3, 400)
     for s in S:
         assert np.all(pot.lower_bound(s, gammas) <= pot.log_t(s) + 1e-10)
@@ -95,6 +97,35 @@ def test_height_function_gives_a_tight_lower_bound(pot):
         assert float(pot.h(gamma)) == pytest.approx(brute, abs=1e-6 * max(1.0, abs(brute)))
 
 
+def test_sigmoid_is_the_logistic_regression_likelihood():
+    """T(s) = 1 / (1 + exp(-c tau s)), whose tilt is beta = c tau / 2, and P(c = +1) + P(c = -1) = 1."""
+    s = np.linspace(-30, 30, 61)
+    for c in (1.0, -1.0):
+        pot = Potential("sigmoid", 0.9, labels=c)
+        np.testing.assert_allclose(pot.log_t(s), -np.logaddexp(0.0, -c * 0.9 * s), rtol=1e-12, atol=1e-300)
+        assert float(pot.beta) == 0.45 * c
+    both = np.exp(Potential("sigmoid", 0.9, labels=1.0).log_t(s)) + np.exp(Potential("sigmoid", 0.9, labels=-1.0).log_t(s))
+    np.testing.assert_allclose(both, 1.0, rtol=1e-12)
+    with pytest.raises(ValueError, match="not integrable"):
+        Potential("sigmoid", 1.0, labels=1.0).log_normaliser()
+    with pytest.raises(ValueError, match="-1 or \\+1"):
+        Potential("sigmoid", 1.0, labels=np.array([1.0, 0.0]))
+    with pytest.raises(ValueError, match="only the sigmoid"):
+        Potential("laplace", 1.0, labels=1.0)
+    two = Potential("sigmoid", np.array([1.0, 2.0, 3.0]), labels=np.array([1.0, -1.0, 1.0])).take(np.array([2, 1]))
+    np.testing.assert_allclose(two.tau, [3.0, 2.0])
+    np.testing.assert_allclose(two.beta, [1.5, -1.0])
+
+
+@pytest.mark.parametrize("pot", CASES[:4] + CASES[5:], ids=lambda p: f"{p.name}-{float(p.tau)}")
+def test_height_function_derivative_matches_finite_differences(pot):
+    gammas = np.geomspace(0.02, 30.0, 25)
+    gammas = gammas[np.abs(np.log(gammas * float(pot.tau))) > 0.05]     # away from the kinks at the thresholds
+    h = 1e-6 * gammas
+    np.testing.assert_allclose(pot.dh(gammas), (pot.h(gammas + h) - pot.h(gammas - h)) / (2 * h), rtol=2e-5,
+                               atol=1e-7)
+
+
 def test_table_3_1_thresholds():
     st = Potential("student", 2.0, nu=3.0)
     assert float(st.h(3.0 / (2.0 * 4.0))) == pytest.approx(0.0, abs=1e-12)    # gamma_0 = nu / (tau (nu + 1))
@@ -103,7 +134,7 @@ def test_table_3_1_thresholds():
     assert float(lg.h(1 / 8.0 - 1e-9)) == 0.0 and float(lg.h(1.0)) > 0        # threshold 1 / (2 tau^2)
 
 
-@pytest.mark.parametrize("name", ["laplace", "student", "logistic"])
+@pytest.mark.parametrize("name", ["laplace", "student", "logistic", "sigmoid"])
 def test_strongly_super_gaussian(name):
     """g(x) = ln T(sqrt x) is non-increasing and convex for x > 0 (§2.4)."""
     pot = Potential(name, 1.3)
@@ -124,7 +155,7 @@ def test_log_concavity_and_convexity_of_h():
         else:
             assert np.any(pot.d2log_t(s) > 0)
     gammas = np.linspace(0.05, 20, 2000)
-    for name in ("laplace", "logistic", "student"):
+    for name in ("laplace", "logistic", "student", "sigmoid"):
         second = np.diff(Potential(name, 1.1).h(gammas), 2)
         assert np.all(second >= -1e-9) == (name != "student"), name
 

@@ -14,7 +14,10 @@ may hold
 ``true_u``       the signal that was measured, so ``score`` reports the reconstruction error;
 ``X_operator``   a JSON-able operator spec (:func:`bayeszoo.numerics.operators.from_spec`) equal to ``X``, which the
                  backends use for fast products (e.g. Fourier sampling) instead of the dense matrix;
-``B``            the matrix B (q x n) when the model's ``B`` option is ``"meta"``.
+``B``            the matrix B (q x n) when the model's ``B`` option is ``"meta"``;
+``labels``       the labels c_j = +-1 of the potentials (q,) when ``potential="sigmoid"``: Bayesian logistic
+                 regression (§3.7) is the SLM with X = I, y = 0 (the Gaussian prior N(0, sigma2 I)), the feature
+                 vectors as the rows of B and T_j(s_j) = sigmoid(c_j tau s_j).
 
 Shared helpers for the backends (use these rather than re-deriving them):
 
@@ -54,8 +57,10 @@ class SLM(Model):
 
     Parameters
     ----------
-    potential : {"laplace", "student", "logistic", "gaussian"}
-        T(s) = exp(-tau |s|), (1 + tau s^2 / nu)^(-(nu+1)/2), cosh(tau s)^-2 or exp(-tau s^2 / 2) (Table 3.1).
+    potential : {"laplace", "student", "logistic", "gaussian", "sigmoid"}
+        T(s) = exp(-tau |s|), (1 + tau s^2 / nu)^(-(nu+1)/2), cosh(tau s)^-2 or exp(-tau s^2 / 2) (Table 3.1);
+        ``sigmoid``: the likelihood 1 / (1 + exp(-c_j tau s)) of a label c_j = +-1 (``data.meta["labels"]``),
+        whose posterior the Gaussian part must normalise alone (X of full column rank).
     tau : float
         Scale of the potentials (rate for Laplace / logistic, precision for Student's t / Gaussian).
     tau_tv : float or None
@@ -162,9 +167,23 @@ class SLM(Model):
             tau[q - n_tv:] = self.tau_tv       # the differences are the last rows of [W; D]
         return tau
 
+    def labels(self, data: Dataset) -> np.ndarray | None:
+        """The labels c_j = +-1 of the sigmoid potentials (``meta["labels"]``, q values); None for the others."""
+        if self.potential != "sigmoid":
+            return None
+        q = self.operator_B(data).shape[0]
+        if "labels" not in data.meta:
+            raise ValueError(f"SLM(potential='sigmoid') needs the labels c_j = +-1 of its {q} potentials in "
+                             f"data.meta['labels'], which dataset {data.name!r} lacks")
+        c = checks.finite_array("SLM", "data.meta['labels']", data.meta["labels"]).ravel()
+        if c.size != q or not np.all(np.isin(c, (-1.0, 1.0))):
+            raise ValueError(f"SLM: data.meta['labels'] must hold one label -1 or +1 per row of B ({q}), got "
+                             f"{c.size} values" + ("" if c.size != q else f" including {sorted(set(c.tolist()) - {-1.0, 1.0})}"))
+        return c
+
     def potentials(self, data: Dataset) -> Potential:
-        """The potentials T_j(s_j), vectorised over j (tau from :meth:`taus`)."""
-        return Potential(self.potential, self.taus(data), self.nu)
+        """The potentials T_j(s_j), vectorised over j (tau from :meth:`taus`, labels from :meth:`labels`)."""
+        return Potential(self.potential, self.taus(data), self.nu, self.labels(data))
 
     # ---- data ------------------------------------------------------------------------------------------
     def validate(self, data: Dataset) -> None:
@@ -185,8 +204,18 @@ class SLM(Model):
         self._check_normalisable(data, B)
 
     def _check_normalisable(self, data: Dataset, B) -> None:
-        """Every potential here is integrable, so the posterior is proper exactly when no direction of u escapes
-        both the measurements and the potentials: [X; B] of full column rank."""
+        """Every potential but the sigmoid likelihood is integrable, so the posterior is proper exactly when no
+        direction of u escapes both the measurements and the potentials: [X; B] of full column rank. Sigmoid
+        potentials are bounded, not integrable: X alone must have full column rank."""
+        if self.potential == "sigmoid":
+            self.labels(data)
+            rank = np.linalg.matrix_rank(np.asarray(data.X, dtype=float)) if data.d <= RANK_CHECK_LIMIT else None
+            if rank is None or rank < data.d:
+                raise ValueError(f"SLM(potential='sigmoid'): sigmoid potentials are not integrable, so the Gaussian "
+                                 f"part must normalise the posterior alone, but X has rank "
+                                 f"{'unchecked (n > %d)' % RANK_CHECK_LIMIT if rank is None else rank} < n = "
+                                 f"{data.d}; for logistic regression use X = I and y = 0 (the prior N(0, sigma2 I))")
+            return
         if self.B in ("identity", "wavelet", "wavelet+tv"):
             return                                    # B itself has full column rank (W is orthonormal)
         X = np.asarray(data.X, dtype=float)

@@ -6,7 +6,9 @@ posterior Gaussian, N(m, A^-1) with A = X^T X / sigma2 + B^T diag(1/gamma) B, an
 function Z = int N(y | X u, sigma2 I) prod_j T_j((B u)_j) du:
 
     -2 ln Z <= phi(gamma) = h(gamma) + min_u R(u, gamma) + ln|A| + m ln(2 pi sigma2) - n ln(2 pi),
-    R(u, gamma) = ||X u - y||^2 / sigma2 + sum_j (B u)_j^2 / gamma_j.
+    R(u, gamma) = ||X u - y||^2 / sigma2 + sum_j [(B u)_j^2 / gamma_j - 2 beta_j (B u)_j]
+
+(beta = 0 but for the tilted sigmoid likelihood, ln T = beta s + ln T_sym, whose symmetric part carries h).
 
 phi is convex for log-concave potentials (Theorem 2) but ln|A| couples everything. The double loop bounds the
 concave map 1/gamma -> ln|A| by its tangent, z^T (1/gamma) - const with z = diag(B A^-1 B^T) (the marginal
@@ -52,7 +54,7 @@ from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 
 DENSE_N = 2000          # up to this n: dense covariance for the draws, the phi trace, and exact_variances allowed
-POTENTIALS = ("laplace", "logistic", "gaussian", "student")
+POTENTIALS = ("laplace", "logistic", "gaussian", "student", "sigmoid")
 TINY = 1e-300
 
 
@@ -79,9 +81,12 @@ class Surrogate:
     threshold, where every gamma*(s) lies), and the outer loop also replaces h_cap by its tangent at the current
     gamma, slope c_j = (nu + 1) / gamma_j (the surrogate (3.10), z_1 = z_{h_cap}). Minimising (s_j^2 + z_j) / gamma +
     h_cup(gamma) + c_j gamma over gamma gives gamma_j = sqrt(q_j / c_j) and the convex penalty sqrt(c_j q_j), with
-    q_j = s_j^2 + z_j + nu / tau_j (half of the -2 ln scale, constants dropped)."""
+    q_j = s_j^2 + z_j + nu / tau_j (half of the -2 ln scale, constants dropped). A tilted potential exp(beta s)
+    T_sym(s) (the sigmoid likelihood) adds -beta^T s to the penalty of its symmetric part (App. E.5 with beta)."""
 
     def __init__(self, pot, z, gamma=None):
+        self.beta = pot.beta if pot.labels is not None else None
+        pot = pot.symmetric
         self.pot, self.z = pot, z
         if pot.name == "student":
             self.slope = (pot.nu + 1.0) / gamma
@@ -89,6 +94,12 @@ class Surrogate:
 
     def penalty(self, s):
         """Sum of the penalties and their first two derivatives in s_j."""
+        value, d1, d2 = self._symmetric_penalty(s)
+        if self.beta is None:
+            return value, d1, d2
+        return value - float(self.beta @ s), d1 - self.beta, d2
+
+    def _symmetric_penalty(self, s):
         if self.pot.name == "student":
             q = s * s + self.offset
             p = np.sqrt(self.slope * q)
@@ -190,7 +201,7 @@ def phi_bound(prob, gamma, Xd, Bd):
     """phi(gamma) of the module docstring (dense): -phi / 2 is a lower bound on ln Z."""
     s2, y = prob.sigma2, prob.y
     L = cholesky(_dense_precision(Xd, Bd, s2, gamma), "dloop")
-    b = Xd.T @ y / s2
+    b = Xd.T @ y / s2 + Bd.T @ np.broadcast_to(prob.potential.beta, (Bd.shape[0],))   # the tilts' linear term
     a = sla.solve_triangular(L, b, lower=True)
     r_min = float(y @ y / s2 - a @ a)
     m, n = Xd.shape

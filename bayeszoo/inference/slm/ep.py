@@ -91,7 +91,7 @@ def tilted_moments(pot, idx, mu, v, eta):
     sd = np.sqrt(v)
     t = np.linspace(-10.0, 10.0, GRID)
     s = mu[:, None] + sd[:, None] * t
-    logw = -0.5 * t * t + eta * type(pot)(pot.name, tau[:, None], pot.nu).log_t(s)
+    logw = -0.5 * t * t + eta * pot.take((idx, None)).log_t(s)
     w = np.exp(logw - logw.max(axis=1, keepdims=True))
     w /= w.sum(axis=1, keepdims=True)               # equal spacing: the trapezoid weights cancel in the ratio
     mean = np.sum(w * s, axis=1)

@@ -80,6 +80,8 @@ def _prior_precision(pot) -> np.ndarray:
         return tau * np.maximum(pot.nu - 2.0, 1.0) / pot.nu
     if pot.name == "logistic":
         return 12.0 * tau**2 / np.pi**2       # E[gamma] = Var(s) = pi^2 / (12 tau^2)
+    if pot.name == "sigmoid":
+        return tau**2 / np.pi**2              # symmetric part sech(tau s / 2) / 2: Var(s) = pi^2 / tau^2
     return tau
 
 

@@ -126,6 +126,7 @@ def _sbl_small_m(X, y, sigma2, *, learn_noise, max_iter, tol, prune):
 
 
 @register("sbl", kind="approximation", family="slm", check=_check,
+          applies=lambda model: model.potential != "sigmoid",   # labels are not measurements
           defaults={"draws": 1000, "tune": 0, "chains": 4},
           description="sparse Bayesian learning (type-II ML / ARD on s = B u): the BCS baseline",
           options={"max_iter": Option(1000, "most fixed-point iterations"),
