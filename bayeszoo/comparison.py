@@ -78,6 +78,36 @@ class Comparison:
 
         return write_report(self, os.fspath(path))
 
+    def _repr_html_(self) -> str:
+        """The comparison in a notebook: the reference banner, the flagged table and the speed figure, as in the
+        report."""
+        from bayeszoo.diagnostics.display import comparison_html
+
+        return comparison_html(self)
+
+    def plot(self, kind: str, backend: str | None = None, components=None):
+        """One of the report's figures as a :class:`matplotlib.figure.Figure`.
+
+        Parameters
+        ----------
+        kind : str
+            ``"accuracy"`` (accuracy against wall time and the ranking), ``"ess_per_second"``, ``"family"`` (the
+            family's own picture), ``"objective"`` (ELBO / log-evidence traces), ``"trace"``, ``"rank"`` or
+            ``"marginals"`` (one backend's, over the reference's).
+        backend : str, optional
+            The fit that ``"trace"``, ``"rank"`` and ``"marginals"`` draw; by default the first one they apply to.
+        components : list of (variable, {dim: coordinate}), optional
+            The components those three show; by default the report's (scalars and the largest weights).
+
+        Raises
+        ------
+        ValueError
+            An unknown ``kind`` (the message lists the names) or ``backend``, or a figure with nothing to draw.
+        """
+        from bayeszoo.diagnostics.display import figure
+
+        return figure(self, kind, backend=backend, components=components)
+
     def save(self, directory: str | os.PathLike) -> str:
         """Write ``fits/<backend>.nc``, ``data.npz``, ``comparison.json``, ``table.csv`` and ``report.html``."""
         directory = os.fspath(directory)

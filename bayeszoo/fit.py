@@ -3,7 +3,9 @@ place where every backend's arrays become a Fit (docs/architecture.md, "Fit and 
 from __future__ import annotations
 
 import datetime
+import html
 import json
+import math
 import os
 import warnings
 from dataclasses import dataclass, field
@@ -112,6 +114,123 @@ class Fit:
         shapes = {k: tuple(v.shape[2:]) for k, v in self.idata.posterior.data_vars.items()}
         return (f"Fit(backend={self.backend!r}, kind={self.kind!r}, chains={self.n_chains}, "
                 f"draws={self.n_draws}, seconds={self.seconds:.2f}, vars={shapes})")
+
+    def _repr_html_(self) -> str:
+        """The fit in a notebook: backend, library, timing, counts, the standard info keys and warnings, then
+        ``az.summary`` of the canonical variables (the first :data:`HTML_ROWS_PER_VARIABLE` components of each)."""
+        return _fit_html(self)
+
+
+# ------------------------------------------------------------------------------------- notebook display
+#: Rows of ``az.summary`` shown per variable in a notebook; a larger variable (an image, hundreds of weights)
+#: shows its first components in C order and says how many were left out, so the cell stays small.
+HTML_ROWS_PER_VARIABLE = 10
+HTML_WARNINGS = 10   # warnings listed; the rest are counted
+
+# Scoped to the fit's own block so that a notebook's or a documentation page's styles are left alone; the block
+# is a light card so that it stays readable under a dark theme.
+_HTML_CSS = """
+div.bz-fit{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:13px;line-height:1.4;
+ color:#222;background:#fff;border:1px solid #ddd;border-radius:4px;padding:.5em .8em;margin:.3em 0;
+ max-width:100%;overflow-x:auto}
+div.bz-fit table{border-collapse:collapse;margin:.4em 0;font-size:12px;color:#222}
+div.bz-fit th,div.bz-fit td{border:1px solid #ddd;padding:.15em .5em;text-align:right;white-space:nowrap;
+ background:#fff;color:#222}
+div.bz-fit thead th{background:#f0f0f0}
+div.bz-fit th.txt,div.bz-fit td.txt{text-align:left;white-space:normal}
+div.bz-fit table.meta th{text-align:left;background:#f6f6f6}
+div.bz-fit td.flag{background:#ffd9d9;color:#900;font-weight:bold}
+div.bz-fit td.na{color:#888;font-style:italic}
+div.bz-fit code{background:#f4f4f4;border-radius:3px;padding:0 .25em;color:#222}
+div.bz-fit ul.warn{margin:.3em 0;padding:.3em .6em .3em 1.8em;background:#fff8e6;border-left:3px solid #e0a800;
+ color:#6a4500}
+div.bz-fit p{margin:.3em 0} div.bz-fit .small{color:#555;font-size:12px}
+"""
+_RHAT_FLAG = 1.01   # as the report flags it
+_INFO_SHOWN = ("iterations", "converged", "n_grad", "divergences", "objective", "seed")
+
+
+def _fit_html(fit: Fit) -> str:
+    esc = html.escape
+    attrs = fit.idata.posterior.attrs
+    library = f"{attrs.get('inference_library', '?')} {attrs.get('inference_library_version', '')}".strip()
+    spec = dict(fit.model_spec)
+    family = spec.pop("family", "?")
+    options = ", ".join(f"{k}={v!r}" for k, v in spec.items())
+    model = f"{family} ({options[:117] + '…' if len(options) > 120 else options})" if options else str(family)
+    standard = ("compile", "tune", "sample", "total")
+    timing = [f"{k} {float(fit.timing[k]):.2f} s" for k in (*standard, *(k for k in fit.timing if k not in standard))
+              if isinstance(fit.timing.get(k), (int, float))]
+    info = [f"{k} = {fit.info[k]}" for k in _INFO_SHOWN if fit.info.get(k) is not None]
+    counts = f"{fit.n_chains} chain{'s' * (fit.n_chains != 1)} × {fit.n_draws} draw{'s' * (fit.n_draws != 1)}"
+    rows = [("library", library), ("model", model), ("draws", counts),
+            ("timing", " · ".join(timing)), ("info", " · ".join(info) or "–")]
+    meta = "".join(f"<tr><th>{esc(k)}</th><td class=\"txt\">{esc(v)}</td></tr>" for k, v in rows)
+    out = [f'<div class="bz-fit"><style>{_HTML_CSS}</style>',
+           f"<p><strong>Fit</strong> <code>{esc(fit.backend)}</code> · {esc(fit.kind)}</p>",
+           f'<table class="meta">{meta}</table>']
+    shown = fit.info["warnings"][:HTML_WARNINGS]
+    if shown:
+        more = len(fit.info["warnings"]) - len(shown)
+        items = "".join(f"<li>{esc(str(w))}</li>" for w in shown) + (f"<li>… and {more} more</li>" if more else "")
+        out.append(f'<ul class="warn">{items}</ul>')
+    out.append(_summary_html(fit, HTML_ROWS_PER_VARIABLE))
+    out.append("</div>")
+    return "".join(out)
+
+
+def _leading_components(da: xr.DataArray, k: int) -> xr.DataArray:
+    """The part of a (chain, draw, *shape) variable that holds its first ``k`` components in C order (a few more
+    when the last dimension is shorter than ``k``), so a large variable is never summarised whole."""
+    sel, need = {}, k
+    for dim in reversed([d for d in da.dims if d not in ("chain", "draw")]):
+        size = da.sizes[dim]
+        sel[dim] = slice(0, need) if need <= size else slice(None)
+        need = 1 if need <= size else -(-need // size)
+    return da.isel(sel)
+
+
+def _summary_cell(column: str, value, kind: str) -> str:
+    if column == "r_hat" and kind == "approximation":
+        return '<td class="na" title="an approximation\'s draws are i.i.d.: R-hat does not apply">n/a</td>'
+    if value is None or not math.isfinite(float(value)):
+        return "<td>–</td>"
+    value = float(value)
+    if column.startswith("ess"):
+        return f"<td>{value:.0f}</td>"
+    if column == "r_hat":
+        flag = kind == "mcmc" and value > _RHAT_FLAG
+        return f'<td class="flag">{value:.3f} ⚠</td>' if flag else f"<td>{value:.3f}</td>"
+    return f"<td>{value:.4g}</td>"
+
+
+def _summary_html(fit: Fit, rows: int) -> str:
+    """``az.summary`` of every canonical variable as an HTML table, at most ``rows`` rows per variable."""
+    esc = html.escape
+    frames, notes = [], []
+    for name, da in fit.idata.posterior.data_vars.items():
+        size = int(np.prod(da.shape[2:], dtype=int))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # one chain, or point-estimated components: R-hat / ESS are NaN
+                summary = az.summary(xr.Dataset({name: _leading_components(da, rows)}), round_to="none")
+        except Exception as exc:
+            notes.append(f"{name}: no summary ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]})")
+            continue
+        frames.append(summary.head(rows))
+        if size > rows:
+            notes.append(f"{name}: first {rows} of {size} components shown ({size - rows} left out)")
+    out = []
+    if frames:
+        columns = list(frames[0].columns)
+        head = "".join(f"<th>{esc(str(c))}</th>" for c in columns)
+        body = "".join(f'<tr><th class="txt">{esc(str(label))}</th>'
+                       + "".join(_summary_cell(c, row[c], fit.kind) for c in columns) + "</tr>"
+                       for frame in frames for label, row in frame.iterrows())
+        out.append(f'<table class="summary"><thead><tr><th class="txt">variable</th>{head}</tr></thead>'
+                   f"<tbody>{body}</tbody></table>")
+    out += [f'<p class="small">{esc(n)}</p>' for n in notes]
+    return "".join(out)
 
 
 def load_fit(path: str | os.PathLike) -> Fit:

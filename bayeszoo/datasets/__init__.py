@@ -8,6 +8,7 @@ package, with its source, licence and preprocessing in ``meta``. Users wrap thei
 from __future__ import annotations
 
 import hashlib
+import html
 import inspect
 from dataclasses import dataclass, field
 from typing import Callable
@@ -105,6 +106,88 @@ class Dataset:
     def __repr__(self) -> str:
         return (f"Dataset(name={self.name!r}, task={self.task!r}, n={self.n}, d={self.d}, "
                 f"n_test={self.X_test.shape[0]})")
+
+    def _repr_html_(self) -> str:
+        """The dataset in a notebook: name, task, array shapes, class counts (classification) and provenance."""
+        return _dataset_html(self)
+
+
+# ------------------------------------------------------------------------------------- notebook display
+# Scoped to the dataset's own block so that a notebook's or a documentation page's styles are left alone; the
+# block is a light card so that it stays readable under a dark theme.
+_HTML_CSS = """
+div.bz-dataset{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:13px;line-height:1.4;
+ color:#222;background:#fff;border:1px solid #ddd;border-radius:4px;padding:.5em .8em;margin:.3em 0;
+ max-width:100%;overflow-x:auto}
+div.bz-dataset table{border-collapse:collapse;margin:.4em 0;font-size:12px;color:#222}
+div.bz-dataset th,div.bz-dataset td{border:1px solid #ddd;padding:.15em .5em;text-align:left;background:#fff;
+ color:#222;vertical-align:top}
+div.bz-dataset th{background:#f6f6f6} div.bz-dataset td.num{text-align:right}
+div.bz-dataset code{background:#f4f4f4;border-radius:3px;padding:0 .25em;color:#222}
+div.bz-dataset p{margin:.3em 0} div.bz-dataset summary{cursor:pointer;color:#555}
+"""
+_PROVENANCE = ("source", "licence", "license", "citation", "preprocessing", "split")
+_CLASS_TASKS = ("classification", "multiclass")
+
+
+def _meta_text(value, limit: int = 100) -> str:
+    """A meta value in a few words: an array's shape and dtype, a long list's length and start."""
+    if isinstance(value, np.ndarray):
+        return f"array {' × '.join(map(str, value.shape))} ({value.dtype})"
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    count = f"{len(value)} items: " if isinstance(value, (list, tuple, dict)) else ""
+    return f"{count}{text[:limit]}…"
+
+
+def _class_names(meta: dict) -> dict[float, str]:
+    """``meta["classes"]`` keyed by the label as a float; after a JSON round trip (a saved comparison) its keys are
+    strings."""
+    out = {}
+    for key, name in (meta.get("classes") if isinstance(meta.get("classes"), dict) else {}).items():
+        try:
+            out[float(key)] = name
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _label(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _dataset_html(data: Dataset) -> str:
+    esc = html.escape
+    meta = data.meta
+    shapes = "".join(f"<tr><th><code>{name}</code></th><td class=\"num\">{esc(str(array.shape))}</td></tr>"
+                     for name, array in (("X", data.X), ("y", data.y), ("X_test", data.X_test),
+                                         ("y_test", data.y_test)))
+    task = esc(str(data.task or "not given"))
+    out = [f'<div class="bz-dataset"><style>{_HTML_CSS}</style>',
+           f"<p><strong>Dataset</strong> <code>{esc(str(data.name))}</code> · task: {task}</p>",
+           f'<table class="shapes"><thead><tr><th>array</th><th>shape</th></tr></thead><tbody>{shapes}</tbody></table>']
+    if data.task in _CLASS_TASKS:
+        names = _class_names(meta)
+        labels = np.union1d(data.y, data.y_test)
+        train = {v: int(c) for v, c in zip(*np.unique(data.y, return_counts=True))}
+        test = {v: int(c) for v, c in zip(*np.unique(data.y_test, return_counts=True))}
+        rows = "".join(f'<tr><td class="num">{esc(_label(v))}</td><td>{esc(str(names.get(float(v), "")))}</td>'
+                       f'<td class="num">{train.get(v, 0)}</td><td class="num">{test.get(v, 0)}</td></tr>'
+                       for v in labels)
+        out.append(f'<table class="classes"><thead><tr><th>class</th><th>name</th><th>training</th>'
+                   f'<th>test</th></tr></thead><tbody>{rows}</tbody></table>')
+    provenance = [(k, meta[k]) for k in _PROVENANCE if meta.get(k) not in (None, "")]
+    if provenance:
+        rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in provenance)
+        out.append(f'<table class="provenance">{rows}</table>')
+    others = {k: v for k, v in meta.items() if k not in _PROVENANCE and k not in ("task", "classes")}
+    if others:
+        rows = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(_meta_text(v))}</td></tr>" for k, v in others.items())
+        out.append(f"<details><summary>more: {esc(', '.join(map(str, others)))}</summary>"
+                   f'<table class="meta">{rows}</table></details>')
+    out.append("</div>")
+    return "".join(out)
 
 
 def _as_matrix(a, what: str) -> np.ndarray:
