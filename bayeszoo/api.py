@@ -34,8 +34,22 @@ def _check_positive_int(value, what, minimum=1):
 
 
 def backends(model, details: bool = False) -> list[str] | pd.DataFrame:
-    """Names of the backends that apply to ``model``; with ``details=True`` a table of each backend's kind,
-    library, default draws / tune / chains and options (one row per option: name, default, meaning)."""
+    """The backends that apply to a model.
+
+    Parameters
+    ----------
+    model : bayeszoo.models.Model
+        A model of any family, e.g. ``bz.models.RVM()``.
+    details : bool, default False
+        Return the table of the backends' options instead of their names.
+
+    Returns
+    -------
+    list of str or pandas.DataFrame
+        The backend names; with ``details=True`` one row per option of each backend: ``backend``, ``family``,
+        ``kind``, ``library``, ``description``, ``defaults`` (its own draws / tune / chains), ``option``,
+        ``default`` and ``meaning``.
+    """
     _check_model(model)
     names = registry.backends_for(model)
     if not details:
@@ -76,8 +90,34 @@ def fit(model, data: Dataset, backend: str = "nuts", *, draws: int | None = None
     """Fit ``model`` to ``data`` with one backend and return a :class:`Fit`.
 
     Inputs are checked (model, data, backend name, counts, options) before any compilation or sampling starts.
-    ``draws``, ``tune`` and ``chains`` default to what the backend declares (``bz.backends(model, details=True)``).
-    ``options`` go to the backend (e.g. ``max_iter`` for ``em``); an option it does not know is an error.
+
+    Parameters
+    ----------
+    model : bayeszoo.models.Model
+        The model, e.g. ``bz.models.RVM(width=3.0)``.
+    data : bayeszoo.datasets.Dataset
+        Training (and test) data; ``bz.datasets.load(name)`` or a ``Dataset`` of one's own arrays.
+    backend : str, default "nuts"
+        A backend that applies to the model (``bz.backends(model)``).
+    draws, tune, chains : int, optional
+        Draws per chain, warm-up iterations and chains; by default what the backend declares
+        (``bz.backends(model, details=True)``).
+    seed : int, default 0
+        The same seed gives the same draws.
+    progress : bool, default True
+        Show a progress bar on long work.
+    **options
+        Options of the backend (e.g. ``max_iter`` for ``em``); an option it does not know is an error.
+
+    Returns
+    -------
+    Fit
+        The posterior as an ArviZ ``InferenceData`` (``fit.idata``), with timing and the backend's information.
+
+    Raises
+    ------
+    ValueError
+        A bad model, dataset, backend name, count or option, before anything runs.
     """
     _check_model(model)
     if not isinstance(data, Dataset):
@@ -154,21 +194,48 @@ def compare(model, data: Dataset, backends: list[str] | None = None,
             options: dict[str, dict] | None = None, reference_draws: int | None = None):
     """Run a grid of backends on one model and dataset and return a :class:`Comparison`.
 
-    reference : what the errors are measured against (a :class:`~bayeszoo.catalogue.Reference`; one that breaks
-        the rules of :mod:`bayeszoo.catalogue.reference` is flagged as untrusted):
+    Every cell's counts and options are resolved and checked before anything runs. A backend that fails gives a
+    table row with its error; the others still run.
 
-        * ``"auto"`` (default): the catalogue's reference when (model, data) is one of its problems, else none;
+    Parameters
+    ----------
+    model : bayeszoo.models.Model
+        The model every backend fits.
+    data : bayeszoo.datasets.Dataset
+        The data every backend fits.
+    backends : list of str, optional
+        The grid; by default every backend that applies to the model.
+    reference : str, Fit, Reference, path or None, default "auto"
+        What the errors are measured against (a :class:`~bayeszoo.catalogue.Reference`; one that breaks the
+        rules of :mod:`bayeszoo.catalogue.reference` is flagged as untrusted):
+
+        * ``"auto"``: the catalogue's reference when (model, data) is one of its problems, else none;
         * ``"catalogue"`` or ``"catalogue:<key>"``: the catalogue's entry (a ValueError if there is none);
         * a backend name: its fit in the grid; a backend not in ``backends``, or any with ``reference_draws``,
           runs on its own for the reference (e.g. a long NUTS run);
         * a Fit, a Reference, or the path of a saved fit or reference; None: no reference.
-    executor : any ``concurrent.futures.Executor`` (e.g. ``distributed.Client(...).get_executor()``); by
-        default the grid runs here, one backend after another.
-    out : folder; each finished fit is saved there at once, and a grid started again with the same ``out``
-        loads those fits instead of recomputing them (resume). The table and report are written at the end.
-    options : per-backend keyword options, e.g. ``{"em": {"max_iter": 500}}``; ``draws``, ``tune`` and ``chains``
+    draws, tune, chains : int, optional
+        The same for every backend; where None, each backend's own default.
+    seed : int, default 0
+        The seed of every cell.
+    progress : bool, default True
+        Show progress bars.
+    executor : concurrent.futures.Executor, optional
+        Runs the cells, e.g. ``distributed.Client(...).get_executor()``; by default the grid runs here, one
+        backend after another.
+    out : path, optional
+        Folder; each finished fit is saved there at once, and a grid started again with the same ``out`` loads
+        those fits instead of recomputing them (resume). The table and report are written at the end.
+    options : dict of dict, optional
+        Per-backend keyword options, e.g. ``{"em": {"max_iter": 500}}``; ``draws``, ``tune`` and ``chains``
         there override the grid's for that backend.
-    draws, tune, chains : the same for every backend; where None, each backend's own default.
+    reference_draws : int, optional
+        Draws of a reference backend run on its own.
+
+    Returns
+    -------
+    Comparison
+        The fits, the errors of the cells that failed, and the reference; ``table()`` tabulates them.
     """
     _check_model(model)
     if not isinstance(data, Dataset):
@@ -369,7 +436,34 @@ def _move_aside(path: str) -> str:
 def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10, repeats: int = 1, seed: int = 0,
                    draws: int = 500, tune: int = 500, chains: int = 2, progress: bool = True,
                    **options) -> dict[str, np.ndarray]:
-    """K-fold cross-validation on the training set (test set ignored): per-fold arrays of ``model.score``."""
+    """K-fold cross-validation on the training set (the test set is ignored).
+
+    Parameters
+    ----------
+    model : bayeszoo.models.Model
+        The model refitted on each fold.
+    data : bayeszoo.datasets.Dataset
+        Its training set is split into ``folds`` parts, each held out once.
+    backend : str, default "em"
+        The backend of every fit.
+    folds : int, default 10
+        Number of folds, at least 2 and at most the number of training points.
+    repeats : int, default 1
+        Repetitions with a new random split each.
+    seed : int, default 0
+        Seeds the splits and the fits.
+    draws, tune, chains : int
+        Counts of every fit.
+    progress : bool, default True
+        Show a progress bar over the folds.
+    **options
+        Options of the backend.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        One array per metric of ``model.score`` (and ``seconds``), one entry per fold and repeat.
+    """
     _check_model(model)
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")

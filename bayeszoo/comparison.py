@@ -19,12 +19,29 @@ REFERENCE_FILE = "reference.nc"   # a saved comparison's reference when it is ne
 
 @dataclass
 class Comparison:
-    """A grid of fits of one model on one dataset.
+    """A grid of fits of one model on one dataset, as :func:`bayeszoo.compare` returns it.
 
-    reference : the reference's label (a cell's label, ``"catalogue: <key>"``, ...) or None.
-    reference_fit : draws of the reference, for the plots (a cell's fit, or a catalogue entry's thinned draws).
-    reference_summary : the :class:`~bayeszoo.catalogue.Reference` the errors are measured against, with its
-        validation (``trusted``, ``problems``); made from ``reference_fit`` when not given.
+    Attributes
+    ----------
+    model : bayeszoo.models.Model
+        The model every cell fitted.
+    data : bayeszoo.datasets.Dataset
+        The data every cell fitted.
+    fits : dict of str to Fit
+        The fits by cell label (the backend name).
+    errors : dict of str to str
+        The error of each cell that failed.
+    reference : str or None
+        The reference's label (a cell's label, ``"catalogue: <key>"``, ...).
+    reference_fit : Fit or None
+        Draws of the reference, for the plots (a cell's fit, or a catalogue entry's thinned draws).
+    order : list of str
+        The cells in the order of the grid.
+    notes : dict of str to str
+        Per cell: ``"resumed"``, ``"refitted: ..."``, ``"not saved: ..."``.
+    reference_summary : Reference or None
+        The :class:`~bayeszoo.catalogue.Reference` the errors are measured against, with its validation
+        (``trusted``, ``problems``); made from ``reference_fit`` when not given.
     """
 
     model: object

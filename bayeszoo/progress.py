@@ -1,7 +1,11 @@
-"""Progress bars: tqdm's auto flavour (a widget in notebooks, text in terminals)."""
+"""Progress bars: a widget in notebooks, text in terminals."""
 from __future__ import annotations
 
-from tqdm.auto import tqdm
+try:
+    import ipywidgets  # noqa: F401  (tqdm's notebook bar is a widget)
+    from tqdm.auto import tqdm
+except ImportError:   # without widgets tqdm.auto warns at import and falls back to text anyway
+    from tqdm import tqdm
 
 
 def progress_bar(total=None, desc: str = "", disable: bool = False, **kwargs):

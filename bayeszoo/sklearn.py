@@ -107,7 +107,7 @@ class RelevanceVectorRegressor(_Regressor):
     Parameters
     ----------
     kernel : {"gauss", "poly", "sigmoid", "bspline", "linear"}, default="gauss"
-        Basis functions; ``"gauss"`` is exp(-|x - x_n|^2 / width^2).
+        Basis functions; ``"gauss"`` is ``exp(-|x - x_n|^2 / width^2)``.
     width : float, default=1.0
         Kernel width, in the units of the (scaled) inputs.
     degree : int, default=2
@@ -317,7 +317,7 @@ class RelevanceVectorClassifier(_Classifier):
     Parameters
     ----------
     kernel : {"gauss", "poly", "sigmoid", "bspline", "linear"}, default="gauss"
-        Basis functions; ``"gauss"`` is exp(-|x - x_n|^2 / width^2).
+        Basis functions; ``"gauss"`` is ``exp(-|x - x_n|^2 / width^2)``.
     width : float, default=1.0
         Kernel width, in the units of the (scaled) inputs.
     degree : int, default=2

@@ -15,7 +15,6 @@ new_markdown_cell("""# GP classification on sonar: every approximation against M
 Sonar (mines vs rocks; 108 training and 100 test points, 60 features) with the cumulative Gaussian (probit) likelihood and the squared-exponential covariance, as in Nickisch's thesis (ch. 4, Fig. 4.11). We fit the Gaussian approximations — Laplace (`laplace`), expectation propagation (`ep`), direct KL minimisation (`kl`), the individual-potential variational bounds (`vb`), factorial variational (`fv`), label regression (`lr`) — and compare them with PyMC's NUTS and the Albert–Chib Gibbs sampler. Every fit is an ArviZ `InferenceData` with the latent `f` over `obs`."""),
 new_code_cell("""import numpy as np
 import bayeszoo as bz
-from bayeszoo.diagnostics.plots import family_picture
 from bayeszoo.diagnostics.gpc_plots import grid_contours
 from bayeszoo.studies.gpc_grid import grid_study, best_point
 from bayeszoo.inference.gpc.type2ml import optimize_hyperparameters
@@ -24,7 +23,7 @@ data = bz.datasets.load("sonar")
 model = bz.models.GPC(likelihood="probit", kernel="se", log_lengthscale=2.0, log_amplitude=1.0)
 print(data)
 bz.backends(model)"""),
-new_markdown_cell("### One comparison: MCMC reference, Gibbs, and the six Gaussian approximations"),
+new_markdown_cell("## One comparison: MCMC reference, Gibbs, and the six Gaussian approximations"),
 new_code_cell("""methods = ["laplace", "ep", "kl", "vb", "fv", "lr"]
 cmp = bz.compare(model, data, backends=["nuts", "gibbs"] + methods, reference="nuts",
                  draws=500, tune=500, chains=4, seed=0, progress=False)
@@ -36,9 +35,9 @@ new_code_cell("""# predictive probabilities of EP against NUTS at the test input
 p_nuts = model.predict(cmp.fits["nuts"], data.X_test)
 p_ep = model.predict(cmp.fits["ep"], data.X_test)
 print("max |P_EP - P_NUTS| over the test set:", np.abs(p_ep - p_nuts).max().round(4))"""),
-new_markdown_cell("### The thesis's marginals figure: each method against the MCMC reference"),
-new_code_cell("""family_picture(cmp)"""),
-new_markdown_cell("""### Evidence and information over the hyperparameters (Fig. 4.11)
+new_markdown_cell("## The thesis's marginals figure: each method against the MCMC reference"),
+new_code_cell("""cmp.plot("family")"""),
+new_markdown_cell("""## Evidence and information over the hyperparameters (Fig. 4.11)
 
 A coarse 6 x 6 grid over (ln ell, ln sf) in [1, 5] x [0, 5]; the thesis uses 16 x 16 (`grid_study`'s default). Each panel has the same contour levels down its column; + marks the best grid point."""),
 new_code_cell("""grid = grid_study(model, data, methods=("laplace", "ep", "kl", "vb"),
@@ -49,7 +48,7 @@ gap = grid["log_evidence"].sel(backend="ep") - grid["jensen_bound"]
 print("min over grid and methods of log Z_EP - Jensen bound:", float(gap.min()))
 print("best evidence:", best_point(grid, "log_evidence"))
 print("best information:", best_point(grid, "info_bits"))"""),
-new_markdown_cell("### Type-II maximum likelihood with EP's analytic evidence gradient"),
+new_markdown_cell("## Type-II maximum likelihood with EP's analytic evidence gradient"),
 new_code_cell("""ep_grid_best = best_point(grid, "log_evidence", "ep")["ep"]
 start = [ep_grid_best["log_lengthscale"], ep_grid_best["log_amplitude"]]   # L-BFGS from the best grid point
 opt, res = optimize_hyperparameters(model, data, "ep", x0=start, return_result=True)

@@ -40,12 +40,19 @@ def test_gallery_has_notebooks():
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)
-def test_notebook_is_valid_and_committed_without_outputs(name):
+def test_notebook_is_valid_and_committed_with_the_outputs_of_one_clean_run(name):
+    """Committed with outputs (a code host and the quick docs build show them), and those outputs are of one run
+    from top to bottom in a fresh kernel with no error: re-run with gallery/_notebook.py or the generator."""
     nb = read(name)
     nbformat.validate(nb)
-    assert nb.metadata["kernelspec"]["name"] == "python3"
-    for i, cell in enumerate(code_cells(nb)):
-        assert not cell.get("outputs") and cell.get("execution_count") is None, f"{name}, cell {i} has outputs"
+    assert nb.metadata == {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}}
+    cells = code_cells(nb)
+    counts = [cell.get("execution_count") for cell in cells]
+    assert counts == list(range(1, len(cells) + 1)), f"{name}: execution counts {counts}, not one run in order"
+    for i, cell in enumerate(cells):
+        kinds = [out.get("output_type") for out in cell.get("outputs", [])]
+        assert "error" not in kinds, f"{name}, cell {i} has an error output"
+    assert any(cell.get("outputs") for cell in cells), f"{name} has no outputs"
 
 
 @pytest.mark.parametrize("name", NOTEBOOKS)

@@ -86,7 +86,7 @@ class BID(ImageModel):
     The noise and image-difference rates are for intensities on [0, 1] (the thesis's scale, digest §5.2): every
     backend converts them to the data's unit (``intensity_unit``), so a fit of c g is c times the fit of g.
     white_level : the intensity of white in the data (1 for [0, 1] images, 255 for 8-bit ones); None (default)
-        takes max |g|, right for a whole natural image but not for a dark crop (pass the image's white level).
+        takes ``max |g|``, right for a whole natural image but not for a dark crop (pass the image's white level).
     init_psf_var : variance of the Gaussian initial PSF h_in (3 in all the thesis's experiments); ISNR_h is
         measured against it (§5.11).
     """

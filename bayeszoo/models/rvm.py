@@ -128,7 +128,7 @@ class RVM(Model):
     kernel : {"gauss", "poly", "sigmoid", "bspline", "linear"}
         Basis functions centred on the training inputs.
     width : float
-        Kernel width h of exp(-|x - x_n|^2 / h^2) ([P 63]); scale for ``bspline`` and ``sigmoid``.
+        Kernel width h of ``exp(-|x - x_n|^2 / h^2)`` ([P 63]); scale for ``bspline`` and ``sigmoid``.
     degree, offset : polynomial kernel (<x1,x2> + offset)^degree; ``offset`` is also the sigmoid's theta.
     bias : bool
         Add a constant basis function (column 0 of Phi).

@@ -58,7 +58,7 @@ class SLM(Model):
     Parameters
     ----------
     potential : {"laplace", "student", "logistic", "gaussian", "sigmoid"}
-        T(s) = exp(-tau |s|), (1 + tau s^2 / nu)^(-(nu+1)/2), cosh(tau s)^-2 or exp(-tau s^2 / 2) (Table 3.1);
+        T(s) = ``exp(-tau |s|)``, (1 + tau s^2 / nu)^(-(nu+1)/2), cosh(tau s)^-2 or exp(-tau s^2 / 2) (Table 3.1);
         ``sigmoid``: the likelihood 1 / (1 + exp(-c_j tau s)) of a label c_j = +-1 (``data.meta["labels"]``),
         whose posterior the Gaussian part must normalise alone (X of full column rank).
     tau : float
