@@ -1,0 +1,364 @@
+"""``vb_sparse``: variational blind deconvolution with a sparse derivative prior and a constrained PSF, coarse to fine
+(after Levin, Weiss, Durand & Freeman 2011 and Babacan, Molina, Do & Katsaggelos 2012).
+
+The PSF is estimated in the derivative domain, as Levin et al. do: with y_k = Q^k g and x_k = Q^k f the horizontal
+and vertical first differences (5.10-5.11), circular convolution commutes with Q^k, and on one pyramid level of M
+pixels
+
+    y_k = h * x_k + n_k,   n_k ~ N(0, s^2 I),   h >= 0, sum(h) = 1 on a k x k window (a parameter),
+    x_ki | gamma_ki ~ N(0, 1 / gamma_ki),   gamma_ki ~ Gamma(a, b)     (a Student-t scale mixture; a, b -> 0 is
+                                                                        the log prior of Babacan et al.)
+
+Variational EM: q(x) q(gamma) with q(x_k) a fully factorised Gaussian N(mu_k, diag(v_k)) (Levin et al.'s "diagonal
+covariance"), q(gamma) Gamma, and h (and s^2 when ``learn_noise``) point estimates at the bound's maximum. The bound
+
+    F = sum_k E[log N(y_k | h * x_k, s^2)] + E[log p(x | gamma)] + E[log p(gamma)] + H[q(x)] + H[q(gamma)]
+
+is raised by each step in turn, each the exact maximiser of F over its block:
+* q(x_k): with A_k = H^T H / s^2 + diag(<gamma_k>), F is separable in the mean and the variances of a factorised
+  Gaussian: mu_k = A_k^-1 H^T y_k / s^2 (PCG, Jacobi preconditioner) and v_ki = 1 / (A_k)_ii;
+* q(gamma_ki) = Gamma(a + 1/2, b + (mu_ki^2 + v_ki) / 2);
+* s^2 = sum_k <|y_k - h * x_k|^2> / (2M) when learned;
+* h: argmin sum_k <|y_k - h * x_k|^2> = sum_k (|y_k - h * mu_k|^2 + sum(v_k) |h|^2) over the simplex on the
+  window, a quadratic programme solved by non-negative least squares (``simplex_qp``). The covariance term
+  sum(v) |h|^2 keeps the kernel from collapsing to a delta (Levin et al. 2011): with v = 0 (a MAP image) the
+  no-blur solution wins.
+Coarse to fine: the image is reduced by ``scale_ratio`` per level until the kernel window is 3 x 3; each level
+starts from the coarser level's PSF (resized bilinearly, renormalised, recentred) and from x_k = y_k. Noise: the
+differences of white noise of variance sigma^2 have variance 2 sigma^2; s^2 is fixed at ``noise_inflation`` times
+that (sigma estimated from the image unless ``noise_sd`` is given), the same at every level, so coarse levels,
+where averaging has lowered the noise, see a relatively larger one. An inflated noise keeps q(x) from fitting the
+noise, whose differences are correlated (lag 0: 2 sigma^2, lag 1: -sigma^2) and otherwise leave a spike with a
+zero cross at the kernel's centre.
+
+The image is finally restored at full size with the estimated PSF by the non-blind HQS of
+``nonblind.hqs_restore`` under the model's St image prior (a_gamma, b_gamma) with noise variance sigma^2.
+Outputs: ``psf`` and ``image`` are point estimates, stored as identical draws; ``elbo`` traces F over the
+iterations of the finest level (``info["levels"]`` has every level's trace).
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import scipy.linalg
+import scipy.optimize
+
+from bayeszoo import checks
+from bayeszoo.fit import build_fit
+from bayeszoo.numerics import fft as _fft
+from bayeszoo.progress import progress_bar
+from bayeszoo.registry import Option, register
+
+from . import _common as C
+from .nonblind import DIFFS, hqs_restore
+
+OPTIONS = {
+    "iterations": Option(10, "VB iterations (q(x), q(gamma), noise, PSF) at each pyramid level"),
+    "scale_ratio": Option(math.sqrt(2.0), "ratio of image sides between successive pyramid levels (> 1)"),
+    "psf_side": Option(None, "odd side of the square PSF window estimated; None takes the model's psf_size"),
+    "noise_sd": Option(None, "noise standard deviation for [0, 1] intensities; None estimates it from the image "
+                             "(median absolute finest-scale diagonal detail / 0.6745)"),
+    "noise_inflation": Option(4.0, "the PSF estimation's noise variance in the derivative domain is this times "
+                                   "2 noise_sd^2 (>= 1; larger values trade detail for robustness)"),
+    "learn_noise": Option(False, "learn the derivative-domain noise variance at the bound's maximum at each step "
+                                 "instead of fixing it"),
+    "prior_shape": Option(1e-3, "shape a of the Gamma prior of the derivative precisions during PSF estimation"),
+    "prior_rate": Option(1e-6, "rate b of that prior, for [0, 1] intensities (a, b -> 0: the log prior)"),
+    "cg_iter": Option(100, "largest number of conjugate-gradient iterations per solve of q(x)'s mean"),
+    "cg_tol": Option(1e-6, "relative residual at which a conjugate-gradient solve stops"),
+}
+MIN_SIDE = 3       # the coarsest level's kernel window
+
+
+# ------------------------------------------------------------------------------------------------ PSF step
+def psf_normal_equations(mu: np.ndarray, g: np.ndarray, side: int):
+    """(A, b) of |g - h * mu|^2 = h^T A h - 2 b^T h + |g|^2 for h on the centred ``side`` x ``side`` window
+    (row-major): A_jl = R(o_j - o_l) with R the circular autocorrelation of mu, b_j = (g correlated with mu)(o_j)."""
+    shape = mu.shape
+    mu_hat = _fft.rfft2(mu)
+    auto = _fft.irfft2(np.abs(mu_hat) ** 2, shape)
+    cross = _fft.irfft2(_fft.rfft2(g) * np.conj(mu_hat), shape)
+    off = np.arange(side) - side // 2
+    dr = np.repeat(off, side)
+    dc = np.tile(off, side)
+    A = auto[(dr[:, None] - dr[None, :]) % shape[0], (dc[:, None] - dc[None, :]) % shape[1]]
+    b = cross[dr % shape[0], dc % shape[1]]
+    return A, b
+
+
+def simplex_qp(A: np.ndarray, b: np.ndarray, *, penalty: float = 1e8) -> np.ndarray:
+    """argmin 1/2 h^T A h - b^T h subject to h >= 0, sum(h) = 1, for a positive-definite A.
+
+    Written as the non-negative least-squares problem |L^T h - L^-1 b|^2 + w^2 (1^T h - 1)^2 (A = L L^T) and
+    solved by scipy's Lawson-Hanson ``nnls``; the weight w^2 = ``penalty`` x trace(A) / n makes the sum 1 to within
+    about 1 / penalty of the multiplier's scale, and the result is rescaled to sum exactly 1."""
+    n = b.size
+    L = scipy.linalg.cholesky(A, lower=True)
+    target = scipy.linalg.solve_triangular(L, b, lower=True)
+    w = math.sqrt(penalty * np.trace(A) / n)
+    design = np.vstack([L.T, np.full((1, n), w)])
+    h, _ = scipy.optimize.nnls(design, np.append(target, w), maxiter=50 * n)
+    total = h.sum()
+    if not total > 0:
+        raise ValueError("vb_sparse: the PSF step returned an all-zero kernel")
+    return h / total
+
+
+# ------------------------------------------------------------------------------------------------ one level
+class SparseVB:
+    """The factors of one pyramid level and their updates; each ``update_*`` maximises the bound over its block.
+
+    Works in the derivative domain: y_k = Q^k g = h * x_k + n_k with x_k = Q^k f the latent derivative images."""
+
+    def __init__(self, g, psf, *, a: float, b: float, noise_var: float, learn_noise: bool,
+                 cg_iter: int = 100, cg_tol: float = 1e-6):
+        self.g = np.asarray(g, dtype=float)
+        self.shape = self.g.shape
+        self.M = self.g.size
+        self.ys = [_fft.apply_stencil(self.g, s) for s in DIFFS]
+        self.a, self.b = float(a), float(b)
+        self.noise_var = float(noise_var)
+        self.learn_noise = learn_noise
+        self.cg_iter, self.cg_tol = cg_iter, cg_tol
+        self.psf = np.asarray(psf, dtype=float)
+        self.mu = [y.copy() for y in self.ys]
+        self.v = [np.zeros(self.shape) for _ in self.ys]
+        self.update_gamma()          # q(gamma) from the observed derivatives (v = 0)
+
+    # ---- expectations ------------------------------------------------------------------------------------
+    @property
+    def shape_post(self) -> float:
+        return self.a + 0.5
+
+    def E_gamma(self):
+        return [self.shape_post / r for r in self.rate]
+
+    def h_otf(self):
+        return _fft.otf(self.psf, self.shape)
+
+    def expected_residual(self) -> float:
+        """sum_k <|y_k - h * x_k|^2> = sum_k |y_k - h * mu_k|^2 + |h|^2 sum(v_k)."""
+        h_otf = self.h_otf()
+        total = 0.0
+        for y, m, v in zip(self.ys, self.mu, self.v):
+            r = y - _fft.conv(m, h_otf)
+            total += float(np.sum(r * r) + np.sum(self.psf**2) * np.sum(v))
+        return total
+
+    # ---- updates -----------------------------------------------------------------------------------------
+    def update_f(self):
+        """q(x_k): mu_k by PCG on (H^T H / s^2 + diag(<gamma_k>)) mu_k = H^T y_k / s^2, v_k = 1 / (|h|^2 / s^2 +
+        <gamma_k>), the diagonal of that matrix."""
+        h_otf = self.h_otf()
+        beta = 1.0 / self.noise_var
+        hh = np.abs(h_otf) ** 2
+        self.cg_its = 0
+        for k, gk in enumerate(self.E_gamma()):
+            def apply(x, gk=gk):
+                return beta * _fft.irfft2(hh * _fft.rfft2(x), self.shape) + gk * x
+            # Jacobi preconditioner: the precisions gamma span many decades (flat regions against edges), which a
+            # circulant preconditioner (their mean) cannot follow
+            diag = beta * np.sum(self.psf**2) + gk
+            rhs = beta * _fft.corr(self.ys[k], h_otf)
+            self.mu[k], its, _ = _fft.pcg(apply, rhs, lambda r, diag=diag: r / diag, self.mu[k],
+                                          max_iter=self.cg_iter, tol=self.cg_tol)
+            self.cg_its += its
+            self.v[k] = 1.0 / diag
+
+    def update_gamma(self):
+        """q(gamma_ki) = Gamma(a + 1/2, b + <x_ki^2> / 2), <x_ki^2> = mu_ki^2 + v_ki."""
+        self.rate = [self.b + 0.5 * (m * m + v) for m, v in zip(self.mu, self.v)]
+
+    def update_noise(self):
+        """s^2 = <residual> / (2M), the bound's maximum over the noise variance (kept fixed when not learned)."""
+        if self.learn_noise:
+            self.noise_var = self.expected_residual() / (len(self.ys) * self.M)
+
+    def update_psf(self):
+        """h: argmin sum_k |y_k - h * mu_k|^2 + sum(v_k) |h|^2 on the simplex (``simplex_qp``)."""
+        side = self.psf.shape[0]
+        A = b = 0.0
+        for y, m in zip(self.ys, self.mu):
+            A_k, b_k = psf_normal_equations(m, y, side)
+            A, b = A + A_k, b + b_k
+        A[np.diag_indices_from(A)] += float(sum(np.sum(v) for v in self.v))
+        self.psf = simplex_qp(A, b).reshape(side, side)
+
+    def sweep(self):
+        self.update_f()
+        self.update_gamma()
+        self.update_noise()
+        self.update_psf()
+
+    # ---- the bound ---------------------------------------------------------------------------------------
+    def bound(self) -> float:
+        """F of the module docstring for the current factors and point estimates."""
+        n = len(self.ys) * self.M
+        lik = -0.5 * n * (C.LOG_2PI + math.log(self.noise_var)) - 0.5 * self.expected_residual() / self.noise_var
+        prior = hyper = ent = 0.0
+        for rate, m, v in zip(self.rate, self.mu, self.v):
+            E_g, E_log_g = C.gamma_moments(self.shape_post, rate)
+            prior += np.sum(0.5 * E_log_g - 0.5 * C.LOG_2PI - 0.5 * E_g * (m * m + v))
+            hyper += C.gamma_log_prior(self.a, self.b, E_g, E_log_g)
+            ent += C.gamma_entropy(self.shape_post, rate)
+            ent += 0.5 * np.sum(np.log(2.0 * math.pi * math.e * v)) if np.all(v > 0) else -math.inf
+        return float(lik + prior + hyper + ent)
+
+
+# ------------------------------------------------------------------------------------------------ pyramid
+def odd(x: float) -> int:
+    """The odd integer nearest to x (at least MIN_SIDE)."""
+    n = int(round(x))
+    if n % 2 == 0:
+        n = n + 1 if x >= n else n - 1
+    return max(MIN_SIDE, n)
+
+
+def pyramid(shape, side: int, ratio: float):
+    """Levels from coarse to fine: (image shape, kernel side) with sides reduced by ``ratio`` per level until the
+    kernel window is MIN_SIDE (or the image would be smaller than twice the kernel)."""
+    levels = [(tuple(shape), side)]
+    scale = 1.0
+    while levels[-1][1] > MIN_SIDE:
+        scale /= ratio
+        k = odd(side * scale)
+        small = tuple(max(2, int(round(n * scale))) for n in shape)
+        if min(small) < 2 * k:
+            break
+        levels.append((small, k))
+    return levels[::-1]
+
+
+def resize(image, shape):
+    """Periodic anti-aliased resampling (the images are circular)."""
+    from skimage.transform import resize as _resize
+
+    return _resize(image, shape, order=1, mode="wrap", anti_aliasing=True)
+
+
+def resize_psf(psf, side: int):
+    """The kernel resampled to a side x side window (bilinear), made non-negative and unit-sum."""
+    from skimage.transform import resize as _resize
+
+    h = np.maximum(_resize(psf, (side, side), order=1, mode="constant", anti_aliasing=False), 0.0)
+    return h / h.sum() if h.sum() > 0 else np.full((side, side), 1.0 / side**2)
+
+
+def recentre(psf: np.ndarray) -> np.ndarray:
+    """The kernel shifted by whole pixels (circularly in its window) so that its centre of mass is the window's
+    centre: h and f are only determined up to opposite shifts, and the pyramid and restoration expect a centred
+    kernel."""
+    side = psf.shape[0]
+    x = np.arange(side) - side // 2
+    total = psf.sum()
+    dr = int(round(float(np.sum(psf.sum(axis=1) * x) / total)))
+    dc = int(round(float(np.sum(psf.sum(axis=0) * x) / total)))
+    return np.roll(psf, (-dr, -dc), axis=(0, 1))
+
+
+def initial_psf(side: int) -> np.ndarray:
+    """The coarsest level's start: a Gaussian of variance 1/2 on the window (a slightly blurred delta)."""
+    x = np.arange(side) - side // 2
+    h = np.exp(-(x[:, None] ** 2 + x[None, :] ** 2))
+    return h / h.sum()
+
+
+def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise: bool, iterations: int,
+             scale_ratio: float, cg_iter: int, cg_tol: float, bar=None):
+    """Coarse-to-fine PSF estimation (module doc); ``noise_var`` is the derivative domain's s^2 (the start when
+    ``learn_noise``). Returns the finest level's state (PSF recentred) and per-level summaries."""
+    levels = pyramid(g.shape, side, scale_ratio)
+    psf = initial_psf(levels[0][1])
+    summary = []
+    state = None
+    for shape, k in levels:
+        g_l = g if shape == g.shape else resize(g, shape)
+        psf = resize_psf(psf, k) if psf.shape[0] != k else psf
+        state = SparseVB(g_l, psf, a=a, b=b, noise_var=noise_var, learn_noise=learn_noise, cg_iter=cg_iter,
+                         cg_tol=cg_tol)
+        trace = []
+        for _ in range(iterations):
+            state.sweep()
+            trace.append(state.bound())
+            if bar is not None:
+                bar.update()
+        psf = recentre(state.psf)
+        summary.append({"shape": list(shape), "psf_side": k, "bound": trace, "noise_var": state.noise_var})
+    state.psf = psf
+    return state, summary
+
+
+def mad_noise_sd(g: np.ndarray) -> float:
+    """Noise sd from the finest diagonal Haar detail of the degraded image (Donoho's MAD rule, median / 0.6745):
+    the blur removes almost all of the image's content at that scale, what is left is noise."""
+    d = (g[:-1:2, :-1:2] - g[1::2, :-1:2] - g[:-1:2, 1::2] + g[1::2, 1::2]) / 2.0
+    return float(np.median(np.abs(d)) / 0.6745)
+
+
+# ------------------------------------------------------------------------------------------------ backend
+def _check(opts: dict) -> dict:
+    who = C.owner("vb_sparse")
+    for name in ("iterations", "cg_iter"):
+        checks.positive(who, name, opts[name], integer=True)
+    checks.number(who, "scale_ratio", opts["scale_ratio"], low=1.0, high=4.0)
+    if opts["psf_side"] is not None and checks.positive(who, "psf_side", opts["psf_side"], integer=True) % 2 == 0:
+        raise ValueError(f"{who}: psf_side must be None or an odd positive integer, got {opts['psf_side']!r}")
+    checks.number(who, "noise_sd", opts["noise_sd"], low=0, high=1e30, allow_none=True)
+    checks.number(who, "noise_inflation", opts["noise_inflation"], low=1.0, high=1e6, low_inclusive=True)
+    checks.flag(who, "learn_noise", opts["learn_noise"])
+    for name in ("prior_shape", "prior_rate"):
+        checks.number(who, name, opts[name], low=1e-20, high=1e20, low_inclusive=True)
+    checks.positive(who, "cg_tol", opts["cg_tol"])
+    return opts
+
+
+def _unavailable(model):
+    if model.priors[2] != "St":
+        return ("vb_sparse restores under the St image prior (first differences); the model's image prior is "
+                f"{model.priors[2]!r} (variant {model.variant!r})")
+    return None
+
+
+@register("vb_sparse", kind="approximation", family="bid", options=OPTIONS, check=_check,
+          defaults={"draws": 1, "tune": 0, "chains": 1}, unavailable=_unavailable,
+          description="variational blind deconvolution (Levin et al. 2011, Babacan et al. 2012): sparse derivative "
+                      "prior, diagonal q(x), non-negative unit-sum PSF by NNLS, coarse to fine, HQS restoration")
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """Estimate the PSF coarse to fine, then restore the image with it (module doc); point estimates."""
+    model.validate(data)
+    g = model.observed_image(data)
+    shape = g.shape
+    C.check_draw_budget("vb_sparse", chains, draws, shape)
+    side = opts["psf_side"] or model.psf_size or min(31, min(shape) if min(shape) % 2 else min(shape) - 1)
+    if side > min(shape):
+        raise ValueError(f"{C.owner('vb_sparse')}: psf_side {side} exceeds the image ({shape[0]} x {shape[1]})")
+    unit = model.intensity_unit(g)
+    sigma = opts["noise_sd"] * unit if opts["noise_sd"] is not None else mad_noise_sd(g)
+    if not sigma > 0:
+        sigma = 1e-3 * unit           # a noiseless image: a small floor keeps the precisions finite
+    timer = C.Timer()
+    levels = pyramid(shape, side, opts["scale_ratio"])
+    with progress_bar(total=opts["iterations"] * len(levels), desc="bid vb_sparse", disable=not progress) as bar:
+        state, summary = estimate(g, side=side, a=opts["prior_shape"], b=opts["prior_rate"] * unit**2,
+                                  noise_var=opts["noise_inflation"] * 2.0 * sigma**2,
+                                  learn_noise=opts["learn_noise"], iterations=opts["iterations"],
+                                  scale_ratio=opts["scale_ratio"], cg_iter=opts["cg_iter"], cg_tol=opts["cg_tol"],
+                                  bar=bar)
+    t_est = timer()
+    prior = model.precision_priors(g)
+    image, hqs_trace = hqs_restore(g, state.psf, noise_var=sigma**2, a=prior["a_gamma"], b=prior["b_gamma"])
+    t_total = timer()
+    V = model.psf_view_side(shape)
+    psf_view = _fft.window(_fft.embed(state.psf, shape), V)
+    out = {"image": np.broadcast_to(image, (chains, draws, *shape)).copy(),
+           "psf": np.broadcast_to(psf_view, (chains, draws, V, V)).copy()}
+    finest = np.array(summary[-1]["bound"])
+    iters = sum(len(s["bound"]) for s in summary)
+    info = {"iterations": iters, "converged": None, "warnings": [], "objective": "elbo",
+            "bound": float(finest[-1]), "noise_sd": float(sigma), "psf_side": int(side),
+            "levels": summary, "hqs_objective": hqs_trace.tolist(), "estimation_seconds": t_est,
+            "restoration_seconds": t_total - t_est, "seconds_per_iteration": t_est / max(iters, 1)}
+    timing = {"compile": 0.0, "tune": t_total, "sample": timer() - t_total}
+    return build_fit(model, data, "vb_sparse", "approximation", out, timing=timing, objective={"elbo": finest},
+                     info=info)

@@ -1,0 +1,64 @@
+"""Generate ``bayeszoo/datasets/data/camera_shake_kernels.npz``: camera-shake blur kernels in the style of Levin et al.
+(2009), for the ``bid_shake`` benchmark (``python benchmarks/make_camera_shake_kernels.py``; seeded, so the file
+is reproduced byte for byte by the same numpy).
+
+Each kernel is the path of a camera shake: a random walk with momentum (the velocity is a damped sum of Gaussian
+kicks, the position its running sum), sampled at sub-pixel steps; every sample is splatted bilinearly onto the
+grid and the samples are accumulated (the time the sensor spends at each position), then the kernel is cropped
+to its support, centred by its centre of mass, padded to an odd square of the requested side and normalised to
+sum 1. The path is scaled so that its extent fills the side less one pixel.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+SIDES = (9, 13, 13, 17, 19, 21, 23, 25)   # one kernel per entry
+SEED = 2011
+STEPS = 400           # sub-pixel samples per path
+MOMENTUM = 0.95       # fraction of the velocity kept at each step
+OUT = Path(__file__).resolve().parents[1] / "bayeszoo" / "datasets" / "data" / "camera_shake_kernels.npz"
+
+
+def shake_path(rng) -> np.ndarray:
+    """(STEPS, 2) positions of a random walk with momentum, started at rest at the origin."""
+    vel = np.zeros(2)
+    pos = np.zeros((STEPS, 2))
+    for t in range(1, STEPS):
+        vel = MOMENTUM * vel + rng.standard_normal(2)
+        pos[t] = pos[t - 1] + vel
+    return pos
+
+
+def kernel(rng, side: int) -> np.ndarray:
+    path = shake_path(rng)
+    path -= path.min(axis=0)
+    path *= (side - 2) / max(path.max(), 1e-12)          # the extent fills side - 1 pixels at most
+    k = np.zeros((side + 2, side + 2))
+    for r, c in path:
+        r0, c0 = int(np.floor(r)), int(np.floor(c))
+        fr, fc = r - r0, c - c0
+        k[r0, c0] += (1 - fr) * (1 - fc)
+        k[r0 + 1, c0] += fr * (1 - fc)
+        k[r0, c0 + 1] += (1 - fr) * fc
+        k[r0 + 1, c0 + 1] += fr * fc
+    # centre of mass to the centre of an odd side x side window
+    x = np.arange(k.shape[0])
+    cr = int(round(float(np.sum(k.sum(axis=1) * x) / k.sum())))
+    cc = int(round(float(np.sum(k.sum(axis=0) * x) / k.sum())))
+    big = np.pad(k, side)
+    half = side // 2
+    out = big[cr + side - half:cr + side + half + 1, cc + side - half:cc + side + half + 1]
+    return out / out.sum()
+
+
+def main() -> None:
+    rng = np.random.default_rng(SEED)
+    kernels = {f"k{i}": kernel(rng, s) for i, s in enumerate(SIDES)}
+    np.savez_compressed(OUT, **kernels)
+    print(OUT, {k: v.shape for k, v in kernels.items()})
+
+
+if __name__ == "__main__":
+    main()
