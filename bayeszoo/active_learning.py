@@ -127,7 +127,7 @@ def logistic_data(features, labels, name: str = "logistic") -> Dataset:
     return Dataset(X=np.eye(n), y=np.zeros(n), name=name, meta={"task": "regression", "B": F, "labels": c})
 
 
-def test_error(model, data: Dataset, fit, features, labels) -> float:
+def error_rate(model, data: Dataset, fit, features, labels) -> float:
     """Error rate of the approximation's predictive probabilities (threshold 1/2) on ``features`` / ``labels``."""
     A = precision(model, data, fit).dense()
     L = sla.cholesky(A, lower=True)
@@ -187,7 +187,7 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
                         **(options or {}))
         result.sizes.append(len(labelled))
         if has_test:
-            result.test_error.append(test_error(model, data, fit, test_features, test_labels))
+            result.test_error.append(error_rate(model, data, fit, test_features, test_labels))
         return data, fit
 
     with progress_bar(total=n_blocks, desc=f"active learning ({score})", disable=not progress) as bar:

@@ -56,7 +56,8 @@ def run(*, runs: int = 3, n_initial: int = 50, n_blocks: int = 30, block: int = 
                      for k, e in zip(res.sizes, res.test_error)]
     full = al.logistic_data(F, data.y, name="spambase")
     fit = bz.fit(slm, full, "dloop", draws=2, chains=1, seed=seed, progress=False, **options)
-    rows.append({"run": 0, "score": "full", "cases": data.n, "test_error": al.test_error(slm, full, fit, Ft, data.y_test)})
+    rows.append({"run": 0, "score": "full", "cases": data.n,
+                 "test_error": al.error_rate(slm, full, fit, Ft, data.y_test)})
     return pd.DataFrame(rows)
 
 
