@@ -39,6 +39,30 @@ def test_q_x_mean_and_variances_are_the_dense_optimum():
         np.testing.assert_allclose(v.ravel(), 1.0 / np.diag(A), rtol=1e-12)
 
 
+@pytest.mark.parametrize("shape", [(8, 8), (7, 9)])
+def test_deconvolved_start_is_the_dense_wiener_solution(shape):
+    rng = np.random.default_rng(2)
+    psf = rng.uniform(0.1, 1, (3, 3))
+    st = V.SparseVB(rng.uniform(0, 1, shape), psf / psf.sum(), a=0.3, b=1e-2, noise_var=0.05, learn_noise=False)
+    n = shape[0] * shape[1]
+    H = _matrix(lambda x: _fft.conv(x, st.h_otf()), shape)
+    st.start_deconvolved(iterations=0)
+    for y, mu, c in zip(st.ys, st.mu, st.wiener_precision):
+        assert c == pytest.approx(n / np.sum(y * y))
+        A = H.T @ H / st.noise_var + c * np.eye(n)
+        np.testing.assert_allclose(mu.ravel(), np.linalg.solve(A, H.T @ y.ravel() / st.noise_var), atol=1e-12)
+    # q(gamma) from the mean alone
+    for rate, mu, v in zip(st.rate, st.mu, st.v):
+        assert np.all(v == 0)
+        np.testing.assert_allclose(rate, st.b + 0.5 * mu**2, rtol=1e-14)
+    # many EM steps: the precision is the Gaussian model's fixed point c = n / (|mu|^2 + trace(A^-1))
+    st.start_deconvolved(iterations=20000)
+    for y, mu, c in zip(st.ys, st.mu, st.wiener_precision):
+        A = H.T @ H / st.noise_var + c * np.eye(n)
+        np.testing.assert_allclose(mu.ravel(), np.linalg.solve(A, H.T @ y.ravel() / st.noise_var), atol=1e-12)
+        assert c == pytest.approx(n / (np.sum(mu**2) + np.trace(np.linalg.inv(A))), rel=1e-8)
+
+
 def test_derivative_images_are_the_difference_filters():
     st, _ = _state()
     for y, q in zip(st.ys, _fft.difference_kernels(SHAPE, "St")):
@@ -191,7 +215,8 @@ def test_pyramid_levels_and_sides():
 @pytest.mark.parametrize("opts,match", [({"iterations": 0}, "iterations"), ({"scale_ratio": 1.0}, "scale_ratio"),
                                         ({"psf_side": 4}, "psf_side"), ({"noise_inflation": 0.5}, "noise_inflation"),
                                         ({"prior_rate": 0.0}, "prior_rate"), ({"learn_noise": "yes"}, "learn_noise"),
-                                        ({"noise_sd": -1.0}, "noise_sd")])
+                                        ({"noise_sd": -1.0}, "noise_sd"),
+                                        ({"level_start": "sharp"}, "level_start")])
 def test_bad_options_raise(opts, match):
     data = bz.datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)
     with pytest.raises(ValueError, match=match):

@@ -24,12 +24,13 @@ is raised by each step in turn, each the exact maximiser of F over its block:
   sum(v) |h|^2 keeps the kernel from collapsing to a delta (Levin et al. 2011): with v = 0 (a MAP image) the
   no-blur solution wins.
 Coarse to fine: the image is reduced by ``scale_ratio`` per level until the kernel window is 3 x 3; each level
-starts from the coarser level's PSF (resized bilinearly, renormalised, recentred) and from x_k = y_k. Noise: the
-differences of white noise of variance sigma^2 have variance 2 sigma^2; s^2 is fixed at ``noise_inflation`` times
-that (sigma estimated from the image unless ``noise_sd`` is given), the same at every level, so coarse levels,
-where averaging has lowered the noise, see a relatively larger one. An inflated noise keeps q(x) from fitting the
-noise, whose differences are correlated (lag 0: 2 sigma^2, lag 1: -sigma^2) and otherwise leave a spike with a
-zero cross at the kernel's centre.
+starts from the coarser level's PSF (resized bilinearly, renormalised, recentred) and from x_k = y_k, or with
+``level_start="deconvolved"`` from a Wiener restoration of y_k with that PSF (``SparseVB.start_deconvolved``).
+Noise: the differences of white noise of variance sigma^2 have variance 2 sigma^2; s^2 is fixed at
+``noise_inflation`` times that (sigma estimated from the image unless ``noise_sd`` is given), the same at every
+level, so coarse levels, where averaging has lowered the noise, see a relatively larger one. An inflated noise
+keeps q(x) from fitting the noise, whose differences are correlated (lag 0: 2 sigma^2, lag 1: -sigma^2) and
+otherwise leave a spike with a zero cross at the kernel's centre.
 
 The image is finally restored at full size with the estimated PSF by the non-blind HQS of
 ``nonblind.hqs_restore`` under the model's St image prior (a_gamma, b_gamma) with noise variance sigma^2.
@@ -67,7 +68,11 @@ OPTIONS = {
     "prior_rate": Option(1e-6, "rate b of that prior, for [0, 1] intensities (a, b -> 0: the log prior)"),
     "cg_iter": Option(100, "largest number of conjugate-gradient iterations per solve of q(x)'s mean"),
     "cg_tol": Option(1e-6, "relative residual at which a conjugate-gradient solve stops"),
+    "level_start": Option("blurred", "q(x)'s start at each level after the coarsest: 'blurred' (x_k = y_k) or "
+                                     "'deconvolved' (a Wiener restoration of y_k with the coarser level's PSF)"),
 }
+LEVEL_STARTS = ("blurred", "deconvolved")
+WIENER_ITER = 3    # EM steps of the Wiener start's scalar precision (see ``start_deconvolved``)
 MIN_SIDE = 3       # the coarsest level's kernel window
 
 
@@ -125,6 +130,34 @@ class SparseVB:
         self.mu = [y.copy() for y in self.ys]
         self.v = [np.zeros(self.shape) for _ in self.ys]
         self.update_gamma()          # q(gamma) from the observed derivatives (v = 0)
+
+    def start_deconvolved(self, iterations: int = WIENER_ITER):
+        """Start q(x_k)'s mean from a Wiener restoration of y_k with the current PSF, and q(gamma) from it.
+
+        Starting from x_k = y_k makes the first PSF steps explain blurred edges with a sharp kernel; a
+        deconvolved start keeps the coarser level's kernel in the picture. The restoration is the posterior mean
+        of y_k = h * x_k + n_k under x_k ~ N(0, I / c_k), (H^T H / s^2 + c_k I)^-1 H^T y_k / s^2, solved in the
+        Fourier domain. c_k starts at M / |y_k|^2 and takes ``iterations`` steps of the Gaussian model's EM update
+        c_k = M / (|mu_k|^2 + sum(v_k)); run to its fixed point the restoration is too noisy for the PSF step,
+        which then spreads the kernel. q(gamma) is taken from the mean alone (v_k = 0), as for the blurred start."""
+        h_otf = self.h_otf()
+        beta = 1.0 / self.noise_var
+        hh = np.abs(h_otf) ** 2
+        weight = np.ones(hh.shape)
+        weight[:, 1:(self.shape[1] + 1) // 2] = 2.0      # rfft2 stores each conjugate pair once
+        self.wiener_precision = []
+        for k, y in enumerate(self.ys):
+            rhs = beta * np.conj(h_otf) * _fft.rfft2(y)
+            c = self.M / max(float(np.sum(y * y)), 1e-300)
+            for _ in range(iterations):
+                denom = beta * hh + c
+                var = float(np.sum(weight / denom)) / self.M
+                power = float(np.sum(weight * np.abs(rhs / denom) ** 2)) / self.M   # Parseval: |mu_k|^2
+                c = self.M / (power + self.M * var)
+            self.mu[k] = _fft.irfft2(rhs / (beta * hh + c), self.shape)
+            self.wiener_precision.append(c)
+        self.v = [np.zeros(self.shape) for _ in self.ys]
+        self.update_gamma()
 
     # ---- expectations ------------------------------------------------------------------------------------
     @property
@@ -265,7 +298,7 @@ def initial_psf(side: int) -> np.ndarray:
 
 
 def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise: bool, iterations: int,
-             scale_ratio: float, cg_iter: int, cg_tol: float, bar=None):
+             scale_ratio: float, cg_iter: int, cg_tol: float, level_start: str = "blurred", bar=None):
     """Coarse-to-fine PSF estimation (module doc); ``noise_var`` is the derivative domain's s^2 (the start when
     ``learn_noise``). Returns the finest level's state (PSF recentred) and per-level summaries."""
     levels = pyramid(g.shape, side, scale_ratio)
@@ -277,6 +310,8 @@ def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise:
         psf = resize_psf(psf, k) if psf.shape[0] != k else psf
         state = SparseVB(g_l, psf, a=a, b=b, noise_var=noise_var, learn_noise=learn_noise, cg_iter=cg_iter,
                          cg_tol=cg_tol)
+        if level_start == "deconvolved" and summary:
+            state.start_deconvolved()
         trace = []
         for _ in range(iterations):
             state.sweep()
@@ -310,6 +345,8 @@ def _check(opts: dict) -> dict:
     for name in ("prior_shape", "prior_rate"):
         checks.number(who, name, opts[name], low=1e-20, high=1e20, low_inclusive=True)
     checks.positive(who, "cg_tol", opts["cg_tol"])
+    if opts["level_start"] not in LEVEL_STARTS:
+        raise ValueError(f"{who}: level_start must be one of {LEVEL_STARTS}, got {opts['level_start']!r}")
     return opts
 
 
@@ -344,7 +381,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
                                   noise_var=opts["noise_inflation"] * 2.0 * sigma**2,
                                   learn_noise=opts["learn_noise"], iterations=opts["iterations"],
                                   scale_ratio=opts["scale_ratio"], cg_iter=opts["cg_iter"], cg_tol=opts["cg_tol"],
-                                  bar=bar)
+                                  level_start=opts["level_start"], bar=bar)
     t_est = timer()
     prior = model.precision_priors(g)
     image, hqs_trace = hqs_restore(g, state.psf, noise_var=sigma**2, a=prior["a_gamma"], b=prior["b_gamma"])
