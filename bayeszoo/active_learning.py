@@ -50,7 +50,7 @@ def predictive_probability(mu, rho, tau: float) -> np.ndarray:
     return np.exp(-np.logaddexp(0.0, -tau * s)) @ _W
 
 
-def inclusion_width(mu, rho, beta, pot: Potential, iters: int = 100) -> np.ndarray:
+def inclusion_width(mu, rho, beta, pot: Potential, iters: int = 60) -> np.ndarray:
     """gamma* = argmin_gamma phi(gamma) of (3.14), elementwise: bisection on the sign of phi'(gamma) =
     h'(gamma) - rho / (gamma (gamma + rho)) - (mu + rho beta)^2 / (gamma + rho)^2 in ln gamma (phi is convex in
     gamma for a log-concave potential, so phi' changes sign once)."""
@@ -60,7 +60,7 @@ def inclusion_width(mu, rho, beta, pot: Potential, iters: int = 100) -> np.ndarr
     def slope(gamma):
         return pot.dh(gamma) - rho / (gamma * (gamma + rho)) - a2 / (gamma + rho) ** 2
 
-    lo, hi = np.full(mu.shape, -30.0), np.full(mu.shape, 30.0)
+    lo, hi = np.full(mu.shape, -30.0), np.full(mu.shape, 30.0)     # 60 halvings: ln gamma to 1e-16
     for _ in range(iters):
         mid = 0.5 * (lo + hi)
         up = slope(np.exp(mid)) > 0

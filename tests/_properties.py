@@ -45,3 +45,26 @@ def refused_by_bayeszoo(call):
             raise
 
     return fits_or_refuses(checked)
+
+
+def refuses_clearly(call, what: str = "", *, from_bayeszoo: bool = False):
+    """``call()``'s result, or None after a plain ValueError with a message. A subclass of ValueError (NumPy's
+    LinAlgError from deep inside the numerics) or any other exception type fails the test, as does the Fit
+    builder's refusal of a NaN objective (the backend computed it). ``from_bayeszoo`` also demands that the error
+    is raised in bayeszoo's own code (:func:`refused_by_bayeszoo`). With ``what``, the outcome is recorded
+    (``--hypothesis-show-statistics`` lists how often each happened)."""
+    def strict():
+        try:
+            return call()
+        except ValueError as exc:
+            if type(exc) is not ValueError:
+                raise AssertionError(f"unclear refusal {type(exc).__name__}: {exc}") from exc
+            assert str(exc), "a refusal must say what is wrong"
+            assert "non-finite objective" not in str(exc), f"a backend computed NaN or inf: {exc}"
+            if what:
+                event(f"{what} refused: {' '.join(str(exc).split()[:4])}")
+            raise
+    out = (refused_by_bayeszoo if from_bayeszoo else fits_or_refuses)(strict)
+    if what and out is not None:
+        event(f"{what} done")
+    return out

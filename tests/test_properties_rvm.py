@@ -10,37 +10,17 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import event, given, strategies as st
+from hypothesis import given, strategies as st
 
 import bayeszoo as bz
 from bayeszoo.datasets import Dataset
 from bayeszoo.models import ARVM, RVM
 
-from _properties import FAST, SLOW, fits_or_refuses
+from _properties import FAST, SLOW, fits_or_refuses, refuses_clearly
 
 #: small settings of Algorithm 1, so that one generated fit takes a fraction of a second
 ARVM_SMALL = dict(n_candidates=5, candidate_iter=2, joint_iter=5, max_iter=4, patience=2, hyper_sweeps=3)
 QUIET = dict(progress=False, seed=0)
-
-
-def refuses_clearly(call, what: str = ""):
-    """``call()``'s result, or None when it raised a plain ValueError. A subclass of ValueError raised from deep
-    inside the numerics (numpy's LinAlgError) is not a clear refusal and fails the test, as does any other type.
-    With ``what``, the outcome is recorded (``--hypothesis-show-statistics`` lists how often each happened)."""
-    def strict():
-        try:
-            return call()
-        except ValueError as exc:
-            if type(exc) is not ValueError:
-                raise AssertionError(f"unclear refusal {type(exc).__name__}: {exc}") from exc
-            assert str(exc), "a refusal must say what is wrong"
-            if what:
-                event(f"{what} refused: {' '.join(str(exc).split()[:4])}")
-            raise
-    out = fits_or_refuses(strict)
-    if what and out is not None:
-        event(f"{what} done")
-    return out
 
 
 # ------------------------------------------------------------------------------------------- strategies

@@ -25,7 +25,7 @@ import sys
 import numpy as np
 import pytest
 import scipy.linalg as sla
-from hypothesis import event, given, strategies as st
+from hypothesis import given, strategies as st
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
@@ -33,33 +33,12 @@ import bayeszoo as bz  # noqa: E402
 from bayeszoo import design  # noqa: E402
 from bayeszoo.datasets import Dataset  # noqa: E402
 from bayeszoo.models.slm import SLM  # noqa: E402
-from _properties import FAST, SLOW, refused_by_bayeszoo  # noqa: E402
+from _properties import FAST, SLOW, refuses_clearly  # noqa: E402
 
 BACKENDS = ("map", "sbl", "dloop", "ep", "gibbs")
 POTENTIALS = ("laplace", "student", "logistic", "gaussian")
 OPERATORS = ("identity", "tv", "wavelet", "wavelet+tv", "meta")
 NAN, INF = float("nan"), float("inf")
-
-
-def refuses_clearly(call, what: str = ""):
-    """``call()``'s result, or None after a plain ValueError raised by bayeszoo with a message. A subclass of
-    ValueError (NumPy's LinAlgError), a ValueError passing through from NumPy / SciPy / PyLops / PyWavelets, the
-    Fit builder's refusal of NaN draws or objectives (the backend computed them) and any other exception type fail
-    the test. With ``what``, the outcome is recorded (``--hypothesis-show-statistics`` lists them)."""
-    def strict():
-        try:
-            return call()
-        except ValueError as exc:
-            if type(exc) is not ValueError:
-                raise AssertionError(f"unclear refusal {type(exc).__name__}: {exc}") from exc
-            assert "non-finite objective" not in str(exc), f"a backend computed NaN or inf: {exc}"
-            if what:
-                event(f"{what} refused: {' '.join(str(exc).split()[:4])}")
-            raise
-    out = refused_by_bayeszoo(strict)
-    if what and out is not None:
-        event(f"{what} done")
-    return out
 
 
 def refusal(call, what: str = ""):
@@ -72,8 +51,13 @@ def refusal(call, what: str = ""):
         except ValueError as exc:
             said.append(str(exc))
             raise
-    out = refuses_clearly(noting, what)
+    out = strictly_refuses(noting, what)
     return out, (said[-1] if out is None else None)
+
+
+def strictly_refuses(call, what: str = ""):
+    """:func:`refuses_clearly` with the ValueError raised in bayeszoo's own code."""
+    return refuses_clearly(call, what, from_bayeszoo=True)
 
 
 # ------------------------------------------------------------------------------------------- strategies
@@ -167,7 +151,7 @@ def slm_problems(draw, max_n=40, max_m=40):
     B = draw(meta_B(n))
     if B is not None:
         meta["B"] = B
-    return refuses_clearly(lambda: Dataset(X=X, y=y, X_test=X_test, y_test=y_test, name="generated", meta=meta),
+    return strictly_refuses(lambda: Dataset(X=X, y=y, X_test=X_test, y_test=y_test, name="generated", meta=meta),
                            "dataset")
 
 
@@ -259,10 +243,10 @@ def _check_fit(model, data, fit, counts):
     assert u.shape == (counts["chains"], counts["draws"], data.d)
     assert np.all(np.isfinite(u))
     X_new = _new_inputs(data, np.random.default_rng(0))
-    pred = refuses_clearly(lambda: model.predict(fit, X_new), "predict")
+    pred = strictly_refuses(lambda: model.predict(fit, X_new), "predict")
     assert pred is not None, "predict refused rows of the training shape"
     assert pred.shape == (X_new.shape[0],) and np.all(np.isfinite(pred)), pred
-    score = refuses_clearly(lambda: model.score(fit, data), "score")
+    score = strictly_refuses(lambda: model.score(fit, data), "score")
     true_u = data.meta.get("true_u")
     if true_u is not None and (np.size(true_u) != data.d or np.max(np.abs(true_u)) > 1e100):
         assert score is None, "a meta['true_u'] of the wrong size or beyond |u| = 1e100 must be refused"
@@ -290,7 +274,7 @@ def _fit_or_refuse(data, options, backend, counts, backend_options, seed=0):
     if resolved is None:                                             # a backend that does not apply, or an option
         assert f"{backend!r}" in why and (backend in ("gibbs", "dloop") or any(name in why for name in
                                                                                   backend_options)), why
-    fit = refuses_clearly(lambda: bz.fit(model, data, backend, seed=seed, progress=False, **counts,
+    fit = strictly_refuses(lambda: bz.fit(model, data, backend, seed=seed, progress=False, **counts,
                                          **backend_options), f"fit {backend}")
     assert resolved is not None or fit is None, "bz.fit ran with options its backend refuses"
     if fit is not None:
@@ -386,10 +370,10 @@ def _predict_inputs(small_fit, X_new, other):
     """Predictions at any input: finite, or a ValueError; a model with other options refuses the fit."""
     model, data, fit = small_fit
     user = model if other is None else SLM(**{"tau": 2.0, "sigma2": 0.01, **other})
-    pred = refuses_clearly(lambda: user.predict(fit, X_new), "predict")
+    pred = strictly_refuses(lambda: user.predict(fit, X_new), "predict")
     if other is not None:
         assert pred is None, "a fit made with other options must be refused"
-        assert refuses_clearly(lambda: user.score(fit, data)) is None
+        assert strictly_refuses(lambda: user.score(fit, data)) is None
     if pred is not None:
         assert np.all(np.isfinite(pred)) and pred.shape == (np.asarray(X_new).shape[0],)
 
@@ -449,7 +433,7 @@ def design_problems(draw, max_n=16):
 
 def _information_gain(problem, candidates, lanczos_k):
     model, data, backend, options = problem
-    fit = refuses_clearly(lambda: bz.fit(model, data, backend, draws=2, chains=1, progress=False, **options),
+    fit = strictly_refuses(lambda: bz.fit(model, data, backend, draws=2, chains=1, progress=False, **options),
                           f"design fit {backend}")
     if fit is None:
         return
