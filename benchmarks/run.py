@@ -18,6 +18,8 @@ Benchmarks (see BENCHMARKS.md):
   gpc_ess          ESS/s of the GPC Gibbs sampler vs PyMC NUTS on the latent f for sonar
   bid_scaling      BID VB seconds per iteration at 128, 256, 512 pixels square against the M log M ratio
   bid_peers        BID VB (StStSt) vs richardson_lucy / unsupervised_wiener (true PSF) and TV-blind, cameraman
+  bid_sparse       BID vb_sparse on the thesis's three blurs (cameraman 256) against HQS with the true PSF
+  bid_shake        BID camera-shake set: error ratios of vb_sparse, the thesis's vb, TV-blind (256 x 256)
   pmkl_vb_gibbs    PMKL: VBpMKL vs Gibbs, time to the same test error on the mfeat stand-in (target: >= 100x)
   pmkl_ess         PMKL: ESS/s of gibbs vs PyMC NUTS on W and beta (mkl_sources, n = 30)
   pmkl_svc         PMKL vb / em vs scikit-learn SVC on the averaged kernel (mfeat stand-in)
@@ -44,9 +46,9 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
 
-BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn", "gpc_peers", "gpc_times", "gpc_ess", "bid_scaling", "bid_peers",
-              "pmkl_vb_gibbs", "pmkl_ess", "pmkl_svc", "arvm", "imagervm", "slm_dloop_cd", "slm_scaling",
-              "slm_map_peers", "slm_sbl_ard")
+BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn", "gpc_peers", "gpc_times", "gpc_ess", "bid_scaling",
+              "bid_peers", "bid_sparse", "bid_shake", "pmkl_vb_gibbs", "pmkl_ess", "pmkl_svc", "arvm", "imagervm",
+              "slm_dloop_cd", "slm_scaling", "slm_map_peers", "slm_sbl_ard")
 
 
 def _machine() -> dict:
@@ -108,9 +110,15 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
 
             if name == "bid_scaling":
                 result = mod.run_scaling(iterations=5, repeats=1) if quick else mod.run_scaling()
-            else:
+            elif name == "bid_peers":
                 result = mod.run_peers(max_iter=30, psfs=("uniform",)) if quick else mod.run_peers()
-            rows_fn = {"bid_scaling": mod.rows_scaling, "bid_peers": mod.rows_peers}[name]
+            elif name == "bid_sparse":
+                result = mod.run_sparse(psfs=("uniform",)) if quick else mod.run_sparse()
+            else:
+                result = (mod.run_shake(images=("cameraman",), kernels=(0, 2), size=128, methods=("vb_sparse",))
+                          if quick else mod.run_shake())
+            rows_fn = {"bid_scaling": mod.rows_scaling, "bid_peers": mod.rows_peers, "bid_sparse": mod.rows_sparse,
+                       "bid_shake": mod.rows_shake}[name]
         elif name == "arvm":
             import bench_arvm as mod
 

@@ -11,7 +11,7 @@ from bayeszoo.datasets.bid_data import (degrade, gaussian_psf, image_problem, ma
                                         noise_variance, uniform_psf)
 from bayeszoo.fit import build_fit
 from bayeszoo.numerics import fft as _fft
-from bayeszoo.models.bid import BID, F_SCALE, VARIANTS, isnr, parse_variant
+from bayeszoo.models.bid import BID, F_SCALE, VARIANTS, isnr, parse_variant, ssd_upto_shift
 
 from _declarations import declared_log_densities
 
@@ -230,6 +230,37 @@ def test_score_isnr_on_constructed_fits():
     assert score["seconds_per_iter"] == 0.25
     assert isnr(truth, g, g) == pytest.approx(0.0)
     np.testing.assert_allclose(model.predict(fit, [[3, 4], [15, 0]]), [half_f[3, 4], half_f[15, 0]])
+
+
+def test_ssd_upto_shift_finds_subpixel_and_integer_shifts():
+    rows, cols = np.mgrid[0:40, 0:40].astype(float)
+    plane = lambda r, c: 0.3 * r - 0.2 * c + 1.0                          # bilinear interpolation is exact on it
+    truth = plane(rows, cols)
+    moved = plane(rows + 0.75, cols - 1.25)
+    assert ssd_upto_shift(moved, truth, border=8) == pytest.approx(0.0, abs=1e-20)
+    inner = (slice(8, 32), slice(8, 32))
+    unshifted = float(np.sum((moved - truth)[inner] ** 2))
+    assert ssd_upto_shift(moved, truth, max_shift=0, border=8) == pytest.approx(unshifted, rel=1e-12)
+    assert unshifted == pytest.approx(24 * 24 * (0.3 * 0.75 + 0.2 * 1.25) ** 2, rel=1e-12)
+    rng = np.random.default_rng(0)
+    image = rng.random((40, 40))
+    assert ssd_upto_shift(np.roll(image, (2, -3), (0, 1)), image, border=8) == pytest.approx(0.0, abs=1e-20)
+    other = rng.random((40, 40))                     # step 1: the minimum over the integer shifts, by brute force
+    brute = min(float(np.sum((other[8 + i:32 + i, 8 + j:32 + j] - image[inner]) ** 2))
+                for i in range(-2, 3) for j in range(-2, 3))
+    assert ssd_upto_shift(other, image, max_shift=2, step=1, border=8) == pytest.approx(brute, rel=1e-12)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"estimate": np.zeros((40, 41))}, "same shape"),
+    ({"border": 5}, "border > max_shift"),
+    ({"step": 0.0}, "step > 0"),
+    ({"estimate": np.zeros((30, 30)), "truth": np.zeros((30, 30))}, "too small"),
+])
+def test_ssd_upto_shift_refuses_bad_input(kwargs, message):
+    args = {"estimate": np.zeros((40, 40)), "truth": np.zeros((40, 40)), **kwargs}
+    with pytest.raises(ValueError, match=message):
+        ssd_upto_shift(args.pop("estimate"), args.pop("truth"), **args)
 
 
 def test_family_picture_shows_degraded_true_and_each_backend():

@@ -205,6 +205,13 @@ def test_fit_is_equivariant_to_the_intensity_unit():
                                atol=1e-6 * 255)
 
 
+def test_initial_psfs_are_flat_or_peaked_simplex_points():
+    flat, peaked = V.initial_psf(3), V.initial_psf(3, "peaked")
+    np.testing.assert_allclose(flat, np.full((3, 3), 1 / 9))
+    e = np.exp(-1.0)                                  # exp(-(dr^2 + dc^2)) on the 3 x 3 window, normalised
+    np.testing.assert_allclose(peaked, np.outer([e, 1, e], [e, 1, e]) / (1 + 2 * e) ** 2)
+
+
 def test_pyramid_levels_and_sides():
     levels = V.pyramid((256, 256), 31, np.sqrt(2))
     assert levels[-1] == ((256, 256), 31) and levels[0][1] == 3
@@ -216,7 +223,8 @@ def test_pyramid_levels_and_sides():
                                         ({"psf_side": 4}, "psf_side"), ({"noise_inflation": 0.5}, "noise_inflation"),
                                         ({"prior_rate": 0.0}, "prior_rate"), ({"learn_noise": "yes"}, "learn_noise"),
                                         ({"noise_sd": -1.0}, "noise_sd"),
-                                        ({"level_start": "sharp"}, "level_start")])
+                                        ({"level_start": "sharp"}, "level_start"),
+                                        ({"psf_start": "delta"}, "psf_start")])
 def test_bad_options_raise(opts, match):
     data = bz.datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)
     with pytest.raises(ValueError, match=match):

@@ -387,6 +387,39 @@ def isnr(truth: np.ndarray, before: np.ndarray, estimate: np.ndarray) -> float:
     return 10.0 * math.log10(num / den) if num > 0 else -math.inf
 
 
+def ssd_upto_shift(estimate: np.ndarray, truth: np.ndarray, *, max_shift: float = 5.0, step: float = 0.25,
+                   border: int = 15) -> float:
+    """The error measure of Levin et al. (2009): |shift(estimate) - truth|^2 on the truth without a ``border``-pixel
+    frame, minimised over the shifts (dy, dx) on a grid of ``step`` in [-max_shift, max_shift]^2, the estimate
+    interpolated bilinearly. A blind estimate is only determined up to a shift of image against PSF, sub-pixel
+    shifts included, so it is compared at its best one."""
+    estimate = np.asarray(estimate, dtype=float)
+    truth = np.asarray(truth, dtype=float)
+    if estimate.shape != truth.shape or estimate.ndim != 2:
+        raise ValueError(f"ssd_upto_shift: the estimate {estimate.shape} and the truth {truth.shape} must be images "
+                         "of the same shape")
+    if not (step > 0 and max_shift >= 0 and border >= math.floor(max_shift) + 1):
+        raise ValueError(f"ssd_upto_shift: need step > 0, max_shift >= 0 and border > max_shift; got step={step}, "
+                         f"max_shift={max_shift}, border={border}")
+    n_rows, n_cols = truth.shape
+    if min(n_rows, n_cols) <= 2 * border:
+        raise ValueError(f"ssd_upto_shift: the image ({n_rows} x {n_cols}) is too small for a {border}-pixel border")
+    target = truth[border:n_rows - border, border:n_cols - border]
+    rows = np.arange(border, n_rows - border)
+    cols = np.arange(border, n_cols - border)
+    shifts = np.arange(-max_shift, max_shift + step / 2, step)
+    best = math.inf
+    for dy in shifts:
+        whole, frac = math.floor(dy), dy - math.floor(dy)
+        by_rows = (1 - frac) * estimate[rows + whole] + frac * estimate[np.minimum(rows + whole + 1, n_rows - 1)]
+        for dx in shifts:
+            whole_c, frac_c = math.floor(dx), dx - math.floor(dx)
+            moved = ((1 - frac_c) * by_rows[:, cols + whole_c]
+                     + frac_c * by_rows[:, np.minimum(cols + whole_c + 1, n_cols - 1)])
+            best = min(best, float(np.sum((moved - target) ** 2)))
+    return best
+
+
 def as_pixel_rows(X_new):
     """One (row, col) pair as a one-row matrix (``predict`` of the image families takes one pair or an (n, 2) array);
     anything else as it is."""

@@ -23,9 +23,10 @@ is raised by each step in turn, each the exact maximiser of F over its block:
   window, a quadratic programme solved by non-negative least squares (``simplex_qp``). The covariance term
   sum(v) |h|^2 keeps the kernel from collapsing to a delta (Levin et al. 2011): with v = 0 (a MAP image) the
   no-blur solution wins.
-Coarse to fine: the image is reduced by ``scale_ratio`` per level until the kernel window is 3 x 3; each level
-starts from the coarser level's PSF (resized bilinearly, renormalised, recentred) and from x_k = y_k, or with
-``level_start="deconvolved"`` from a Wiener restoration of y_k with that PSF (``SparseVB.start_deconvolved``).
+Coarse to fine: the image is reduced by ``scale_ratio`` per level until the kernel window is 3 x 3. The coarsest
+level starts from a flat PSF (``initial_psf``) and x_k = y_k; each finer level from the coarser level's PSF
+(resized bilinearly, renormalised, recentred) and a Wiener restoration of y_k with it
+(``SparseVB.start_deconvolved``), or x_k = y_k with ``level_start="blurred"``.
 Noise: the differences of white noise of variance sigma^2 have variance 2 sigma^2; s^2 is fixed at
 ``noise_inflation`` times that (sigma estimated from the image unless ``noise_sd`` is given), the same at every
 level, so coarse levels, where averaging has lowered the noise, see a relatively larger one. An inflated noise
@@ -68,10 +69,13 @@ OPTIONS = {
     "prior_rate": Option(1e-6, "rate b of that prior, for [0, 1] intensities (a, b -> 0: the log prior)"),
     "cg_iter": Option(100, "largest number of conjugate-gradient iterations per solve of q(x)'s mean"),
     "cg_tol": Option(1e-6, "relative residual at which a conjugate-gradient solve stops"),
-    "level_start": Option("blurred", "q(x)'s start at each level after the coarsest: 'blurred' (x_k = y_k) or "
-                                     "'deconvolved' (a Wiener restoration of y_k with the coarser level's PSF)"),
+    "level_start": Option("deconvolved", "q(x)'s start at each level after the coarsest: 'deconvolved' (a Wiener "
+                                         "restoration of y_k with the coarser level's PSF) or 'blurred' (x_k = y_k)"),
+    "psf_start": Option("flat", "the PSF's start at the coarsest level: 'flat' (uniform on its window) or 'peaked' (a "
+                                "Gaussian of variance 1/2)"),
 }
 LEVEL_STARTS = ("blurred", "deconvolved")
+PSF_STARTS = ("flat", "peaked")
 WIENER_ITER = 3    # EM steps of the Wiener start's scalar precision (see ``start_deconvolved``)
 MIN_SIDE = 3       # the coarsest level's kernel window
 
@@ -290,19 +294,24 @@ def recentre(psf: np.ndarray) -> np.ndarray:
     return np.roll(psf, (-dr, -dc), axis=(0, 1))
 
 
-def initial_psf(side: int) -> np.ndarray:
-    """The coarsest level's start: a Gaussian of variance 1/2 on the window (a slightly blurred delta)."""
+def initial_psf(side: int, start: str = "flat") -> np.ndarray:
+    """The coarsest level's start: flat on the window, or "peaked", a Gaussian of variance 1/2 (a slightly blurred
+    delta). From the peaked start a kernel whose mass lies away from its centre (two heavy ends of a shake path)
+    stays at the compact no-blur solution at every level; the flat one starts on the blurred side of it."""
+    if start == "flat":
+        return np.full((side, side), 1.0 / side**2)
     x = np.arange(side) - side // 2
     h = np.exp(-(x[:, None] ** 2 + x[None, :] ** 2))
     return h / h.sum()
 
 
 def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise: bool, iterations: int,
-             scale_ratio: float, cg_iter: int, cg_tol: float, level_start: str = "blurred", bar=None):
+             scale_ratio: float, cg_iter: int, cg_tol: float, level_start: str = "deconvolved",
+             psf_start: str = "flat", bar=None):
     """Coarse-to-fine PSF estimation (module doc); ``noise_var`` is the derivative domain's s^2 (the start when
     ``learn_noise``). Returns the finest level's state (PSF recentred) and per-level summaries."""
     levels = pyramid(g.shape, side, scale_ratio)
-    psf = initial_psf(levels[0][1])
+    psf = initial_psf(levels[0][1], psf_start)
     summary = []
     state = None
     for shape, k in levels:
@@ -347,6 +356,8 @@ def _check(opts: dict) -> dict:
     checks.positive(who, "cg_tol", opts["cg_tol"])
     if opts["level_start"] not in LEVEL_STARTS:
         raise ValueError(f"{who}: level_start must be one of {LEVEL_STARTS}, got {opts['level_start']!r}")
+    if opts["psf_start"] not in PSF_STARTS:
+        raise ValueError(f"{who}: psf_start must be one of {PSF_STARTS}, got {opts['psf_start']!r}")
     return opts
 
 
@@ -381,7 +392,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
                                   noise_var=opts["noise_inflation"] * 2.0 * sigma**2,
                                   learn_noise=opts["learn_noise"], iterations=opts["iterations"],
                                   scale_ratio=opts["scale_ratio"], cg_iter=opts["cg_iter"], cg_tol=opts["cg_tol"],
-                                  level_start=opts["level_start"], bar=bar)
+                                  level_start=opts["level_start"], psf_start=opts["psf_start"], bar=bar)
     t_est = timer()
     prior = model.precision_priors(g)
     image, hqs_trace = hqs_restore(g, state.psf, noise_var=sigma**2, a=prior["a_gamma"], b=prior["b_gamma"])
