@@ -256,6 +256,7 @@ def test_ssd_upto_shift_finds_subpixel_and_integer_shifts():
     ({"border": 5}, "border > max_shift"),
     ({"step": 0.0}, "step > 0"),
     ({"estimate": np.zeros((30, 30)), "truth": np.zeros((30, 30))}, "too small"),
+    ({"estimate": np.full((40, 40), np.nan)}, "finite"),
 ])
 def test_ssd_upto_shift_refuses_bad_input(kwargs, message):
     args = {"estimate": np.zeros((40, 40)), "truth": np.zeros((40, 40)), **kwargs}

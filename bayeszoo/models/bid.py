@@ -398,6 +398,8 @@ def ssd_upto_shift(estimate: np.ndarray, truth: np.ndarray, *, max_shift: float 
     if estimate.shape != truth.shape or estimate.ndim != 2:
         raise ValueError(f"ssd_upto_shift: the estimate {estimate.shape} and the truth {truth.shape} must be images "
                          "of the same shape")
+    if not (np.all(np.isfinite(estimate)) and np.all(np.isfinite(truth))):
+        raise ValueError("ssd_upto_shift: the estimate and the truth must be finite (a NaN or inf pixel)")
     if not (step > 0 and max_shift >= 0 and border >= math.floor(max_shift) + 1):
         raise ValueError(f"ssd_upto_shift: need step > 0, max_shift >= 0 and border > max_shift; got step={step}, "
                          f"max_shift={max_shift}, border={border}")
@@ -409,13 +411,12 @@ def ssd_upto_shift(estimate: np.ndarray, truth: np.ndarray, *, max_shift: float 
     cols = np.arange(border, n_cols - border)
     shifts = np.arange(-max_shift, max_shift + step / 2, step)
     best = math.inf
-    for dy in shifts:
+    for dy in shifts:                  # border > max_shift keeps every index below inside the image
         whole, frac = math.floor(dy), dy - math.floor(dy)
-        by_rows = (1 - frac) * estimate[rows + whole] + frac * estimate[np.minimum(rows + whole + 1, n_rows - 1)]
+        by_rows = (1 - frac) * estimate[rows + whole] + frac * estimate[rows + whole + 1]
         for dx in shifts:
             whole_c, frac_c = math.floor(dx), dx - math.floor(dx)
-            moved = ((1 - frac_c) * by_rows[:, cols + whole_c]
-                     + frac_c * by_rows[:, np.minimum(cols + whole_c + 1, n_cols - 1)])
+            moved = (1 - frac_c) * by_rows[:, cols + whole_c] + frac_c * by_rows[:, cols + whole_c + 1]
             best = min(best, float(np.sum((moved - target) ** 2)))
     return best
 
