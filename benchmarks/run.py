@@ -1,6 +1,6 @@
 """Ratio benchmarks of bayeszoo against its peers (``make bench``). Not tests: nothing here asserts a time.
 
-    .venv/bin/python benchmarks/run.py                     # all benchmarks (~5-10 min on 2 cores)
+    .venv/bin/python benchmarks/run.py                     # all benchmarks (long: bid_shake alone ~20 min)
     .venv/bin/python benchmarks/run.py --only ess          # one (or a comma-separated list)
     .venv/bin/python benchmarks/run.py --quick             # shorter runs, for a smoke check
     .venv/bin/python benchmarks/run.py --list
