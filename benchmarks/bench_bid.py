@@ -182,7 +182,7 @@ def run_peers(max_iter: int = 200, psfs=("gaussian", "uniform", "motion")) -> di
 
     import bayeszoo as bz
     from bayeszoo.numerics import fft as _fft
-    from bayeszoo.models.bid import isnr, ssd_upto_shift
+    from bayeszoo.models.bid import isnr
 
     out = {}
     for psf in psfs:
