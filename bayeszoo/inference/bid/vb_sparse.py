@@ -306,8 +306,7 @@ def initial_psf(side: int, start: str = "flat") -> np.ndarray:
 
 
 def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise: bool, iterations: int,
-             scale_ratio: float, cg_iter: int, cg_tol: float, level_start: str = "deconvolved",
-             psf_start: str = "flat", bar=None):
+             scale_ratio: float, cg_iter: int, cg_tol: float, level_start: str, psf_start: str, bar=None):
     """Coarse-to-fine PSF estimation (module doc); ``noise_var`` is the derivative domain's s^2 (the start when
     ``learn_noise``). Returns the finest level's state (PSF recentred) and per-level summaries."""
     levels = pyramid(g.shape, side, scale_ratio)
