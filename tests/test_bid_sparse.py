@@ -205,6 +205,23 @@ def test_fit_is_equivariant_to_the_intensity_unit():
                                atol=1e-6 * 255)
 
 
+def test_several_noise_inflations_keep_the_highest_bound_under_the_smallest():
+    data = bz.datasets.load("bid_blocks", psf="uniform", size=32, n_blocks=6, seed=0)
+    model = bz.models.BID(psf_size=9)
+    fit = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=(8.0, 2.0))
+    paths = fit.info["paths"]
+    assert [p["noise_inflation"] for p in paths] == [8.0, 2.0]
+    best = max(paths, key=lambda p: p["bound"])
+    assert fit.info["bound"] == best["bound"] and fit.info["noise_inflation"] == best["noise_inflation"]
+    elbo = fit.idata.objective["elbo"].values            # the chosen path's refinement under the smallest value
+    assert len(elbo) == 3 and np.all(np.diff(elbo) >= -1e-8 * abs(elbo[-1]))
+    single = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=2.0)
+    assert [p["noise_inflation"] for p in single.info["paths"]] == [2.0]
+    assert single.info["bound"] == single.info["paths"][0]["coarse_to_fine_bound"]    # one value: no refinement
+    # the refinement starts each path again at the finest level under inflation 2: same model, comparable bounds
+    assert paths[1]["bound"] != paths[1]["coarse_to_fine_bound"]
+
+
 def test_initial_psfs_are_flat_or_peaked_simplex_points():
     flat, peaked = V.initial_psf(3), V.initial_psf(3, "peaked")
     np.testing.assert_allclose(flat, np.full((3, 3), 1 / 9))
@@ -221,6 +238,8 @@ def test_pyramid_levels_and_sides():
 
 @pytest.mark.parametrize("opts,match", [({"iterations": 0}, "iterations"), ({"scale_ratio": 1.0}, "scale_ratio"),
                                         ({"psf_side": 4}, "psf_side"), ({"noise_inflation": 0.5}, "noise_inflation"),
+                                        ({"noise_inflation": ()}, "noise_inflation"),
+                                        ({"noise_inflation": (4.0, 0.5)}, "noise_inflation"),
                                         ({"prior_rate": 0.0}, "prior_rate"), ({"learn_noise": "yes"}, "learn_noise"),
                                         ({"noise_sd": -1.0}, "noise_sd"),
                                         ({"level_start": "sharp"}, "level_start"),
