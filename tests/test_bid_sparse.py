@@ -215,11 +215,19 @@ def test_several_noise_inflations_keep_the_highest_bound_under_the_smallest():
     assert fit.info["bound"] == best["bound"] and fit.info["noise_inflation"] == best["noise_inflation"]
     elbo = fit.idata.objective["elbo"].values            # the chosen path's refinement under the smallest value
     assert len(elbo) == 3 and np.all(np.diff(elbo) >= -1e-8 * abs(elbo[-1]))
-    single = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=2.0)
-    assert [p["noise_inflation"] for p in single.info["paths"]] == [2.0]
-    assert single.info["bound"] == single.info["paths"][0]["coarse_to_fine_bound"]    # one value: no refinement
-    # the refinement starts each path again at the finest level under inflation 2: same model, comparable bounds
-    assert paths[1]["bound"] != paths[1]["coarse_to_fine_bound"]
+    # path 8 is the single-value fit at 8, refined under 2 x 2 sigma^2
+    single = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=8.0)
+    assert [p["noise_inflation"] for p in single.info["paths"]] == [8.0]
+    assert single.info["bound"] == single.info["paths"][0]["coarse_to_fine_bound"] == paths[0]["coarse_to_fine_bound"]
+    g = model.observed_image(data)
+    view = single.posterior["psf"].values[0, 0]                 # the 9 x 9 window at the centre of the view
+    c = view.shape[0] // 2
+    psf = view[c - 4:c + 5, c - 4:c + 5]
+    assert psf.sum() == pytest.approx(1.0)
+    sigma = single.info["noise_sd"]
+    _, trace = V.refine(g, psf, a=1e-3, b=1e-6 * model.intensity_unit(g) ** 2, noise_var=2.0 * 2.0 * sigma**2,
+                        learn_noise=False, iterations=3, cg_iter=100, cg_tol=1e-6)
+    assert trace[-1] == pytest.approx(paths[0]["bound"], rel=1e-10)
 
 
 def test_initial_psfs_are_flat_or_peaked_simplex_points():

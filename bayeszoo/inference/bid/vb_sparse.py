@@ -40,7 +40,8 @@ highest bound there, one model for all, is kept (``info["paths"]`` has each one'
 The image is finally restored at full size with the estimated PSF by the non-blind HQS of
 ``nonblind.hqs_restore`` under the model's St image prior (a_gamma, b_gamma) with noise variance sigma^2.
 Outputs: ``psf`` and ``image`` are point estimates, stored as identical draws; ``elbo`` traces F over the
-iterations of the finest level (``info["levels"]`` has every level's trace).
+iterations of the finest level, or of the refinement with several noise values (``info["levels"]`` has every
+level's trace of the kept estimate).
 """
 from __future__ import annotations
 
