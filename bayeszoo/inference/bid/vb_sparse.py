@@ -235,6 +235,16 @@ class SparseVB:
         self.update_noise()
         self.update_psf()
 
+    def sweeps(self, iterations: int, bar=None) -> list[float]:
+        """``iterations`` sweeps; the bound after each."""
+        trace = []
+        for _ in range(iterations):
+            self.sweep()
+            trace.append(self.bound())
+            if bar is not None:
+                bar.update()
+        return trace
+
     # ---- the bound ---------------------------------------------------------------------------------------
     def bound(self) -> float:
         """F of the module docstring for the current factors and point estimates."""
@@ -327,12 +337,7 @@ def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise:
                          cg_tol=cg_tol)
         if level_start == "deconvolved" and summary:
             state.start_deconvolved()
-        trace = []
-        for _ in range(iterations):
-            state.sweep()
-            trace.append(state.bound())
-            if bar is not None:
-                bar.update()
+        trace = state.sweeps(iterations, bar)
         psf = recentre(state.psf)
         summary.append({"shape": list(shape), "psf_side": k, "bound": trace, "noise_var": state.noise_var})
     state.psf = psf
@@ -345,12 +350,7 @@ def refine(g, psf, *, a: float, b: float, noise_var: float, learn_noise: bool, i
     ``iterations`` sweeps. Returns the state (PSF recentred) and its bound trace."""
     state = SparseVB(g, psf, a=a, b=b, noise_var=noise_var, learn_noise=learn_noise, cg_iter=cg_iter, cg_tol=cg_tol)
     state.start_deconvolved()
-    trace = []
-    for _ in range(iterations):
-        state.sweep()
-        trace.append(state.bound())
-        if bar is not None:
-            bar.update()
+    trace = state.sweeps(iterations, bar)
     state.psf = recentre(state.psf)
     return state, trace
 
