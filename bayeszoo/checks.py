@@ -37,6 +37,19 @@ def number(owner: str, name: str, value, *, low: float | None = None, high: floa
     return int(value) if integer else float(value)
 
 
+def number_sequence(owner: str, name: str, value, *, allow_scalar: bool = False,
+                    **bounds) -> tuple[float, ...]:
+    """A non-empty sequence (list, tuple or 1-d array) of numbers, each checked by ``number`` with ``bounds``; with
+    ``allow_scalar`` one number is accepted as a sequence of one. Returned as a tuple of floats."""
+    if allow_scalar and isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        value = (value,)
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or len(value) == 0:
+        raise _fail(owner, name, "a non-empty sequence of numbers" + (" or a number" if allow_scalar else ""), value)
+    return tuple(number(owner, name, v, **bounds) for v in value)
+
+
 def positive(owner: str, name: str, value, *, integer: bool = False, allow_none: bool = False):
     """A finite number > 0 (an integer >= 1 with ``integer``)."""
     return number(owner, name, value, low=0, integer=integer, allow_none=allow_none)

@@ -225,8 +225,10 @@ def test_several_noise_inflations_keep_the_highest_bound_under_the_smallest():
     psf = view[c - 4:c + 5, c - 4:c + 5]
     assert psf.sum() == pytest.approx(1.0)
     sigma = single.info["noise_sd"]
-    _, trace = V.refine(g, psf, a=1e-3, b=1e-6 * model.intensity_unit(g) ** 2, noise_var=2.0 * 2.0 * sigma**2,
-                        learn_noise=False, iterations=3, cg_iter=100, cg_tol=1e-6)
+    opt = {name: V.OPTIONS[name].default for name in ("prior_shape", "prior_rate", "cg_iter", "cg_tol")}
+    _, trace = V.refine(g, psf, a=opt["prior_shape"], b=opt["prior_rate"] * model.intensity_unit(g) ** 2,
+                        noise_var=2.0 * 2.0 * sigma**2, learn_noise=False, iterations=3, cg_iter=opt["cg_iter"],
+                        cg_tol=opt["cg_tol"])
     assert trace[-1] == pytest.approx(paths[0]["bound"], rel=1e-10)
 
 

@@ -309,12 +309,8 @@ def _check(opts: dict) -> dict:
     for name in ("init_alpha", "init_beta", "init_gamma"):       # precisions for [0, 1] intensities
         checks.number(who, name, opts[name], low=INIT_RANGE[0], high=INIT_RANGE[1], low_inclusive=True)
     checks.flag(who, "learn_noise_prior", opts["learn_noise_prior"])
-    temps = opts["anneal_temperatures"]
-    temps = temps.tolist() if isinstance(temps, np.ndarray) else temps
-    if not isinstance(temps, (list, tuple)) or len(temps) == 0:
-        raise ValueError(f"{who}: anneal_temperatures must be a non-empty sequence of numbers >= 1, got {temps!r}")
-    for t in temps:
-        checks.number(who, "anneal_temperatures", t, low=1, low_inclusive=True)
+    temps = checks.number_sequence(who, "anneal_temperatures", opts["anneal_temperatures"], low=1, low_inclusive=True)
+    opts["anneal_temperatures"] = temps
     if any(t > 1 for t in temps) and opts["anneal_iter"] >= opts["max_iter"]:
         raise ValueError(f"{who}: anneal_iter ({opts['anneal_iter']}) must be below max_iter ({opts['max_iter']}) "
                          f"so that annealed runs end at the bound itself")

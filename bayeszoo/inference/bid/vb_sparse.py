@@ -355,11 +355,6 @@ def refine(g, psf, *, a: float, b: float, noise_var: float, learn_noise: bool, i
     return state, trace
 
 
-def inflations(value) -> tuple[float, ...]:
-    """``noise_inflation`` as a tuple of numbers (one number or a sequence)."""
-    return tuple(value) if isinstance(value, (tuple, list, np.ndarray)) else (value,)
-
-
 def mad_noise_sd(g: np.ndarray) -> float:
     """Noise sd from the finest diagonal Haar detail of the degraded image (Donoho's MAD rule, median / 0.6745):
     the blur removes almost all of the image's content at that scale, what is left is noise."""
@@ -376,12 +371,8 @@ def _check(opts: dict) -> dict:
     if opts["psf_side"] is not None and checks.positive(who, "psf_side", opts["psf_side"], integer=True) % 2 == 0:
         raise ValueError(f"{who}: psf_side must be None or an odd positive integer, got {opts['psf_side']!r}")
     checks.number(who, "noise_sd", opts["noise_sd"], low=0, high=1e30, allow_none=True)
-    values = inflations(opts["noise_inflation"])
-    if not values:
-        raise ValueError(f"{who}: noise_inflation must be a number or a non-empty sequence of numbers, got "
-                         f"{opts['noise_inflation']!r}")
-    for value in values:
-        checks.number(who, "noise_inflation", value, low=1.0, high=1e6, low_inclusive=True)
+    opts["noise_inflation"] = checks.number_sequence(who, "noise_inflation", opts["noise_inflation"],
+                                                     allow_scalar=True, low=1.0, high=1e6, low_inclusive=True)
     checks.flag(who, "learn_noise", opts["learn_noise"])
     for name in ("prior_shape", "prior_rate"):
         checks.number(who, name, opts[name], low=1e-20, high=1e20, low_inclusive=True)
@@ -419,7 +410,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
         sigma = 1e-3 * unit           # a noiseless image: a small floor keeps the precisions finite
     timer = C.Timer()
     levels = pyramid(shape, side, opts["scale_ratio"])
-    factors = inflations(opts["noise_inflation"])
+    factors = opts["noise_inflation"]              # a tuple (``_check``)
     settings = dict(a=opts["prior_shape"], b=opts["prior_rate"] * unit**2, learn_noise=opts["learn_noise"],
                     iterations=opts["iterations"], cg_iter=opts["cg_iter"], cg_tol=opts["cg_tol"])
     steps = opts["iterations"] * len(factors) * (len(levels) + (len(factors) > 1))
