@@ -6,7 +6,8 @@ Each kernel is the path of a camera shake: a random walk with momentum (the velo
 kicks, the position its running sum), sampled at sub-pixel steps; every sample is splatted bilinearly onto the
 grid and the samples are accumulated (the time the sensor spends at each position), then the kernel is cropped
 to its support, centred by its centre of mass, padded to an odd square of the requested side and normalised to
-sum 1. The path is scaled so that its extent fills the side less one pixel.
+sum 1. The path is scaled so that its extent fills the side less one pixel, or less when a lopsided path, centred by
+its centre of mass, would otherwise cross the window's edge: every kernel holds its whole path.
 """
 from __future__ import annotations
 
@@ -31,10 +32,9 @@ def shake_path(rng) -> np.ndarray:
     return pos
 
 
-def kernel(rng, side: int) -> np.ndarray:
-    path = shake_path(rng)
-    path -= path.min(axis=0)
-    path *= (side - 2) / max(path.max(), 1e-12)          # the extent fills side - 1 pixels at most
+def splat(path, side: int) -> np.ndarray:
+    """The path's samples accumulated bilinearly on the grid, centred by their centre of mass in a side x side
+    window (mass falling outside the window is lost: ``fit_path`` scales the path so that none does)."""
     k = np.zeros((side + 2, side + 2))
     for r, c in path:
         r0, c0 = int(np.floor(r)), int(np.floor(c))
@@ -43,13 +43,26 @@ def kernel(rng, side: int) -> np.ndarray:
         k[r0 + 1, c0] += fr * (1 - fc)
         k[r0, c0 + 1] += (1 - fr) * fc
         k[r0 + 1, c0 + 1] += fr * fc
-    # centre of mass to the centre of an odd side x side window
     x = np.arange(k.shape[0])
     cr = int(round(float(np.sum(k.sum(axis=1) * x) / k.sum())))
     cc = int(round(float(np.sum(k.sum(axis=0) * x) / k.sum())))
     big = np.pad(k, side)
     half = side // 2
-    out = big[cr + side - half:cr + side + half + 1, cc + side - half:cc + side + half + 1]
+    return big[cr + side - half:cr + side + half + 1, cc + side - half:cc + side + half + 1]
+
+
+def fit_path(path, side: int) -> np.ndarray:
+    """The path scaled so that its extent fills side - 1 pixels, and shrunk by 2 % steps while its splat, centred by
+    its centre of mass, would lose samples over the window's edge (a lopsided path)."""
+    path = path - path.min(axis=0)
+    path *= (side - 2) / max(path.max(), 1e-12)
+    while splat(path, side).sum() < len(path) * (1 - 1e-9):   # splatting gives every sample a unit weight
+        path *= 0.98
+    return path
+
+
+def kernel(rng, side: int) -> np.ndarray:
+    out = splat(fit_path(shake_path(rng), side), side)
     return out / out.sum()
 
 

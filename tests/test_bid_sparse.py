@@ -274,6 +274,33 @@ def test_camera_shake_kernels_are_psfs():
         assert np.all(k >= 0) and k.sum() == pytest.approx(1.0)
 
 
+
+def _kernel_generator():
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "make_camera_shake_kernels.py"
+    spec = importlib.util.spec_from_file_location("make_camera_shake_kernels", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_camera_shake_kernels_are_reproduced_and_hold_their_whole_path():
+    gen = _kernel_generator()
+    rng = np.random.default_rng(gen.SEED)
+    for side, shipped in zip(gen.SIDES, camera_shake_kernels(), strict=True):
+        np.testing.assert_array_equal(gen.kernel(rng, side), shipped)
+    # a lopsided path: 300 samples dwell at one end of a 100-sample line. Centred by its centre of mass near the
+    # dwell, the line's far end crosses a 9 x 9 window at full length, so fit_path shrinks it until none is lost
+    path = np.vstack([np.zeros((300, 2)), np.column_stack([np.linspace(0, 1, 100), np.linspace(0, 0.5, 100)])])
+    side = 9
+    full = path * (side - 2)
+    assert gen.splat(full, side).sum() < 0.95 * len(path)
+    fitted = gen.fit_path(path, side)
+    assert gen.splat(fitted, side).sum() == pytest.approx(len(path), rel=1e-9)
+    assert 0.5 * (side - 2) < np.ptp(fitted[:, 0]) < side - 2          # shrunk, not collapsed
+
 @pytest.mark.slow
 def test_recovers_a_box_blur_on_a_crop():
     # a 96 x 96 crop of the 128 x 128 cameraman (the man and tripod)

@@ -52,7 +52,7 @@ CHECKSUMS = {
     "segment.csv.gz": "3c282531677e4655aaf6f2df509047aced84e5db3818b0316c2b247ab5baf724",
     "titanic.csv": "566c0ba4051503abe82723f3d6ec7d5f077eda20b86f4725587857bb5e660d3d",
     "mri_epi_slices.npz": "76bd4adebdf9c09b10688c0c6e1be02e57c3049a5c4b39fa545189a46c72edf1",
-    "camera_shake_kernels.npz": "8d581831ad3a1efc7d24469649f8bb7a954c7589c5ffbc74682ebdd518ce9a7e",
+    "camera_shake_kernels.npz": "5d26f97443a3566282402d3df85d981933f1e0d0ca8f33e11a1879ceccd7cf9d",
 }
 
 
