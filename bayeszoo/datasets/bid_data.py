@@ -31,7 +31,8 @@ MAX_SIDE = 4096            # largest side of a generated image
 SNR_RANGE = (-100.0, 300.0)   # decibels accepted by the degradations
 # the scikit-image images whose docstrings state a licence (CC0 / public domain / no known copyright)
 SKIMAGE_IMAGES = {"cameraman": "camera", "coins": "coins", "astronaut": "astronaut", "brick": "brick",
-                  "grass": "grass", "gravel": "gravel", "text": "text", "clock": "clock"}
+                  "grass": "grass", "gravel": "gravel", "text": "text", "clock": "clock", "chelsea": "chelsea",
+                  "coffee": "coffee"}
 
 
 # ---------------------------------------------------------------------------------------------------- PSFs
