@@ -33,7 +33,7 @@ level, so coarse levels, where averaging has lowered the noise, see a relatively
 keeps q(x) from fitting the noise, whose differences are correlated (lag 0: 2 sigma^2, lag 1: -sigma^2) and
 otherwise leave a spike with a zero cross at the kernel's centre. No single inflation suits every image (a
 larger one is robust on strongly edged images, a smaller one keeps the detail of faint ones), so with several
-values (the default 4 and 2) the coarse-to-fine estimate runs once per value, each result is refined at the finest
+values (the default 8, 4 and 2) the coarse-to-fine estimate runs once per value, each result is refined at the finest
 level under the smallest value (``refine``: a deconvolved start and ``iterations`` sweeps), and the one with the
 highest bound there, one model for all, is kept (``info["paths"]`` has each one's bound).
 
@@ -63,13 +63,14 @@ from .nonblind import DIFFS, hqs_restore
 OPTIONS = {
     "iterations": Option(10, "VB iterations (q(x), q(gamma), noise, PSF) at each pyramid level"),
     "scale_ratio": Option(math.sqrt(2.0), "ratio of image sides between successive pyramid levels (> 1)"),
-    "psf_side": Option(None, "odd side of the square PSF window estimated; None takes the model's psf_size"),
+    "psf_side": Option(None, "odd side of the square PSF window estimated; None takes the model's psf_size. The "
+                             "kernel is kept centred on its centre of mass, so the window must hold it so placed"),
     "noise_sd": Option(None, "noise standard deviation for [0, 1] intensities; None estimates it from the image "
                              "(median absolute finest-scale diagonal detail / 0.6745)"),
-    "noise_inflation": Option((4.0, 2.0), "the PSF estimation's noise variance in the derivative domain is this "
-                                          "times 2 noise_sd^2 (>= 1; larger values trade detail for robustness); "
-                                          "with several values, one estimate per value, and the one with the "
-                                          "highest bound at the smallest value is kept"),
+    "noise_inflation": Option((8.0, 4.0, 2.0), "the PSF estimation's noise variance in the derivative domain is "
+                                               "this times 2 noise_sd^2 (>= 1; larger values trade detail for "
+                                               "robustness); with several values, one estimate per value, and the "
+                                               "one with the highest bound at the smallest value is kept"),
     "learn_noise": Option(False, "learn the derivative-domain noise variance at the bound's maximum at each step "
                                  "instead of fixing it"),
     "prior_shape": Option(1e-3, "shape a of the Gamma prior of the derivative precisions during PSF estimation"),
