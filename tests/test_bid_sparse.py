@@ -318,7 +318,8 @@ def test_recovers_a_box_blur_on_a_crop():
 @pytest.mark.slow
 def test_recovers_a_shake_kernel_with_heavy_ends_from_the_flat_start_only():
     # camera-shake kernel k3 (17 x 17, most mass at both ends of its path) on the 128 x 128 cameraman: from a
-    # peaked start every level keeps the compact no-blur solution (docs/families/bid.md, vb_sparse)
+    # peaked start every level keeps the compact no-blur solution (docs/families/bid.md, vb_sparse). One noise
+    # factor: among the default's three, the factor-8 estimate escapes from the peaked start too
     from bayeszoo.models.bid import ssd_upto_shift
 
     truth = bz.datasets.load("cameraman", psf="gaussian", size=128).meta["true_image"]
@@ -335,6 +336,6 @@ def test_recovers_a_shake_kernel_with_heavy_ends_from_the_flat_start_only():
 
     reference = restoration_ssd(h)
     ratio = {start: restoration_ssd(model.restored(bz.fit(model, data, "vb_sparse", psf_start=start,
-                                                          progress=False))[1]) / reference
+                                                          noise_inflation=4.0, progress=False))[1]) / reference
              for start in ("flat", "peaked")}
     assert ratio["flat"] < 2.0 and ratio["peaked"] > 5.0
