@@ -274,7 +274,6 @@ def test_camera_shake_kernels_are_psfs():
         assert np.all(k >= 0) and k.sum() == pytest.approx(1.0)
 
 
-
 def _kernel_generator():
     import importlib.util
     from pathlib import Path
@@ -300,6 +299,7 @@ def test_camera_shake_kernels_are_reproduced_and_hold_their_whole_path():
     fitted = gen.fit_path(path, side)
     assert gen.splat(fitted, side).sum() == pytest.approx(len(path), rel=1e-9)
     assert 0.5 * (side - 2) < np.ptp(fitted[:, 0]) < side - 2          # shrunk, not collapsed
+
 
 @pytest.mark.slow
 def test_recovers_a_box_blur_on_a_crop():
