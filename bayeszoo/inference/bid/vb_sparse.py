@@ -61,7 +61,7 @@ from . import _common as C
 from .nonblind import DIFFS, hqs_restore
 
 OPTIONS = {
-    "iterations": Option(10, "VB iterations (q(x), q(gamma), noise, PSF) at each pyramid level"),
+    "iterations": Option(15, "VB iterations (q(x), q(gamma), noise, PSF) at each pyramid level"),
     "scale_ratio": Option(math.sqrt(2.0), "ratio of image sides between successive pyramid levels (> 1)"),
     "psf_side": Option(None, "odd side of the square PSF window estimated; None takes the model's psf_size. The "
                              "kernel is kept centred on its centre of mass, so the window must hold it so placed"),
