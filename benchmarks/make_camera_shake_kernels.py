@@ -4,10 +4,10 @@ is reproduced byte for byte by the same numpy).
 
 Each kernel is the path of a camera shake: a random walk with momentum (the velocity is a damped sum of Gaussian
 kicks, the position its running sum), sampled at sub-pixel steps; every sample is splatted bilinearly onto the
-grid and the samples are accumulated (the time the sensor spends at each position), then the kernel is cropped
-to its support, centred by its centre of mass, padded to an odd square of the requested side and normalised to
-sum 1. The path is scaled so that its extent fills the side less one pixel, or less when a lopsided path, centred by
-its centre of mass, would otherwise cross the window's edge: every kernel holds its whole path.
+grid and the samples are accumulated (the time the sensor spends at each position), then the odd square window of
+the requested side centred on the kernel's centre of mass (rounded to a pixel) is taken and normalised to sum 1.
+The path is scaled so that its extent fills the side less one pixel, or less when a lopsided path, so centred, would
+otherwise cross the window's edge: every kernel holds its whole path.
 """
 from __future__ import annotations
 
