@@ -1,5 +1,7 @@
 """``vb_sparse`` and the non-blind HQS: every update against dense linear algebra or a generic solver on small
 images, the PSF on the simplex, the bound monotone within a level, seeds, bad options; one slow recovery test."""
+import copy
+
 import numpy as np
 import pytest
 import scipy.optimize
@@ -83,11 +85,14 @@ def test_psf_normal_equations_match_dense():
     np.testing.assert_allclose(b, F.T @ g.ravel(), atol=1e-10)
 
 
-def test_psf_step_matches_a_generic_constrained_solver():
+@pytest.mark.parametrize("support", [None, [[0, 1, 0], [1, 1, 1], [0, 0, 1]]])
+def test_psf_step_matches_a_generic_constrained_solver(support):
     st, rng = _state(seed=2)
     st.update_f()
     st.update_gamma()
     side = 3
+    st.support = None if support is None else np.array(support, bool)
+    free = np.ones(side * side, bool) if support is None else st.support.ravel()
     A = 0.0
     b = 0.0
     for y, m in zip(st.ys, st.mu):
@@ -96,12 +101,43 @@ def test_psf_step_matches_a_generic_constrained_solver():
     A[np.diag_indices_from(A)] += sum(v.sum() for v in st.v)
     st.update_psf()
     ref = scipy.optimize.minimize(lambda h: 0.5 * h @ A @ h - b @ h, np.full(side * side, 1.0 / side**2),
-                                  jac=lambda h: A @ h - b, method="SLSQP", bounds=[(0, None)] * side**2,
+                                  jac=lambda h: A @ h - b, method="SLSQP",
+                                  bounds=[(0, None) if f else (0, 0) for f in free],
                                   constraints=[{"type": "eq", "fun": lambda h: h.sum() - 1.0}],
                                   options={"ftol": 1e-14, "maxiter": 500})
     assert ref.success
     np.testing.assert_allclose(st.psf.ravel(), ref.x, atol=2e-5)
     assert np.all(st.psf >= 0) and st.psf.sum() == pytest.approx(1.0, abs=1e-12)
+    assert np.all(st.psf.ravel()[~free] == 0)
+
+
+def test_support_is_the_entries_above_the_threshold_grown_by_one_pixel():
+    psf = np.zeros((7, 7))
+    psf[3, 1:5] = [1.0, 0.5, 0.2, 0.05]        # 0.05 is below 10 % of the peak
+    psf[6, 6] = 0.09
+    expected = np.zeros((7, 7), bool)
+    expected[2:5, 1:4] = True                  # the three entries at or above 0.1 and their 4-neighbours
+    expected[3, 0] = expected[3, 4] = True
+    expected[2, 0] = expected[4, 0] = expected[2, 4] = expected[4, 4] = False
+    np.testing.assert_array_equal(V.support_mask(psf, 0.1), expected)
+    assert V.support_mask(psf, 0.05)[6, 6] and not V.support_mask(psf, 0.1)[6, 6]
+
+
+def test_sweeps_on_the_support_keep_the_psf_on_it_and_raise_the_bound():
+    st, _ = _state(seed=4, side=5)
+    st.sweeps(3)
+    psf = st.psf.copy()
+    psf[psf < 0.5 * psf.max()] = 0.0            # a kernel with specks removed, as the support step sees it
+    st.psf = psf / psf.sum()
+    mask = V.support_mask(st.psf, 0.1)
+    assert 0 < mask.sum() < 25
+    by_hand = copy.deepcopy(st)
+    trace = V.restrict_support(st, 0.1, 4)
+    by_hand.support = mask
+    assert by_hand.sweeps(4) == trace
+    assert np.all(by_hand.psf[~mask] == 0) and by_hand.psf.sum() == pytest.approx(1.0, abs=1e-12)
+    np.testing.assert_array_equal(st.psf, V.recentre(by_hand.psf))
+    assert np.all(np.diff(trace) >= -1e-8 * abs(trace[-1]))
 
 
 def test_simplex_qp_keeps_an_interior_optimum_and_zeroes_the_rest():
@@ -187,8 +223,13 @@ def test_backend_outputs_a_simplex_psf_and_reproduces():
     psf = fit.posterior["psf"].values
     assert psf.shape[-1] == model.psf_view_side((32, 32))
     assert np.all(psf >= 0) and np.allclose(psf.sum(axis=(-2, -1)), 1.0)
-    assert fit.info["objective"] == "elbo" and len(fit.idata.objective["elbo"]) == 4
-    assert np.all(np.diff(fit.idata.objective["elbo"].values) >= -1e-8 * abs(fit.info["bound"]))
+    elbo = fit.idata.objective["elbo"].values    # the chosen estimate's refinement, then the sweeps on its support
+    support = fit.info["support"]
+    assert fit.info["objective"] == "elbo" and len(elbo) == 4 + V.OPTIONS["support_iterations"].default
+    np.testing.assert_array_equal(elbo[4:], support["bound"])
+    for part in (elbo[:4], elbo[4:]):
+        assert np.all(np.diff(part) >= -1e-8 * abs(fit.info["bound"]))
+    assert support["threshold"] == 0.1 and 0 < support["entries"] < 81
     again = bz.fit(model, data, "vb_sparse", seed=0, progress=False, iterations=4)
     np.testing.assert_array_equal(again.posterior["image"].values, fit.posterior["image"].values)
     np.testing.assert_array_equal(again.posterior["psf"].values, psf)
@@ -208,7 +249,8 @@ def test_fit_is_equivariant_to_the_intensity_unit():
 def test_several_noise_inflations_keep_the_highest_bound_under_the_smallest():
     data = bz.datasets.load("bid_blocks", psf="uniform", size=32, n_blocks=6, seed=0)
     model = bz.models.BID(psf_size=9)
-    fit = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=(8.0, 2.0))
+    fit = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=(8.0, 2.0),
+                 support_threshold=None)
     paths = fit.info["paths"]
     assert [p["noise_inflation"] for p in paths] == [8.0, 2.0]
     best = max(paths, key=lambda p: p["bound"])
@@ -216,7 +258,8 @@ def test_several_noise_inflations_keep_the_highest_bound_under_the_smallest():
     elbo = fit.idata.objective["elbo"].values            # the chosen path's refinement under the smallest value
     assert len(elbo) == 3 and np.all(np.diff(elbo) >= -1e-8 * abs(elbo[-1]))
     # path 8 is the single-value fit at 8, refined under 2 x 2 sigma^2
-    single = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=8.0)
+    single = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=8.0,
+                    support_threshold=None)
     assert [p["noise_inflation"] for p in single.info["paths"]] == [8.0]
     assert single.info["bound"] == single.info["paths"][0]["coarse_to_fine_bound"] == paths[0]["coarse_to_fine_bound"]
     g = model.observed_image(data)
@@ -253,7 +296,10 @@ def test_pyramid_levels_and_sides():
                                         ({"prior_rate": 0.0}, "prior_rate"), ({"learn_noise": "yes"}, "learn_noise"),
                                         ({"noise_sd": -1.0}, "noise_sd"),
                                         ({"level_start": "sharp"}, "level_start"),
-                                        ({"psf_start": "delta"}, "psf_start")])
+                                        ({"psf_start": "delta"}, "psf_start"),
+                                        ({"support_threshold": 0.0}, "support_threshold"),
+                                        ({"support_threshold": 1.5}, "support_threshold"),
+                                        ({"support_iterations": 0}, "support_iterations")])
 def test_bad_options_raise(opts, match):
     data = bz.datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)
     with pytest.raises(ValueError, match=match):
