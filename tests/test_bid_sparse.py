@@ -149,6 +149,16 @@ def test_simplex_qp_keeps_an_interior_optimum_and_zeroes_the_rest():
     np.testing.assert_allclose(h, [0.75, 0.25, 0.0], atol=1e-7)
 
 
+def test_simplex_qp_on_a_working_set_reaches_the_same_minimiser():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(300, 81))
+    A, b = X.T @ X + np.eye(81), X.T @ rng.normal(size=300) + 5.0 * rng.normal(size=81)
+    full = V.simplex_qp(A, b)
+    assert 0 < np.count_nonzero(full) < 81 // 2
+    for guess in (np.zeros(81, bool), full > 0, rng.random(81) < 0.1, np.ones(81, bool)):
+        np.testing.assert_allclose(V.simplex_qp(A, b, working=guess), full, atol=1e-10)
+
+
 def test_gamma_and_noise_updates_are_closed_form():
     st, _ = _state(learn_noise=True)
     st.update_f()
