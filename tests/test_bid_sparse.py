@@ -232,13 +232,15 @@ def test_backend_outputs_a_simplex_psf_and_reproduces():
     psf = fit.posterior["psf"].values
     assert psf.shape[-1] == model.psf_view_side((32, 32))
     assert np.all(psf >= 0) and np.allclose(psf.sum(axis=(-2, -1)), 1.0)
-    elbo = fit.idata.objective["elbo"].values    # the chosen estimate's refinement, then the sweeps on its support
+    elbo = fit.idata.objective["elbo"].values    # the chosen estimate's refinement, then the rounds on its support
     support = fit.info["support"]
-    assert fit.info["objective"] == "elbo" and len(elbo) == 4 + V.OPTIONS["support_iterations"].default
+    sweeps, rounds = V.OPTIONS["support_iterations"].default, V.OPTIONS["support_rounds"].default
+    assert fit.info["objective"] == "elbo" and len(elbo) == 4 + rounds * sweeps
     np.testing.assert_array_equal(elbo[4:], support["bound"])
-    for part in (elbo[:4], elbo[4:]):
+    for part in [elbo[:4]] + [elbo[4 + r * sweeps:4 + (r + 1) * sweeps] for r in range(rounds)]:
         assert np.all(np.diff(part) >= -1e-8 * abs(fit.info["bound"]))
-    assert support["threshold"] == 0.1 and 0 < support["entries"] < 81
+    assert support["threshold"] == 0.1 and len(support["entries"]) == rounds
+    assert all(0 < n < 81 for n in support["entries"])
     again = bz.fit(model, data, "vb_sparse", seed=0, progress=False, iterations=4)
     np.testing.assert_array_equal(again.posterior["image"].values, fit.posterior["image"].values)
     np.testing.assert_array_equal(again.posterior["psf"].values, psf)
@@ -308,7 +310,8 @@ def test_pyramid_levels_and_sides():
                                         ({"psf_start": "delta"}, "psf_start"),
                                         ({"support_threshold": 0.0}, "support_threshold"),
                                         ({"support_threshold": 1.5}, "support_threshold"),
-                                        ({"support_iterations": 0}, "support_iterations")])
+                                        ({"support_iterations": 0}, "support_iterations"),
+                                        ({"support_rounds": 1.5}, "support_rounds")])
 def test_bad_options_raise(opts, match):
     data = bz.datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)
     with pytest.raises(ValueError, match=match):

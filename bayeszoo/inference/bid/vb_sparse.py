@@ -37,9 +37,10 @@ values (the default 8, 4 and 2) the coarse-to-fine estimate runs once per value,
 level under the smallest value (``refine``: a deconvolved start and ``iterations`` sweeps), and the one with the
 highest bound there, one model for all, is kept (``info["paths"]`` has each one's bound).
 Support: the covariance term spreads specks of mass over a window larger than the kernel. The kept estimate
-therefore takes ``support_iterations`` more sweeps at the finest level with the PSF step confined to its support:
-the entries at or above ``support_threshold`` times its peak, grown by one pixel (``support_mask``; Xu & Jia's
-2010 support detection). Each of these steps is the bound's maximiser on that subset of the simplex.
+therefore takes ``support_rounds`` rounds of ``support_iterations`` more sweeps at the finest level, each with the
+PSF step confined to the support found at the round's start: the entries at or above ``support_threshold`` times
+the peak, grown by one pixel (``support_mask``; after Xu & Jia's 2010 iterative support detection). Each of these
+steps is the bound's maximiser on that subset of the simplex.
 
 The image is finally restored at full size with the estimated PSF by the non-blind HQS of
 ``nonblind.hqs_restore`` under the model's St image prior (a_gamma, b_gamma) with noise variance sigma^2.
@@ -87,7 +88,8 @@ OPTIONS = {
     "support_threshold": Option(0.1, "the estimate's support is its entries at or above this fraction of its peak, "
                                      "grown by one pixel; the last support_iterations sweeps estimate the PSF on "
                                      "it alone. None: the whole window throughout"),
-    "support_iterations": Option(5, "sweeps at the finest level with the PSF confined to its support"),
+    "support_iterations": Option(5, "sweeps at the finest level with the PSF confined to its support, per round"),
+    "support_rounds": Option(3, "rounds of the support step, each finding the support again from the current PSF"),
     "psf_start": Option("flat", "the PSF's start at the coarsest level: 'flat' (uniform on its window) or 'peaked' (a "
                                 "Gaussian of variance 1/2)"),
 }
@@ -426,6 +428,7 @@ def _check(opts: dict) -> dict:
     checks.number(who, "noise_sd", opts["noise_sd"], low=0, high=1e30, allow_none=True)
     checks.number(who, "support_threshold", opts["support_threshold"], low=0, high=1, allow_none=True)
     checks.positive(who, "support_iterations", opts["support_iterations"], integer=True)
+    checks.positive(who, "support_rounds", opts["support_rounds"], integer=True)
     opts["noise_inflation"] = checks.number_sequence(who, "noise_inflation", opts["noise_inflation"],
                                                      allow_scalar=True, low=1.0, high=1e6, low_inclusive=True)
     checks.flag(who, "learn_noise", opts["learn_noise"])
@@ -470,7 +473,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
                     iterations=opts["iterations"], cg_iter=opts["cg_iter"], cg_tol=opts["cg_tol"])
     restrict = opts["support_threshold"] is not None
     steps = (opts["iterations"] * len(factors) * (len(levels) + (len(factors) > 1))
-             + restrict * opts["support_iterations"])
+             + restrict * opts["support_rounds"] * opts["support_iterations"])
     paths = []
     with progress_bar(total=steps, desc="bid vb_sparse", disable=not progress) as bar:
         for factor in factors:
@@ -485,10 +488,10 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
                                                       bar=bar, **settings)
         chosen = max(paths, key=lambda path: path["trace"][-1])
         state, summary = chosen["state"], chosen["levels"]
-        support = {"threshold": opts["support_threshold"], "entries": None, "bound": []}
-        if restrict:
-            support["bound"] = restrict_support(state, opts["support_threshold"], opts["support_iterations"], bar)
-            support["entries"] = int(state.support.sum())
+        support = {"threshold": opts["support_threshold"], "entries": [], "bound": []}
+        for _ in range(opts["support_rounds"] if restrict else 0):
+            support["bound"] += restrict_support(state, opts["support_threshold"], opts["support_iterations"], bar)
+            support["entries"].append(int(state.support.sum()))
     t_est = timer()
     prior = model.precision_priors(g)
     image, hqs_trace = hqs_restore(g, state.psf, noise_var=sigma**2, a=prior["a_gamma"], b=prior["b_gamma"])
