@@ -75,13 +75,6 @@ def run_scaling(iterations: int = 10, repeats: int = 3) -> dict:
 
 
 # ----------------------------------------------------------------------------------------------- TV blind
-def noise_sd_mad(g: np.ndarray) -> float:
-    """Noise sd from the finest diagonal Haar detail of the degraded image (Donoho's MAD rule, median / 0.6745):
-    the blur removes almost all of the image's content at that scale, what is left is noise."""
-    d = (g[:-1:2, :-1:2] - g[1::2, :-1:2] - g[:-1:2, 1::2] + g[1::2, 1::2]) / 2.0
-    return float(np.median(np.abs(d)) / 0.6745)
-
-
 def _tv_weights(x, eps):
     """Lagged-diffusivity weights 1 / sqrt(|grad x|^2 + eps^2) of the smoothed isotropic TV (circular differences)."""
     from bayeszoo.numerics import fft as _fft
@@ -108,14 +101,15 @@ def tv_blind(g, h_init, *, outer=15, inner=3, support=15, cg_iter=60, lam_h_fact
     Regularisation weights by a stated rule, not by trial: in the MAP reading (Gaussian noise of variance s^2,
     a Laplace prior on the gradient magnitude with the maximum-likelihood scale b, the mean |grad|) the weight is
     lam = s^2 / b: lam_f = s^2 / mean|grad g| and lam_h = s^2 / mean|grad h_in| over the support, s by
-    ``noise_sd_mad``. The smoothing eps is 1% of each mean gradient. Returns (f, h window, settings)."""
+    ``vb_sparse.mad_noise_sd``. The smoothing eps is 1% of each mean gradient. Returns (f, h window, settings)."""
+    from bayeszoo.inference.bid.vb_sparse import mad_noise_sd
     from bayeszoo.numerics import fft as _fft
 
     shape = g.shape
     mask = _fft.embed(np.ones((support, support)), shape) > 0
     h = _fft.embed(h_init, shape)
     f = g.copy()
-    s2 = noise_sd_mad(g) ** 2
+    s2 = mad_noise_sd(g) ** 2
 
     def mean_grad(x, where):
         dx, dy = (_fft.apply_stencil(x, st) for st in _fft.STENCILS["St"])

@@ -239,7 +239,7 @@ def test_backend_outputs_a_simplex_psf_and_reproduces():
     np.testing.assert_array_equal(elbo[4:], support["bound"])
     for part in [elbo[:4]] + [elbo[4 + r * sweeps:4 + (r + 1) * sweeps] for r in range(rounds)]:
         assert np.all(np.diff(part) >= -1e-8 * abs(fit.info["bound"]))
-    assert support["threshold"] == 0.1 and len(support["entries"]) == rounds
+    assert support["threshold"] == V.OPTIONS["support_threshold"].default and len(support["entries"]) == rounds
     assert all(0 < n < 81 for n in support["entries"])
     again = bz.fit(model, data, "vb_sparse", seed=0, progress=False, iterations=4)
     np.testing.assert_array_equal(again.posterior["image"].values, fit.posterior["image"].values)

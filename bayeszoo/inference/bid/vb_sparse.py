@@ -86,8 +86,9 @@ OPTIONS = {
     "level_start": Option("deconvolved", "q(x)'s start at each level after the coarsest: 'deconvolved' (a Wiener "
                                          "restoration of y_k with the coarser level's PSF) or 'blurred' (x_k = y_k)"),
     "support_threshold": Option(0.1, "the estimate's support is its entries at or above this fraction of its peak, "
-                                     "grown by one pixel; the last support_iterations sweeps estimate the PSF on "
-                                     "it alone. None: the whole window throughout"),
+                                     "grown by one pixel; after the choice of noise factor, support_rounds rounds "
+                                     "of support_iterations sweeps estimate the PSF on it alone. None: no support "
+                                     "step"),
     "support_iterations": Option(5, "sweeps at the finest level with the PSF confined to its support, per round"),
     "support_rounds": Option(3, "rounds of the support step, each finding the support again from the current PSF"),
     "psf_start": Option("flat", "the PSF's start at the coarsest level: 'flat' (uniform on its window) or 'peaked' (a "
@@ -471,9 +472,9 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     factors = opts["noise_inflation"]              # a tuple (``_check``)
     settings = dict(a=opts["prior_shape"], b=opts["prior_rate"] * unit**2, learn_noise=opts["learn_noise"],
                     iterations=opts["iterations"], cg_iter=opts["cg_iter"], cg_tol=opts["cg_tol"])
-    restrict = opts["support_threshold"] is not None
+    support_rounds = opts["support_rounds"] if opts["support_threshold"] is not None else 0
     steps = (opts["iterations"] * len(factors) * (len(levels) + (len(factors) > 1))
-             + restrict * opts["support_rounds"] * opts["support_iterations"])
+             + support_rounds * opts["support_iterations"])
     paths = []
     with progress_bar(total=steps, desc="bid vb_sparse", disable=not progress) as bar:
         for factor in factors:
@@ -489,7 +490,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
         chosen = max(paths, key=lambda path: path["trace"][-1])
         state, summary = chosen["state"], chosen["levels"]
         support = {"threshold": opts["support_threshold"], "entries": [], "bound": []}
-        for _ in range(opts["support_rounds"] if restrict else 0):
+        for _ in range(support_rounds):
             support["bound"] += restrict_support(state, opts["support_threshold"], opts["support_iterations"], bar)
             support["entries"].append(int(state.support.sum()))
     t_est = timer()
