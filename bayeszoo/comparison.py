@@ -89,6 +89,17 @@ class Comparison:
         df["note"] = [self.notes.get(label, "") for label in df["backend"]]
         return df[first + rest + ["note", "error"]]
 
+    def verdict(self) -> str:
+        """Two or three plain sentences read off the table: which backend reaches the target accuracy first and
+        how many times faster than the best generic sampler, which never reach it and how far off they stay,
+        which MCMC fits are not converged (``diagnostics.metrics.verdict``)."""
+        from bayeszoo.diagnostics.metrics import verdict
+
+        reference = self.reference_summary
+        trusted = getattr(reference, "trusted", None)
+        return " ".join(verdict(self.table(), self.fits, self.reference, trusted,
+                                has_reference=reference is not None))
+
     def report(self, path: str | os.PathLike) -> str:
         """Write the self-contained HTML report to ``path``."""
         from bayeszoo.diagnostics.report import write_report

@@ -208,6 +208,77 @@ def test_accuracy_figure_leaves_out_the_reference_and_ranks_by_seconds_to_target
     assert any(t.get_text() == " never (worth 0 exact draws)" for t in bars.texts)
 
 
+# ------------------------------------------------------------------------- an unconverged sampler
+def _stuck_draws(problem, seed, draws=500):
+    """Two chains that never meet: each a slow AR(1) (rho 0.999) around its own centre, +-0.8 reference sds,
+    scaled so that the pooled draws have exactly the reference's means and sds. Its final estimate is perfect by
+    luck; R-hat and ESS say that the chains have not mixed."""
+    model, data = problem
+    M = model.n_basis(data)
+    rng = np.random.default_rng(seed)
+    eps = rng.standard_normal((2, draws, M + 1))
+    ar = np.empty_like(eps)
+    ar[:, 0] = eps[:, 0]
+    for t in range(1, draws):
+        ar[:, t] = 0.999 * ar[:, t - 1] + np.sqrt(1 - 0.999 ** 2) * eps[:, t]
+    z = np.array([-0.8, 0.8])[:, None, None] + 0.6 * ar
+    z = (z - z.mean((0, 1))) / z.reshape(-1, M + 1).std(0, ddof=1)
+    return {"w": z[..., :M], "log_alpha": _standard(rng, (2, draws, M)), "log_beta": z[..., M]}
+
+
+def test_an_unconverged_sampler_never_ranks_above_a_converged_one(problem, reference):
+    model, data = problem
+    stuck = _fit(problem, _stuck_draws(problem, 71), seconds=0.5, backend="stuck")
+    good = _fit(problem, _draws(problem, 72, draws=500, exact=False), seconds=20.0, backend="good")
+    diag = sampling_diagnostics(stuck, NAMES)
+    assert diag["rhat_max"] > 1.1 and diag["ess_bulk_min"] < 50
+    assert diag["converged"] is False
+    assert "R-hat" in diag["convergence_problems"] and "bulk ESS" in diag["convergence_problems"]
+    # its pooled moments are exact, so by accuracy alone it would rank first, in well under a second
+    lucky = accuracy(stuck, reference, NAMES, diag["ess_bulk_min"])
+    assert lucky["bias2_mean_max"] < 1e-20 and lucky["seconds_to_target"] <= 0.5
+    rows = pd.DataFrame([table_row(model, data, "stuck", stuck, reference),
+                         table_row(model, data, "good", good, reference)]).set_index("backend")
+    assert rows.loc["good", "converged"] == True  # noqa: E712 (a numpy bool in the frame)
+    assert math.isinf(rows.loc["stuck", "seconds_to_target"])
+    assert rows.loc["good", "seconds_to_target"] <= 20.0
+    # approximations are not judged by R-hat: their column is empty, their time stands
+    approx = _fit(problem, _draws(problem, 73, w_shift=0.1, draws=500), kind="approximation", seconds=0.01)
+    a_row = table_row(model, data, "approx", approx, reference)
+    assert a_row["converged"] is None and a_row["seconds_to_target"] == pytest.approx(0.01)
+
+
+def test_divergences_alone_fail_the_convergence_rule(problem):
+    fit = _fit(problem, _draws(problem, 74, draws=500, exact=False))
+    fit.idata.add_groups(sample_stats={"diverging": np.eye(CHAINS, 500, dtype=bool)})
+    diag = sampling_diagnostics(fit, NAMES)
+    assert diag["divergences"] == CHAINS and diag["converged"] is False
+    assert diag["convergence_problems"] == f"{CHAINS} divergent transitions"
+
+
+def test_the_verdict_and_the_ranking_say_an_unconverged_sampler_is_not_ranked(problem, reference, tmp_path):
+    model, data = problem
+    fits = {"stuck": _fit(problem, _stuck_draws(problem, 81), seconds=0.5, backend="stuck"),
+            "good": _fit(problem, _draws(problem, 82, draws=500, exact=False), seconds=20.0, backend="good"),
+            "approx": _fit(problem, _draws(problem, 83, w_shift=1.4, draws=500), kind="approximation",
+                           seconds=0.01, backend="approx")}
+    cmp = Comparison(model=model, data=data, fits=fits, reference="exact", reference_fit=reference.fit,
+                     reference_summary=reference, order=list(fits))
+    table = cmp.table()
+    assert table.set_index("backend")["converged"].tolist() == [False, True, None]
+    text = cmp.verdict()
+    assert text.startswith(f"good reaches the target accuracy (worth {1 / TARGET_BIAS2:.0f} exact draws) first")
+    assert "Never reaching it: approx (worst mean 1.4 reference sds off)." in text
+    assert "Not converged, so not ranked: stuck (R-hat" in text
+    bars = plots.accuracy_figure(cmp, reference, table).axes[1]
+    assert [t.get_text() for t in bars.get_yticklabels()] == ["good", "approx", "stuck"]
+    assert any("not converged" in t.get_text() for t in bars.texts)
+    report = open(write_report(cmp, str(tmp_path / "r.html")), encoding="utf-8").read()
+    assert report.index('class="verdict"') < report.index('class="banner')
+    assert html.escape(text) in report
+    assert "<td class=\"flag\">False ⚠</td>" in report
+
+
 # ------------------------------------------------------------------------------- untrusted reference
 @pytest.fixture(scope="module")
 def untrusted(problem):

@@ -13,7 +13,7 @@ import types
 
 from bayeszoo.diagnostics import plots
 from bayeszoo.diagnostics.report import (_CSS, _first_line, _Images, _note, reference_banner, reference_of,
-                                        split_columns, table_html)
+                                        split_columns, table_html, verdict_html)
 
 SCOPE = "div.bz-comparison"
 
@@ -57,6 +57,7 @@ def comparison_html(comparison) -> str:
     out = [f'<div class="bz-comparison"><style>{scoped_css(_CSS)}\n{_OVERRIDES}</style>',
            f"<p><strong>Comparison</strong> {esc(type(comparison.model).__name__)} on "
            f"<code>{esc(str(comparison.data.name))}</code> · backends: {esc(', '.join(labels))}</p>",
+           verdict_html(comparison),
            reference_banner(reference)]
     try:
         table = comparison.table()

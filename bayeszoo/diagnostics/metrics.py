@@ -44,6 +44,12 @@ With the fit's mean and sd over all its draws (chains pooled),
   over d components inflates an exact sampler's b2 by about 2 ln d, so 0.01 would ask the demos' samplers for
   about a thousand effective draws. The report's ranking bars show this column.
 
+An MCMC fit is ranked only if its own diagnostics pass (:func:`convergence_problems`): R-hat below
+:data:`RHAT_MAX`, bulk ESS at least :data:`ESS_PER_CHAIN_MIN` per chain (the limits PyMC warns at, after
+Vehtari et al. 2021) and no divergent transitions. A fit that fails them has ``converged`` False and
+``seconds_to_target`` infinite, however close its running means happen to come to the reference: a chain that
+has not mixed can dip below the target by chance, and nothing in its own output says it will stay there.
+
 Two limits: the maximum over d components of pure Monte-Carlo noise is a few times its typical size (about
 2 ln d), so even an exact sampler's ``ess_ref`` sits below its ESS; and the reference's own Monte-Carlo error
 (its ``mcse_mean``) is a floor under every b2, so ``ess_ref`` cannot meaningfully exceed the reference's ESS.
@@ -66,11 +72,13 @@ ACCURACY_COLUMNS = ["mean_err", "sd_err", "bias2_mean_max", "bias2_sd_max", "ess
                     "seconds_to_target"]
 
 TABLE_COLUMNS = ["backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_median", "ess_tail_min",
-                 "ess_bulk_per_s", "ess_per_grad", "rhat_max", "divergences", *ACCURACY_COLUMNS,
+                 "ess_bulk_per_s", "ess_per_grad", "rhat_max", "divergences", "converged", *ACCURACY_COLUMNS,
                  "reference_trusted"]
 
 SD_WEIGHT = 2.0   # an sd is estimated about twice as precisely as a mean from the same draws (normal marginals)
 TARGET_BIAS2 = 0.1   # the accuracy ``seconds_to_target`` times: worth 10 exact draws (module docstring)
+RHAT_MAX = 1.01          # an MCMC fit at or above this R-hat has not converged (PyMC's warning limit)
+ESS_PER_CHAIN_MIN = 100  # nor one whose smallest bulk ESS is below this per chain (PyMC's warning limit)
 
 
 def _components(fit, names) -> dict[str, np.ndarray]:
@@ -131,7 +139,30 @@ def sampling_diagnostics(fit, names) -> dict:
     stats = getattr(fit.idata, "sample_stats", None)
     if stats is not None and "diverging" in stats:
         row["divergences"] = int(stats["diverging"].values.sum())
+    problems = convergence_problems(fit, row)
+    row["converged"] = None if fit.kind != "mcmc" else not problems
+    row["convergence_problems"] = "; ".join(problems)
     return row
+
+
+def convergence_problems(fit, diagnostics: dict) -> list[str]:
+    """Why an MCMC fit's own diagnostics fail (empty when they pass; always empty for an approximation):
+    R-hat at or above :data:`RHAT_MAX`, smallest bulk ESS below :data:`ESS_PER_CHAIN_MIN` per chain, any
+    divergent transition. ``diagnostics`` holds :func:`sampling_diagnostics`'s ``rhat_max``, ``ess_bulk_min``
+    and ``divergences``."""
+    if fit.kind != "mcmc":
+        return []
+    problems = []
+    rhat, ess, divergences = (diagnostics.get(k, math.nan) for k in ("rhat_max", "ess_bulk_min", "divergences"))
+    if rhat >= RHAT_MAX:
+        problems.append(f"R-hat {rhat:.3f} (wanted < {RHAT_MAX})")
+    if not ess >= ESS_PER_CHAIN_MIN * fit.n_chains:
+        shown = "none" if math.isnan(ess) else f"{ess:.3g}"
+        problems.append(f"bulk ESS {shown} (wanted >= {ESS_PER_CHAIN_MIN} per chain, "
+                        f"{ESS_PER_CHAIN_MIN * fit.n_chains} in all)")
+    if divergences > 0:
+        problems.append(f"{int(divergences)} divergent transition{'s' if divergences != 1 else ''}")
+    return problems
 
 
 # ------------------------------------------------------------------------------------- the reference
@@ -231,13 +262,16 @@ def bias_aware_ess(bias2_mean: float, bias2_sd: float, bound: float) -> float:
     return ess if ess >= 1 else 0.0
 
 
-def accuracy(fit, reference, names, ess_bulk_min: float) -> dict:
-    """The accuracy columns of one fit (module docstring), plus ``reference_trusted``."""
+def accuracy(fit, reference, names, ess_bulk_min: float, converged: bool | None = None) -> dict:
+    """The accuracy columns of one fit (module docstring), plus ``reference_trusted``. An MCMC fit with
+    ``converged`` False never reaches the target (``seconds_to_target`` inf)."""
     ref = as_reference(reference)
     row = reference_errors(fit, ref, names)
     row["ess_ref"] = bias_aware_ess(row["bias2_mean_max"], row["bias2_sd_max"], ess_bound(fit, ess_bulk_min))
     row["ess_ref_per_s"] = row["ess_ref"] / fit.seconds if fit.seconds > 0 else math.nan
     row["seconds_to_target"] = seconds_to_target(fit, ref, names, row)
+    if converged is False and not math.isnan(row["seconds_to_target"]):
+        row["seconds_to_target"] = math.inf   # an unmixed chain's dip below the target is luck (module docstring)
     row["reference_trusted"] = None if ref is None else getattr(ref, "trusted", None)
     return row
 
@@ -313,7 +347,64 @@ def table_row(model, data, name: str, fit, reference) -> dict:
     names = list(model.var_dims(data))
     row = {"backend": name, "kind": fit.kind, "seconds": fit.seconds}
     row.update(sampling_diagnostics(fit, names))
-    row.update(accuracy(fit, reference, list(model.compare_vars) or names, row["ess_bulk_min"]))
+    row.update(accuracy(fit, reference, list(model.compare_vars) or names, row["ess_bulk_min"], row["converged"]))
     row.update({k: v for k, v in model.score(fit, data).items()})
     row["error"] = ""
     return row
+
+
+# ------------------------------------------------------------------------------------------ the verdict
+def _generic(fit) -> bool:
+    """A library's generic sampler or approximation (PyMC, NumPyro, nutpie, BlackJAX), not a hand-written one."""
+    return fit.idata.posterior.attrs.get("inference_library", "bayeszoo") != "bayeszoo"
+
+
+def _how_far(row) -> str:
+    mean_err, sd_err = float(row["mean_err"]), float(row["sd_err"])
+    if math.isnan(mean_err):
+        return "not measured"
+    if mean_err ** 2 >= SD_WEIGHT * sd_err ** 2 or math.isnan(sd_err):
+        return f"worst mean {mean_err:.2g} reference sds off"
+    return f"worst sd {sd_err:.2g} reference sds off"
+
+
+def verdict(table, fits: dict, reference_label: str | None, reference_trusted: bool | None,
+            has_reference: bool) -> list[str]:
+    """Two or three plain sentences read off the comparison ``table``: which backend reaches the target accuracy
+    first and how many times faster than the best generic sampler, which never reach it and how far off they
+    stay, and which MCMC fits are not converged. ``fits`` maps the table's labels to their Fits (to tell generic
+    from hand-written backends); the row ``reference_label`` (the reference's own run) is not ranked."""
+    target = f"the target accuracy (worth {1 / TARGET_BIAS2:.0f} exact draws)"
+    rows = [r for _, r in table.iterrows() if not r.get("error") and r["backend"] != reference_label]
+    out = []
+    if not has_reference:
+        out.append("There is no reference posterior, so nothing is measured for accuracy and nothing is ranked.")
+    elif reference_trusted is False:
+        out.append("The reference fails its validation rules (see the banner), so the accuracy columns may be "
+                   "wrong and nothing is ranked.")
+    else:
+        timed = [r for r in rows if "seconds_to_target" in r and np.isfinite(float(r["seconds_to_target"]))]
+        if not timed:
+            out.append(f"No backend reaches {target}.")
+        else:
+            best = min(timed, key=lambda r: float(r["seconds_to_target"]))
+            t_best = float(best["seconds_to_target"])
+            generic = [r for r in timed if r["backend"] in fits and _generic(fits[r["backend"]])]
+            sentence = f"{best['backend']} reaches {target} first, in {t_best:.3g} s"
+            if generic and not _generic(fits[best["backend"]]):
+                g = min(generic, key=lambda r: float(r["seconds_to_target"]))
+                ratio = float(g["seconds_to_target"]) / t_best if t_best > 0 else math.inf
+                sentence += f": {ratio:.3g} times faster than the best generic sampler, {g['backend']} " \
+                            f"({float(g['seconds_to_target']):.3g} s)"
+            elif not generic and any(r["backend"] in fits and _generic(fits[r["backend"]]) for r in rows):
+                sentence += "; no generic sampler reaches it"
+            out.append(sentence + ".")
+        never = [r for r in rows if float(r.get("seconds_to_target", math.nan)) == math.inf
+                 and r.get("converged") is not False]
+        if never:
+            out.append("Never reaching it: " + "; ".join(f"{r['backend']} ({_how_far(r)})" for r in never) + ".")
+    unconverged = [r for r in rows if r.get("converged") is False]
+    if unconverged:
+        out.append("Not converged, so not ranked: " + "; ".join(
+            f"{r['backend']} ({r.get('convergence_problems') or 'its diagnostics fail'})" for r in unconverged) + ".")
+    return out

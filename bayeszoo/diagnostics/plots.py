@@ -259,8 +259,9 @@ def _reciprocal(x):
 
 def _ranking_bars(ax, table, skip=None):
     """The ranking: ``seconds_to_target`` as horizontal bars on a log scale, fastest first; a fit that never
-    reaches the target is listed below them with what it is worth (``ess_ref``). The row ``skip`` (the
-    reference's own run, exact by construction) is left out."""
+    reaches the target is listed below them with what it is worth (``ess_ref``), and an MCMC fit whose own
+    diagnostics fail (``converged`` False) last, as "not converged". The row ``skip`` (the reference's own run,
+    exact by construction) is left out."""
     from bayeszoo.diagnostics.metrics import TARGET_BIAS2
 
     if table is None or "seconds_to_target" not in table:
@@ -268,8 +269,9 @@ def _ranking_bars(ax, table, skip=None):
         return
     df = table[["backend", "kind", "seconds_to_target", "ess_ref"]].copy()
     df["t"] = df["seconds_to_target"].astype(float)
+    df["unconverged"] = (table["converged"] == False) if "converged" in table else False  # noqa: E712 (None kept)
     df = df[~np.isnan(df["t"]) & (df["backend"] != skip)]
-    df = df.assign(worth=-df["ess_ref"].astype(float)).sort_values(["t", "worth"], kind="stable")
+    df = df.assign(worth=-df["ess_ref"].astype(float)).sort_values(["unconverged", "t", "worth"], kind="stable")
     if df.empty:
         ax.set_visible(False)
         return
@@ -278,9 +280,12 @@ def _ranking_bars(ax, table, skip=None):
     lo = reached.min() / 3 if reached.size else 1e-2
     ax.barh(y, np.where(np.isfinite(df["t"]), df["t"], np.nan),
             color=[_KIND_COLORS.get(k, "0.5") for k in df["kind"]])
-    for yi, t, worth in zip(y, df["t"], -df["worth"]):
+    for yi, t, worth, unconverged in zip(y, df["t"], -df["worth"], df["unconverged"]):
         if np.isfinite(t):
             ax.text(t, yi, f" {t:.3g} s", va="center", fontsize=7)
+        elif unconverged:
+            ax.text(lo, yi, " not converged (R-hat, ESS or divergences fail)", va="center", fontsize=7,
+                    color="#b00000")
         else:
             ax.text(lo, yi, f" never (worth {worth:.3g} exact draws)", va="center", fontsize=7, color="#b00000")
     ax.set_yticks(y, list(df["backend"]))

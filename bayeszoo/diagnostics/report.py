@@ -15,8 +15,9 @@ import time
 
 import numpy as np
 
+from bayeszoo.diagnostics.metrics import RHAT_MAX
+
 MAX_IMAGE_BYTES = 4_500_000  # images stop being embedded past this total, keeping the file under ~5 MB
-RHAT_FLAG = 1.01
 
 _CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;
@@ -34,6 +35,7 @@ td.err{color:#a00;text-align:left;white-space:normal}
 .scroll{overflow-x:auto}
 tr.failed td{background:#fff0f0}
 td.flag{background:#ffd9d9;color:#900;font-weight:bold}
+p.verdict{font-size:15px;background:#f4f8ff;border-left:4px solid #36c;padding:.4em .8em}
 td.na{color:#888;font-style:italic}
 td.untrusted{background:#f3e6e6;color:#900;font-style:italic}
 td.untrusted[colspan],td.na[colspan]{text-align:center}
@@ -127,7 +129,7 @@ NOT_APPLICABLE = "n/a"
 _TIPS = {NOT_APPLICABLE: "an approximation's draws are i.i.d.: neither R-hat nor their ESS per second applies",
          "untrusted": "measured against a reference that fails its validation rules (see the banner)",
          "reference": "the reference's own run: zero error by construction"}
-_HIDDEN_COLUMNS = {"error", "reference_trusted"}   # the error spans its row; the banner says whether to trust
+_HIDDEN_COLUMNS = {"error", "reference_trusted", "convergence_problems"}   # the verdict names the problems   # the error spans its row; the banner says whether to trust
 
 
 def _header(column: str) -> str:
@@ -199,10 +201,13 @@ def table_html(table, comparison=None, columns=None) -> str:
                 cls, text = "untrusted", "untrusted"
             elif c in ("rhat_max", "ess_bulk_per_s") and row.get("kind") == "approximation":
                 cls, text = "na", NOT_APPLICABLE
-            elif c == "rhat_max" and not _is_missing(value) and float(value) > RHAT_FLAG:
+            elif c == "rhat_max" and not _is_missing(value) and float(value) >= RHAT_MAX:
                 cls = "flag"
                 text += " ⚠"
             elif c == "divergences" and not _is_missing(value) and float(value) > 0:
+                cls = "flag"
+                text += " ⚠"
+            elif c == "converged" and value is False:
                 cls = "flag"
                 text += " ⚠"
             cells.append((c, cls, text))
@@ -262,6 +267,15 @@ def _meta_html(comparison) -> str:
         out += (f'<details class="more"><summary>more about the data: {html.escape(", ".join(map(str, long)))}'
                 f'</summary><table class="meta">{inner}</table></details>')
     return out
+
+
+def verdict_html(comparison) -> str:
+    """The comparison's verdict (``Comparison.verdict``) as the report's and the notebook block's first lines."""
+    try:
+        text = comparison.verdict()
+    except Exception as exc:  # the rest of the report is still worth showing
+        return _note(f"verdict could not be computed ({type(exc).__name__}: {_first_line(exc)})")
+    return f'<p class="verdict"><strong>Verdict.</strong> {html.escape(text)}</p>' if text else ""
 
 
 def reference_of(comparison):
@@ -376,7 +390,7 @@ def _fit_summary(fit) -> str:
 def write_report(comparison, path: str) -> str:
     """Write the HTML report of ``comparison`` to ``path`` and return the path."""
     from bayeszoo.diagnostics import plots
-    from bayeszoo.diagnostics.metrics import ESS_METHOD, TARGET_BIAS2
+    from bayeszoo.diagnostics.metrics import ESS_METHOD, ESS_PER_CHAIN_MIN, TARGET_BIAS2
 
     path = os.fspath(path)
     images = _Images()
@@ -388,6 +402,7 @@ def write_report(comparison, path: str) -> str:
            f"<h1>bayeszoo comparison: {html.escape(title)}</h1>",
            f"<p class='small'>written {time.strftime('%Y-%m-%d %H:%M')} · backends: "
            f"{html.escape(', '.join(comparison.order or list(comparison.fits)))}</p>",
+           verdict_html(comparison),
            reference_banner(reference),
            _meta_html(comparison)]
 
@@ -405,7 +420,9 @@ def write_report(comparison, path: str) -> str:
                f"(compile + tune + sample). R-hat (rank-normalised, split) is computed for MCMC fits with "
                f"two or more chains only. Both are {NOT_APPLICABLE} for an approximation: its draws are i.i.d., "
                f"so R-hat cannot judge them and their ESS only counts them, whatever the approximation's bias. "
-               f"R-hat &gt; {RHAT_FLAG} and divergences &gt; 0 are flagged in red.</p>")
+               f"R-hat &ge; {RHAT_MAX} and divergences &gt; 0 are flagged in red. An MCMC fit is "
+               f"<code>converged</code> when its R-hat is below {RHAT_MAX}, its smallest bulk ESS at least "
+               f"{ESS_PER_CHAIN_MIN} per chain and it has no divergences; one that is not is never ranked.</p>")
     out.append(f"<p>{_reference_sentence(comparison, reference)}</p>")
     if scores:
         out.append("<h3>Predictive scores</h3>")
