@@ -7,8 +7,13 @@ import os
 from hypothesis import HealthCheck, event, settings
 
 import bayeszoo
+import bayeszoo.diagnostics
+import bayeszoo.inference
+import bayeszoo.models
 
-PACKAGE = os.path.dirname(os.path.abspath(bayeszoo.__file__)) + os.sep
+#: the folders of bayeszoo's code: the harness and the three packages the design card puts at the top level
+PACKAGE = tuple(os.path.dirname(os.path.abspath(p.__file__)) + os.sep
+                for p in (bayeszoo, bayeszoo.models, bayeszoo.inference, bayeszoo.diagnostics))
 
 _QUIET = [HealthCheck.too_slow, HealthCheck.data_too_large, HealthCheck.filter_too_much,
           HealthCheck.function_scoped_fixture]

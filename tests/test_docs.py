@@ -105,11 +105,11 @@ def test_repository_links_are_rewritten_to_site_pages():
     families, benchmarks = os.path.join(DOCS, "families"), DOCS
     text = ("[a](../../BENCHMARKS.md#rvm-measurements) [b](../../README.md#backends-and-their-options) "
             "[c](../references.md) [d](arvm.md#inputs) [e](https://example.org/x.md) [f](#known-failures) "
-            "[g](../../DATASETS.md) [h](../../bayeszoo/models/rvm.py)")
+            "[g](../../DATASETS.md) [h](../../models/rvm.py)")
     assert conf._relink(text, families, families) == (
         "[a](../benchmarks.md#rvm-measurements) [b](../guide/fit.md#backends-and-their-options) "
         "[c](../references.md) [d](arvm.md#inputs) [e](https://example.org/x.md) [f](#known-failures) "
-        "[g](../guide/datasets.md) [h](../../bayeszoo/models/rvm.py)")
+        "[g](../guide/datasets.md) [h](../../models/rvm.py)")
     # BENCHMARKS.md is included by docs/benchmarks.md: its links are written from the repository root
     assert conf._relink("[a](docs/families/bid.md) [b](docs/families/) [c](#imagervm)", ROOT, benchmarks) == \
         "[a](families/bid.md) [b](families/index.md) [c](#imagervm)"

@@ -14,7 +14,6 @@ nbformat = pytest.importorskip("nbformat")
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GALLERY = os.path.join(ROOT, "gallery")
-PACKAGE = os.path.join(ROOT, "bayeszoo")
 NOTEBOOKS = sorted(f for f in os.listdir(GALLERY) if f.endswith(".ipynb"))
 GENERATORS = sorted(f for f in os.listdir(GALLERY) if f.startswith("make_") and f.endswith("_notebook.py"))
 

@@ -1,0 +1,129 @@
+"""The design card's top level: models/, inference/ and diagnostics/ beside bayeszoo/, installed as its subpackages.
+
+Checked three ways: the package list in pyproject.toml names every package folder; a built wheel installed in a
+fresh virtual environment imports every subpackage and runs a fit; and the layer contracts, run on that wheel's
+files, see every module (an upward import planted in ``models`` is reported).
+"""
+from __future__ import annotations
+
+import importlib
+import os
+import pkgutil
+import subprocess
+import sys
+import sysconfig
+import tomllib
+import zipfile
+
+import pytest
+
+import bayeszoo
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+    PYPROJECT = tomllib.load(fh)
+SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
+TOP_LEVEL = {"bayeszoo.models": "models", "bayeszoo.inference": "inference", "bayeszoo.diagnostics": "diagnostics"}
+
+
+def _package_folders() -> set[str]:
+    """Every folder holding an ``__init__.py`` under the mapped folders, as the package name it installs as."""
+    found = set()
+    for package, folder in SETUPTOOLS["package-dir"].items():
+        top = os.path.join(ROOT, folder)
+        for here, dirs, files in os.walk(top):
+            dirs[:] = [d for d in dirs if d != "__pycache__"]
+            if "__init__.py" in files:
+                rel = os.path.relpath(here, top)
+                found.add(package if rel == "." else f"{package}.{rel.replace(os.sep, '.')}")
+    return found
+
+
+def test_the_card_top_level_is_the_repository_root():
+    for name in ("pyproject.toml", "models", "inference", "diagnostics", "tests", "gallery"):
+        assert os.path.exists(os.path.join(ROOT, name)), name
+    for package, folder in TOP_LEVEL.items():
+        assert SETUPTOOLS["package-dir"][package] == folder
+        assert not os.path.exists(os.path.join(ROOT, "bayeszoo", package.split(".")[1]))
+
+
+def test_the_package_list_names_every_package_folder():
+    assert set(SETUPTOOLS["packages"]) == _package_folders()
+
+
+def test_the_installed_package_imports_every_subpackage_from_its_folder():
+    # the editable install (or whatever install runs these tests): each mapped package comes from its folder
+    for package, folder in TOP_LEVEL.items():
+        module = importlib.import_module(package)
+        assert os.path.dirname(module.__file__).endswith(os.sep + folder)
+    names = set()
+    for package in SETUPTOOLS["packages"]:   # an editable install's hook hides the mapped folders from walking
+        module = importlib.import_module(package)
+        names |= {m.name for m in pkgutil.iter_modules(module.__path__, f"{package}.")}
+    assert {"bayeszoo.models.rvm", "bayeszoo.inference.rvm.gibbs", "bayeszoo.diagnostics.metrics"} <= names
+    for name in sorted(names - {"bayeszoo.__main__"}):
+        importlib.import_module(name)
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory):
+    out = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-cache-dir", "-w", str(out),
+                    ROOT], check=True, capture_output=True)
+    (path,) = out.glob("bayeszoo-*.whl")
+    return path
+
+
+FIT_SCRIPT = """
+import importlib, os, pkgutil, sys
+import bayeszoo as bz
+here = os.path.dirname(bz.__file__)
+assert here.startswith(sys.prefix), (here, sys.prefix)        # the wheel's copy, not the source tree
+for m in pkgutil.walk_packages(bz.__path__, "bayeszoo."):
+    if not m.name.startswith("bayeszoo.__main__"):
+        mod = importlib.import_module(m.name)
+        assert getattr(mod, "__file__", here).startswith(here), m.name
+data = bz.datasets.load("sinc", n=30, seed=0)
+fit = bz.fit(bz.models.RVM(width=3.0), data, backend="fast", seed=0, progress=False)
+print(fit.backend, fit.n_chains, sorted(fit.idata.posterior.data_vars))
+"""
+
+
+def test_a_built_wheel_in_a_fresh_venv_imports_everything_and_fits(wheel, tmp_path):
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    # the dependencies come from this environment's site-packages, added as a plain path: its .pth files (the
+    # editable install's import hook among them) are not run
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    with open(os.path.join(purelib, "dependencies.pth"), "w") as fh:
+        fh.write(sysconfig.get_paths()["purelib"] + "\n")
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                    str(wheel)], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    result = subprocess.run([str(python), "-c", FIT_SCRIPT], cwd=tmp_path, env=env, capture_output=True, text=True,
+                            timeout=600)
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert result.stdout.strip().splitlines()[-1] == "fast 4 ['log_alpha', 'log_beta', 'w']"
+
+
+def _lint(site, tmp_path):
+    env = {**{k: v for k, v in os.environ.items() if k != "PYTHONPATH"}, "PYTHONPATH": str(site)}
+    lint = os.path.join(os.path.dirname(sys.executable), "lint-imports")
+    return subprocess.run([lint, os.path.join(ROOT, "pyproject.toml"), "--no-cache"], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=600)
+
+
+def test_the_layer_contracts_see_every_module_of_the_installed_tree(wheel, tmp_path):
+    site = tmp_path / "site"
+    with zipfile.ZipFile(wheel) as zf:
+        zf.extractall(site)
+    clean = _lint(site, tmp_path)
+    assert clean.returncode == 0 and "3 kept, 0 broken" in clean.stdout, clean.stdout + clean.stderr
+    # an upward import planted in the lowest mapped folder must be reported: the contracts do not pass vacuously
+    with open(site / "bayeszoo" / "models" / "base.py", "a") as fh:
+        fh.write("\nimport bayeszoo.api  # planted upward import\n")
+    planted = _lint(site, tmp_path)
+    assert planted.returncode != 0
+    assert "bayeszoo.models.base -> bayeszoo.api" in planted.stdout, planted.stdout
