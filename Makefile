@@ -25,7 +25,7 @@ references: $(STAMP)
 # models/, inference/ and diagnostics/ through an import hook, and import-linter, which walks the folder of
 # bayeszoo's import path, would not see them there
 lint: $(STAMP)
-	rm -rf .lint && $(BIN)/python -m pip install --quiet --no-deps --target .lint/site .
+	rm -rf .lint build && $(BIN)/python -m pip install --quiet --no-deps --target .lint/site .
 	cd .lint && PYTHONPATH=site ../$(BIN)/lint-imports ../pyproject.toml --no-cache
 
 test: lint

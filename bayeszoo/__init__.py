@@ -11,7 +11,7 @@ from bayeszoo import datasets  # noqa: E402
 from bayeszoo import models  # noqa: E402
 from bayeszoo.api import backends, compare, cross_validate, fit  # noqa: E402
 from bayeszoo.comparison import Comparison, load_comparison  # noqa: E402
-from bayeszoo.fit import Fit, load_fit  # noqa: E402
+from bayeszoo.results import Fit, load_fit  # noqa: E402
 from bayeszoo import design  # noqa: E402
 from bayeszoo import active_learning  # noqa: E402
 

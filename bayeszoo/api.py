@@ -4,7 +4,6 @@ from __future__ import annotations
 import hashlib
 import os
 import tempfile
-import time
 import traceback
 import warnings
 from concurrent.futures import Executor
@@ -19,7 +18,7 @@ from bayeszoo import catalogue, checks, registry
 from bayeszoo.catalogue import Reference
 from bayeszoo.comparison import Comparison, fit_filename
 from bayeszoo.datasets import Dataset
-from bayeszoo.fit import Fit, _jsonable, load_fit
+from bayeszoo.results import Fit, jsonable, load_fit, recording
 from bayeszoo.models import Model
 from bayeszoo.progress import progress_bar
 
@@ -69,7 +68,7 @@ def backend_table(specs: list[registry.Backend], model=None, data=None) -> pd.Da
         if not spec.options:
             rows.append({**common, "option": None, "default": None, "meaning": ""})
         for name, opt in spec.options.items():
-            rows.append({**common, "option": name, "default": repr(opt.default), "meaning": opt.help})
+            rows.append({**common, "option": name, "default": repr(opt.default), "meaning": opt.meaning})
     return pd.DataFrame(rows, columns=["backend", "family", "kind", "library", "description", "defaults", "option",
                                        "default", "meaning"])
 
@@ -125,16 +124,12 @@ def fit(model, data: Dataset, backend: str = "nuts", *, draws: int | None = None
     model.validate(data)
     spec = registry.get(model, backend)
     _check_counts(draws, tune, chains, seed)
-    opts = spec.resolve(options)
+    opts = spec.resolve(options, model, data)
     given = {"draws": draws, "tune": tune, "chains": chains}
     counts = {k: (v if v is not None else spec.harness_defaults(model, data)[k]) for k, v in given.items()}
-    start = time.perf_counter()
-    result = spec.run(model, data, **counts, seed=seed, progress=progress, **opts)
-    result.timing.setdefault("total", time.perf_counter() - start)
-    result.info["seed"] = seed
-    result.info["settings"] = _settings(**counts, seed=seed, **options)
-    result.info["provenance"] = _provenance(model, data, backend)
-    return result
+    with recording(seed=seed, settings=_settings(**counts, seed=seed, **options),
+                   provenance=_provenance(model, data, backend)):
+        return spec.run(model, data, **counts, seed=seed, progress=progress, **opts)
 
 
 def _provenance(model, data: Dataset, backend: str) -> dict:
@@ -143,7 +138,7 @@ def _provenance(model, data: Dataset, backend: str) -> dict:
         version = metadata.version("bayeszoo")
     except metadata.PackageNotFoundError:
         version = "unknown"
-    return {"model": _jsonable(model.spec()), "data": data.fingerprint(), "backend": backend, "version": version}
+    return {"model": jsonable(model.spec()), "data": data.fingerprint(), "backend": backend, "version": version}
 
 
 def _settings(**kwargs) -> dict:
@@ -155,7 +150,7 @@ def _settings(**kwargs) -> dict:
 def _setting(value):
     """A JSON value standing for one setting: scalars as they are, arrays (a dictionary of kernels, a whitening
     matrix) by their shape and a digest of their bytes, anything else by its repr."""
-    value = _jsonable(value)
+    value = jsonable(value)
     if isinstance(value, (int, float, str, bool, type(None))):
         return value
     text = repr(value)
@@ -269,7 +264,7 @@ def compare(model, data: Dataset, backends: list[str] | None = None,
         own = dict(options.get(name, {}))
         counts = {k: own.pop(k, v) for k, v in asked.items()}   # a cell may set its own draws / tune / chains
         _check_counts(counts["draws"], counts["tune"], counts["chains"], None)
-        spec.resolve(own)
+        spec.resolve(own, model, data)
         defaults = spec.harness_defaults(model, data)
         counts = {k: (v if v is not None else defaults[k]) for k, v in counts.items()}
         return {**counts, "seed": seed, "progress": progress, **own}

@@ -9,6 +9,7 @@ names whose option it is, the option, what it must be and what it got, before an
 from __future__ import annotations
 
 import numbers
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -17,7 +18,7 @@ def _fail(owner: str, name: str, what: str, value) -> ValueError:
     shown = repr(value)
     if len(shown) > 80:
         shown = shown[:77] + "..."
-    return ValueError(f"{owner}: {name} must be {what}, got {shown}")
+    return ValueError(f"{owner}: {name} must be {what}; got {shown}")
 
 
 def number(owner: str, name: str, value, *, low: float | None = None, high: float | None = None,
@@ -91,11 +92,11 @@ def finite_array(owner: str, name: str, value, *, ndim: int | None = None, colum
     except (TypeError, ValueError):
         raise _fail(owner, name, "an array of numbers", value) from None
     if ndim is not None and array.ndim != ndim:
-        raise ValueError(f"{owner}: {name} must have {ndim} dimension(s), got shape {array.shape}")
+        raise ValueError(f"{owner}: {name} must have {ndim} dimension(s); got shape {array.shape}")
     if columns is not None and (array.ndim < 1 or array.shape[-1] != columns):
-        raise ValueError(f"{owner}: {name} must have {columns} column(s), got shape {array.shape}")
+        raise ValueError(f"{owner}: {name} must have {columns} column(s); got shape {array.shape}")
     if array.ndim and array.shape[0] < min_rows:
-        raise ValueError(f"{owner}: {name} needs at least {min_rows} row(s), got shape {array.shape}")
+        raise ValueError(f"{owner}: {name} needs at least {min_rows} row(s); got shape {array.shape}")
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{owner}: {name} contains NaN or inf ({int(np.sum(~np.isfinite(array)))} values)")
     return array
@@ -110,3 +111,101 @@ def iterations(who: str, opts: dict, *names: str) -> dict:
     if "tol" in opts:
         opts["tol"] = positive(who, "tol", opts["tol"])
     return opts
+
+
+# ------------------------------------------------------------------------------- declarative constraints
+# What a backend option may be, declared with the option (``registry.Option``) rather than checked by hand, after
+# scikit-learn's ``_parameter_constraints``. Each constraint is called as ``constraint(owner, name, value)`` and
+# returns the value (converted where that is safe) or raises the ValueError of the functions above.
+@dataclass(frozen=True)
+class Interval:
+    """A number of ``kind`` (``int`` or ``float``) in the interval from ``low`` to ``high`` (None: unbounded),
+    ``closed`` "left", "right", "both" or "neither"; ``none`` also admits None."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    closed: str = "left"
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        return number(owner, name, value, low=self.low, high=self.high, integer=self.kind is int,
+                      low_inclusive=self.closed in ("left", "both"), high_inclusive=self.closed in ("right", "both"),
+                      allow_none=self.none)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of ``choices``; ``none`` also admits None."""
+
+    choices: tuple
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if value is None and self.none:
+            return None
+        return choice(owner, name, value, self.choices)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """True or False."""
+
+    def __call__(self, owner: str, name: str, value) -> bool:
+        return flag(owner, name, value)
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """A non-empty sequence of numbers, each in ``element`` (an :class:`Interval`), of ``length`` when given;
+    ``scalar`` also admits one number (a sequence of one), ``none`` None. Returned as a tuple."""
+
+    element: Interval = Interval(float)
+    length: int | None = None
+    scalar: bool = False
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if value is None and self.none:
+            return None
+        e = self.element
+        values = number_sequence(owner, name, value, allow_scalar=self.scalar, low=e.low, high=e.high,
+                                 integer=e.kind is int, low_inclusive=e.closed in ("left", "both"),
+                                 high_inclusive=e.closed in ("right", "both"))
+        if self.length is not None and len(values) != self.length:
+            raise _fail(owner, name, f"a sequence of {self.length} numbers", value)
+        return values
+
+
+@dataclass(frozen=True)
+class Array:
+    """A finite float array with ``ndim`` dimensions when given; ``none`` also admits None. Shapes that depend on
+    the data are checked by the backend's ``check(options, model, data)``."""
+
+    ndim: int | None = None
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if value is None and self.none:
+            return None
+        return finite_array(owner, name, value, ndim=self.ndim)
+
+
+@dataclass(frozen=True)
+class Function:
+    """A callable (a user's function)."""
+
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if (value is None and self.none) or callable(value):
+            return value
+        raise _fail(owner, name, "a callable" + (" or None" if self.none else ""), value)
+
+
+#: the constraints most options have
+POSITIVE_INT = Interval(int, 1, None, "left")
+NON_NEGATIVE_INT = Interval(int, 0, None, "left")
+POSITIVE = Interval(float, 0, None, "neither")
+NON_NEGATIVE = Interval(float, 0, None, "left")
+PROBABILITY = Interval(float, 0, 1, "neither")

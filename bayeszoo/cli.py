@@ -183,7 +183,7 @@ def cmd_list(args, out=None) -> int:
         desc = f"  {b.description}" if b.description else ""
         print(f"      {b.name:<14} {b.kind:<13} [{where}]{desc}", file=out)
         for name, opt in b.options.items():
-            print(f"          {name} = {opt.default!r}: {opt.help}", file=out)
+            print(f"          {name} = {opt.default!r}: {opt.meaning}", file=out)
 
     print("Generic backends (every family with a PyMC / NumPyro declaration):", file=out)
     for b in backends:

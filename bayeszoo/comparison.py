@@ -12,7 +12,7 @@ import pandas as pd
 from bayeszoo import catalogue
 from bayeszoo.catalogue import Reference
 from bayeszoo.datasets import Dataset
-from bayeszoo.fit import Fit, load_fit
+from bayeszoo.results import Fit, jsonable, load_fit
 
 REFERENCE_FILE = "reference.nc"   # a saved comparison's reference when it is neither in the catalogue nor a cell
 
@@ -216,10 +216,9 @@ def fit_filename(label: str) -> str:
 
 
 def _jsonable(obj):
-    from bayeszoo.fit import _jsonable as convert
-
+    """``obj`` as JSON values (``results.jsonable``); a mapping that still does not encode, as strings."""
     try:
-        json.dumps(convert(obj))
-        return convert(obj)
+        json.dumps(jsonable(obj))
+        return jsonable(obj)
     except TypeError:
         return {k: str(v) for k, v in obj.items()}

@@ -4,7 +4,7 @@ A backend is a function ``run(model, data, *, draws, tune, chains, seed, progres
 registered under a name with :func:`register`. Registration declares everything the harness needs to know:
 
 * ``kind``: "mcmc" or "approximation" (draws of an approximation are i.i.d. and not judged by R-hat);
-* ``options``: name -> :class:`Option` (default and a one-line meaning). :func:`bayeszoo.fit` merges the user's
+* ``options``: name -> :class:`Option` (default and a one-line meaning). :func:`bayeszoo.results` merges the user's
   options into these defaults, rejects unknown names and runs ``check`` once, before any work; ``run`` then
   receives every option, resolved;
 * ``defaults``: the draws / tune / chains that suit the backend (a dict, or a function of model and data, e.g.
@@ -20,7 +20,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
-KINDS = ("mcmc", "approximation")
+from bayeszoo.results import KINDS
+
+#: option names retired for one vocabulary across backends, and the names that replaced them
+RENAMED_OPTIONS = {"cg_iter": "cg_max_iter", "cg_maxiter": "cg_max_iter", "max_treedepth": "max_tree_depth",
+                   "maxiter": "max_iter", "n_iter": "max_iter", "iterations": "max_iter", "thinning": "thin"}
 HARNESS_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 
 _GENERIC: dict[str, "Backend"] = {}
@@ -28,10 +32,17 @@ _FAMILY: dict[tuple[str, str], "Backend"] = {}
 
 
 class Option(NamedTuple):
-    """One backend option: its default and what it means, in one line."""
+    """One backend option: its default, what it means (one line), and what it may be (a constraint of
+    :mod:`bayeszoo.checks`, called as ``constraint(owner, name, value)``)."""
 
     default: Any
-    help: str
+    meaning: str
+    constraint: Callable | None = None   # TRANSITION: required once every family declares its constraints
+
+
+def owner(family: str | None, backend: str) -> str:
+    """How the messages of a backend name it: "SLM backend 'gibbs'", "backend 'nuts'" for a generic one."""
+    return f"backend {backend!r}" if family is None else f"{family.upper()} backend {backend!r}"
 
 
 @dataclass(frozen=True)
@@ -42,7 +53,7 @@ class Backend:
     family: str | None                          # None for generic backends
     description: str = ""
     options: Mapping[str, Option] = field(default_factory=dict)
-    check: Callable[[dict], dict | None] | None = None   # validates resolved options; may return them normalised
+    check: Callable[[dict, Any, Any], dict | None] | None = None   # (options, model, data): what needs the data
     defaults: Mapping[str, int] | Callable | None = None   # draws / tune / chains, or model, data -> those
     applies: Callable | None = None             # optional predicate model -> bool (e.g. regression only)
     library: str = "bayeszoo"                   # provenance: the library that does the inference
@@ -55,16 +66,30 @@ class Backend:
             return False
         return self.applies is None or bool(self.applies(model))
 
-    def resolve(self, options: dict) -> dict:
-        """``options`` merged into the declared defaults and checked; a ValueError names an unknown option."""
+    @property
+    def owner(self) -> str:
+        return owner(self.family, self.name)
+
+    def resolve(self, options: dict, model, data) -> dict:
+        """``options`` merged into the declared defaults, each checked against its constraint, then the backend's
+        ``check(options, model, data)``; a ValueError names an unknown or renamed option or a bad value."""
+        for old in sorted(set(options) - set(self.options)):
+            new = RENAMED_OPTIONS.get(old)
+            if new in self.options:
+                raise ValueError(f"{self.owner}: option {old!r} is now called {new!r}")
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             allowed = ", ".join(sorted(self.options)) or "no options"
-            raise ValueError(f"unknown option(s) {unknown} for backend {self.name!r}; allowed: {allowed}")
+            raise ValueError(f"unknown option(s) {unknown} for {self.owner}; allowed: {allowed}")
         resolved = {name: opt.default for name, opt in self.options.items()}
         resolved.update(options)
+        for name, opt in self.options.items():
+            if opt.constraint is not None:
+                resolved[name] = opt.constraint(self.owner, f"option {name!r}", resolved[name])
         if self.check is not None:
-            checked = self.check(dict(resolved))
+            import inspect   # TRANSITION: every check takes (options, model, data) once the families are done
+            args = (dict(resolved), model, data)[:len(inspect.signature(self.check).parameters)]
+            checked = self.check(*args)
             if checked is not None:
                 resolved = dict(checked)
         return resolved
@@ -85,10 +110,19 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
     regression only); ``unavailable(model) -> str | None`` does the same with the reason, which ``get`` passes on
     (e.g. :func:`needs_declaration`)."""
     if kind not in KINDS:
-        raise ValueError(f"kind must be 'mcmc' or 'approximation', got {kind!r}")
+        raise ValueError(f"kind must be 'mcmc' or 'approximation'; got {kind!r}")
     for opt_name, opt in (options or {}).items():
-        if not isinstance(opt, Option) or not opt.help:
-            raise TypeError(f"backend {name!r}: option {opt_name!r} must be an Option(default, help) with a help text")
+        if not isinstance(opt, Option) or not opt.meaning or not (opt.constraint is None or callable(opt.constraint)):
+            raise TypeError(f"backend {name!r}: option {opt_name!r} must be an Option(default, meaning, "
+                            f"constraint) with a meaning and a constraint")
+        if opt_name in RENAMED_OPTIONS and family is None:   # TRANSITION: every backend once the families are done
+            raise TypeError(f"backend {name!r}: option {opt_name!r} is a retired name; use "
+                            f"{RENAMED_OPTIONS[opt_name]!r}")
+        try:
+            if opt.constraint is not None:
+                opt.constraint(owner(family, name), f"option {opt_name!r}", opt.default)
+        except ValueError as exc:
+            raise TypeError(f"the default of an option breaks its own constraint: {exc}") from None
 
     def deco(run):
         backend = Backend(name=name, run=run, kind=kind, family=family,

@@ -376,7 +376,7 @@ def _reference_sentence(comparison, reference) -> str:
 def _fit_summary(fit) -> str:
     timing = ", ".join(f"{k} {float(v):.2f}s" for k, v in fit.timing.items() if isinstance(v, (int, float)))
     parts = [f"{fit.kind}", f"{fit.n_chains} chain(s) × {fit.n_draws} draws", timing]
-    info = fit.info   # a Fit always carries the keys of bayeszoo.fit.INFO_KEYS
+    info = fit.info   # a Fit always carries the keys of bayeszoo.results.INFO_KEYS
     for key in ("converged", "iterations", "n_grad", "divergences"):
         if info[key] is not None:
             parts.append(f"{key} = {info[key]}")

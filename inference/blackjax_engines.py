@@ -11,7 +11,7 @@ map, so the posterior holds exactly the canonical variables the ``numpyro`` back
   ``tune`` steps, then NUTS with the adapted parameters for ``draws`` steps, per chain.
 * ``blackjax_mclmc``: microcanonical Langevin Monte Carlo, tuned by ``blackjax.mclmc_find_L_and_step_size``
   whose three phases (step size, diagonal preconditioner, momentum decoherence length L) together take ``tune``
-  integrator steps, then ``draws`` kept draws ``thinning`` steps apart. MCLMC has no Metropolis correction: its
+  integrator steps, then ``draws`` kept draws ``thin`` steps apart. MCLMC has no Metropolis correction: its
   bias is set by the energy-error target of the tuner. It writes no ``diverging`` statistic; steps the kernel reverted because the energy or the
   position became non-finite are counted in ``info["nan_steps"]``.
 * ``blackjax_pathfinder``: one single-path Pathfinder (L-BFGS, normal approximations along the path, the one of
@@ -19,7 +19,7 @@ map, so the posterior holds exactly the canonical variables the ``numpyro`` back
   path of highest ELBO, i.i.d. (not importance-resampled: resampling a pool with replacement repeats draws, and an
   approximation promises i.i.d. draws). The other paths' ELBOs and the Pareto k of the kept approximation's
   importance ratios go into ``info``.
-* ``blackjax_meanfield_vi``: ``blackjax.vi.meanfield_vi`` with Adam (optax) for ``n_iter`` steps, then
+* ``blackjax_meanfield_vi``: ``blackjax.vi.meanfield_vi`` with Adam (optax) for ``max_iter`` steps, then
   ``chains * draws`` i.i.d. draws from the approximation split into chains, as ``advi``.
 
 Timing (``fit.timing``), as the ``numpyro`` backend: JAX reports the seconds it spends tracing, lowering and
@@ -42,8 +42,8 @@ import warnings
 
 import numpy as np
 
-from bayeszoo import checks
-from bayeszoo.fit import Fit, build_fit
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
+from bayeszoo.results import Fit, build_fit
 from bayeszoo.inference.generic import JaxCompileClock, convergence_info, chain_seeds, stochastic_vi_info
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, needs_declaration, register
@@ -140,17 +140,12 @@ def _counts_or_fail(backend: str, tune: int, least: int, why: str) -> None:
 
 
 # ----------------------------------------------------------------------------------------------- NUTS
-def _check_nuts(opts: dict) -> dict:
-    return {"target_accept": checks.probability("blackjax_nuts", "target_accept", opts["target_accept"]),
-            "max_tree_depth": checks.positive("blackjax_nuts", "max_tree_depth", opts["max_tree_depth"],
-                                              integer=True)}
-
-
 @register("blackjax_nuts", kind="mcmc", description="BlackJAX NUTS with window adaptation", library=_LIBRARY,
-          unavailable=needs_declaration("numpyro"), check=_check_nuts, options={
+          unavailable=needs_declaration("numpyro"), options={
               "target_accept": Option(0.8, "target mean acceptance probability of the step-size adaptation, "
-                                           "in (0, 1)"),
-              "max_tree_depth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)")})
+                                           "in (0, 1)", Interval(float, 0, 1, "neither")),
+              "max_tree_depth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)",
+                                       POSITIVE_INT)})
 def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """BlackJAX NUTS (window adaptation, then NUTS), chains one after another."""
     import blackjax
@@ -215,14 +210,6 @@ def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opt
 
 
 # ---------------------------------------------------------------------------------------------- MCLMC
-def _check_mclmc(opts: dict) -> dict:
-    return {"desired_energy_var": checks.positive("blackjax_mclmc", "desired_energy_var",
-                                                  opts["desired_energy_var"]),
-            "diagonal_preconditioning": checks.flag("blackjax_mclmc", "diagonal_preconditioning",
-                                                    opts["diagonal_preconditioning"]),
-            "thinning": checks.positive("blackjax_mclmc", "thinning", opts["thinning"], integer=True)}
-
-
 # The tuner's three phases take these fractions of its num_steps; passing num_steps = tune with fractions whose
 # steps add up to one (the preconditioner phase is followed by a third as many steps that re-tune the step size)
 # makes tune the number of tuning steps, split 30 / 40 / 30.
@@ -231,12 +218,12 @@ _MCLMC_FRACTIONS_PLAIN = {"frac_tune1": 0.35, "frac_tune2": 0.35, "frac_tune3": 
 
 
 @register("blackjax_mclmc", kind="mcmc", description="BlackJAX microcanonical Langevin Monte Carlo",
-          library=_LIBRARY, unavailable=needs_declaration("numpyro"), check=_check_mclmc, options={
+          library=_LIBRARY, unavailable=needs_declaration("numpyro"), options={
               "desired_energy_var": Option(5e-4, "energy-error variance per dimension the step size is tuned to "
-                                                 "(smaller: smaller steps, less bias)"),
-              "diagonal_preconditioning": Option(True, "tune a diagonal preconditioner (mass matrix)"),
+                                                 "(smaller: smaller steps, less bias)", POSITIVE),
+              "diagonal_preconditioning": Option(True, "tune a diagonal preconditioner (mass matrix)", Flag()),
               # one MCLMC step is a short move for two gradients: kept draws one step apart are nearly copies
-              "thinning": Option(10, "MCLMC steps per kept draw (each step costs two gradients)")})
+              "thin": Option(10, "MCLMC steps per kept draw (each step costs two gradients)", POSITIVE_INT)})
 def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """BlackJAX MCLMC (tuned step size, L and preconditioner), chains one after another."""
     import blackjax
@@ -248,7 +235,7 @@ def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **op
     keys = _chain_keys(seed, chains)
     phases = _Phases()
     target = phases.run("tune", _Target, model, data, "blackjax_mclmc", [k[0] for k in keys])
-    energy_var, thin = opts["desired_energy_var"], opts["thinning"]
+    energy_var, thin = opts["desired_energy_var"], opts["thin"]
     fractions = _MCLMC_FRACTIONS if opts["diagonal_preconditioning"] else _MCLMC_FRACTIONS_PLAIN
     # the default isokinetic McLachlan integrator: one gradient per position update, two per step
     grads_per_step = len(integrators.mclachlan_coefficients) // 2
@@ -309,13 +296,6 @@ def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **op
 
 
 # ------------------------------------------------------------------------------------------ Pathfinder
-def _check_pathfinder(opts: dict) -> dict:
-    owner = "blackjax_pathfinder"
-    return {"maxiter": checks.positive(owner, "maxiter", opts["maxiter"], integer=True),
-            "maxcor": checks.positive(owner, "maxcor", opts["maxcor"], integer=True),
-            "elbo_draws": checks.positive(owner, "elbo_draws", opts["elbo_draws"], integer=True)}
-
-
 def _pathfinder_path(key, logdensity, x0, n_elbo: int, maxiter: int, maxcor: int):
     """One Pathfinder path: ``blackjax.vi.pathfinder.approximate`` with the normal approximations along the
     L-BFGS path built one after another (``lax.map``) instead of vmapped. Vmapped, their batched LAPACK calls
@@ -375,11 +355,12 @@ def _count_gradients(logdensity):
 
 
 @register("blackjax_pathfinder", kind="approximation", description="BlackJAX Pathfinder (one path per chain)",
-          library=_LIBRARY, unavailable=needs_declaration("numpyro"), check=_check_pathfinder, defaults={"tune": 0},
+          library=_LIBRARY, unavailable=needs_declaration("numpyro"), defaults={"tune": 0},
           options={
-              "maxiter": Option(200, "most L-BFGS iterations per path"),
-              "maxcor": Option(10, "L-BFGS history size (rank of the inverse-Hessian update)"),
-              "elbo_draws": Option(200, "Monte-Carlo draws that estimate the ELBO of each approximation on a path")})
+              "max_iter": Option(200, "most L-BFGS iterations per path", POSITIVE_INT),
+              "maxcor": Option(10, "L-BFGS history size (rank of the inverse-Hessian update)", POSITIVE_INT),
+              "elbo_draws": Option(200, "Monte-Carlo draws that estimate the ELBO of each approximation on a path",
+                                   POSITIVE_INT)})
 def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """BlackJAX Pathfinder: one path per chain, i.i.d. draws from the path of highest ELBO."""
     import jax
@@ -390,7 +371,7 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
     phases = _Phases()
     target = phases.run("tune", _Target, model, data, "blackjax_pathfinder", [k[0] for k in keys])
     logdensity, n_grad = _count_gradients(target.logdensity)
-    path = jax.jit(lambda key, x0: _pathfinder_path(key, logdensity, x0, opts["elbo_draws"], opts["maxiter"],
+    path = jax.jit(lambda key, x0: _pathfinder_path(key, logdensity, x0, opts["elbo_draws"], opts["max_iter"],
                                                     opts["maxcor"]))
 
     @jax.jit
@@ -420,7 +401,7 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
     if spread > 5.0:
         warn.append(f"the paths' best ELBOs differ by {spread:.1f} nats: they stopped in different optima")
     iterations = int(iterations)
-    info = {"n_grad": n_grad[0], "iterations": iterations, "converged": iterations < opts["maxiter"],
+    info = {"n_grad": n_grad[0], "iterations": iterations, "converged": iterations < opts["max_iter"],
             "objective": "elbo", "path_elbo": elbos.tolist(), "best_path": best, "pareto_k": pareto_k,
             "warnings": warn}
     return build_fit(model, data, "blackjax_pathfinder", "approximation", posterior, info=info, library=_LIBRARY,
@@ -428,19 +409,13 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
 
 
 # ------------------------------------------------------------------------------------- mean-field VI
-def _check_meanfield(opts: dict) -> dict:
-    owner = "blackjax_meanfield_vi"
-    return {"n_iter": checks.number(owner, "n_iter", opts["n_iter"], low=2, low_inclusive=True, integer=True),
-            "learning_rate": checks.positive(owner, "learning_rate", opts["learning_rate"]),
-            "obj_n_mc": checks.positive(owner, "obj_n_mc", opts["obj_n_mc"], integer=True)}
-
-
 @register("blackjax_meanfield_vi", kind="approximation", description="BlackJAX mean-field VI (Adam)",
-          library=_LIBRARY, unavailable=needs_declaration("numpyro"), check=_check_meanfield, defaults={"tune": 0},
+          library=_LIBRARY, unavailable=needs_declaration("numpyro"), defaults={"tune": 0},
           options={
-              "n_iter": Option(10000, "Adam steps on the ELBO"),
-              "learning_rate": Option(0.01, "Adam's learning rate"),
-              "obj_n_mc": Option(4, "Monte-Carlo samples per ELBO gradient")})
+              "max_iter": Option(10000, "Adam steps on the ELBO (all of them are taken)",
+                                 Interval(int, 2, None, "left")),
+              "learning_rate": Option(0.01, "Adam's learning rate", POSITIVE),
+              "obj_n_mc": Option(4, "Monte-Carlo samples per ELBO gradient", POSITIVE_INT)})
 def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """BlackJAX mean-field Gaussian VI on the unconstrained space (stick-the-landing gradients, Adam)."""
     import blackjax
@@ -448,7 +423,7 @@ def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progres
     import jax.numpy as jnp
     import optax
 
-    n_iter = opts["n_iter"]
+    n_iter = opts["max_iter"]
     (init_key, fit_key, draw_key), = _chain_keys(seed, 1)     # one approximation, as advi
     phases = _Phases()
     target = phases.run("tune", _Target, model, data, "blackjax_meanfield_vi", [init_key])

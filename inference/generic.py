@@ -3,7 +3,7 @@
 Every backend returns a :class:`~bayeszoo.Fit` whose ``posterior`` holds exactly the model's canonical
 variables with its dims and coords (``model.var_dims`` / ``model.coords``), plus ``sample_stats``
 (``diverging`` as bool chain x draw, ``n_steps`` and ``tree_depth`` where the library reports them),
-``observed_data`` and ``constant_data`` (``model.constant_data``), all through :func:`bayeszoo.fit.build_fit`.
+``observed_data`` and ``constant_data`` (``model.constant_data``), all through :func:`bayeszoo.results.build_fit`.
 
 Timing (``fit.timing``: ``compile``, ``tune``, ``sample``, ``total`` seconds, wall clock)
 -----------------------------------------------------------------------------------------
@@ -18,7 +18,7 @@ Timing (``fit.timing``: ``compile``, ``tune``, ``sample``, ``total`` seconds, wa
   separately. JAX reports the time it spends tracing, lowering and compiling through ``jax.monitoring``; that
   time is moved from the phase in which it happened to ``compile``.
 * ``advi`` / ``fullrank_advi``: ``compile`` is building the ``pm.ADVI`` / ``pm.FullRankADVI`` object and the
-  first optimisation step (which compiles the step function); ``tune`` is the remaining ``n_iter - 1``
+  first optimisation step (which compiles the step function); ``tune`` is the remaining ``max_iter - 1``
   optimisation steps; ``sample`` is drawing from the fitted approximation.
 ``fit.info["n_grad"]`` is the number of gradient evaluations (leapfrog steps for NUTS, warm-up included;
 optimisation steps times the number of Monte-Carlo ELBO samples for ADVI).
@@ -38,8 +38,9 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
-from bayeszoo.fit import Fit, build_fit
+from bayeszoo.results import Fit, build_fit
 from bayeszoo.progress import progress_bar
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.registry import Option, needs_declaration, register
 
 _STATS = ("diverging", "n_steps", "tree_depth", "step_size", "acceptance_rate", "energy", "lp")
@@ -78,29 +79,15 @@ def _stack_stats(source: xr.Dataset, names=_STATS, rename: dict | None = None) -
 _TARGET_ACCEPT = "target mean acceptance probability of the step-size adaptation, in (0, 1)"
 
 
-def _check_target_accept(opts: dict) -> None:
-    ta = opts["target_accept"]
-    if isinstance(ta, bool) or not isinstance(ta, (int, float, np.integer, np.floating)) or not 0 < ta < 1:
-        raise ValueError(f"option target_accept must be a number in (0, 1), got {ta!r}")
+_TARGET = Interval(float, 0, 1, "neither")
+_TREE_DEPTH = Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)", POSITIVE_INT)
 
 
-def _check_positive_ints(opts: dict, *names: str) -> None:
-    for name in names:
-        value = opts[name]
-        if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-            raise ValueError(f"option {name} must be a positive integer, got {value!r}")
-
-
-def _check_nuts(opts: dict) -> None:
-    _check_target_accept(opts)
-    _check_positive_ints(opts, "cores", "max_treedepth")
-
-
-@register("nuts", kind="mcmc", description="PyMC NUTS (pm.sample)", library="pymc", check=_check_nuts,
+@register("nuts", kind="mcmc", description="PyMC NUTS (pm.sample)", library="pymc",
           unavailable=needs_declaration("pymc"), options={
-    "target_accept": Option(0.9, _TARGET_ACCEPT),
-    "cores": Option(1, "processes running chains in parallel (1: one chain after another)"),
-    "max_treedepth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)")})
+    "target_accept": Option(0.9, _TARGET_ACCEPT, _TARGET),
+    "cores": Option(1, "processes running chains in parallel (1: one chain after another)", POSITIVE_INT),
+    "max_tree_depth": _TREE_DEPTH})
 def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """PyMC NUTS."""
     import pymc as pm
@@ -110,7 +97,7 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
     t0 = time.perf_counter()
     initial_points, step = pm.init_nuts(init="jitter+adapt_diag", chains=chains, model=pm_model,
                                         random_seed=seeds, progressbar=False,
-                                        target_accept=opts["target_accept"], max_treedepth=opts["max_treedepth"])
+                                        target_accept=opts["target_accept"], max_treedepth=opts["max_tree_depth"])
     t_compile = time.perf_counter() - t0
     t0 = time.perf_counter()
     with pm_model, warnings.catch_warnings():
@@ -132,16 +119,11 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
 
 
 # ------------------------------------------------------------------------------------------------ nutpie
-def _check_nutpie(opts: dict) -> None:
-    _check_target_accept(opts)
-    _check_positive_ints(opts, "cores")
-
-
 @register("nutpie", kind="mcmc", description="nutpie NUTS on the PyMC declaration", library="nutpie",
           unavailable=needs_declaration("pymc"),
-          check=_check_nutpie, options={
-              "target_accept": Option(0.8, _TARGET_ACCEPT),
-              "cores": Option(1, "threads running chains in parallel")})
+          options={
+              "target_accept": Option(0.8, _TARGET_ACCEPT, _TARGET),
+              "cores": Option(1, "threads running chains in parallel", POSITIVE_INT)})
 def run_nutpie(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """nutpie (Rust NUTS with its own mass-matrix adaptation)."""
     import nutpie
@@ -200,18 +182,12 @@ class JaxCompileClock:
             self._active.remove(self)
 
 
-def _check_numpyro(opts: dict) -> None:
-    _check_target_accept(opts)
-    _check_positive_ints(opts, "max_tree_depth")
-    if opts["chain_method"] not in ("sequential", "vectorized", "parallel"):
-        raise ValueError(f"chain_method must be 'sequential', 'vectorized' or 'parallel', got {opts['chain_method']!r}")
-
-
-@register("numpyro", kind="mcmc", description="NumPyro NUTS", library="numpyro", check=_check_numpyro,
+@register("numpyro", kind="mcmc", description="NumPyro NUTS", library="numpyro",
           unavailable=needs_declaration("numpyro"), options={
-    "target_accept": Option(0.9, _TARGET_ACCEPT),
-    "chain_method": Option("sequential", "how chains run: 'sequential', 'vectorized' (vmap) or 'parallel' (pmap)"),
-    "max_tree_depth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)")})
+    "target_accept": Option(0.9, _TARGET_ACCEPT, _TARGET),
+    "chain_method": Option("sequential", "how chains run: 'sequential', 'vectorized' (vmap) or 'parallel' (pmap)",
+                           OneOf(("sequential", "vectorized", "parallel"))),
+    "max_tree_depth": _TREE_DEPTH})
 def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """NumPyro NUTS."""
     import jax
@@ -265,7 +241,7 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
 def _run_advi(method, model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     import pymc as pm
 
-    n_iter = int(opts["n_iter"])
+    n_iter = int(opts["max_iter"])
     pm_model = model.pymc_model(data)
     seeds = chain_seeds(seed, 2)
     with pm_model, warnings.catch_warnings():
@@ -305,24 +281,12 @@ def _run_advi(method, model, data, *, draws, tune, chains, seed, progress, **opt
                      timing={"compile": t_compile, "tune": t_tune, "sample": t_sample})
 
 
-def _check_advi(opts: dict) -> None:
-    n_iter = opts["n_iter"]
-    if isinstance(n_iter, bool) or not isinstance(n_iter, (int, np.integer)) or n_iter < 2:
-        raise ValueError(f"option n_iter must be an integer >= 2, got {n_iter!r}")
-    _check_positive_ints(opts, "obj_n_mc")
-    for name in ("learning_rate", "total_grad_norm_constraint"):
-        value = opts[name]
-        if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
-                or not np.isfinite(value) or value <= 0:
-            raise ValueError(f"option {name} must be a positive number, got {value!r}")
-
-
 _ADVI_OPTIONS = {
-    "n_iter": Option(20000, "Adam steps on the ELBO"),
-    "learning_rate": Option(0.01, "Adam's learning rate"),
-    "total_grad_norm_constraint": Option(100.0, "gradients are rescaled to at most this total norm"),
-    "obj_n_mc": Option(1, "Monte-Carlo samples per ELBO gradient")}
-# ``tune`` is unused: the optimisation length is n_iter
+    "max_iter": Option(20000, "Adam steps on the ELBO (all of them are taken)", Interval(int, 2, None, "left")),
+    "learning_rate": Option(0.01, "Adam's learning rate", POSITIVE),
+    "total_grad_norm_constraint": Option(100.0, "gradients are rescaled to at most this total norm", POSITIVE),
+    "obj_n_mc": Option(1, "Monte-Carlo samples per ELBO gradient", POSITIVE_INT)}
+# ``tune`` is unused: the optimisation length is max_iter
 _ADVI_DEFAULTS = {"tune": 0}
 
 
@@ -340,7 +304,7 @@ def stochastic_vi_info(losses: np.ndarray, *, n_grad: int, learning_rate: float)
             "warnings": [] if converged else [f"mean loss still changing by {rel_change:.2%} over the last 10%"]}
 
 
-@register("advi", kind="approximation", description="PyMC mean-field ADVI", library="pymc", check=_check_advi,
+@register("advi", kind="approximation", description="PyMC mean-field ADVI", library="pymc",
           unavailable=needs_declaration("pymc"),
           options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
 def run_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
@@ -351,7 +315,7 @@ def run_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
 
 @register("fullrank_advi", kind="approximation", description="PyMC full-rank ADVI", library="pymc",
           unavailable=needs_declaration("pymc"),
-          check=_check_advi, options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
+          options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
 def run_fullrank_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """Full-rank ADVI (pm.FullRankADVI)."""
     return _run_advi("fullrank_advi", model, data, draws=draws, tune=tune, chains=chains, seed=seed,

@@ -20,7 +20,7 @@ import time
 import numpy as np
 
 from bayeszoo import registry
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 
 FAIL_MESSAGE = "fake backend exploded"
 

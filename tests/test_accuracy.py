@@ -23,7 +23,7 @@ from bayeszoo.diagnostics import plots  # noqa: E402
 from bayeszoo.diagnostics.metrics import (TARGET_BIAS2, accuracy, reference_errors, running_bias2,  # noqa: E402
                                           sampling_diagnostics, table_row)
 from bayeszoo.diagnostics.report import _meta_html, reference_banner, table_html, write_report  # noqa: E402
-from bayeszoo.fit import build_fit  # noqa: E402
+from bayeszoo.results import build_fit  # noqa: E402
 
 CHAINS, DRAWS = 4, 2000
 

@@ -9,7 +9,7 @@ from scipy.special import gammaln
 import bayeszoo as bz
 from bayeszoo.datasets.bid_data import (degrade, gaussian_psf, image_problem, make_psf, motion_psf,
                                         noise_variance, uniform_psf)
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.models.bid import BID, F_SCALE, VARIANTS, isnr, parse_variant, ssd_upto_shift
 

@@ -14,7 +14,7 @@ import pytest
 
 import bayeszoo as bz
 from bayeszoo import registry
-from bayeszoo.fit import INFO_KEYS
+from bayeszoo.results import INFO_KEYS
 
 # a tiny problem per family: model, data loader, the counts to run with
 _TINY = dict(draws=15, tune=15, chains=2)

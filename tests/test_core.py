@@ -5,7 +5,7 @@ import pytest
 import bayeszoo as bz
 from bayeszoo.datasets import Dataset
 from bayeszoo.diagnostics.metrics import reference_errors, sampling_diagnostics
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._gaussian import gaussian_draws
 
 

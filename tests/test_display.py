@@ -20,7 +20,7 @@ import bayeszoo as bz  # noqa: E402
 import _fake_backends as fb  # noqa: E402
 from bayeszoo.diagnostics.display import FIGURES, scoped_css  # noqa: E402
 from bayeszoo.diagnostics.report import _CSS  # noqa: E402
-from bayeszoo.fit import HTML_ROWS_PER_VARIABLE, Fit  # noqa: E402
+from bayeszoo.results import HTML_ROWS_PER_VARIABLE, Fit  # noqa: E402
 
 BACKENDS = ["fake_ok", "fake_vb", "fake_em", "fake_fail"]
 _VOID = {"br", "hr", "img", "input", "meta", "link", "wbr", "col", "source", "area", "base", "embed", "param",

@@ -6,7 +6,7 @@ import pytest
 from scipy.special import log_ndtr, ndtr
 
 import bayeszoo as bz
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.models import from_spec
 from bayeszoo.numerics import gp_kernels
 from bayeszoo.models.gpc import (GPC, TWO_POINT_X, gp_conditional, log_predictive_probability, log_sig,

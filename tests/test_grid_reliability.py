@@ -13,7 +13,7 @@ sys.path.insert(0, TESTS)
 import bayeszoo as bz  # noqa: E402
 import _fake_backends as fb  # noqa: E402
 from bayeszoo.comparison import Comparison  # noqa: E402
-from bayeszoo.fit import Fit  # noqa: E402
+from bayeszoo.results import Fit  # noqa: E402
 
 KW = dict(draws=60, tune=0, chains=2, seed=7, progress=False)
 
@@ -112,7 +112,7 @@ def test_nan_draws_are_an_error_that_names_the_backend_and_the_variable(data):
 
 
 def test_a_non_finite_final_objective_is_refused_and_earlier_ones_are_allowed(data):
-    from bayeszoo.fit import build_fit
+    from bayeszoo.results import build_fit
 
     model = bz.models.RVM(width=3.0)
     post = fb._draws(model, data, 1, 5, 0, rho=0.0)

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED, RVM
 from bayeszoo.numerics.special import log_gamma_logpdf
 

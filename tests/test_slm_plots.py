@@ -10,7 +10,7 @@ import bayeszoo as bz
 from bayeszoo.comparison import Comparison
 from bayeszoo.diagnostics import slm_plots
 from bayeszoo.diagnostics.plots import family_picture
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 
 
 def _fits(model, data, means, spread=0.1):

@@ -16,7 +16,7 @@ import numpy as np
 
 from bayeszoo import datasets, models
 from bayeszoo.datasets import Dataset
-from bayeszoo.fit import Fit, build_fit
+from bayeszoo.results import Fit, build_fit
 
 
 @dataclass(frozen=True)

@@ -2,7 +2,7 @@
 
 A reference holds, for every canonical variable, the posterior mean, sd and 5 / 50 / 95 % quantiles with their
 Monte-Carlo standard errors and the per-component R-hat and bulk / tail ESS of the run they come from; a few
-thinned draws (a :class:`~bayeszoo.fit.Fit`) for the plots; its provenance; and the list of the validation rules
+thinned draws (a :class:`~bayeszoo.results.Fit`) for the plots; its provenance; and the list of the validation rules
 it breaks. A catalogue entry also holds the same summary from a second, independent engine (``crosscheck``), so
 that the two can be checked against each other within their Monte-Carlo errors.
 
@@ -31,7 +31,7 @@ import numpy as np
 import xarray as xr
 from scipy.stats import norm
 
-from bayeszoo.fit import Fit, _jsonable, load_fit
+from bayeszoo.results import Fit, jsonable, load_fit
 
 RHAT_MAX = 1.01
 ESS_MIN = 400
@@ -322,7 +322,7 @@ class Reference:
             extra[_CROSSCHECK] = _to_dataset(self.crosscheck, self.fit.posterior)
         stored = {"thin": small.info["stored_thin"], "chains": small.n_chains, "draws": small.n_draws}
         extra[_MOMENTS].attrs[_ATTR] = json.dumps({"name": self.name,
-                                                   "provenance": _jsonable({**self.provenance, "stored_draws": stored})})
+                                                   "provenance": jsonable({**self.provenance, "stored_draws": stored})})
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)    # ArviZ on groups outside its schema
             small.idata.add_groups(extra)
@@ -331,7 +331,7 @@ class Reference:
     @classmethod
     def load(cls, path: str | os.PathLike, names=None) -> "Reference":
         """Read a file written by :meth:`save` (the rules are checked again from what it holds), or make the
-        reference of a fit saved by :meth:`Fit.save <bayeszoo.fit.Fit.save>` (its variables, or ``names``)."""
+        reference of a fit saved by :meth:`Fit.save <bayeszoo.results.Fit.save>` (its variables, or ``names``)."""
         path = os.fspath(path)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)

@@ -46,7 +46,7 @@ import numpy as np
 from scipy import optimize
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._gaussian import gaussian_draws
 from bayeszoo.inference._options import Timer
 from bayeszoo.numerics.blas_threads import one_blas_thread

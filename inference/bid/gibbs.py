@@ -23,7 +23,7 @@ from __future__ import annotations
 import numpy as np
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar

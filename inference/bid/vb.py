@@ -35,7 +35,7 @@ from scipy.optimize import brentq
 from scipy.special import digamma
 
 from bayeszoo import checks, registry
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar

@@ -58,7 +58,7 @@ import scipy.ndimage
 import scipy.optimize
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register

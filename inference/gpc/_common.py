@@ -23,7 +23,7 @@ from scipy import linalg as sla
 from scipy.special import expit, log_expit, log_ndtr, logsumexp
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._gaussian import gaussian_draws
 from bayeszoo.inference._options import Timer, positive  # noqa: F401  (re-exported)
 from bayeszoo.models.gpc import GAUSSIAN_GROUP, GPC
@@ -328,7 +328,7 @@ def predict_latent(model, X, Xs, alpha, sW, L):
 # ------------------------------------------------------------------------------------------------ output
 def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, seconds, info, objective=None, limit=None):
     """Fit whose posterior ``f`` holds i.i.d. draws from Q = N(m, V) (kind "approximation"), built by
-    :func:`bayeszoo.fit.build_fit`; the group ``gaussian`` of its idata holds m (``q_mean``) and V (``q_cov``),
+    :func:`bayeszoo.results.build_fit`; the group ``gaussian`` of its idata holds m (``q_mean``) and V (``q_cov``),
     which ``GPC.predict`` uses.
 
     ``info`` must hold ``log_evidence`` (the method's own approximation) and ``jensen_bound``; the mean and

@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register
 

@@ -50,7 +50,7 @@ from jax.scipy.special import log_ndtr, ndtri
 from scipy.special import ndtr as _ndtr
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.inference._sweeps import run_sweeps, slot_starts
 from bayeszoo.registry import Option, register

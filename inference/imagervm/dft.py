@@ -33,7 +33,7 @@ import warnings
 import numpy as np
 
 from bayeszoo import checks, registry
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._options import Timer
 from bayeszoo.inference.rvm import _common as rvm_common
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED

@@ -19,7 +19,7 @@ import numpy as np
 from scipy import linalg as sla
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._options import Timer
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, register

@@ -45,7 +45,7 @@ from scipy import linalg as sla
 from scipy.special import gammaln
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._options import Timer
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar

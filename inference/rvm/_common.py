@@ -23,7 +23,7 @@ from scipy import linalg as sla
 from scipy.special import expit, log_expit, log_ndtr
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._options import Timer  # noqa: F401  (re-exported)
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 

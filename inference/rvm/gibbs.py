@@ -30,7 +30,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.inference._sweeps import run_sweeps
 from bayeszoo.registry import Option, register

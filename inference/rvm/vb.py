@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import digamma, gammaln, log_expit, log_ndtr
 
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.registry import Option, register
 
 from . import _common as C

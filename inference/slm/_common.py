@@ -13,7 +13,7 @@ import numpy as np
 import scipy.linalg as sla
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference._gaussian import gaussian_draws
 from bayeszoo.inference._options import Timer  # noqa: F401  (re-exported)
 from bayeszoo.numerics.blas_threads import one_blas_thread

@@ -44,7 +44,7 @@ import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo import checks
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.inference.slm._common import (Timer, blas_threads, check_finite, check_iterations, cholesky, gaussian_fit,
                                             owner, problem)
 from bayeszoo.inference.slm.gibbs import GaussianStep, _prior_precision

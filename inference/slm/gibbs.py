@@ -23,7 +23,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo import checks
 from bayeszoo.inference.slm._common import Timer, blas_threads, check_finite, cholesky, owner, problem
-from bayeszoo.fit import build_fit
+from bayeszoo.results import build_fit
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.numerics.potentials import GSM_SAMPLERS
 from bayeszoo.progress import progress_bar

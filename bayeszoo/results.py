@@ -2,6 +2,8 @@
 place where every backend's arrays become a Fit (docs/architecture.md, "Fit and InferenceData")."""
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import datetime
 import html
 import json
@@ -36,7 +38,7 @@ ARVIZ_SAMPLE_STATS = ("lp", "acceptance_rate", "step_size", "step_size_bar", "tr
 
 @dataclass
 class Fit:
-    """Result of :func:`bayeszoo.fit`.
+    """Result of :func:`bayeszoo.results`.
 
     Attributes
     ----------
@@ -103,7 +105,7 @@ class Fit:
         path = os.fspath(path)
         os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
         meta = {"backend": self.backend, "kind": self.kind, "timing": self.timing,
-                "model_spec": self.model_spec, "info": _jsonable(self.info)}
+                "model_spec": self.model_spec, "info": jsonable(self.info)}
         self.idata.posterior.attrs[_ATTR] = json.dumps(meta)
         tmp = path + ".part"
         self.idata.to_netcdf(tmp, engine="h5netcdf")
@@ -251,14 +253,14 @@ def load_fit(path: str | os.PathLike) -> Fit:
                model_spec=meta["model_spec"], info=meta.get("info", {}))
 
 
-def _jsonable(obj: Any):
+def jsonable(obj: Any):
     """Best-effort conversion of numpy scalars / arrays in ``info`` to JSON types."""
     import numpy as np
 
     if isinstance(obj, dict):
-        return {str(k): _jsonable(v) for k, v in obj.items()}
+        return {str(k): jsonable(v) for k, v in obj.items()}
     if isinstance(obj, (list, tuple)):
-        return [_jsonable(v) for v in obj]
+        return [jsonable(v) for v in obj]
     if isinstance(obj, np.ndarray):
         return obj.tolist()
     if isinstance(obj, np.generic):
@@ -277,10 +279,12 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
 
     posterior : mapping (or ``xarray.Dataset``) name -> array shaped (chain, draw, *var_shape); it must hold every
         canonical variable of ``model.var_dims(data)``; other variables (a declaration's auxiliaries) are dropped.
-    sample_stats : name -> array (chain, draw), under ArviZ's names where the quantity has one
+    sample_stats : name -> array (chain, draw, ...), under ArviZ's names where the quantity has one
         (:data:`ARVIZ_SAMPLE_STATS`); ``diverging`` is stored as bool.
     objective : name -> trace over iterations, (iteration,) or (chain, iteration): the ``objective`` group.
-    info : the backend's counts and flags; the keys of :data:`INFO_KEYS` are filled in where missing.
+    info : the backend's counts and flags, scalars and short lists (arrays go into a group); the keys of
+        :data:`INFO_KEYS` are filled in where missing. The seed, settings and provenance of the call that
+        :func:`recording` names (``bz.fit`` opens one around every backend) are added here.
     library : the distribution that did the inference ("bayeszoo" for the hand-written algorithms, "pymc",
         "numpyro", "nutpie"), recorded with its version in every group's provenance attributes.
     extra_groups : a family's own groups (e.g. GPC's ``gaussian``: the approximation's mean and covariance).
@@ -291,17 +295,17 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
         stats = {}
         for name, values in sample_stats.items():
             values = np.asarray(values)
-            if values.shape != (n_chain, n_draw):
+            if values.shape[:2] != (n_chain, n_draw):
                 raise ValueError(f"backend {backend!r}: sample_stats[{name!r}] has shape {values.shape}, "
-                                 f"expected (chain, draw) = {(n_chain, n_draw)}")
-            stats[name] = xr.DataArray(values.astype(bool) if name == "diverging" else values, dims=("chain", "draw"))
+                                 f"expected (chain, draw, ...) = {(n_chain, n_draw)}")
+            dims = ("chain", "draw", *(f"{name}_dim_{i}" for i in range(values.ndim - 2)))
+            stats[name] = xr.DataArray(values.astype(bool) if name == "diverging" else values, dims=dims)
         groups["sample_stats"] = xr.Dataset(stats, coords=_chain_draw(n_chain, n_draw))
     obs_coords = model.coords(data).get("obs", np.arange(data.n))
     groups["observed_data"] = xr.Dataset({"y": xr.DataArray(np.asarray(data.y), dims=("obs",),
                                                             coords={"obs": obs_coords})})
-    groups["constant_data"] = xr.Dataset({
-        name: xr.DataArray(np.asarray(value), dims=tuple(f"{name}_dim_{i}" for i in range(np.ndim(value))))
-        for name, value in model.constant_data(data).items()})
+    groups["constant_data"] = xr.Dataset({name: _constant(name, value, data, obs_coords)
+                                          for name, value in model.constant_data(data).items()})
     if objective:
         for name, trace in objective.items():   # the final value is the result; early ones may be -inf (ADVI)
             final = np.asarray(trace, dtype=float)[..., -1:]
@@ -320,7 +324,35 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
         idata = az.InferenceData(**groups)
     timing = {k: float(max(v, 0.0)) for k, v in timing.items()}
     return Fit(idata=idata, backend=backend, kind=kind, timing=timing, model_spec=model.spec(),
-               info=_standard_info(backend, info or {}))
+               info={**_standard_info(backend, info or {}), **_RECORD.get()})
+
+
+def _constant(name: str, value, data, obs_coords) -> xr.DataArray:
+    """A constant_data array; an axis as long as the training set shares the ``obs`` dim, the columns of an
+    (n, d) array are ``feature``."""
+    value = np.asarray(value)
+    dims = [f"{name}_dim_{i}" for i in range(value.ndim)]
+    coords = {}
+    if value.ndim and value.shape[0] == data.n:
+        dims[0], coords["obs"] = "obs", obs_coords
+        if value.ndim == 2 and value.shape[1] == data.d:
+            dims[1] = "feature"
+    return xr.DataArray(value, dims=tuple(dims), coords=coords)
+
+
+#: what the current ``bz.fit`` call records in every Fit it builds: seed, settings, provenance (api.fit)
+_RECORD: contextvars.ContextVar[dict] = contextvars.ContextVar("bayeszoo_fit_record", default={})
+
+
+@contextlib.contextmanager
+def recording(**record):
+    """Within this block, :func:`build_fit` adds ``record`` (``seed``, ``settings``, ``provenance``) to the info
+    of every Fit it builds: the caller (``bz.fit``) knows them, the backend need not."""
+    token = _RECORD.set(jsonable(record))
+    try:
+        yield
+    finally:
+        _RECORD.reset(token)
 
 
 def _chain_draw(n_chain: int, n_draw: int) -> dict:
@@ -359,11 +391,19 @@ def _provenance(library: str) -> dict:
             "inference_library_version": version}
 
 
+MAX_INFO_LIST = 32   # info is stored as JSON in the posterior's attributes: longer arrays belong in a group
+
+
 def _standard_info(backend: str, info: dict) -> dict:
     renamed = sorted(set(info) & set(_RENAMED_INFO))
     if renamed:
         raise ValueError(f"backend {backend!r} reports info keys {renamed}; the standard names are "
-                         f"{[_RENAMED_INFO[k] for k in renamed]} (bayeszoo.fit.INFO_KEYS)")
+                         f"{[_RENAMED_INFO[k] for k in renamed]} (bayeszoo.results.INFO_KEYS)")
+    long = sorted(k for k, v in info.items() if (isinstance(v, np.ndarray) and v.size > 1)
+                  or (isinstance(v, (list, tuple)) and len(v) > MAX_INFO_LIST))
+    if long:
+        raise TypeError(f"backend {backend!r} puts arrays into info ({long}); arrays go into a group of the "
+                        f"InferenceData (build_fit's extra_groups), info holds scalars and short lists")
     out = dict(info)
     out["warnings"] = [out["warnings"]] if isinstance(out.get("warnings"), str) else list(out.get("warnings") or [])
     return out   # Fit fills in the other standard keys
