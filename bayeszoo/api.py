@@ -316,16 +316,14 @@ def compare(model, data: Dataset, backends: list[str] | None = None,
                 _store(fits, errors, notes, label, *outcome)
                 bar.update()
 
-    if ref_backend is not None:
-        ref_fit = fits.get(ref_label)    # the Comparison summarises it
-        if ref_fit is None:
+    if ref_backend is not None:   # the reference is a cell's run: summarised once it has run
+        if ref_label in fits:
+            ref_summary = Reference.from_fit(fits[ref_label], list(model.var_dims(data)), name=ref_label)
+        else:
             errors.setdefault(ref_label, "reference fit failed")
-    else:
-        ref_fit = ref_summary.fit if ref_summary is not None else None
     order = [label for label in jobs]
     cmp = Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
-                     errors={k: errors[k] for k in order if k in errors}, reference=ref_label,
-                     reference_fit=ref_fit, reference_summary=ref_summary, order=order,
+                     errors={k: errors[k] for k in order if k in errors}, reference=ref_summary, order=order,
                      notes={k: v for k, v in notes.items() if v})
     if out is not None:
         try:

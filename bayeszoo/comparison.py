@@ -31,33 +31,35 @@ class Comparison:
         The fits by cell label (the backend name).
     errors : dict of str to str
         The error of each cell that failed.
-    reference : str or None
-        The reference's label (a cell's label, ``"catalogue: <key>"``, ...).
-    reference_fit : Fit or None
-        Draws of the reference, for the plots (a cell's fit, or a catalogue entry's thinned draws).
+    reference : Reference or None
+        The :class:`~bayeszoo.catalogue.Reference` the errors are measured against: its ``name`` (a cell's label,
+        ``"catalogue: <key>"``, ...), moments, draws for the plots (``reference.fit``) and validation (``trusted``,
+        ``problems``). ``bz.compare`` resolves it once, before the grid runs.
     order : list of str
         The cells in the order of the grid.
     notes : dict of str to str
         Per cell: ``"resumed"``, ``"refitted: ..."``, ``"not saved: ..."``.
-    reference_summary : Reference or None
-        The :class:`~bayeszoo.catalogue.Reference` the errors are measured against, with its validation
-        (``trusted``, ``problems``); made from ``reference_fit`` when not given.
     """
 
     model: object
     data: Dataset
     fits: dict[str, Fit]
     errors: dict[str, str] = field(default_factory=dict)
-    reference: str | None = None
-    reference_fit: Fit | None = None
+    reference: Reference | None = None
     order: list[str] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)   # per cell: "resumed", "refitted: ...", "not saved: ..."
-    reference_summary: Reference | None = None
 
     def __post_init__(self):
-        if self.reference_summary is None and self.reference_fit is not None:
-            self.reference_summary = Reference.from_fit(self.reference_fit, list(self.model.var_dims(self.data)),
-                                                        name=self.reference or self.reference_fit.backend)
+        if self.reference is not None and not isinstance(self.reference, Reference):
+            raise ValueError(f"Comparison.reference must be a bayeszoo.catalogue.Reference or None; got "
+                             f"{type(self.reference).__name__} (bz.compare turns a backend name, a Fit or a file "
+                             f"into one)")
+
+    @property
+    def reference_cell(self) -> str | None:
+        """The label of the cell whose run is the reference (zero error by construction), or None."""
+        name = getattr(self.reference, "name", None)
+        return name if name in self.fits else None
 
     def table(self) -> pd.DataFrame:
         """One row per backend: kind, seconds, ESS, ESS/s, R-hat, divergences, errors vs reference, metrics."""
@@ -74,7 +76,7 @@ class Comparison:
         for label in self.order or list(self.fits) + list(self.errors):
             if label in self.fits:
                 try:
-                    rows.append(table_row(self.model, self.data, label, self.fits[label], self.reference_summary))
+                    rows.append(table_row(self.model, self.data, label, self.fits[label], self.reference))
                 except Exception as exc:  # a metric that cannot be computed is reported, not raised
                     rows.append({"backend": label, "kind": self.fits[label].kind,
                                  "error": f"scoring failed: {type(exc).__name__}: {exc}"})
@@ -95,9 +97,8 @@ class Comparison:
         which MCMC fits are not converged (``diagnostics.metrics.verdict``)."""
         from bayeszoo.diagnostics.metrics import verdict
 
-        reference = self.reference_summary
-        trusted = getattr(reference, "trusted", None)
-        return " ".join(verdict(self.table(), self.fits, self.reference, trusted,
+        reference = self.reference
+        return " ".join(verdict(self.table(), self.fits, self.reference_cell, getattr(reference, "trusted", None),
                                 has_reference=reference is not None))
 
     def report(self, path: str | os.PathLike) -> str:
@@ -148,7 +149,8 @@ class Comparison:
         np.savez_compressed(os.path.join(directory, "data.npz"), X=self.data.X, y=self.data.y,
                             X_test=self.data.X_test, y_test=self.data.y_test)
         meta = {"model_spec": self.model.spec(), "data_name": self.data.name, "data_meta": _jsonable(self.data.meta),
-                "reference": self.reference, "reference_source": self._save_reference(directory),
+                "reference": getattr(self.reference, "name", None),
+                "reference_source": self._save_reference(directory),
                 "order": self.order or list(self.fits),
                 "files": {label: f"fits/{fit_filename(label)}" for label in self.fits}, "errors": self.errors,
                 "notes": self.notes}
@@ -160,20 +162,21 @@ class Comparison:
 
     def _save_reference(self, directory: str) -> dict | None:
         """How :func:`load_comparison` finds the reference again: a catalogue key, a cell, or a file written here."""
-        ref = self.reference_summary
+        ref = self.reference
         if ref is None:
             return None
         key = ref.provenance.get("key")
         if ref.provenance.get("source") == "catalogue" and key in catalogue.PROBLEMS:
             return {"catalogue": key}
-        if self.reference in self.fits and self.reference_fit is self.fits[self.reference]:
-            return {"cell": self.reference}
+        if self.reference_cell is not None:
+            return {"cell": self.reference_cell}
         ref.save(os.path.join(directory, REFERENCE_FILE))
         return {"file": REFERENCE_FILE}
 
     def __repr__(self) -> str:
         return (f"Comparison(model={type(self.model).__name__}, data={self.data.name!r}, "
-                f"fits={list(self.fits)}, errors={list(self.errors)}, reference={self.reference!r})")
+                f"fits={list(self.fits)}, errors={list(self.errors)}, "
+                f"reference={getattr(self.reference, 'name', None)!r})")
 
 
 def load_comparison(directory: str | os.PathLike) -> Comparison:
@@ -195,19 +198,21 @@ def load_comparison(directory: str | os.PathLike) -> Comparison:
             fits[label] = load_fit(os.path.join(directory, rel))
         except Exception as exc:   # a missing or damaged file is a row with its error, not a row dropped
             errors[label] = f"saved fit {rel} could not be read: {type(exc).__name__}: {exc}"
+    model = from_spec(meta["model_spec"])
     ref = meta.get("reference")
     source = meta.get("reference_source") or ({"cell": ref} if ref is not None else {})
-    summary = None
+    reference = None
     try:
         if "catalogue" in source:
-            summary = catalogue.load(source["catalogue"])
+            reference = catalogue.load(source["catalogue"])
         elif "file" in source:
-            summary = Reference.load(os.path.join(directory, source["file"]))
+            reference = Reference.load(os.path.join(directory, source["file"]))
+        elif source.get("cell") in fits:
+            reference = Reference.from_fit(fits[source["cell"]], list(model.var_dims(data)), name=source["cell"])
     except ValueError as exc:    # the fits are still worth reading: the table then has no reference
         warnings.warn(f"the reference {ref!r} of the saved comparison could not be read: {exc}", stacklevel=2)
-    return Comparison(model=from_spec(meta["model_spec"]), data=data, fits=fits, errors=errors, reference=ref,
-                      reference_fit=summary.fit if summary is not None else fits.get(source.get("cell")),
-                      reference_summary=summary, order=meta.get("order", list(fits)), notes=meta.get("notes", {}))
+    return Comparison(model=model, data=data, fits=fits, errors=errors, reference=reference,
+                      order=meta.get("order", list(fits)), notes=meta.get("notes", {}))
 
 
 def fit_filename(label: str) -> str:

@@ -73,8 +73,8 @@ def main(argv=None) -> int:
     for key in args.problems or demos:
         print(f"== {key}: {catalogue.problem(key).description}", flush=True)
         cmp = run(key, args.out, args.seed, sizes)
-        if cmp.reference_summary is not None:
-            print(f"reference: {cmp.reference_summary.describe()}")
+        if cmp.reference is not None:
+            print(f"reference: {cmp.reference.describe()}")
         print(cmp.table().drop(columns=["error"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         for label, error in cmp.errors.items():
             print(f"!! {label} failed: {error.splitlines()[0]}")

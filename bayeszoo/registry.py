@@ -24,8 +24,11 @@ from bayeszoo.results import KINDS
 
 #: option names retired for one vocabulary across backends, and the names that replaced them
 RENAMED_OPTIONS = {"cg_iter": "cg_max_iter", "cg_maxiter": "cg_max_iter", "max_treedepth": "max_tree_depth",
-                   "maxiter": "max_iter", "n_iter": "max_iter", "iterations": "max_iter", "thinning": "thin"}
+                   "maxiter": "max_iter", "n_iter": "max_iter", "iterations": "max_iter", "thinning": "thin",
+                   "beta_step": "beta_update"}
 HARNESS_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
+#: the ``defaults`` of an approximation: its draws are i.i.d., it has no warm-up
+APPROXIMATION_DEFAULTS = {"tune": 0}
 
 _GENERIC: dict[str, "Backend"] = {}
 _FAMILY: dict[tuple[str, str], "Backend"] = {}

@@ -6,7 +6,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.patches import Ellipse
 
-from bayeszoo.diagnostics.plots import _labels, backend_colors, new_figure
+from bayeszoo.diagnostics.plots import backend_colors, fit_labels, new_figure
 
 
 def _point_bases(model, fit):
@@ -67,7 +67,7 @@ def draw_fit(model, fit, data, ax=None, color="#1f77b4", label=None):
 
 def family_picture(comparison) -> Figure | None:
     model, data = comparison.model, comparison.data
-    labels = _labels(comparison)
+    labels = fit_labels(comparison)
     if not labels:
         return None
     colors = backend_colors(labels)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.diagnostics.plots import _labels, new_figure
+from bayeszoo.diagnostics.plots import fit_labels, new_figure
 
 
 def bid_panels(model, data, fits: dict) -> list[tuple[str, np.ndarray, np.ndarray]]:
@@ -30,7 +30,7 @@ def bid_panels(model, data, fits: dict) -> list[tuple[str, np.ndarray, np.ndarra
 
 def family_picture(comparison):
     model, data = comparison.model, comparison.data
-    fits = {label: comparison.fits[label] for label in _labels(comparison)}
+    fits = {label: comparison.fits[label] for label in fit_labels(comparison)}
     panels = bid_panels(model, data, fits)
     n = len(panels)
     fig = new_figure(2.6 * n, 5.4)

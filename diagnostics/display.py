@@ -12,7 +12,7 @@ import re
 import types
 
 from bayeszoo.diagnostics import plots
-from bayeszoo.diagnostics.report import (_CSS, _first_line, _Images, _note, reference_banner, reference_of,
+from bayeszoo.diagnostics.report import (_CSS, _first_line, _Images, _note, reference_banner,
                                         split_columns, table_html, verdict_html)
 
 SCOPE = "div.bz-comparison"
@@ -52,7 +52,7 @@ def comparison_html(comparison) -> str:
     family's scores) and the speed figure, accuracy against wall time (the samplers' ESS per second when there is
     no reference), as the report shows them."""
     esc = html.escape
-    reference = reference_of(comparison)
+    reference = comparison.reference
     labels = comparison.order or list(comparison.fits) + list(comparison.errors)
     out = [f'<div class="bz-comparison"><style>{scoped_css(_CSS)}\n{_OVERRIDES}</style>',
            f"<p><strong>Comparison</strong> {esc(type(comparison.model).__name__)} on "
@@ -108,7 +108,7 @@ def figure(comparison, kind: str, backend: str | None = None, components=None):
     if kind in _PER_BACKEND:
         fig = _backend_figure(comparison, kind, backend, components)
     elif kind == "accuracy":
-        reference = reference_of(comparison)
+        reference = comparison.reference
         if reference is None:
             raise ValueError("figure 'accuracy' needs a reference posterior, and this comparison has none")
         fig = plots.accuracy_figure(comparison, reference, comparison.table())
@@ -134,7 +134,7 @@ def _png(fig) -> bytes:
 
 def _backend_figure(comparison, kind: str, backend: str | None, components):
     labels = [label for label in (comparison.order or list(comparison.fits)) if label in comparison.fits]
-    reference_fit = comparison.reference_fit
+    reference_fit = plots.reference_fit(comparison)
     if kind == "rank":
         fits = [lbl for lbl in labels if comparison.fits[lbl].kind == "mcmc" and comparison.fits[lbl].n_chains >= 2]
     elif kind == "marginals":

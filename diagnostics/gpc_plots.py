@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from bayeszoo.diagnostics.plots import flat_draws, _labels, _reference_label, backend_colors, new_figure
+from bayeszoo.diagnostics.plots import (backend_colors, fit_labels, flat_draws,
+                                        new_figure, reference_fit, reference_label)
 
 def _f_moments(fit) -> tuple[np.ndarray, np.ndarray]:
     """Means and sds of f_i: exact for a Gaussian approximation (its idata group ``gaussian``), else from draws."""
@@ -22,9 +23,9 @@ def family_picture(comparison) -> Figure | None:
     """The thesis's marginals figure: each backend's posterior means and sds of f_i, and its predictive
     probabilities at the test inputs, against the reference's (the diagonal is perfect agreement)."""
     model, data = comparison.model, comparison.data
-    labels = _labels(comparison)
-    ref_label = _reference_label(comparison)
-    ref = comparison.reference_fit
+    labels = fit_labels(comparison)
+    ref_label = reference_label(comparison)
+    ref = reference_fit(comparison)
     if ref is None or not labels:
         return None
     colors = backend_colors(labels)

@@ -5,14 +5,14 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from bayeszoo.diagnostics.plots import _labels, backend_colors, new_figure
+from bayeszoo.diagnostics.plots import backend_colors, fit_labels, new_figure
 
 
 def family_picture(comparison) -> Figure:
     """Row 1: observed image, true image (when known), each backend's restored image with its ISNR.
     Rows 2..: |posterior mean weight| of every kernel (kernel per row, backend per column; white = pruned)."""
     model, data = comparison.model, comparison.data
-    labels = _labels(comparison)
+    labels = fit_labels(comparison)
     fits = [comparison.fits[label] for label in labels]
     g = model.observed_image(data)
     top = [("observed", g)]

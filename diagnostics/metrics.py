@@ -53,15 +53,13 @@ has not mixed can dip below the target by chance, and nothing in its own output 
 Two limits: the maximum over d components of pure Monte-Carlo noise is a few times its typical size (about
 2 ln d), so even an exact sampler's ``ess_ref`` sits below its ESS; and the reference's own Monte-Carlo error
 (its ``mcse_mean``) is a floor under every b2, so ``ess_ref`` cannot meaningfully exceed the reference's ESS.
-``reference_trusted`` is the reference's verdict under the catalogue's validation rules (None: no reference, or
-a bare Fit given as one, which no rule has checked); when it is False the accuracy columns are measured against
-a posterior summary that may be wrong, and the report shows them as untrusted.
+``reference_trusted`` is the reference's verdict under the catalogue's validation rules (None: no reference);
+when it is False the accuracy columns are measured against a posterior summary that may be wrong, and the report
+shows them as untrusted.
 """
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-
 import arviz as az
 import numpy as np
 
@@ -166,18 +164,6 @@ def convergence_problems(fit, diagnostics: dict) -> list[str]:
 
 
 # ------------------------------------------------------------------------------------- the reference
-@dataclass
-class DrawsReference:
-    """A Fit used as a reference: its draws' means and sds, checked by no validation rule (``trusted`` None)."""
-
-    name: str
-    moments: dict
-    fit: object = None
-    provenance: dict = field(default_factory=dict)
-    problems: list = field(default_factory=list)
-    trusted: bool | None = None
-
-
 def _moments_of(fit, name) -> dict[str, np.ndarray]:
     # the same reductions as the catalogue's summaries, so a fit compared with itself is exactly 0 off
     da = fit.idata.posterior[name]
@@ -185,28 +171,15 @@ def _moments_of(fit, name) -> dict[str, np.ndarray]:
             "sd": np.asarray(da.std(("chain", "draw"), ddof=1).values, dtype=float)}
 
 
-def as_reference(reference, name: str | None = None):
-    """``reference`` as an object with ``moments``: a Reference as it is, a Fit summarised by its draws
-    (:class:`DrawsReference`), None as None."""
-    if reference is None or hasattr(reference, "moments"):
-        return reference
-    fit = reference
-    moments = {v: _moments_of(fit, v) for v in fit.idata.posterior.data_vars}
-    return DrawsReference(name=name or fit.backend, moments=moments, fit=fit,
-                          provenance={"source": "fit", "run": {"engine": name or fit.backend, "kind": fit.kind,
-                                                               "chains": fit.n_chains, "draws": fit.n_draws}})
-
-
 def _paired(fit, reference, names):
     """(name, the fit's draws (chain, draw, k), reference mean (k,), reference sd (k,)) for every variable of
     ``names`` that both hold with the same number of components."""
-    ref = as_reference(reference)
     mine = _components(fit, names)
     for name in names:
-        if name not in mine or name not in ref.moments:
+        if name not in mine or name not in reference.moments:
             continue
-        mean = np.asarray(ref.moments[name]["mean"], dtype=float).reshape(-1)
-        sd = np.asarray(ref.moments[name]["sd"], dtype=float).reshape(-1)
+        mean = np.asarray(reference.moments[name]["mean"], dtype=float).reshape(-1)
+        sd = np.asarray(reference.moments[name]["sd"], dtype=float).reshape(-1)
         if mean.size == mine[name].shape[2] == sd.size:
             yield name, mine[name], mean, sd
 
@@ -223,7 +196,7 @@ def _max(values: list[np.ndarray]) -> float:
 
 def reference_errors(fit, reference, names) -> dict:
     """``mean_err``, ``sd_err``, ``bias2_mean_max`` and ``bias2_sd_max`` of ``fit`` against ``reference`` (a
-    Reference, or a Fit summarised by its draws) over all components of ``names`` (module docstring)."""
+    Reference, or None) over all components of ``names`` (module docstring)."""
     empty = {"mean_err": math.nan, "sd_err": math.nan, "bias2_mean_max": math.nan, "bias2_sd_max": math.nan}
     if reference is None:
         return empty
@@ -265,7 +238,7 @@ def bias_aware_ess(bias2_mean: float, bias2_sd: float, bound: float) -> float:
 def accuracy(fit, reference, names, ess_bulk_min: float, converged: bool | None = None) -> dict:
     """The accuracy columns of one fit (module docstring), plus ``reference_trusted``. An MCMC fit with
     ``converged`` False never reaches the target (``seconds_to_target`` inf)."""
-    ref = as_reference(reference)
+    ref = reference
     row = reference_errors(fit, ref, names)
     row["ess_ref"] = bias_aware_ess(row["bias2_mean_max"], row["bias2_sd_max"], ess_bound(fit, ess_bulk_min))
     row["ess_ref_per_s"] = row["ess_ref"] / fit.seconds if fit.seconds > 0 else math.nan
@@ -329,7 +302,7 @@ def running_bias2(fit, reference, names, n_points: int = 60) -> dict[str, np.nda
 def reference_noise_floor(reference, names) -> float:
     """The largest (mcse_mean / sd)^2 of the reference over ``names``: the b2 its own Monte-Carlo error alone
     gives a perfect fit; NaN where the reference has no MCSEs."""
-    ref = as_reference(reference)
+    ref = reference
     if ref is None:
         return math.nan
     values = []
@@ -342,8 +315,8 @@ def reference_noise_floor(reference, names) -> float:
 
 
 def table_row(model, data, name: str, fit, reference) -> dict:
-    """One row of ``Comparison.table()``: diagnostics, accuracy against ``reference`` (a Reference, a Fit, or
-    None), family metrics."""
+    """One row of ``Comparison.table()``: diagnostics, accuracy against ``reference`` (a Reference or None),
+    family metrics."""
     names = list(model.var_dims(data))
     row = {"backend": name, "kind": fit.kind, "seconds": fit.seconds}
     row.update(sampling_diagnostics(fit, names))

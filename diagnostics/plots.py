@@ -56,19 +56,20 @@ def backend_colors(labels) -> dict[str, str]:
     return {label: _PALETTE[i % len(_PALETTE)] for i, label in enumerate(labels)}
 
 
-def _labels(comparison) -> list[str]:
+def fit_labels(comparison) -> list[str]:
+    """The labels of the comparison's fits, in the grid's order."""
     order = comparison.order or list(comparison.fits)
     return [label for label in order if label in comparison.fits]
 
 
-def _reference_label(comparison) -> str | None:
-    ref = comparison.reference_fit
-    if ref is None:
-        return None
-    for label, fit in comparison.fits.items():
-        if fit is ref:
-            return label
-    return comparison.reference
+def reference_fit(comparison):
+    """The reference's draws (a cell's fit, or a catalogue entry's thinned draws), or None."""
+    return None if comparison.reference is None else comparison.reference.fit
+
+
+def reference_label(comparison) -> str | None:
+    """The reference's cell label if it ran as a cell, else its name; None without a reference."""
+    return None if comparison.reference is None else comparison.reference_cell or comparison.reference.name
 
 
 def flat_draws(fit, name) -> np.ndarray:
@@ -84,7 +85,7 @@ def select_components(comparison, n_top: int = N_TOP_WEIGHTS) -> list[tuple[str,
     the reference, else from the first fit). Returns ``[(var, {dim: coord}), ...]``."""
     model, data = comparison.model, comparison.data
     var_dims = dict(model.var_dims(data))
-    base = comparison.reference_fit or next(iter(comparison.fits.values()), None)
+    base = reference_fit(comparison) or next(iter(comparison.fits.values()), None)
     if base is None:
         return []
     post = base.idata.posterior
@@ -168,7 +169,7 @@ def ess_per_second_bars(table) -> Figure | None:
 
 
 def _is_reference(comparison, label, fit, reference) -> bool:
-    return fit is getattr(reference, "fit", None) or fit is comparison.reference_fit or label == comparison.reference
+    return fit is getattr(reference, "fit", None) or label == comparison.reference_cell
 
 
 def accuracy_curves(comparison, reference) -> list[dict]:
@@ -179,7 +180,7 @@ def accuracy_curves(comparison, reference) -> list[dict]:
     model, data = comparison.model, comparison.data
     names = list(model.compare_vars) or list(model.var_dims(data))
     out = []
-    for label in _labels(comparison):
+    for label in fit_labels(comparison):
         fit = comparison.fits[label]
         if _is_reference(comparison, label, fit, reference):
             continue   # measured against itself: zero error by construction
@@ -211,7 +212,7 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
     curves = [c for c in accuracy_curves(comparison, reference) if np.any(np.isfinite(c["bias2"]) & (c["bias2"] > 0))]
     if not curves:
         return None
-    colors = backend_colors(_labels(comparison))
+    colors = backend_colors(fit_labels(comparison))
     fig = new_figure(12, 4.6)
     ax, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
     for c in curves:
@@ -247,7 +248,7 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
                      fontsize=10, fontweight="bold")
     else:
         ax.set_title(f"accuracy against wall time (reference: {getattr(reference, 'name', '?')})", fontsize=10)
-    _ranking_bars(bars, table, skip=comparison.reference)
+    _ranking_bars(bars, table, skip=comparison.reference_cell)
     fig.tight_layout()
     return fig
 
@@ -391,7 +392,7 @@ def marginals_figure(fit, reference, components, color: str = "#1f77b4", label: 
 def objective_figure(comparison) -> Figure | None:
     """ELBO / log-evidence traces (the ``objective`` group) of every fit that has one."""
     traces = []
-    for label in _labels(comparison):
+    for label in fit_labels(comparison):
         idata = comparison.fits[label].idata
         if "objective" not in idata.groups():
             continue

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.diagnostics.plots import _labels, _reference_label, backend_colors, new_figure
+from bayeszoo.diagnostics.plots import backend_colors, fit_labels, new_figure, reference_fit, reference_label
 
 PICTURE_DRAWS = 100      # posterior draws averaged over in the decision-region grids
 GRID = 60                # grid points per axis of the decision regions
@@ -58,7 +58,7 @@ def true_class_panel(ax, comparison, labels, colors, ref_label):
     model, data = comparison.model, comparison.data
     X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)
     y = y.astype(int)
-    ref = model.predict(comparison.reference_fit, X)[np.arange(len(y)), y]
+    ref = model.predict(reference_fit(comparison), X)[np.arange(len(y)), y]
     for label in labels:
         if label == ref_label:
             continue
@@ -72,18 +72,18 @@ def true_class_panel(ax, comparison, labels, colors, ref_label):
 
 
 def family_picture(comparison):
-    labels = _labels(comparison)
+    labels = fit_labels(comparison)
     if not labels:
         return None
     model, data = comparison.model, comparison.data
     colors = backend_colors(labels)
-    ref_label = _reference_label(comparison)
+    ref_label = reference_label(comparison)
     if getattr(model, "infer_theta", False):
         fig = new_figure(15.0, 4.2)
         axes = fig.subplots(1, 3)
         weights_panel(axes[0], comparison, labels, colors)
         weights_panel(axes[1], comparison, labels, colors, var="theta")
-        if comparison.reference_fit is not None:
+        if reference_fit(comparison) is not None:
             true_class_panel(axes[2], comparison, labels, colors, ref_label)
         else:
             axes[2].set_axis_off()
@@ -98,7 +98,7 @@ def family_picture(comparison):
         fig = new_figure(11.0, 4.2)
         axes = fig.subplots(1, 2)
         weights_panel(axes[0], comparison, labels, colors)
-        if comparison.reference_fit is not None:
+        if reference_fit(comparison) is not None:
             true_class_panel(axes[1], comparison, labels, colors, ref_label)
         else:
             axes[1].set_axis_off()

@@ -179,8 +179,8 @@ def table_html(table, comparison=None, columns=None) -> str:
 
     cols = [c for c in (columns or table.columns) if c in table.columns and c not in _HIDDEN_COLUMNS]
     head = "".join(f'<th class="{"txt" if c in _TEXT_COLUMNS else ""}">{_header(c)}</th>' for c in cols)
-    reference_label = getattr(comparison, "reference", None)
-    reference = reference_of(comparison) if comparison is not None else None
+    reference_label = getattr(comparison, "reference_cell", None)
+    reference = getattr(comparison, "reference", None)
     untrusted_reference = getattr(reference, "trusted", None) is False
     rows = []
     for _, row in table.iterrows():
@@ -278,17 +278,6 @@ def verdict_html(comparison) -> str:
     return f'<p class="verdict"><strong>Verdict.</strong> {html.escape(text)}</p>' if text else ""
 
 
-def reference_of(comparison):
-    """The reference the comparison's table is measured against: its ``reference_summary`` (a Reference), else
-    its reference fit summarised by its draws, else None."""
-    from bayeszoo.diagnostics.metrics import as_reference
-
-    ref = getattr(comparison, "reference_summary", None)
-    if ref is None and comparison.reference_fit is not None:
-        ref = as_reference(comparison.reference_fit, comparison.reference)
-    return ref
-
-
 def _num(value, digits: int = 4) -> str:
     if value is None or _is_missing(value):
         return "?"
@@ -354,9 +343,10 @@ def _reference_sentence(comparison, reference) -> str:
     from bayeszoo.diagnostics.metrics import TARGET_BIAS2
 
     if reference is None:
-        what = (f"The reference <code>{html.escape(str(comparison.reference))}</code> failed"
-                if comparison.reference is not None else "No reference posterior was given")
-        return f"{what}, so the accuracy columns are empty."
+        return ("There is no reference posterior, so the accuracy columns are empty and nothing is ranked. To get "
+                "one: <code>reference=\"nuts\"</code> (or another backend) runs it in the grid, a Fit or a saved "
+                "reference can be given, and a catalogue problem brings its own "
+                "(<code>bayeszoo.catalogue</code>).")
     variables = ", ".join(f"<code>{html.escape(v)}</code>" for v in comparison.model.compare_vars)
     return (f"Accuracy is measured against the reference <code>{html.escape(str(reference.name))}</code> over all "
             f"components of {variables or 'the canonical variables'}: b² of a mean is "
@@ -395,7 +385,7 @@ def write_report(comparison, path: str) -> str:
     path = os.fspath(path)
     images = _Images()
     model, data = comparison.model, comparison.data
-    reference = reference_of(comparison)
+    reference = comparison.reference
     title = f"{type(model).__name__} on {data.name}"
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
            f"<title>bayeszoo: {html.escape(title)}</title><style>{_CSS}</style></head><body>",
@@ -482,7 +472,7 @@ def write_report(comparison, path: str) -> str:
                    f"Marginal histograms are drawn over the reference's (grey).</p>")
     colors = plots.backend_colors([lbl for lbl in (comparison.order or list(comparison.fits))
                                    if lbl in comparison.fits])
-    ref = comparison.reference_fit
+    ref = plots.reference_fit(comparison)
     for label in comparison.order or list(comparison.fits):
         if label not in comparison.fits:
             continue

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from bayeszoo.diagnostics.plots import flat_draws, MAX_PRED_DRAWS, _labels, _reference_label, backend_colors, new_figure
+from bayeszoo.diagnostics.plots import (backend_colors, fit_labels, flat_draws,
+                                        MAX_PRED_DRAWS, new_figure, reference_fit, reference_label)
 
 TYPE2_BACKENDS = ("em", "fast")  # hand-written type-II ML backends: pruned bases sit at LOG_ALPHA_PRUNED
 
@@ -54,11 +55,11 @@ def relevance_vectors(model, fit) -> np.ndarray:
 
 def family_picture(comparison) -> Figure | None:
     model, data = comparison.model, comparison.data
-    labels = _labels(comparison)
+    labels = fit_labels(comparison)
     if not labels:
         return None
     colors = backend_colors(labels)
-    ref_label = _reference_label(comparison)
+    ref_label = reference_label(comparison)
     if data.d == 1 and not model.is_classifier:
         return _rvm_curve(comparison, labels, colors, ref_label)
     if data.d == 2 and model.is_classifier:
@@ -80,9 +81,9 @@ def _rvm_curve(comparison, labels, colors, ref_label):
         order = np.argsort(data.X_test[:, 0])
         ax.plot(data.X_test[order, 0], data.y_test[order], color="k", lw=0.8, ls=":", label="test targets")
     notes = []
-    if ref_label is not None and comparison.reference_fit is not None:
+    if ref_label is not None and reference_fit(comparison) is not None:
         try:
-            f = rvm_latent_draws(model, comparison.reference_fit, grid[:, None])
+            f = rvm_latent_draws(model, reference_fit(comparison), grid[:, None])
             band = np.quantile(f, [0.025, 0.975], axis=0)
             ax.fill_between(grid, band[0], band[1], color=colors.get(ref_label, "0.6"), alpha=0.18, lw=0,
                             label=f"{ref_label}: 95% band of f")

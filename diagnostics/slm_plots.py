@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 from matplotlib.figure import Figure
 
-from bayeszoo.diagnostics.plots import MAX_PRED_DRAWS, _labels, backend_colors, new_figure
+from bayeszoo.diagnostics.plots import backend_colors, fit_labels, MAX_PRED_DRAWS, new_figure
 
 
 def _moments(model, fit) -> tuple[np.ndarray, np.ndarray]:
@@ -31,7 +31,7 @@ def family_picture(comparison) -> Figure:
     An image (``meta["u_shape"]`` of two sides): the truth and each backend's mean image on one grey scale
     (top row), each backend's posterior sd image below (a ``map`` fit's is zero)."""
     model, data = comparison.model, comparison.data
-    labels = _labels(comparison)
+    labels = fit_labels(comparison)
     fits = {label: comparison.fits[label] for label in labels}
     shape = model.signal_shape(data)
     truth = np.asarray(data.meta["true_u"], dtype=float).ravel() if "true_u" in data.meta else None

@@ -43,7 +43,7 @@ backends = ["gibbs", "vb", "em", "fast"]
 
 cmp = bz.compare(model, data, backends=backends, draws=500, tune=500, chains=2, seed=0, progress=False,
                  executor=client.get_executor(), out="runs/dask-grid")
-print("reference:", cmp.reference)"""),
+print("reference:", cmp.reference.name if cmp.reference else None)"""),
 new_markdown_cell("""## The table
 
 One row per backend: the wall time of the fit on its worker, the effective sample size and R-hat of the sampler

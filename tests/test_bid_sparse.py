@@ -25,7 +25,7 @@ def _state(seed=0, side=3, learn_noise=False):
     rng = np.random.default_rng(seed)
     g = rng.uniform(0, 1, SHAPE)
     psf = rng.uniform(0.1, 1, (side, side))
-    st = V.SparseVB(g, psf / psf.sum(), a=0.3, b=1e-2, noise_var=0.05, learn_noise=learn_noise, cg_iter=500,
+    st = V.SparseVB(g, psf / psf.sum(), a=0.3, b=1e-2, noise_var=0.05, learn_noise=learn_noise, cg_max_iter=500,
                     cg_tol=1e-13)
     return st, rng
 
@@ -228,7 +228,7 @@ def test_shrink_is_the_scalar_minimum():
 def test_backend_outputs_a_simplex_psf_and_reproduces():
     data = bz.datasets.load("bid_blocks", psf="uniform", size=32, n_blocks=6, seed=0)
     model = bz.models.BID(psf_size=9)
-    fit = bz.fit(model, data, "vb_sparse", seed=0, progress=False, iterations=4)
+    fit = bz.fit(model, data, "vb_sparse", seed=0, progress=False, max_iter=4)
     psf = fit.posterior["psf"].values
     assert psf.shape[-1] == model.psf_view_side((32, 32))
     assert np.all(psf >= 0) and np.allclose(psf.sum(axis=(-2, -1)), 1.0)
@@ -241,7 +241,7 @@ def test_backend_outputs_a_simplex_psf_and_reproduces():
         assert np.all(np.diff(part) >= -1e-8 * abs(fit.info["bound"]))
     assert support["threshold"] == V.OPTIONS["support_threshold"].default and len(support["entries"]) == rounds
     assert all(0 < n < 81 for n in support["entries"])
-    again = bz.fit(model, data, "vb_sparse", seed=0, progress=False, iterations=4)
+    again = bz.fit(model, data, "vb_sparse", seed=0, progress=False, max_iter=4)
     np.testing.assert_array_equal(again.posterior["image"].values, fit.posterior["image"].values)
     np.testing.assert_array_equal(again.posterior["psf"].values, psf)
 
@@ -250,8 +250,8 @@ def test_fit_is_equivariant_to_the_intensity_unit():
     data = bz.datasets.load("bid_blocks", psf="uniform", size=24, n_blocks=5, seed=1)
     scaled = image_problem(255.0 * data.y.reshape(24, 24))
     model = bz.models.BID(psf_size=7)
-    a = bz.fit(model, image_problem(data.y.reshape(24, 24)), "vb_sparse", progress=False, iterations=3)
-    b = bz.fit(model, scaled, "vb_sparse", progress=False, iterations=3)
+    a = bz.fit(model, image_problem(data.y.reshape(24, 24)), "vb_sparse", progress=False, max_iter=3)
+    b = bz.fit(model, scaled, "vb_sparse", progress=False, max_iter=3)
     np.testing.assert_allclose(b.posterior["psf"].values, a.posterior["psf"].values, atol=1e-6)
     np.testing.assert_allclose(b.posterior["image"].values, 255.0 * a.posterior["image"].values, rtol=1e-5,
                                atol=1e-6 * 255)
@@ -260,7 +260,7 @@ def test_fit_is_equivariant_to_the_intensity_unit():
 def test_several_noise_inflations_keep_the_highest_bound_under_the_smallest():
     data = bz.datasets.load("bid_blocks", psf="uniform", size=32, n_blocks=6, seed=0)
     model = bz.models.BID(psf_size=9)
-    fit = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=(8.0, 2.0),
+    fit = bz.fit(model, data, "vb_sparse", progress=False, max_iter=3, noise_inflation=(8.0, 2.0),
                  support_threshold=None)
     paths = fit.info["paths"]
     assert [p["noise_inflation"] for p in paths] == [8.0, 2.0]
@@ -269,7 +269,7 @@ def test_several_noise_inflations_keep_the_highest_bound_under_the_smallest():
     elbo = fit.idata.objective["elbo"].values            # the chosen path's refinement under the smallest value
     assert len(elbo) == 3 and np.all(np.diff(elbo) >= -1e-8 * abs(elbo[-1]))
     # path 8 is the single-value fit at 8, refined under 2 x 2 sigma^2
-    single = bz.fit(model, data, "vb_sparse", progress=False, iterations=3, noise_inflation=8.0,
+    single = bz.fit(model, data, "vb_sparse", progress=False, max_iter=3, noise_inflation=8.0,
                     support_threshold=None)
     assert [p["noise_inflation"] for p in single.info["paths"]] == [8.0]
     assert single.info["bound"] == single.info["paths"][0]["coarse_to_fine_bound"] == paths[0]["coarse_to_fine_bound"]
@@ -279,9 +279,9 @@ def test_several_noise_inflations_keep_the_highest_bound_under_the_smallest():
     psf = view[c - 4:c + 5, c - 4:c + 5]
     assert psf.sum() == pytest.approx(1.0)
     sigma = single.info["noise_sd"]
-    opt = {name: V.OPTIONS[name].default for name in ("prior_shape", "prior_rate", "cg_iter", "cg_tol")}
+    opt = {name: V.OPTIONS[name].default for name in ("prior_shape", "prior_rate", "cg_max_iter", "cg_tol")}
     _, trace = V.refine(g, psf, a=opt["prior_shape"], b=opt["prior_rate"] * model.intensity_unit(g) ** 2,
-                        noise_var=2.0 * 2.0 * sigma**2, learn_noise=False, iterations=3, cg_iter=opt["cg_iter"],
+                        noise_var=2.0 * 2.0 * sigma**2, learn_noise=False, max_iter=3, cg_max_iter=opt["cg_max_iter"],
                         cg_tol=opt["cg_tol"])
     assert trace[-1] == pytest.approx(paths[0]["bound"], rel=1e-10)
 
@@ -300,8 +300,10 @@ def test_pyramid_levels_and_sides():
     assert V.pyramid((16, 16), 3, np.sqrt(2)) == [((16, 16), 3)]
 
 
-@pytest.mark.parametrize("opts,match", [({"iterations": 0}, "iterations"), ({"scale_ratio": 1.0}, "scale_ratio"),
-                                        ({"psf_side": 4}, "psf_side"), ({"noise_inflation": 0.5}, "noise_inflation"),
+@pytest.mark.parametrize("opts,match", [({"max_iter": 0}, "max_iter"), ({"iterations": 15}, "now called 'max_iter'"),
+                                        ({"scale_ratio": 1.0}, "scale_ratio"),
+                                        ({"psf_side": 4}, "psf_side"), ({"psf_side": 17}, "psf_side"),
+                                        ({"noise_inflation": 0.5}, "noise_inflation"),
                                         ({"noise_inflation": ()}, "noise_inflation"),
                                         ({"noise_inflation": (4.0, 0.5)}, "noise_inflation"),
                                         ({"prior_rate": 0.0}, "prior_rate"), ({"learn_noise": "yes"}, "learn_noise"),

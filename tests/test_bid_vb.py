@@ -8,7 +8,7 @@ from bayeszoo.datasets.bid_data import image_problem
 from bayeszoo.inference.bid import _common as C
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.inference.bid import vb
-from bayeszoo.inference.bid.gibbs import GibbsSampler
+from bayeszoo.inference.bid import gibbs
 from bayeszoo.models.bid import BID, VARIANTS
 
 SHAPE = (4, 5)
@@ -36,7 +36,7 @@ def _random_state(variant, seed=0):
     data = image_problem(rng.uniform(0, 1, SHAPE))
     model = BID(variant=variant, sigma_phi2=0.6, psf_size=3, a_alpha=0.5, b_alpha=1e-3)
     problem = C.make_problem(model, data)
-    st = vb.VBState(problem, model.initial_weights(SHAPE), cg_iter=500, cg_tol=1e-14)
+    st = vb.VBState(problem, model.initial_weights(SHAPE), cg_max_iter=500, cg_tol=1e-14)
     st.mw = np.where(problem.mask, rng.uniform(0.1, 1.0, SHAPE), 0.0)
     st.sw = np.where(problem.mask, rng.uniform(0.01, 0.1, SHAPE), 0.0)
     st.mf = rng.uniform(0, 1, SHAPE)
@@ -118,7 +118,7 @@ def test_bound_never_decreases_over_updates(variant):
     data = bz.datasets.load("bid_blocks", size=16, n_blocks=5, psf="uniform")
     model = BID(variant=variant, sigma_phi2=1.0, psf_size=7)
     problem = C.make_problem(model, data)
-    st = vb.VBState(problem, model.initial_weights(problem.shape), cg_iter=1000, cg_tol=1e-13)
+    st = vb.VBState(problem, model.initial_weights(problem.shape), cg_max_iter=1000, cg_tol=1e-13)
     st.update_f()                       # every factor defined before the bound is first evaluated
     st.update_gamma()
     st.update_w()
@@ -138,15 +138,15 @@ def test_bound_never_decreases_over_updates(variant):
 def test_vb_bound_trace_and_draws_that_depend_on_the_seed():
     data = bz.datasets.load("bid_blocks", size=16, n_blocks=5, psf="gaussian")
     model = BID(sigma_phi2=1.0, psf_size=7)
-    fit = bz.fit(model, data, backend="vb", draws=30, chains=2, seed=5, progress=False, cg_iter=500, cg_tol=1e-12,
-                 max_iter=30)
+    fit = bz.fit(model, data, backend="vb", draws=30, chains=2, seed=5, progress=False, cg_max_iter=500,
+                 cg_tol=1e-12, max_iter=30)
     trace = fit.idata.objective["elbo"].values
     assert len(trace) == fit.info["iterations"] and np.all(np.diff(trace) >= -1e-8 * np.abs(trace[1:]))
     assert fit.posterior["image"].shape == (2, 30, 16, 16)
     V = model.psf_view_side((16, 16))
     assert fit.posterior["psf"].shape == (2, 30, V, V)
     np.testing.assert_allclose(fit.posterior["psf"].sum(("prow", "pcol")), 1.0, atol=1e-3)
-    other = bz.fit(model, data, backend="vb", draws=30, chains=2, seed=6, progress=False, cg_iter=500,
+    other = bz.fit(model, data, backend="vb", draws=30, chains=2, seed=6, progress=False, cg_max_iter=500,
                    cg_tol=1e-12, max_iter=30)
     assert not np.array_equal(other.posterior["image"].values, fit.posterior["image"].values)
     with pytest.raises(ValueError, match="max_iter"):
@@ -258,16 +258,16 @@ def test_gibbs_conditional_draws_are_exact():
     model = BID(sigma_phi2=0.6, psf_size=3, a_beta=2.0, b_beta=0.02)
     problem = C.make_problem(model, data)
     n = 4000
-    sampler = GibbsSampler(problem, model.initial_weights(SHAPE), n, np.random.default_rng(8), cg_iter=500,
-                           cg_tol=1e-13, jitter=0.01)
+    draw_rng = np.random.default_rng(8)
+    solver = dict(cg_max_iter=500, cg_tol=1e-13)
     w = np.where(problem.mask, rng.uniform(0.1, 1.0, SHAPE), 0.0)
     f = rng.uniform(0, 1, SHAPE)
-    sampler.w = np.broadcast_to(w, (n, *SHAPE)).copy()
-    sampler.f = np.broadcast_to(f, (n, *SHAPE)).copy()
-    sampler.beta = np.broadcast_to(rng.uniform(50, 150, SHAPE), (n, *SHAPE))
-    sampler.gammas = [np.broadcast_to(rng.uniform(5, 15, SHAPE), (n, *SHAPE)) for _ in problem.q_hats]
-    sampler.alpha = np.broadcast_to(np.where(problem.mask, rng.uniform(1, 3, SHAPE), 1.0), (n, *SHAPE))
-    B = np.diag(sampler.beta[0].ravel())
+    ws = np.broadcast_to(w, (n, *SHAPE)).copy()                 # n chains at once (a leading batch axis)
+    fs = np.broadcast_to(f, (n, *SHAPE)).copy()
+    beta = np.broadcast_to(rng.uniform(50, 150, SHAPE), (n, *SHAPE))
+    gammas = [np.broadcast_to(rng.uniform(5, 15, SHAPE), (n, *SHAPE)) for _ in problem.q_hats]
+    alpha = np.broadcast_to(np.where(problem.mask, rng.uniform(1, 3, SHAPE), 1.0), (n, *SHAPE))
+    B = np.diag(beta[0].ravel())
     g = problem.g.ravel()
 
     def check(draws, prec, lin):
@@ -282,16 +282,15 @@ def test_gibbs_conditional_draws_are_exact():
 
     H = _matrix(lambda x: _fft.conv(x, _fft.rfft2(w) * problem.phi_hat))
     Q = [_matrix(lambda x, q=q: _fft.conv(x, q)) for q in problem.q_hats]
-    Af = H.T @ B @ H + sum(Qk.T @ np.diag(gk[0].ravel()) @ Qk for Qk, gk in zip(Q, sampler.gammas))
-    sampler.draw_f()
-    check(sampler.f.reshape(n, M), Af, H.T @ B @ g)
-    sampler.f = np.broadcast_to(f, (n, *SHAPE)).copy()
+    Af = H.T @ B @ H + sum(Qk.T @ np.diag(gk[0].ravel()) @ Qk for Qk, gk in zip(Q, gammas))
+    f_draws, _ = gibbs.draw_f(draw_rng, problem, fs, ws, beta, gammas, **solver)
+    check(f_draws.reshape(n, M), Af, H.T @ B @ g)
     Phi = _matrix(lambda x: _fft.conv(x, problem.phi_hat))
     Fm = _matrix(lambda x: _fft.conv(x, _fft.rfft2(f)))
     idx = np.flatnonzero(problem.mask)
     K = (Fm @ Phi)[:, idx]
-    sampler.draw_w()
-    check(sampler.w.reshape(n, M)[:, idx], K.T @ B @ K + np.diag(sampler.alpha[0].ravel()[idx]), K.T @ B @ g)
+    w_draws, _ = gibbs.draw_w(draw_rng, problem, fs, ws, beta, alpha, **solver)
+    check(w_draws.reshape(n, M)[:, idx], K.T @ B @ K + np.diag(alpha[0].ravel()[idx]), K.T @ B @ g)
 
 
 def test_gibbs_scale_move_leaves_the_orbit_conditional_invariant():
@@ -304,23 +303,21 @@ def test_gibbs_scale_move_leaves_the_orbit_conditional_invariant():
     model = BID(variant="StStSt", sigma_phi2=0.6, psf_size=3, a_alpha=1.0, b_alpha=1e-3, a_gamma=2.0, b_gamma=0.05)
     problem = C.make_problem(model, data)
     n = 2000
-    sampler = GibbsSampler(problem, model.initial_weights(SHAPE), n, np.random.default_rng(12), cg_iter=50,
-                           cg_tol=1e-10, jitter=0.01)
     f0 = rng.uniform(0, 1, SHAPE)
     w0 = np.where(problem.mask, rng.uniform(0.1, 1.0, SHAPE), 0.0)
     w2 = w0[problem.mask] ** 2
     d2 = [_fft.apply_stencil(f0, st) ** 2 for st in problem.q_stencils]
     grid = np.linspace(-4, 4, 8001)
-    logp = np.array([sampler.scale_log_density(t, w2, d2) for t in grid])
+    logp = np.array([gibbs.scale_log_density(problem, t, w2, d2) for t in grid])
     pdf = np.exp(logp - logp.max())
     cdf = np.cumsum(pdf) / pdf.sum()
     assert pdf[0] < 1e-12 * pdf.max() and pdf[-1] < 1e-12 * pdf.max()       # the grid holds the whole target
     s0 = np.interp(rng.uniform(size=n), cdf, grid)
-    sampler.f = np.exp(s0)[:, None, None] * f0
-    sampler.w = np.exp(-s0)[:, None, None] * w0
-    sampler.scale_move()
-    s1 = np.log(sampler.f[:, 0, 0] / f0[0, 0])
-    np.testing.assert_allclose(sampler.w * np.exp(s1)[:, None, None], np.broadcast_to(w0, sampler.w.shape),
+    fs = np.exp(s0)[:, None, None] * f0                                      # n chains at once
+    ws = np.exp(-s0)[:, None, None] * w0
+    fs, ws = gibbs.scale_move(np.random.default_rng(12), problem, fs, ws)
+    s1 = np.log(fs[:, 0, 0] / f0[0, 0])
+    np.testing.assert_allclose(ws * np.exp(s1)[:, None, None], np.broadcast_to(w0, ws.shape),
                                atol=1e-12)                                    # stays on the orbit
     exact = lambda x: np.interp(x, grid, cdf)                                 # noqa: E731
     assert stats.kstest(s1, exact).pvalue > 1e-3

@@ -135,34 +135,34 @@ def test_save_and_load_round_trip(tmp_path):
 def test_compare_uses_the_catalogue_by_default(sonar):
     model, data = sonar
     cmp = bz.compare(model, data, backends=["laplace", "ep"], **KW)
-    assert cmp.reference == "catalogue: gpc-sonar" and cmp.reference_summary.trusted
-    assert cmp.reference_fit is cmp.reference_summary.fit and list(cmp.fits) == ["laplace", "ep"]
+    assert cmp.reference.name == "catalogue: gpc-sonar" and cmp.reference.trusted
+    assert cmp.reference_cell is None and list(cmp.fits) == ["laplace", "ep"]
     table = cmp.table().set_index("backend")
     assert table["reference_trusted"].all()
     assert 0 < table.loc["ep", "mean_err"] < table.loc["laplace", "mean_err"]
     named = bz.compare(model, data, backends=["ep"], reference="catalogue:gpc-sonar", **KW)
     assert named.table()["mean_err"].iloc[0] == table.loc["ep", "mean_err"]
-    assert bz.compare(model, data, backends=["ep"], reference=None, **KW).reference_summary is None
+    assert bz.compare(model, data, backends=["ep"], reference=None, **KW).reference is None
 
 
 def test_compare_takes_a_backend_a_fit_a_reference_or_a_path(sonar, tmp_path):
     model, data = sonar
     by_name = bz.compare(model, data, backends=["laplace", "ep"], reference="ep", **KW)
-    assert by_name.reference == "ep" and not by_name.reference_summary.trusted
+    assert by_name.reference.name == "ep" and not by_name.reference.trusted
     assert by_name.table().set_index("backend").loc["ep", "mean_err"] == 0.0
     assert not by_name.table()["reference_trusted"].any()
 
     fit = bz.fit(model, data, "gibbs", draws=20, tune=20, chains=2, seed=1, progress=False)
     given = bz.compare(model, data, backends=["ep"], reference=fit, **KW)
-    assert given.reference == "gibbs (given)" and not given.reference_summary.trusted
+    assert given.reference.name == "gibbs (given)" and not given.reference.trusted
 
     ref = catalogue.load("gpc-sonar")
     as_object = bz.compare(model, data, backends=["ep"], reference=ref, **KW)
     saved_ref = bz.compare(model, data, backends=["ep"], reference=ref.save(tmp_path / "ref.nc"), **KW)
     saved_fit = bz.compare(model, data, backends=["ep"], reference=fit.save(tmp_path / "fit.nc"), **KW)
-    assert as_object.reference_summary.trusted and saved_ref.reference_summary.trusted
+    assert as_object.reference.trusted and saved_ref.reference.trusted
     assert saved_ref.table()["mean_err"].iloc[0] == as_object.table()["mean_err"].iloc[0]
-    assert saved_fit.reference == "gibbs (fit.nc)" and not saved_fit.reference_summary.trusted
+    assert saved_fit.reference.name == "gibbs (fit.nc)" and not saved_fit.reference.trusted
 
 
 def test_compare_refuses_a_reference_of_another_problem(sonar):
@@ -185,20 +185,20 @@ def test_saved_comparison_keeps_its_reference(sonar, tmp_path):
         with open(out / "comparison.json") as fh:
             assert json.load(fh)["reference_source"] == source
         loaded = bz.load_comparison(out)
-        assert loaded.reference == cmp.reference
-        assert loaded.reference_summary.trusted == cmp.reference_summary.trusted
+        assert loaded.reference.name == cmp.reference.name
+        assert loaded.reference.trusted == cmp.reference.trusted
         np.testing.assert_allclose(loaded.table()["mean_err"], cmp.table()["mean_err"], rtol=1e-12)
     fit = bz.fit(model, data, "gibbs", draws=20, tune=20, chains=2, seed=1, progress=False)
     out = tmp_path / "given"
     cmp = bz.compare(model, data, backends=["ep"], reference=fit, out=out, **KW)
     assert (out / "reference.nc").exists()
     loaded = bz.load_comparison(out)
-    assert loaded.reference == "gibbs (given)" and loaded.reference_summary.problems == cmp.reference_summary.problems
+    assert loaded.reference.name == "gibbs (given)" and loaded.reference.problems == cmp.reference.problems
     np.testing.assert_allclose(loaded.table()["mean_err"], cmp.table()["mean_err"], rtol=1e-12)
     os.remove(out / "reference.nc")          # the fits are still read; the table has no reference
     with pytest.warns(UserWarning, match="could not be read"):
         loaded = bz.load_comparison(out)
-    assert loaded.reference_summary is None and np.isnan(loaded.table()["mean_err"].iloc[0])
+    assert loaded.reference is None and np.isnan(loaded.table()["mean_err"].iloc[0])
 
 
 def test_the_command_line_uses_the_catalogue_unless_told_otherwise(tmp_path):

@@ -3,6 +3,7 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
+from bayeszoo.catalogue import Reference
 from bayeszoo.datasets import Dataset
 from bayeszoo.diagnostics.metrics import reference_errors, sampling_diagnostics
 from bayeszoo.results import build_fit
@@ -132,7 +133,8 @@ def test_reference_errors_in_reference_sd_units(tiny):
     base = ((flat - flat.mean(0)) / flat.std(0, ddof=1)).reshape(base.shape)  # exactly mean 0, sd 1
     ref = {"w": 2.0 * base, "log_alpha": base, "log_beta": base[..., 0]}
     shifted = {"w": 2.0 * base + 1.0, "log_alpha": base, "log_beta": 3.0 * base[..., 0]}
-    errs = reference_errors(_fit_from(model, tiny, shifted), _fit_from(model, tiny, ref), ["w", "log_beta"])
+    errs = reference_errors(_fit_from(model, tiny, shifted), Reference.from_fit(_fit_from(model, tiny, ref)),
+                            ["w", "log_beta"])
     assert errs["mean_err"] == pytest.approx(0.5, abs=1e-9)   # shift 1 over reference sd 2
     assert errs["sd_err"] == pytest.approx(2.0, rel=1e-9)     # log_beta sd 3x the reference's
 

@@ -178,7 +178,7 @@ def test_comparison_html_has_banner_table_and_figure(cmp, cmp_html):
     assert_self_contained(text)
     # the report's banner: which reference, and that it fails its rules (two chains of 200 draws)
     assert "<strong>Reference posterior: fake_ok</strong>" in text
-    assert cmp.reference_summary.trusted is False and '<div class="banner bad">' in text
+    assert cmp.reference.trusted is False and '<div class="banner bad">' in text
     assert "UNTRUSTED REFERENCE" in text
     # every backend has its row, in both tables; the failure is in its row
     for name in BACKENDS:

@@ -121,7 +121,8 @@ def test_saved_comparison_rebuilds_the_same_table(problem, tmp_path, capsys):
         assert (out / name).exists()
 
     loaded = bz.load_comparison(out)
-    assert loaded.reference == "fake_ok" and loaded.reference_fit is loaded.fits["fake_ok"]
+    assert loaded.reference.name == "fake_ok" and loaded.reference.fit is loaded.fits["fake_ok"]
+    assert loaded.reference_cell == "fake_ok"
     pd.testing.assert_frame_equal(loaded.table(), expected)
 
     os.remove(out / "table.csv")
@@ -155,13 +156,13 @@ def test_resume_reruns_a_fit_saved_with_other_settings(problem, tmp_path):
 def test_reference_can_be_a_separate_long_run_or_a_given_fit(problem):
     model, data = problem
     cmp = bz.compare(model, data, backends=["fake_vb"], reference="fake_ok", reference_draws=400, **KW)
-    assert cmp.reference == "fake_ok (reference)"
-    assert cmp.reference_fit.n_draws == 400 and cmp.fits["fake_vb"].n_draws == KW["draws"]
+    assert cmp.reference.name == "fake_ok (reference)" and cmp.reference_cell == "fake_ok (reference)"
+    assert cmp.reference.fit.n_draws == 400 and cmp.fits["fake_vb"].n_draws == KW["draws"]
     table = cmp.table().set_index("backend")
     assert list(table.index) == ["fake_vb", "fake_ok (reference)"]
     assert table.loc["fake_ok (reference)", "mean_err"] == 0.0
     # any Fit can serve as the reference, e.g. draws from an exact posterior
-    given = bz.compare(model, data, backends=["fake_vb"], reference=cmp.reference_fit, **KW)
+    given = bz.compare(model, data, backends=["fake_vb"], reference=cmp.reference.fit, **KW)
     assert given.table().set_index("backend").loc["fake_vb", "mean_err"] == pytest.approx(
         table.loc["fake_vb", "mean_err"])
     with pytest.raises(ValueError, match="reference must be 'auto', 'catalogue', 'catalogue:<key>', a backend name, a Fit"):

@@ -130,7 +130,7 @@ def test_a_missing_saved_fit_is_reported_not_dropped(data, tmp_path):
     table = loaded.table().set_index("backend")
     assert list(table.index) == ["fake_ok", "fake_vb"]
     assert "fits/fake_ok.nc could not be read" in table.loc["fake_ok", "error"]
-    assert loaded.reference_fit is None
+    assert loaded.reference is None
 
 
 def test_compare_checks_counts_like_fit(data):

@@ -102,11 +102,11 @@ BID_COUNTS = {"vb": st.fixed_dictionaries({"draws": st.integers(1, 3), "chains":
               "gibbs": st.fixed_dictionaries({"draws": st.integers(1, 2), "tune": st.integers(0, 2),
                                               "chains": st.integers(1, 2)})}
 BID_OPTIONS = {
-    "vb": st.fixed_dictionaries({"max_iter": st.integers(2, 4), "cg_iter": st.integers(1, 15)}, optional={
+    "vb": st.fixed_dictionaries({"max_iter": st.integers(2, 4), "cg_max_iter": st.integers(1, 15)}, optional={
         "tol": POSITIVE, "cg_tol": POSITIVE, "learn_noise_prior": st.booleans(), "init_alpha": POSITIVE,
         "init_beta": POSITIVE, "init_gamma": POSITIVE,
         "anneal_temperatures": st.sampled_from([(1.0,), (1.0, 3.0), (20.0,)]), "anneal_iter": st.just(1)}),
-    "gibbs": st.fixed_dictionaries({"cg_iter": st.integers(1, 30)}, optional={
+    "gibbs": st.fixed_dictionaries({"cg_max_iter": st.integers(1, 30)}, optional={
         "cg_tol": POSITIVE, "jitter": st.one_of(st.floats(1e-4, 0.5), POSITIVE), "scale_move": st.booleans()}),
 }
 
@@ -281,7 +281,7 @@ BACKENDS = [(BID(psf_size=3), "vb"), (BID(psf_size=3), "gibbs"), (ImageRVM(kerne
 
 def _backend_options_of_any_type(model, backend, options, data) -> None:
     spec = registry.get(model, backend)
-    resolved = refused_by_bayeszoo(lambda: spec.resolve(options))
+    resolved = refused_by_bayeszoo(lambda: spec.resolve(options, model, data))
     if resolved is not None:
         capped = {**options, **{k: min(v, 3) for k, v in options.items() if k in ("max_iter", "cg_iter",
                                                                                   "cg_max_iter", "thin")}}

@@ -97,7 +97,7 @@ def test_failing_plot_becomes_a_note(regression_cmp, tmp_path, monkeypatch):
 def test_selected_components_are_the_largest_weights(regression_cmp):
     comps = plots.select_components(regression_cmp)
     assert comps[0] == ("log_beta", {})
-    w = regression_cmp.reference_fit.posterior["w"].values
+    w = regression_cmp.reference.fit.posterior["w"].values
     top = set(np.argsort(-np.abs(w.reshape(-1, w.shape[-1]).mean(0)))[:4].tolist())
     assert {sel["basis"] for name, sel in comps[1:]} == top
 

@@ -1,5 +1,5 @@
-"""What the BID backends share: the problem's fixed operators, Gamma-factor helpers, draw-size guard and default
-draw counts."""
+"""What the BID backends share: the problem's fixed operators and starting weights, Gamma-factor helpers, draw-size
+guard and default draw counts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,6 +36,7 @@ class Problem:
     b_beta: float
     a_gamma: float
     b_gamma: float
+    w0: np.ndarray             # the thesis's initial weights: w fitted to h_in (BID.initial_weights, §5.4.4)
     unit: float = 1.0          # the data's intensity unit (BID.intensity_unit); the hyperparameters are for unit 1
 
     @property
@@ -57,15 +58,16 @@ def make_problem(model, data) -> Problem:
                    q_hats=[_fft.rfft2(q) for q in _fft.difference_kernels(shape, image_p)],
                    q_stencils=_fft.STENCILS[image_p],
                    mask=model.support_mask(shape), psf_prior=psf_p, noise_prior=noise_p, image_prior=image_p,
-                   a_alpha=float(model.a_alpha), b_alpha=float(model.b_alpha), unit=model.intensity_unit(g),
-                   **precisions)
+                   a_alpha=float(model.a_alpha), b_alpha=float(model.b_alpha), w0=model.initial_weights(shape),
+                   unit=model.intensity_unit(g), **precisions)
 
 
-def check_draw_budget(backend: str, chains: int, draws: int, shape) -> None:
-    """Draws of the full image are kept in memory: refuse (before any work) what would not fit."""
+def check_draw_budget(owner: str, chains: int, draws: int, shape) -> None:
+    """Draws of the full image are kept in memory: refuse (before any work) what would not fit. ``owner`` names the
+    backend (``registry.owner``)."""
     values = chains * draws * shape[0] * shape[1]
     if values > MAX_DRAW_VALUES:
-        raise ValueError(f"{backend}: chains x draws x pixels = {chains} x {draws} x {shape[0] * shape[1]} = "
+        raise ValueError(f"{owner}: chains x draws x pixels = {chains} x {draws} x {shape[0] * shape[1]} = "
                          f"{values:.3g} values exceeds {MAX_DRAW_VALUES:.0e}; ask for fewer draws or chains "
                          f"(e.g. draws=20, chains=1 on a 256 x 256 image)")
 
@@ -77,11 +79,6 @@ def default_counts(model, data, *, chains: int, tune_per_draw: float) -> dict:
     rows, cols = model.image_shape(data)
     draws = int(min(MAX_DEFAULT_DRAWS, max(1, DEFAULT_DRAW_VALUES // (chains * rows * cols))))
     return {"draws": draws, "tune": int(round(tune_per_draw * draws)), "chains": chains}
-
-
-def owner(backend: str) -> str:
-    """Who the options belong to, as the errors name it."""
-    return f"BID backend {backend!r}"
 
 
 def gamma_log_prior(shape: float, rate: float, E_x, E_log_x):

@@ -34,30 +34,38 @@ import numpy as np
 from scipy.optimize import brentq
 from scipy.special import digamma
 
-from bayeszoo import checks, registry
-from bayeszoo.results import build_fit
+from bayeszoo import registry
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval, Numbers
+from bayeszoo.inference.chains import numpy_rng
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import Option, owner, register
+from bayeszoo.results import build_fit
 
 from . import _common as C
 
-OPTIONS = {
-    "max_iter": Option(200, "largest number of VB iterations of each start"),
-    "tol": Option(1e-4, "stop when the bound moves by less than this many nats per pixel"),
-    "cg_iter": Option(20, "largest number of conjugate-gradient iterations per solve of q(f)'s or q(w)'s mean"),
-    "cg_tol": Option(1e-8, "relative residual at which a conjugate-gradient solve stops early"),
-    "learn_noise_prior": Option(True, "learn the noise hyperparameters (a_beta, b_beta) with q(beta) at the bound's "
-                                      "maximum; False keeps the model's"),
-    "init_alpha": Option(1e-16, "initial <alpha_i>, the PSF-weight precisions"),
-    "init_beta": Option(1e3, "initial <beta>, the noise precision, for [0, 1] intensities"),
-    "init_gamma": Option(1e2, "initial <gamma>, the image-difference precisions, for [0, 1] intensities"),
-    "anneal_temperatures": Option((1.0,), "one start per initial temperature T0 >= 1 of q(f)'s entropy (1: the "
-                                          "thesis's VB); the start with the highest final bound is kept"),
-    "anneal_iter": Option(10, "iterations over which an annealed start's temperature falls to 1"),
-}
 INIT_RANGE = (1e-30, 1e30)   # initial precisions accepted (the thesis's: 1e-16, 1e3, 1e2)
+MAX_STARTS = 32        # anneal_temperatures: one VB run each; their final bounds are listed in info
+OPTIONS = {
+    "max_iter": Option(200, "largest number of VB iterations of each start", POSITIVE_INT),
+    "tol": Option(1e-4, "stop when the bound moves by less than this many nats per pixel", POSITIVE),
+    "cg_max_iter": Option(20, "largest number of conjugate-gradient iterations per solve of q(f)'s or q(w)'s mean",
+                          POSITIVE_INT),
+    "cg_tol": Option(1e-8, "relative residual at which a conjugate-gradient solve stops early", POSITIVE),
+    "learn_noise_prior": Option(True, "learn the noise hyperparameters (a_beta, b_beta) with q(beta) at the bound's "
+                                      "maximum; False keeps the model's", Flag()),
+    "init_alpha": Option(1e-16, "initial <alpha_i>, the PSF-weight precisions", Interval(float, *INIT_RANGE, "both")),
+    "init_beta": Option(1e3, "initial <beta>, the noise precision, for [0, 1] intensities",
+                        Interval(float, *INIT_RANGE, "both")),
+    "init_gamma": Option(1e2, "initial <gamma>, the image-difference precisions, for [0, 1] intensities",
+                         Interval(float, *INIT_RANGE, "both")),
+    "anneal_temperatures": Option((1.0,), "one start per initial temperature T0 >= 1 of q(f)'s entropy (1: the "
+                                          "thesis's VB); the start with the highest final bound is kept",
+                                  Numbers(Interval(float, 1, None, "left"))),
+    "anneal_iter": Option(10, "iterations over which an annealed start's temperature falls to 1 (below max_iter)",
+                          POSITIVE_INT),
+}
 WIDE_SUPPORT = 0.1     # warn when the PSF-weight window covers more of the image than this (README, "Noise level")
 NOISE_SHAPE_RANGE = (1e-3, 1e6)   # a_beta search range: heavy tails to Gaussian (larger a loses digits in the bound)
 
@@ -66,9 +74,9 @@ class VBState:
     """The variational factors and their updates; each ``update_*`` sets one factor to its optimum."""
 
     def __init__(self, problem: C.Problem, w0: np.ndarray, *, init_alpha=1e-16, init_beta=1e3, init_gamma=1e2,
-                 cg_iter=20, cg_tol=1e-8):
+                 cg_max_iter=20, cg_tol=1e-8):
         p = self.p = problem
-        self.cg_iter, self.cg_tol = cg_iter, cg_tol
+        self.cg_max_iter, self.cg_tol = cg_max_iter, cg_tol
         self.a_beta, self.b_beta = p.a_beta, p.b_beta          # learned when learn_noise_prior
         shape = p.shape
         self.mw = np.where(p.mask, w0, 0.0)
@@ -150,7 +158,7 @@ class VBState:
         """q(f): mean by PCG on (5.52) preconditioned by the circulant Sigma_f (5.48); Sigma_f circulant."""
         apply, eig, rhs = self.f_operator()
         self.mf, its, _ = _fft.pcg(apply, rhs, lambda r: _fft.irfft2(_fft.rfft2(r) / eig, self.p.shape),
-                                   self.mf, max_iter=self.cg_iter, tol=self.cg_tol)
+                                   self.mf, max_iter=self.cg_max_iter, tol=self.cg_tol)
         # the maximiser of the annealed bound over circulant Gaussians: same mean, covariance T times the optimum
         self.cf = self.entropy_weight / eig
         self.cg_counts.append(its)
@@ -184,7 +192,7 @@ class VBState:
         apply, diag, rhs = self.w_operator()
         inv = np.where(self.p.mask, 1.0 / diag, 0.0)
         self.sw = inv
-        self.mw, its, _ = _fft.pcg(apply, rhs, lambda r: inv * r, self.mw, max_iter=self.cg_iter, tol=self.cg_tol)
+        self.mw, its, _ = _fft.pcg(apply, rhs, lambda r: inv * r, self.mw, max_iter=self.cg_max_iter, tol=self.cg_tol)
         self.cg_counts.append(its)
 
     def update_alpha(self):
@@ -300,32 +308,26 @@ class VBState:
         return f, w
 
 
-def _check(opts: dict) -> dict:
-    who = C.owner("vb")
-    for name in ("max_iter", "cg_iter", "anneal_iter"):
-        checks.positive(who, name, opts[name], integer=True)
-    for name in ("tol", "cg_tol"):
-        checks.positive(who, name, opts[name])
-    for name in ("init_alpha", "init_beta", "init_gamma"):       # precisions for [0, 1] intensities
-        checks.number(who, name, opts[name], low=INIT_RANGE[0], high=INIT_RANGE[1], low_inclusive=True)
-    checks.flag(who, "learn_noise_prior", opts["learn_noise_prior"])
-    temps = checks.number_sequence(who, "anneal_temperatures", opts["anneal_temperatures"], low=1, low_inclusive=True)
-    opts["anneal_temperatures"] = temps
-    if any(t > 1 for t in temps) and opts["anneal_iter"] >= opts["max_iter"]:
-        raise ValueError(f"{who}: anneal_iter ({opts['anneal_iter']}) must be below max_iter ({opts['max_iter']}) "
-                         f"so that annealed runs end at the bound itself")
-    return opts
+def _check(options: dict, model, data) -> None:
+    who = owner("bid", "vb")
+    temps = options["anneal_temperatures"]
+    if len(temps) > MAX_STARTS:
+        raise ValueError(f"{who}: option 'anneal_temperatures' must list at most {MAX_STARTS} temperatures (one VB run "
+                         f"each); got {len(temps)}")
+    if any(t > 1 for t in temps) and options["anneal_iter"] >= options["max_iter"]:
+        raise ValueError(f"{who}: option 'anneal_iter' ({options['anneal_iter']}) must be below max_iter "
+                         f"({options['max_iter']}) so that annealed runs end at the bound itself")
 
 
 def _defaults(model, data) -> dict:
     """One chain of i.i.d. draws from q, as many as fit the default draw budget for this image; no warm-up."""
-    return C.default_counts(model, data, chains=1, tune_per_draw=0)
+    return {**C.default_counts(model, data, chains=1, tune_per_draw=0), **registry.APPROXIMATION_DEFAULTS}
 
 
 def vb_fit(model, data, progress: bool = False, **options) -> tuple[VBState, dict]:
     """Run the VB iterations with ``options`` (the ``vb`` backend's, checked as ``bz.fit`` does); returns the final
     state and a summary (bound trace, iterations, timings)."""
-    return _vb_fit(model, data, registry.get(model, "vb").resolve(options), progress)
+    return _vb_fit(model, data, registry.get(model, "vb").resolve(options, model, data), progress)
 
 
 def _vb_fit(model, data, opts: dict, progress: bool) -> tuple[VBState, dict]:
@@ -336,7 +338,7 @@ def _vb_fit(model, data, opts: dict, progress: bool) -> tuple[VBState, dict]:
     runs = []
     with progress_bar(total=opts["max_iter"] * len(temps), desc="bid vb", disable=not progress) as bar:
         for t0 in temps:
-            runs.append(_one_run(model, problem, opts, t0, bar))
+            runs.append(_one_run(problem, opts, t0, bar))
     seconds = timer()
     # every run ends at the plain bound (T = 1): keep the highest (module doc; an addition to the thesis)
     best = max(range(len(runs)), key=lambda i: runs[i][1][-1])
@@ -347,11 +349,10 @@ def _vb_fit(model, data, opts: dict, progress: bool) -> tuple[VBState, dict]:
                        all_iterations=sum(len(r[1]) for r in runs))
 
 
-def _one_run(model, problem, opts, t0: float, bar):
+def _one_run(problem, opts, t0: float, bar):
     """VB from the thesis's initialisation, q(f)'s entropy annealed from t0 down to 1 over anneal_iter iterations."""
-    state = VBState(problem, model.initial_weights(problem.shape), init_alpha=opts["init_alpha"],
-                    init_beta=opts["init_beta"], init_gamma=opts["init_gamma"], cg_iter=opts["cg_iter"],
-                    cg_tol=opts["cg_tol"])
+    state = VBState(problem, problem.w0, init_alpha=opts["init_alpha"], init_beta=opts["init_beta"],
+                    init_gamma=opts["init_gamma"], cg_max_iter=opts["cg_max_iter"], cg_tol=opts["cg_tol"])
     anneal = opts["anneal_iter"] if t0 > 1 else 0
     trace, converged = [], False
     for it in range(1, opts["max_iter"] + 1):
@@ -374,16 +375,18 @@ def _one_run(model, problem, opts, t0: float, bar):
           description="variational Bayesian BID (Tzikas PhD ch. 5): FFT / PCG means, diagonal / circulant "
                       "covariances, Gamma factors in closed form, noise hyperparameters by root finding")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
-    """VB of Tzikas PhD §5.3 on the full image; bound traced; i.i.d. draws from q."""
+    """VB of Tzikas PhD §5.3 on the full image; bound traced; i.i.d. draws from q.
+
+    The canonical ``image`` and ``psf`` are non-linear in (f, w) (normalised by sum(h)), so q is no Gaussian over
+    them: the Fit is built here from draws of q(f) q(w) (chain c of seed s from ``chains.numpy_rng(s, c)``)."""
     shape = model.image_shape(data)
-    C.check_draw_budget("vb", chains, draws, shape)
+    C.check_draw_budget(owner("bid", "vb"), chains, draws, shape)
     timer = C.Timer()
     state, res = _vb_fit(model, data, opts, progress)
     t_opt = timer()
-    rng = np.random.default_rng(seed)
     out = {"image": [], "psf": []}
-    for _ in range(chains):
-        f, w = state.draws(rng, draws)
+    for chain in range(chains):
+        f, w = state.draws(numpy_rng(seed if seed is not None else 0, chain), draws)
         canon = model.canonical(f, w)
         out["image"].append(canon["image"])
         out["psf"].append(canon["psf"])
@@ -402,4 +405,4 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
             "seconds_per_iteration": res["seconds"] / max(res["all_iterations"], 1)}
     timing = {"compile": 0.0, "tune": t_opt, "sample": timer() - t_opt}
     return build_fit(model, data, "vb", "approximation", out, timing=timing, objective={"elbo": res["bound"]},
-                    info=info)
+                     info=info)

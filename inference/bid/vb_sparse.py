@@ -23,7 +23,8 @@ is raised by each step in turn, each the exact maximiser of F over its block:
   window, a quadratic programme solved by non-negative least squares (``simplex_qp``). The covariance term
   sum(v) |h|^2 keeps the kernel from collapsing to a delta (Levin et al. 2011): with v = 0 (a MAP image) the
   no-blur solution wins.
-Coarse to fine: the image is reduced by ``scale_ratio`` per level until the kernel window is 3 x 3. The coarsest
+Coarse to fine: the image is reduced by ``scale_ratio`` per level until the kernel window is 3 x 3; each level takes
+``max_iter`` sweeps of these steps. The coarsest
 level starts from a flat PSF (``initial_psf``) and x_k = y_k; each finer level from the coarser level's PSF
 (resized bilinearly, renormalised, recentred) and a Wiener restoration of y_k with it
 (``SparseVB.start_deconvolved``), or x_k = y_k with ``level_start="blurred"``.
@@ -34,7 +35,7 @@ keeps q(x) from fitting the noise, whose differences are correlated (lag 0: 2 si
 otherwise leave a spike with a zero cross at the kernel's centre. No single inflation suits every image (a
 larger one is robust on strongly edged images, a smaller one keeps the detail of faint ones), so with several
 values (the default 8, 4 and 2) the coarse-to-fine estimate runs once per value, each result is refined at the finest
-level under the smallest value (``refine``: a deconvolved start and ``iterations`` sweeps), and the one with the
+level under the smallest value (``refine``: a deconvolved start and ``max_iter`` sweeps), and the one with the
 highest bound there, one model for all, is kept (``info["paths"]`` has each one's bound).
 Support: the covariance term spreads specks of mass over a window larger than the kernel. The kept estimate
 therefore takes ``support_rounds`` rounds of ``support_iterations`` more sweeps at the finest level, each with the
@@ -57,45 +58,55 @@ import scipy.linalg
 import scipy.ndimage
 import scipy.optimize
 
-from bayeszoo import checks
-from bayeszoo.results import build_fit
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval, Numbers, OneOf
+from bayeszoo.inference.approximations import PointEstimate, approximation_fit
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 from . import _common as C
 from .nonblind import DIFFS, hqs_restore
 
+LEVEL_STARTS = ("blurred", "deconvolved")
+PSF_STARTS = ("flat", "peaked")
 OPTIONS = {
-    "iterations": Option(15, "VB iterations (q(x), q(gamma), noise, PSF) at each pyramid level"),
-    "scale_ratio": Option(math.sqrt(2.0), "ratio of image sides between successive pyramid levels (> 1)"),
-    "psf_side": Option(None, "odd side of the square PSF window estimated; None takes the model's psf_size. The "
-                             "kernel is kept centred on its centre of mass, so the window must hold it so placed"),
+    "max_iter": Option(15, "VB sweeps (q(x), q(gamma), noise, PSF) per pyramid level", POSITIVE_INT),
+    "scale_ratio": Option(math.sqrt(2.0), "ratio of image sides between successive pyramid levels (> 1, <= 4)",
+                          Interval(float, 1.0, 4.0, "right")),
+    "psf_side": Option(None, "odd side of the square PSF window estimated, at most the image's; None takes the "
+                             "model's psf_size. The kernel is kept centred on its centre of mass, so the window must "
+                             "hold it so placed", Interval(int, 1, None, "left", none=True)),
     "noise_sd": Option(None, "noise standard deviation for [0, 1] intensities; None estimates it from the image "
-                             "(median absolute finest-scale diagonal detail / 0.6745)"),
+                             "(median absolute finest-scale diagonal detail / 0.6745)",
+                       Interval(float, 0, 1e30, "right", none=True)),
     "noise_inflation": Option((8.0, 4.0, 2.0), "the PSF estimation's noise variance in the derivative domain is "
                                                "this times 2 noise_sd^2 (>= 1; larger values trade detail for "
                                                "robustness); with several values, one estimate per value, and the "
-                                               "one with the highest bound at the smallest value is kept"),
+                                               "one with the highest bound at the smallest value is kept",
+                              Numbers(Interval(float, 1.0, 1e6, "both"), scalar=True)),
     "learn_noise": Option(False, "learn the derivative-domain noise variance at the bound's maximum at each step "
-                                 "instead of fixing it"),
-    "prior_shape": Option(1e-3, "shape a of the Gamma prior of the derivative precisions during PSF estimation"),
-    "prior_rate": Option(1e-6, "rate b of that prior, for [0, 1] intensities (a, b -> 0: the log prior)"),
-    "cg_iter": Option(100, "largest number of conjugate-gradient iterations per solve of q(x)'s mean"),
-    "cg_tol": Option(1e-6, "relative residual at which a conjugate-gradient solve stops"),
+                                 "instead of fixing it", Flag()),
+    "prior_shape": Option(1e-3, "shape a of the Gamma prior of the derivative precisions during PSF estimation",
+                          Interval(float, 1e-20, 1e20, "both")),
+    "prior_rate": Option(1e-6, "rate b of that prior, for [0, 1] intensities (a, b -> 0: the log prior)",
+                         Interval(float, 1e-20, 1e20, "both")),
+    "cg_max_iter": Option(100, "largest number of conjugate-gradient iterations per solve of q(x)'s mean",
+                          POSITIVE_INT),
+    "cg_tol": Option(1e-6, "relative residual at which a conjugate-gradient solve stops", POSITIVE),
     "level_start": Option("deconvolved", "q(x)'s start at each level after the coarsest: 'deconvolved' (a Wiener "
-                                         "restoration of y_k with the coarser level's PSF) or 'blurred' (x_k = y_k)"),
+                                         "restoration of y_k with the coarser level's PSF) or 'blurred' (x_k = y_k)",
+                          OneOf(LEVEL_STARTS)),
     "support_threshold": Option(0.1, "the estimate's support is its entries at or above this fraction of its peak, "
                                      "grown by one pixel; after the choice of noise factor, support_rounds rounds "
                                      "of support_iterations sweeps estimate the PSF on it alone. None: no support "
-                                     "step"),
-    "support_iterations": Option(5, "sweeps at the finest level with the PSF confined to its support, per round"),
-    "support_rounds": Option(3, "rounds of the support step, each finding the support again from the current PSF"),
+                                     "step", Interval(float, 0, 1, "right", none=True)),
+    "support_iterations": Option(5, "sweeps at the finest level with the PSF confined to its support, per round",
+                                 POSITIVE_INT),
+    "support_rounds": Option(3, "rounds of the support step, each finding the support again from the current PSF",
+                             POSITIVE_INT),
     "psf_start": Option("flat", "the PSF's start at the coarsest level: 'flat' (uniform on its window) or 'peaked' (a "
-                                "Gaussian of variance 1/2)"),
+                                "Gaussian of variance 1/2)", OneOf(PSF_STARTS)),
 }
-LEVEL_STARTS = ("blurred", "deconvolved")
-PSF_STARTS = ("flat", "peaked")
 WIENER_ITER = 3    # EM steps of the Wiener start's scalar precision (see ``start_deconvolved``)
 MIN_SIDE = 3       # the coarsest level's kernel window
 
@@ -163,7 +174,7 @@ class SparseVB:
     Works in the derivative domain: y_k = Q^k g = h * x_k + n_k with x_k = Q^k f the latent derivative images."""
 
     def __init__(self, g, psf, *, a: float, b: float, noise_var: float, learn_noise: bool,
-                 cg_iter: int = 100, cg_tol: float = 1e-6):
+                 cg_max_iter: int = 100, cg_tol: float = 1e-6):
         self.g = np.asarray(g, dtype=float)
         self.shape = self.g.shape
         self.M = self.g.size
@@ -171,7 +182,7 @@ class SparseVB:
         self.a, self.b = float(a), float(b)
         self.noise_var = float(noise_var)
         self.learn_noise = learn_noise
-        self.cg_iter, self.cg_tol = cg_iter, cg_tol
+        self.cg_max_iter, self.cg_tol = cg_max_iter, cg_tol
         self.psf = np.asarray(psf, dtype=float)
         self.support = None          # the PSF step's entries of the window (a boolean mask); None: all of them
         self.mu = [y.copy() for y in self.ys]
@@ -242,7 +253,7 @@ class SparseVB:
             diag = beta * np.sum(self.psf**2) + gk
             rhs = beta * _fft.corr(self.ys[k], h_otf)
             self.mu[k], its, _ = _fft.pcg(apply, rhs, lambda r, diag=diag: r / diag, self.mu[k],
-                                          max_iter=self.cg_iter, tol=self.cg_tol)
+                                          max_iter=self.cg_max_iter, tol=self.cg_tol)
             self.cg_its += its
             self.v[k] = 1.0 / diag
 
@@ -277,10 +288,10 @@ class SparseVB:
         self.update_noise()
         self.update_psf()
 
-    def sweeps(self, iterations: int, bar=None) -> list[float]:
-        """``iterations`` sweeps; the bound after each."""
+    def sweeps(self, count: int, bar=None) -> list[float]:
+        """``count`` sweeps; the bound after each."""
         trace = []
-        for _ in range(iterations):
+        for _ in range(count):
             self.sweep()
             trace.append(self.bound())
             if bar is not None:
@@ -364,10 +375,11 @@ def initial_psf(side: int, start: str = "flat") -> np.ndarray:
     return h / h.sum()
 
 
-def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise: bool, iterations: int,
-             scale_ratio: float, cg_iter: int, cg_tol: float, level_start: str, psf_start: str, bar=None):
-    """Coarse-to-fine PSF estimation (module doc); ``noise_var`` is the derivative domain's s^2 (the start when
-    ``learn_noise``). Returns the finest level's state (PSF recentred) and per-level summaries."""
+def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise: bool, max_iter: int,
+             scale_ratio: float, cg_max_iter: int, cg_tol: float, level_start: str, psf_start: str, bar=None):
+    """Coarse-to-fine PSF estimation (module doc), ``max_iter`` sweeps per level; ``noise_var`` is the derivative
+    domain's s^2 (the start when ``learn_noise``). Returns the finest level's state (PSF recentred) and per-level
+    summaries."""
     levels = pyramid(g.shape, side, scale_ratio)
     psf = initial_psf(levels[0][1], psf_start)
     summary = []
@@ -375,24 +387,25 @@ def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise:
     for shape, k in levels:
         g_l = g if shape == g.shape else resize(g, shape)
         psf = resize_psf(psf, k) if psf.shape[0] != k else psf
-        state = SparseVB(g_l, psf, a=a, b=b, noise_var=noise_var, learn_noise=learn_noise, cg_iter=cg_iter,
+        state = SparseVB(g_l, psf, a=a, b=b, noise_var=noise_var, learn_noise=learn_noise, cg_max_iter=cg_max_iter,
                          cg_tol=cg_tol)
         if level_start == "deconvolved" and summary:
             state.start_deconvolved()
-        trace = state.sweeps(iterations, bar)
+        trace = state.sweeps(max_iter, bar)
         psf = recentre(state.psf)
         summary.append({"shape": list(shape), "psf_side": k, "bound": trace, "noise_var": state.noise_var})
     state.psf = psf
     return state, summary
 
 
-def refine(g, psf, *, a: float, b: float, noise_var: float, learn_noise: bool, iterations: int, cg_iter: int,
+def refine(g, psf, *, a: float, b: float, noise_var: float, learn_noise: bool, max_iter: int, cg_max_iter: int,
            cg_tol: float, bar=None):
     """The finest level run again from ``psf`` under ``noise_var``: q(x) from a Wiener restoration with it, then
-    ``iterations`` sweeps. Returns the state (PSF recentred) and its bound trace."""
-    state = SparseVB(g, psf, a=a, b=b, noise_var=noise_var, learn_noise=learn_noise, cg_iter=cg_iter, cg_tol=cg_tol)
+    ``max_iter`` sweeps. Returns the state (PSF recentred) and its bound trace."""
+    state = SparseVB(g, psf, a=a, b=b, noise_var=noise_var, learn_noise=learn_noise, cg_max_iter=cg_max_iter,
+                     cg_tol=cg_tol)
     state.start_deconvolved()
-    trace = state.sweeps(iterations, bar)
+    trace = state.sweeps(max_iter, bar)
     state.psf = recentre(state.psf)
     return state, trace
 
@@ -402,11 +415,11 @@ def support_mask(psf: np.ndarray, threshold: float) -> np.ndarray:
     return scipy.ndimage.binary_dilation(psf >= threshold * psf.max())
 
 
-def restrict_support(state: SparseVB, threshold: float, iterations: int, bar=None) -> list[float]:
-    """``iterations`` sweeps of ``state`` with the PSF step confined to ``support_mask`` of its PSF; the PSF is
+def restrict_support(state: SparseVB, threshold: float, count: int, bar=None) -> list[float]:
+    """``count`` sweeps of ``state`` with the PSF step confined to ``support_mask`` of its PSF; the PSF is
     recentred after them. Returns the bound trace."""
     state.support = support_mask(state.psf, threshold)
-    trace = state.sweeps(iterations, bar)
+    trace = state.sweeps(count, bar)
     state.psf = recentre(state.psf)
     return trace
 
@@ -419,28 +432,16 @@ def mad_noise_sd(g: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------------------------------------------ backend
-def _check(opts: dict) -> dict:
-    who = C.owner("vb_sparse")
-    for name in ("iterations", "cg_iter"):
-        checks.positive(who, name, opts[name], integer=True)
-    checks.number(who, "scale_ratio", opts["scale_ratio"], low=1.0, high=4.0)
-    if opts["psf_side"] is not None and checks.positive(who, "psf_side", opts["psf_side"], integer=True) % 2 == 0:
-        raise ValueError(f"{who}: psf_side must be None or an odd positive integer, got {opts['psf_side']!r}")
-    checks.number(who, "noise_sd", opts["noise_sd"], low=0, high=1e30, allow_none=True)
-    checks.number(who, "support_threshold", opts["support_threshold"], low=0, high=1, allow_none=True)
-    checks.positive(who, "support_iterations", opts["support_iterations"], integer=True)
-    checks.positive(who, "support_rounds", opts["support_rounds"], integer=True)
-    opts["noise_inflation"] = checks.number_sequence(who, "noise_inflation", opts["noise_inflation"],
-                                                     allow_scalar=True, low=1.0, high=1e6, low_inclusive=True)
-    checks.flag(who, "learn_noise", opts["learn_noise"])
-    for name in ("prior_shape", "prior_rate"):
-        checks.number(who, name, opts[name], low=1e-20, high=1e20, low_inclusive=True)
-    checks.positive(who, "cg_tol", opts["cg_tol"])
-    if opts["level_start"] not in LEVEL_STARTS:
-        raise ValueError(f"{who}: level_start must be one of {LEVEL_STARTS}, got {opts['level_start']!r}")
-    if opts["psf_start"] not in PSF_STARTS:
-        raise ValueError(f"{who}: psf_start must be one of {PSF_STARTS}, got {opts['psf_start']!r}")
-    return opts
+def _check(options: dict, model, data) -> None:
+    side = options["psf_side"]
+    if side is None:
+        return
+    who = owner("bid", "vb_sparse")
+    if side % 2 == 0:
+        raise ValueError(f"{who}: option 'psf_side' must be None or an odd positive integer; got {side!r}")
+    rows, cols = model.image_shape(data)
+    if side > min(rows, cols):
+        raise ValueError(f"{who}: option 'psf_side' must be at most the image's side ({rows} x {cols}); got {side}")
 
 
 def _unavailable(model):
@@ -451,29 +452,27 @@ def _unavailable(model):
 
 
 @register("vb_sparse", kind="approximation", family="bid", options=OPTIONS, check=_check,
-          defaults={"draws": 1, "tune": 0, "chains": 1}, unavailable=_unavailable,
+          defaults={**APPROXIMATION_DEFAULTS, "draws": 1, "chains": 1}, unavailable=_unavailable,
           description="variational blind deconvolution (Levin et al. 2011, Babacan et al. 2012): sparse derivative "
                       "prior, diagonal q(x), non-negative unit-sum PSF by NNLS, coarse to fine, HQS restoration")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Estimate the PSF coarse to fine, then restore the image with it (module doc); point estimates."""
-    model.validate(data)
+    who = owner("bid", "vb_sparse")
     g = model.observed_image(data)
     shape = g.shape
-    C.check_draw_budget("vb_sparse", chains, draws, shape)
+    C.check_draw_budget(who, chains, draws, shape)
     side = opts["psf_side"] or model.psf_size or min(31, min(shape) if min(shape) % 2 else min(shape) - 1)
-    if side > min(shape):
-        raise ValueError(f"{C.owner('vb_sparse')}: psf_side {side} exceeds the image ({shape[0]} x {shape[1]})")
     unit = model.intensity_unit(g)
     sigma = opts["noise_sd"] * unit if opts["noise_sd"] is not None else mad_noise_sd(g)
     if not sigma > 0:
         sigma = 1e-3 * unit           # a noiseless image: a small floor keeps the precisions finite
     timer = C.Timer()
     levels = pyramid(shape, side, opts["scale_ratio"])
-    factors = opts["noise_inflation"]              # a tuple (``_check``)
+    factors = opts["noise_inflation"]              # a tuple (its constraint)
     settings = dict(a=opts["prior_shape"], b=opts["prior_rate"] * unit**2, learn_noise=opts["learn_noise"],
-                    iterations=opts["iterations"], cg_iter=opts["cg_iter"], cg_tol=opts["cg_tol"])
+                    max_iter=opts["max_iter"], cg_max_iter=opts["cg_max_iter"], cg_tol=opts["cg_tol"])
     support_rounds = opts["support_rounds"] if opts["support_threshold"] is not None else 0
-    steps = (opts["iterations"] * len(factors) * (len(levels) + (len(factors) > 1))
+    steps = (opts["max_iter"] * len(factors) * (len(levels) + (len(factors) > 1))
              + support_rounds * opts["support_iterations"])
     paths = []
     with progress_bar(total=steps, desc="bid vb_sparse", disable=not progress) as bar:
@@ -499,17 +498,15 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     t_total = timer()
     V = model.psf_view_side(shape)
     psf_view = _fft.window(_fft.embed(state.psf, shape), V)
-    out = {"image": np.broadcast_to(image, (chains, draws, *shape)).copy(),
-           "psf": np.broadcast_to(psf_view, (chains, draws, V, V)).copy()}
     finest = np.array(chosen["trace"] + support["bound"])
-    info = {"iterations": steps, "converged": None, "warnings": [], "objective": "elbo",
-            "bound": float(finest[-1]), "noise_sd": float(sigma), "psf_side": int(side),
+    estimate_ = PointEstimate(values={"image": image, "psf": psf_view}, objective={"elbo": finest},
+                              objective_name="elbo", iterations=steps, converged=None)
+    info = {"bound": float(finest[-1]), "noise_sd": float(sigma), "psf_side": int(side),
             "levels": summary, "noise_inflation": chosen["noise_inflation"],
             "paths": [{"noise_inflation": p["noise_inflation"], "bound": float(p["trace"][-1]),
                        "coarse_to_fine_bound": float(p["levels"][-1]["bound"][-1])} for p in paths],
             "support": support,
             "hqs_objective": hqs_trace.tolist(), "estimation_seconds": t_est,
             "restoration_seconds": t_total - t_est, "seconds_per_iteration": t_est / steps}
-    timing = {"compile": 0.0, "tune": t_total, "sample": timer() - t_total}
-    return build_fit(model, data, "vb_sparse", "approximation", out, timing=timing, objective={"elbo": finest},
-                     info=info)
+    return approximation_fit(model, data, "vb_sparse", estimate_, draws=draws, chains=chains, seed=seed,
+                             timing={"tune": t_total}, owner=who, info=info)

@@ -1,9 +1,12 @@
-"""Numerics shared by the PMKL backends (Damoulas thesis; digest ``damoulas_mkl.md``).
+"""Numerics and declarations shared by the PMKL backends (Damoulas thesis; digest ``damoulas_mkl.md``).
 
 * Exact one-dimensional truncated-normal draws (inverse CDF in log space) and one Gibbs sweep inside the cone
   {y_t > y_j for all j != t} (digest §3.1 option (b)).
 * Moments of the cone-truncated Gaussian (eqs 4.14-4.16) used by VB and EM.
-* W | Y, A (eq. 3.22) and the simplex-constrained QP for beta (eq. 5.10, App. C).
+* W | Y, A (eq. 3.22) and the simplex-constrained QP for beta (eq. 5.10, App. C); the factor of the Gaussian
+  prod_c N(w_c, V_c) over W as one vector, which the approximations hand to ``approximation_fit``.
+* What the chapter-5 point estimators (em, map, mrvm1, mrvm2) share: the models they apply to, their check of the
+  combination rule, the training log likelihood they trace.
 
 The base kernels and combination rules (:mod:`bayeszoo.numerics.kernels`) and the class probabilities by
 quadrature (:mod:`bayeszoo.numerics.probit`) are shared with the model and imported here for the backends.
@@ -14,6 +17,9 @@ import numpy as np
 from scipy import linalg as sla
 from scipy.special import log_ndtr, logsumexp, ndtri_exp
 
+from bayeszoo.inference.approximations import GaussianApproximation
+from bayeszoo.numerics.linalg import jittered_cholesky
+from bayeszoo.registry import owner
 from bayeszoo.numerics.kernels import (KERNELS, RULES, Source, base_grams, combine, latent_means,  # noqa: F401
                                        rbf_gram_batch, theta_labels, theta_layout, theta_start)
 from bayeszoo.numerics.probit import GH_NODES, gh_rule, log_class_probs, log_class_probs_mc  # noqa: F401
@@ -76,18 +82,6 @@ def cone_moments(M, onehot, n_nodes: int = GH_NODES):
 
 
 # --------------------------------------------------------------------------------------- W | Y, A
-def chol_spd(H):
-    """Lower Cholesky factor with growing jitter if needed (H symmetric positive definite)."""
-    scale = float(np.mean(np.diag(H))) if H.size else 1.0
-    jitter = 0.0
-    for _ in range(8):
-        try:
-            return sla.cholesky(H + jitter * np.eye(H.shape[0]) if jitter else H, lower=True, check_finite=False)
-        except (np.linalg.LinAlgError, sla.LinAlgError):
-            jitter = 1e-10 * scale if jitter == 0.0 else 10.0 * jitter
-    raise np.linalg.LinAlgError("matrix is not positive definite even with jitter")
-
-
 def w_posterior(K, KK, Y, A):
     """Mean (N, C) and Cholesky factors (C, N, N) of W | Y, A: N(V_c K y_c, V_c), V_c^-1 = K K + A_c (eq. 3.22)."""
     N, C = Y.shape
@@ -95,10 +89,24 @@ def w_posterior(K, KK, Y, A):
     mean = np.empty((N, C))
     Ls = np.empty((C, N, N))
     for c in range(C):
-        L = chol_spd(KK + np.diag(A[:, c]))
+        L = jittered_cholesky(KK + np.diag(A[:, c]), what=f"K K + A_{c} (the precision of W's class {c})")
         mean[:, c] = sla.cho_solve((L, True), KY[:, c], check_finite=False)
         Ls[c] = L
     return mean, Ls
+
+
+def class_factor(Ls, rows, N: int) -> np.ndarray:
+    """A factor F of the covariance of W (N, C) as one vector (row-major, entry n C + c) under prod_c N(w_c, V_c)
+    on the ``rows`` (M of them; the others are 0), V_c = (L_c L_c^T)^-1 from the lower factors ``Ls`` (C, M, M):
+    column block c holds L_c^-T on the rows of class c, so F F^T = V_c on each class's block."""
+    C, M = len(Ls), len(rows)
+    rows = np.asarray(rows)
+    F = np.zeros((N * C, M * C))
+    eye = np.eye(M)
+    for c in range(C):
+        F[rows * C + c, c * M:(c + 1) * M] = sla.solve_triangular(Ls[c], eye, lower=True, trans="T",
+                                                                   check_finite=False)
+    return F
 
 
 # ------------------------------------------------------------------------------------- beta by QP
@@ -148,3 +156,42 @@ def gaussian_loglik(Y, Mean) -> float:
     """sum_{n,c} log N(y_nc | m_nc, 1) (eq. 3.8)."""
     R = np.asarray(Y) - np.asarray(Mean)
     return float(-0.5 * np.sum(R * R) - 0.5 * R.size * LOG_2PI)
+
+
+# --------------------------------------------------------------------------- chapter-5 point estimators
+def fixed_kernels(model) -> bool:
+    """The point estimators keep theta and rho fixed (ch. 5 conditions on them, Fig. 5.1): they apply only then."""
+    return getattr(model, "kernel_params", "fixed") == "fixed" and not getattr(model, "infer_rho", False)
+
+
+def check_rule(backend: str):
+    """The declared check of a chapter-5 backend: it implements the convex and mean rules only."""
+    def check(options, model, data):
+        if model.rule not in ("convex", "mean"):
+            raise ValueError(f"{owner('pmkl', backend)} implements chapter 5 of the thesis (convex or mean rule); "
+                             f"PMKL(rule={model.rule!r}) is not supported, use gibbs or vb")
+        return options
+
+    return check
+
+
+def train_loglik(K, W, y) -> float:
+    """sum_n log P(t_n | W, k_n) on the training objects (eq. 3.11 by quadrature): the point estimators' trace."""
+    lp = log_class_probs(K @ W)
+    return float(np.sum(lp[np.arange(len(y)), y]))
+
+
+def conditional_w(model, data, W, Ls, A, beta, *, active=None, **result) -> GaussianApproximation:
+    """W ~ prod_c N(w_c, V_c) on the ``active`` rows (all when None; the others 0), V_c = (L_c L_c^T)^-1, with
+    log alpha (log 1e12 on the pruned rows) and beta fixed at the estimates; ``result`` the remaining fields
+    (objective, iterations, converged)."""
+    from bayeszoo.models.pmkl import LOG_ALPHA_PRUNED
+
+    N, C = data.n, W.shape[1]
+    active = np.arange(N) if active is None else np.asarray(active)
+    mean = np.zeros((N, C))
+    mean[active] = W
+    log_alpha = np.full((N, C), LOG_ALPHA_PRUNED)
+    log_alpha[active] = np.log(A)
+    return GaussianApproximation("W", mean, factor=class_factor(Ls, active, N),
+                                 fixed={"log_alpha": log_alpha, "beta": np.asarray(beta, float)}, **result)

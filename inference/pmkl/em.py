@@ -10,73 +10,33 @@ group traces the training log likelihood sum_n log P(t_n | W, k_n) (eq. 3.11 by 
 the quantity the iterations maximise, so ``fit.info["objective"]`` is None.
 
 These are point estimates. The fit's draws of W come from the Gaussian conditional N(W^, V_c) at the estimates
-(eq. 3.22 with Y, A, beta at their estimates), so ``predict`` averages over it; ``log_alpha`` and ``beta`` are
-fixed at their estimates. ``kind`` is ``approximation``.
+(eq. 3.22 with Y, A, beta at their estimates): a ``GaussianApproximation`` of W, with ``log_alpha`` and ``beta``
+fixed at their estimates, so ``predict`` averages over it. ``kind`` is ``approximation``.
 """
 from __future__ import annotations
 
 import numpy as np
-from scipy import linalg as sla
 
 from bayeszoo import checks
-from bayeszoo.results import build_fit
 from bayeszoo.inference._options import Timer
+from bayeszoo.inference.approximations import approximation_fit
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 from . import _common as MK
 
 OPTIONS = {
-    "max_iter": Option(100, "largest number of iterations"),
-    "tol": Option(1e-4, "stop when the relative change of W and of Y falls below this"),
+    "max_iter": Option(100, "largest number of iterations", checks.POSITIVE_INT),
+    "tol": Option(1e-4, "stop when the relative change of W and of Y falls below this", checks.POSITIVE),
     "learn_beta": Option(True, "estimate the kernel weights beta by the simplex QP (convex rule; the mean rule "
-                               "keeps them equal)"),
+                               "keeps them equal)", checks.Flag()),
 }
-#: draws come from a Gaussian at the estimates: nothing to tune
-APPROXIMATION_DEFAULTS = {"tune": 0}
 
 
 def map_y(M, onehot):
     """Mode of the cone-truncated Gaussian given means M (5.3)."""
     m_t = np.sum(np.where(onehot, M, 0.0), -1, keepdims=True)
     return np.where(onehot, M, np.minimum(M, m_t))
-
-
-def train_loglik(K, W, y):
-    lp = MK.log_class_probs(K @ W)
-    return float(np.sum(lp[np.arange(len(y)), y]))
-
-
-def fixed_kernels(model) -> bool:
-    """The point estimators keep theta and rho fixed (ch. 5 conditions on them, Fig. 5.1): they apply only then."""
-    return getattr(model, "kernel_params", "fixed") == "fixed" and not getattr(model, "infer_rho", False)
-
-
-def check_rule(model, backend):
-    if model.rule not in ("convex", "mean"):
-        raise ValueError(f"{backend} implements chapter 5 of the thesis (convex or mean rule); "
-                         f"PMKL(rule={model.rule!r}) is not supported, use gibbs or vb")
-
-
-def point_fit(model, data, backend, W, Ls, A, beta, *, draws, chains, seed, timing, objective, info, active=None):
-    """Fit with W ~ N(W^, V_c) on the active rows (zero elsewhere), log alpha and beta fixed at the estimates."""
-    from bayeszoo.models.pmkl import LOG_ALPHA_PRUNED
-
-    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 99]))
-    N, C = data.n, W.shape[1]
-    active = np.arange(N) if active is None else np.asarray(active)
-    Wd = np.zeros((chains, draws, N, C))
-    m = len(active)
-    z = rng.standard_normal((C, m, chains * draws))
-    for c in range(C):
-        noise = sla.solve_triangular(Ls[c], z[c], lower=True, trans="T", check_finite=False)
-        Wd[:, :, active, c] = (W[:, c][:, None] + noise).T.reshape(chains, draws, m)
-    la = np.full((N, C), LOG_ALPHA_PRUNED)
-    la[active] = np.log(A)
-    return build_fit(model, data, backend, "approximation",
-                    {"W": Wd, "log_alpha": np.broadcast_to(la, (chains, draws, N, C)).copy(),
-                     "beta": np.broadcast_to(beta, (chains, draws, beta.size)).copy()},
-                    timing=timing, objective=objective, info=info)
 
 
 def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta=True, progress=False):
@@ -87,9 +47,6 @@ def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta
     y = data.y.astype(int)
     onehot = np.eye(C, dtype=bool)[y]
     tau, nu = float(model.tau), float(model.nu)
-    if variant == "map" and tau <= 0.5:
-        raise ValueError(f"map uses the mode (2 tau - 1) / (w^2 + 2 nu) of alpha (eq. 5.9), which needs "
-                         f"tau > 1/2; got tau = {tau}")
     beta = model.default_beta(S)
     learn_beta = learn_beta and model.rule == "convex"
     A = np.ones((N, C))
@@ -108,7 +65,7 @@ def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta
             change = max(np.linalg.norm(W_new - W) / max(np.linalg.norm(W_new), 1e-300),
                          np.linalg.norm(Y_new - Y) / max(np.linalg.norm(Y_new), 1e-300))
             W, Y = W_new, Y_new
-            trace.append(train_loglik(K, W, y))
+            trace.append(MK.train_loglik(K, W, y))
             bar.update()
             if change < tol:
                 converged = True
@@ -119,42 +76,35 @@ def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta
             "iterations": len(trace), "converged": converged}
 
 
-def owner(backend: str) -> str:
-    """Who the options belong to, as the errors name it."""
-    return f"PMKL backend {backend!r}"
-
-
-def _checker(backend: str):
-    def check(opts: dict) -> dict:
-        who = owner(backend)
-        checks.positive(who, "max_iter", opts["max_iter"], integer=True)
-        checks.positive(who, "tol", opts["tol"])
-        checks.flag(who, "learn_beta", opts["learn_beta"])
-        return opts
-
-    return check
+def map_check(options, model, data):
+    """map: the chapter-5 rule check, and tau > 1/2 for the mode of alpha."""
+    MK.check_rule("map")(options, model, data)
+    if float(model.tau) <= 0.5:
+        raise ValueError(f"{owner('pmkl', 'map')} uses the mode (2 tau - 1) / (w^2 + 2 nu) of alpha (eq. 5.9), "
+                         f"which needs tau > 1/2; got PMKL(tau={model.tau})")
+    return options
 
 
 def _run(variant, model, data, draws, chains, seed, progress, opts):
     timer = Timer()
-    check_rule(model, variant)
     res = em_estimate(model, data, variant=variant, progress=progress, **opts)
-    warn = [] if res["converged"] else [f"{variant} did not converge in {opts['max_iter']} iterations"]
-    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn,
-            "beta_estimate": res["beta"].tolist(), "train_loglik": float(res["trace"][-1])}
-    return point_fit(model, data, variant, res["W"], res["Ls"], res["A"], res["beta"], draws=draws, chains=chains,
-                     seed=seed, timing={"compile": 0.0, "tune": timer()}, objective={"train_loglik": res["trace"]},
-                     info=info)
+    q = MK.conditional_w(model, data, res["W"], res["Ls"], res["A"], res["beta"],
+                      objective={"train_loglik": res["trace"]}, iterations=res["iterations"],
+                      converged=res["converged"])
+    return approximation_fit(model, data, variant, q, draws=draws, chains=chains, seed=seed,
+                             timing={"tune": timer()}, owner=owner("pmkl", variant),
+                             limit=f"{opts['max_iter']} iterations", info={"train_loglik": float(res["trace"][-1])})
 
 
-@register("em", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS, check=_checker("em"),
-          defaults=APPROXIMATION_DEFAULTS, description="EM point estimates with the beta QP (Algorithm 5)")
+@register("em", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS,
+          check=MK.check_rule("em"), defaults=APPROXIMATION_DEFAULTS,
+          description="EM point estimates with the beta QP (Algorithm 5)")
 def run_em(model, data, *, draws, tune, chains, seed, progress, **opts):
     """EM (Algorithm 5): E-steps for Y and A, M-step for W, QP for beta."""
     return _run("em", model, data, draws, chains, seed, progress, opts)
 
 
-@register("map", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS, check=_checker("map"),
+@register("map", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS, check=map_check,
           defaults=APPROXIMATION_DEFAULTS, description="MAP point estimates with the beta QP (Algorithm 4)")
 def run_map(model, data, *, draws, tune, chains, seed, progress, **opts):
     """MAP (Algorithm 4): modes for Y and A, M-step for W, QP for beta."""

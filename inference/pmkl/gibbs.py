@@ -1,11 +1,12 @@
-"""``gibbs``: the thesis's Algorithm 1 for pMKL (Damoulas §3.4.1, App. A), vectorised over chains in NumPy.
+"""``gibbs``: the thesis's Algorithm 1 for pMKL (Damoulas §3.4.1, App. A), a NumPy kernel of the chain driver
+(:mod:`bayeszoo.inference.chains`).
 
 One sweep, per chain:
     beta            convex: Metropolis-Hastings with a Dirichlet(kappa beta + 1/2) proposal (Hastings ratio
                     included); weighted product: random walk on log beta_s, log pi_s, log chi_s (Jacobians
                     included) (A.3-A.5); binary: exact Gibbs for each beta_i (A.1.3). The likelihood term is
                     p(Y | beta, A) = prod_c N(y_c | 0, I + K A_c^-1 K) with W integrated out    (A.6 with
-                    Omega^-1, erratum 8); ``beta_step="conditional"`` uses the thesis's
+                    Omega^-1, erratum 8); ``beta_update="conditional"`` uses the thesis's
                     prod N(y_nc | w_c^T k_n^beta, 1) at the current W instead (A.1), which mixes far more
                     slowly because W is tied to the beta it was drawn under.
     rho             (convex rule, ``infer_rho``) random walk on log rho_s, target Dir(beta | rho) prod_s
@@ -23,21 +24,24 @@ a partially collapsed Gibbs sampler that leaves the posterior invariant; with "c
 is one block and Y follows W. The collapsed Y step costs one extra N x N inverse per class and a loop over the
 objects, and mixes much better (BENCHMARKS.md).
 
-The MH proposal scales (kappa, the log-scale steps of beta, Theta and rho) are adapted during ``tune`` towards
-an acceptance rate of 0.2-0.4 and then frozen; acceptance rates are in ``fit.info`` and ``sample_stats``
-(``accept_beta``, ``accept_theta``, ``accept_rho``: one per Metropolis-Hastings block, so no single ArviZ
-``acceptance_rate``). ``fit.info["iterations"]`` counts the sweeps, warm-up included.
+The MH proposal scales (kappa, the log-scale steps of beta, Theta and rho) live in each chain's State; ``adapt``
+moves them every 20 warm-up sweeps towards an acceptance rate of 0.2-0.4, and they are frozen after warm-up.
+Acceptance rates are ``sample_stats`` (``accept_beta``, ``accept_theta``, ``accept_rho``: one per
+Metropolis-Hastings block, so no single ArviZ ``acceptance_rate``); ``fit.info["theta_acceptance"]`` holds theta's
+per rbf source. ``fit.info["iterations"]`` counts the sweeps, warm-up included.
 Chains start from beta drawn from the prior (at rho = the model's ``rho``), Theta at its fixed values (1/D_s
-unless given), alpha = 1 and Y "aligned" with the labels (y_n,t_n = 1, others 0; erratum 17). Array ops run
-over all chains at once; the collapsed likelihood goes through the Cholesky factors of K K + A_c (Woodbury and
-the determinant lemma), which the W draw reuses; BLAS runs on one thread (many small factorisations). One
-NumPy Generator seeded by ``seed`` drives everything: same seed, same draws.
+unless given), alpha = 1 and Y "aligned" with the labels (y_n,t_n = 1, others 0; erratum 17). The conditionals
+take a leading chain axis (the kernel's State keeps one of length 1); the collapsed likelihood goes through the
+Cholesky factors of K K + A_c (Woodbury and the determinant lemma), which the W draw reuses; BLAS runs on one
+thread (many small factorisations). Seeding, warm-up, thinning and progress are the driver's: chain c of seed s
+draws from its own generator, whatever the number of chains.
 
 Options (``bz.backends(model, details=True)``): ``thin``, ``beta_steps`` and ``theta_steps`` (MH steps per sweep;
-"few steps, even one" per the thesis), ``beta_step``, ``y_step``, ``fix_alpha``, ``fix_beta``.
+"few steps, even one" per the thesis), ``beta_update``, ``y_step``, ``fix_alpha``, ``fix_beta``.
 """
 from __future__ import annotations
 
+import time
 from typing import NamedTuple
 
 import numpy as np
@@ -45,27 +49,12 @@ from scipy import linalg as sla
 from scipy.special import gammaln
 
 from bayeszoo import checks
-from bayeszoo.results import build_fit
-from bayeszoo.inference._options import Timer
+from bayeszoo.inference.chains import Kernel, chains_fit, sample
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.numerics.linalg import jittered_cholesky
+from bayeszoo.registry import Option, owner, register
 
 from . import _common as MK
-from .em import owner
-
-OPTIONS = {
-    "thin": Option(1, "keep every thin-th sweep after warm-up"),
-    "beta_steps": Option(1, "Metropolis-Hastings steps for beta per sweep"),
-    "theta_steps": Option(1, "Metropolis-Hastings steps for each rbf source's theta per sweep"),
-    "beta_step": Option("marginal", "target of the beta step: 'marginal' (W integrated out) or 'conditional' "
-                                    "(at the current W, the thesis's A.1)"),
-    "y_step": Option("collapsed", "Y update: 'collapsed' (W integrated out, object by object) or 'conditional' "
-                                  "(Y | W, the thesis's 3.23)"),
-    "fix_alpha": Option(None, "hold every alpha_nc at this positive value (None: sample alpha)"),
-    "fix_beta": Option(None, "hold beta at these non-negative kernel weights, one per source (None: sample beta "
-                             "where the rule has free weights)"),
-}
 
 
 # -------------------------------------------------------------------------------- full conditionals
@@ -111,7 +100,8 @@ def collapse(Y, K, A) -> Collapsed:
     try:
         L = np.linalg.cholesky(P)
     except np.linalg.LinAlgError:
-        L = np.stack([np.stack([MK.chol_spd(P[k, c]) for c in range(C)]) for k in range(ch)])
+        L = np.stack([np.stack([jittered_cholesky(P[k, c], what=f"K K + A_{c} (the precision of W's class {c})")
+                                for c in range(C)]) for k in range(ch)])
     v = lower_solve(L, np.einsum("knm,knc->kcm", K, Y))                  # L^-1 K^T y_c (K symmetric)
     quad = np.sum(Y * Y, axis=(1, 2)) - np.sum(v * v, axis=(1, 2))     # sum_c y_c^T Omega_c^-1 y_c
     logdet = 2.0 * np.sum(np.log(np.diagonal(L, axis1=2, axis2=3)), axis=(1, 2)) - np.sum(np.log(A), axis=(1, 2))
@@ -240,7 +230,8 @@ def log_collapsed_y(Y, K, A):
     try:
         L = np.linalg.cholesky(Omega)
     except np.linalg.LinAlgError:
-        L = np.stack([MK.chol_spd(O) for O in Omega])
+        L = np.stack([jittered_cholesky(O, what=f"I + K A_{c}^-1 K (the covariance of y_{c})")
+                      for c, O in enumerate(Omega)])
     v = np.linalg.solve(L, Y.T[..., None])[..., 0]
     logdet = np.sum(np.log(np.diagonal(L, axis1=1, axis2=2)))
     return float(-0.5 * np.sum(v * v) - logdet - 0.5 * N * C * MK.LOG_2PI)
@@ -356,186 +347,247 @@ def adapt_scale(scale, rate, grow_when_low: bool):
     return np.where(up, scale * 1.6, np.where(down, scale / 1.6, scale))
 
 
-# ---------------------------------------------------------------------------------------- the sampler
-def gibbs_sample(model, data, *, draws, tune, chains, seed, thin=1, beta_steps=1, theta_steps=1, beta_step="marginal",
-                 y_step="collapsed", fix_alpha=None, fix_beta=None, progress=False):
-    """Run ``chains`` chains of Algorithm 1; returns arrays (chains, draws, ...) and timings."""
-    timer = Timer()
-    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 4242]))
+# ----------------------------------------------------------------------------------------- the kernel
+ADAPT_WINDOW = 20    # warm-up sweeps between two adaptations of the proposal scales
+
+
+class Problem(NamedTuple):
+    """What every chain shares: the base kernels, the labels, the priors and the options of the sweep."""
+
+    Ks: np.ndarray            # (S, N, N) base kernels (at the starting theta when Theta is sampled)
+    onehot: np.ndarray        # (N, C) bool
+    rule: str
+    tau: float
+    nu: float
+    rho: float                # Dirichlet concentration of beta (convex), rho's starting value with infer_rho
+    lam: float
+    mu: float
+    omega: float
+    phi: float
+    free_beta: bool           # the rule has free weights and fix_beta is None
+    infer_theta: bool
+    infer_rho: bool
+    blocks: list              # [(source index, slice into theta, its training columns X_s)] of the rbf sources
+    theta: np.ndarray         # starting theta (flat), empty when fixed
+    default_beta: np.ndarray  # beta of the rules without free weights
+    beta_steps: int
+    theta_steps: int
+    beta_update: str
+    y_step: str
+    fix_alpha: float | None
+    fix_beta: tuple | None
+
+
+class State(NamedTuple):
+    """One chain. The arrays keep the conditionals' leading chain axis (of length 1); the MH proposal scales are
+    adapted during warm-up (``adapt``) and frozen after it."""
+
+    problem: Problem
+    beta: np.ndarray          # (1, S)
+    pi: np.ndarray            # (1, S) weighted product's Gamma shape of beta
+    chi: np.ndarray           # (1, S) and its rate
+    rho: np.ndarray           # (1, S)
+    theta: np.ndarray         # (1, P)
+    Ks: np.ndarray            # (S, N, N), or this chain's own (1, S, N, N) when Theta is sampled
+    K: np.ndarray             # (1, N, N) composite kernel
+    A: np.ndarray             # (1, N, C) precisions alpha
+    Y: np.ndarray             # (1, N, C) auxiliary variables
+    W: np.ndarray             # (1, N, C)
+    kappa: np.ndarray         # (1,) concentration of the convex rule's Dirichlet proposal
+    step: np.ndarray          # (1,) log-scale step of the weighted product's beta
+    theta_step: np.ndarray    # (1, n_blocks) log-scale step of each rbf source's theta
+    rho_step: np.ndarray      # (1,) log-scale step of rho
+    window: int               # warm-up sweeps in the current adaptation window
+    window_beta: np.ndarray   # their summed acceptances
+    window_theta: np.ndarray
+    window_rho: np.ndarray
+
+
+class Info(NamedTuple):
+    """One sweep's acceptance rates (one per Metropolis-Hastings block; beta's mean over ``beta_steps``)."""
+
+    accept_beta: float
+    accept_theta: float            # mean over the rbf sources
+    accept_rho: float
+    accept_theta_source: np.ndarray   # (n_blocks,)
+
+
+def problem(model, data, opts: dict) -> Problem:
     sources = model.source_list(data)
-    Ks = model.train_kernels(data)
-    S, N = Ks.shape[:2]
-    C = model.n_classes(data)
-    t = data.y.astype(int)
-    onehot = np.eye(C, dtype=bool)[t]
-    rule, tau, nu = model.rule, float(model.tau), float(model.nu)
-    free_beta = rule in ("convex", "binary", "wproduct") and fix_beta is None
     infer_theta = model.infer_theta
-    infer_rho = model.infer_rho
     blocks = [(i, sl, data.X[:, list(sources[i].columns)]) for i, sl in MK.theta_layout(sources)] \
         if infer_theta else []
+    Ks = model.train_kernels(data)
+    C = model.n_classes(data)
+    return Problem(Ks=Ks, onehot=np.eye(C, dtype=bool)[data.y.astype(int)], rule=model.rule, tau=float(model.tau),
+                   nu=float(model.nu), rho=float(model.rho), lam=float(model.lam), mu=float(model.mu),
+                   omega=float(model.omega), phi=float(model.phi),
+                   free_beta=model.rule in ("convex", "binary", "wproduct") and opts["fix_beta"] is None,
+                   infer_theta=infer_theta, infer_rho=model.infer_rho, blocks=blocks,
+                   theta=MK.theta_start(sources) if infer_theta else np.empty(0),
+                   default_beta=model.default_beta(Ks.shape[0]), beta_steps=opts["beta_steps"],
+                   theta_steps=opts["theta_steps"], beta_update=opts["beta_update"], y_step=opts["y_step"],
+                   fix_alpha=opts["fix_alpha"], fix_beta=opts["fix_beta"])
 
-    # starting points
-    rho = np.full((chains, S), float(model.rho))
-    if fix_beta is not None:
-        beta = np.tile(np.asarray(fix_beta, float), (chains, 1))
-    elif rule == "convex":
-        beta = np.stack([rng.dirichlet(r) for r in rho])
-    elif rule == "binary":
-        beta = (rng.random((chains, S)) < 0.5).astype(float)
+
+def init(rng, pb: Problem) -> State:
+    """beta from the prior (at rho = the model's ``rho``), Theta at its fixed values (1/D_s unless given), alpha = 1
+    (or ``fix_alpha``), Y "aligned" with the labels (y_n,t_n = 1, others 0; erratum 17), W = 0."""
+    S, N = pb.Ks.shape[:2]
+    C = pb.onehot.shape[1]
+    rho = np.full((1, S), pb.rho)
+    if pb.fix_beta is not None:
+        beta = np.asarray(pb.fix_beta, float)[None]
+    elif pb.rule == "convex":
+        beta = rng.dirichlet(rho[0])[None]
+    elif pb.rule == "binary":
+        beta = (rng.random((1, S)) < 0.5).astype(float)
         beta[beta.sum(1) == 0, 0] = 1.0
-    elif rule == "wproduct":
-        beta = rng.gamma(1.0, 1.0, (chains, S))
+    elif pb.rule == "wproduct":
+        beta = rng.gamma(1.0, 1.0, (1, S))
     else:
-        beta = np.tile(model.default_beta(S), (chains, 1))
-    beta = np.clip(beta, 1e-12, None) if rule in ("convex", "wproduct") else beta
-    theta = np.tile(MK.theta_start(sources), (chains, 1)) if infer_theta else np.empty((chains, 0))
-    if infer_theta:
-        Ks = np.repeat(Ks[None], chains, axis=0)                         # per-chain base kernels (ch, S, N, N)
-    pi = np.ones((chains, S))
-    chi = np.ones((chains, S))
-    A = np.full((chains, N, C), 1.0 if fix_alpha is None else float(fix_alpha))
-    Y = np.where(onehot, 1.0, 0.0)[None].repeat(chains, 0)
-    W = np.zeros((chains, N, C))
-    kappa = np.full(chains, 100.0 * S)
-    step = np.full(chains, 0.3)
-    theta_step = np.full((chains, len(blocks)), 0.3)
-    rho_step = np.full(chains, 0.5)
+        beta = pb.default_beta[None].copy()
+    beta = np.clip(beta, 1e-12, None) if pb.rule in ("convex", "wproduct") else beta
+    Ks = pb.Ks[None].copy() if pb.infer_theta else pb.Ks     # Theta moves this chain's own base kernels
+    n_blocks = len(pb.blocks)
+    return State(problem=pb, beta=beta, pi=np.ones((1, S)), chi=np.ones((1, S)), rho=rho, theta=pb.theta[None].copy(),
+                 Ks=Ks, K=chain_combine(Ks, beta, pb.rule),
+                 A=np.full((1, N, C), 1.0 if pb.fix_alpha is None else float(pb.fix_alpha)),
+                 Y=np.where(pb.onehot, 1.0, 0.0)[None], W=np.zeros((1, N, C)), kappa=np.full(1, 100.0 * S),
+                 step=np.full(1, 0.3), theta_step=np.full((1, n_blocks), 0.3), rho_step=np.full(1, 0.5), window=0,
+                 window_beta=np.zeros(1), window_theta=np.zeros((1, n_blocks)), window_rho=np.zeros(1))
 
-    keep_W = np.empty((chains, draws, N, C))
-    keep_la = np.empty((chains, draws, N, C))
-    keep_b = np.empty((chains, draws, S))
-    keep_theta = np.empty((chains, draws, theta.shape[1]))
-    keep_rho = np.empty((chains, draws, S))
-    acc_trace = np.zeros((chains, draws))
-    acc_theta_trace = np.zeros((chains, draws, len(blocks)))
-    acc_rho_trace = np.zeros((chains, draws))
-    t_tune = 0.0
-    n_sweeps = tune + draws * thin
-    window_acc, window_theta, window_rho = np.zeros(chains), np.zeros((chains, len(blocks))), np.zeros(chains)
-    window = 0
-    elapsed = np.empty(n_sweeps)                          # seconds since the start at the end of each sweep
-    # many N x N factorisations: BLAS worker threads only contend at these sizes (inference._blas)
-    with one_blas_thread(N), progress_bar(total=n_sweeps, desc="gibbs", disable=not progress) as bar:
-        K = chain_combine(Ks, beta, rule)                                     # (ch, N, N)
-        for sweep in range(n_sweeps):
-            acc = np.zeros(chains)
-            st = collapse(Y, K, A)                        # W integrated out at the current state (Y, A moved)
-            if free_beta:
-                beta_prior = rho if infer_rho else model.rho
-                for _ in range(beta_steps):
-                    marginal = beta_step == "marginal"
-                    if rule == "convex":
-                        if marginal:
-                            beta, a, st = convex_beta_mh(rng, beta, kappa, Y, beta_prior, Ks=Ks, A=A, current=st)
-                        else:
-                            KsW = np.einsum("snm,kmc->ksnc" if Ks.ndim == 3 else "ksnm,kmc->ksnc", Ks, W)
-                            beta, a, st = convex_beta_mh(rng, beta, kappa, Y, beta_prior, KsW=KsW)
-                    elif rule == "wproduct":
-                        beta, pi, chi, a, st = wproduct_mh(rng, beta, pi, chi, step, Y, Ks, W, model.mu,
-                                                           model.lam, A=A if marginal else None, current=st)
-                    else:
-                        beta, a, st = binary_beta_gibbs(rng, beta, Y, Ks, A), np.ones(chains), None
-                    acc += a / beta_steps
-                    if st is None:                        # the step ran at the current W or was binary
-                        st = collapse(Y, chain_combine(Ks, beta, rule), A)
-            acc_rho = np.zeros(chains)
-            if infer_rho:
-                rho, acc_rho = rho_mh(rng, rho, rho_step, beta, float(model.lam), float(model.mu))
-            acc_theta = np.zeros((chains, len(blocks)))
-            if infer_theta:
-                for _ in range(theta_steps):
-                    theta, Ks, a_theta, st = theta_mh(rng, theta, theta_step, Y, Ks, beta, A, rule, blocks,
-                                                      float(model.omega), float(model.phi), current=st)
-                    acc_theta += a_theta / theta_steps
-            K = st.K
-            if y_step == "collapsed":                      # (beta, Theta, Y) with W integrated out, then W | all
-                Y = collapsed_y_sweep(rng, Y, st, onehot)
-                st = st._replace(v=lower_solve(st.L, np.einsum("knm,knc->kcm", K, Y)))
-                W = w_from(rng, st)
+
+def step(rng, state: State):
+    """One sweep of Algorithm 1 (module docstring): beta, rho, Theta, then Y and W, then A."""
+    pb = state.problem
+    beta, pi, chi, rho, theta, Ks, A, Y, W = (state.beta, state.pi, state.chi, state.rho, state.theta, state.Ks,
+                                              state.A, state.Y, state.W)
+    rule = pb.rule
+    acc = np.zeros(1)
+    st = collapse(Y, state.K, A)                       # W integrated out at the current state (Y, A moved)
+    if pb.free_beta:
+        beta_prior = rho if pb.infer_rho else pb.rho
+        marginal = pb.beta_update == "marginal"
+        for _ in range(pb.beta_steps):
+            if rule == "convex":
+                if marginal:
+                    beta, a, st = convex_beta_mh(rng, beta, state.kappa, Y, beta_prior, Ks=Ks, A=A, current=st)
+                else:
+                    KsW = np.einsum("snm,kmc->ksnc" if Ks.ndim == 3 else "ksnm,kmc->ksnc", Ks, W)
+                    beta, a, st = convex_beta_mh(rng, beta, state.kappa, Y, beta_prior, KsW=KsW)
+            elif rule == "wproduct":
+                beta, pi, chi, a, st = wproduct_mh(rng, beta, pi, chi, state.step, Y, Ks, W, pb.mu, pb.lam,
+                                                   A=A if marginal else None, current=st)
             else:
-                W = w_from(rng, st)                        # (beta, Theta, W) drawn as one block
-                Y = MK.cone_gibbs_sweep(rng, Y, K @ W, onehot)
-            if fix_alpha is None:
-                shape, rate = alpha_params(W, tau, nu)
-                A = rng.gamma(shape, 1.0 / rate)
-                A = np.clip(A, 1e-300, None)
-            if sweep < tune:
-                window_acc += acc
-                window_theta += acc_theta
-                window_rho += acc_rho
-                window += 1
-                if window == 20:
-                    kappa = adapt_scale(kappa, window_acc / window, grow_when_low=True)
-                    step = adapt_scale(step, window_acc / window, grow_when_low=False)
-                    theta_step = adapt_scale(theta_step, window_theta / window, grow_when_low=False)
-                    rho_step = adapt_scale(rho_step, window_rho / window, grow_when_low=False)
-                    window_acc[:], window_theta[:], window_rho[:] = 0.0, 0.0, 0.0
-                    window = 0
-                if sweep == tune - 1:
-                    t_tune = timer()
-            elif (sweep - tune + 1) % thin == 0:
-                j = (sweep - tune) // thin
-                keep_W[:, j], keep_la[:, j], keep_b[:, j] = W, np.log(A), beta
-                keep_theta[:, j], keep_rho[:, j] = theta, rho
-                acc_trace[:, j], acc_theta_trace[:, j], acc_rho_trace[:, j] = acc, acc_theta, acc_rho
-            elapsed[sweep] = timer()
-            bar.update()
-    total = timer()
-    return {"W": keep_W, "log_alpha": keep_la, "beta": keep_b, "theta": keep_theta, "rho": keep_rho,
-            "accept_beta": acc_trace, "accept_theta": acc_theta_trace, "accept_rho": acc_rho_trace,
-            "timing": {"compile": 0.0, "tune": t_tune, "sample": total - t_tune},
-            "kappa": kappa, "step": step, "theta_step": theta_step, "rho_step": rho_step, "sweeps": n_sweeps,
-            "elapsed": elapsed}
+                beta, a, st = binary_beta_gibbs(rng, beta, Y, Ks, A), np.ones(1), None
+            acc += a / pb.beta_steps
+            if st is None:                             # the step ran at the current W or was binary
+                st = collapse(Y, chain_combine(Ks, beta, rule), A)
+    acc_rho = np.zeros(1)
+    if pb.infer_rho:
+        rho, acc_rho = rho_mh(rng, rho, state.rho_step, beta, pb.lam, pb.mu)
+    acc_theta = np.zeros((1, len(pb.blocks)))
+    if pb.infer_theta:
+        for _ in range(pb.theta_steps):
+            theta, Ks, a_theta, st = theta_mh(rng, theta, state.theta_step, Y, Ks, beta, A, rule, pb.blocks,
+                                              pb.omega, pb.phi, current=st)
+            acc_theta += a_theta / pb.theta_steps
+    K = st.K
+    if pb.y_step == "collapsed":                       # (beta, Theta, Y) with W integrated out, then W | all
+        Y = collapsed_y_sweep(rng, Y, st, pb.onehot)
+        st = st._replace(v=lower_solve(st.L, np.einsum("knm,knc->kcm", K, Y)))
+        W = w_from(rng, st)
+    else:
+        W = w_from(rng, st)                            # (beta, Theta, W) drawn as one block
+        Y = MK.cone_gibbs_sweep(rng, Y, K @ W, pb.onehot)
+    if pb.fix_alpha is None:
+        shape, rate = alpha_params(W, pb.tau, pb.nu)
+        A = np.clip(rng.gamma(shape, 1.0 / rate), 1e-300, None)
+    state = state._replace(beta=beta, pi=pi, chi=chi, rho=rho, theta=theta, Ks=Ks, K=K, A=A, Y=Y, W=W)
+    theta_rates = acc_theta[0]
+    return state, Info(accept_beta=float(acc[0]), accept_rho=float(acc_rho[0]),
+                       accept_theta=float(theta_rates.mean()) if theta_rates.size else 0.0,
+                       accept_theta_source=theta_rates)
 
 
-def _check(opts: dict) -> dict:
-    who = owner("gibbs")
-    for name in ("thin", "beta_steps", "theta_steps"):
-        checks.positive(who, name, opts[name], integer=True)
-    checks.choice(who, "beta_step", opts["beta_step"], ("marginal", "conditional"))
-    checks.choice(who, "y_step", opts["y_step"], ("conditional", "collapsed"))
-    checks.positive(who, "fix_alpha", opts["fix_alpha"], allow_none=True)
-    fb = opts["fix_beta"]
-    if fb is not None:
-        weights = np.asarray(fb, dtype=object) if isinstance(fb, (list, tuple, np.ndarray)) else None
-        if weights is None or weights.ndim != 1 or weights.size == 0:
-            raise ValueError(f"{who}: fix_beta must be None or a flat sequence of non-negative weights (one per "
-                             f"source), got {fb!r}")
-        for value in weights:
-            checks.non_negative(who, "fix_beta", value)
-    return opts
+def adapt(state: State, info: Info) -> State:
+    """After every warm-up sweep: every ``ADAPT_WINDOW`` sweeps, each proposal scale moves towards an acceptance rate
+    of 0.2-0.4 over the window (:func:`adapt_scale`)."""
+    window = state.window + 1
+    sums = (state.window_beta + info.accept_beta, state.window_theta + info.accept_theta_source,
+            state.window_rho + info.accept_rho)
+    if window < ADAPT_WINDOW:
+        return state._replace(window=window, window_beta=sums[0], window_theta=sums[1], window_rho=sums[2])
+    rate_beta, rate_theta, rate_rho = (x / window for x in sums)
+    return state._replace(kappa=adapt_scale(state.kappa, rate_beta, grow_when_low=True),
+                          step=adapt_scale(state.step, rate_beta, grow_when_low=False),
+                          theta_step=adapt_scale(state.theta_step, rate_theta, grow_when_low=False),
+                          rho_step=adapt_scale(state.rho_step, rate_rho, grow_when_low=False), window=0,
+                          window_beta=np.zeros_like(sums[0]), window_theta=np.zeros_like(sums[1]),
+                          window_rho=np.zeros_like(sums[2]))
 
 
-def check_fix_beta(model, data, fix_beta) -> None:
+def position(state: State) -> dict:
+    """The canonical variables: W, log alpha, beta, and theta / rho when they are sampled."""
+    out = {"W": state.W[0], "log_alpha": np.log(state.A[0]), "beta": state.beta[0]}
+    if state.problem.infer_theta:
+        out["theta"] = state.theta[0]
+    if state.problem.infer_rho:
+        out["rho"] = state.rho[0]
+    return out
+
+
+KERNEL = Kernel(init=init, step=step, position=position, adapt=adapt)
+
+
+# ------------------------------------------------------------------------------------------- backend
+OPTIONS = {
+    "thin": Option(1, "keep every thin-th sweep after warm-up", checks.POSITIVE_INT),
+    "beta_steps": Option(1, "Metropolis-Hastings steps for beta per sweep", checks.POSITIVE_INT),
+    "theta_steps": Option(1, "Metropolis-Hastings steps for each rbf source's theta per sweep", checks.POSITIVE_INT),
+    "beta_update": Option("marginal", "target of the beta step: 'marginal' (W integrated out) or 'conditional' "
+                                      "(at the current W, the thesis's A.1)",
+                          checks.OneOf(("marginal", "conditional"))),
+    "y_step": Option("collapsed", "Y update: 'collapsed' (W integrated out, object by object) or 'conditional' "
+                                  "(Y | W, the thesis's 3.23)", checks.OneOf(("collapsed", "conditional"))),
+    "fix_alpha": Option(None, "hold every alpha_nc at this positive value (None: sample alpha)",
+                        checks.Interval(float, 0, None, "neither", none=True)),
+    "fix_beta": Option(None, "hold beta at these non-negative kernel weights, one per source (None: sample beta "
+                             "where the rule has free weights)",
+                       checks.Numbers(checks.NON_NEGATIVE, none=True)),
+}
+
+
+def check(options, model, data):
     """fix_beta holds one weight per source of this model on this data (known only with the data)."""
     S = len(model.source_list(data))
-    if fix_beta is not None and np.shape(fix_beta) != (S,):
-        raise ValueError(f"{owner('gibbs')}: fix_beta must be {S} non-negative weights (one per source), "
-                         f"got {fix_beta!r}")
+    fix_beta = options["fix_beta"]
+    if fix_beta is not None and len(fix_beta) != S:
+        raise ValueError(f"{owner('pmkl', 'gibbs')}: option 'fix_beta' must be {S} non-negative weights (one per "
+                         f"source); got {fix_beta!r}")
+    return options
 
 
-@register("gibbs", kind="mcmc", family="pmkl", options=OPTIONS, check=_check,
+@register("gibbs", kind="mcmc", family="pmkl", options=OPTIONS, check=check,
           description="Gibbs sampler with auxiliary variables and Metropolis sub-steps (Algorithm 1)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Algorithm 1: W, cone-truncated Y, A by exact conditionals (Y by default with W integrated out); beta by
     MH (convex, weighted product) or collapsed Gibbs (binary); rho and Theta, when inferred, by MH (A.2, A.7)."""
-    check_fix_beta(model, data, opts["fix_beta"])
-    res = gibbs_sample(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
-                       **opts)
-    info = {"iterations": res["sweeps"], "thin": opts["thin"], "converged": None, "warnings": [],
-            "beta_acceptance": float(np.mean(res["accept_beta"])) if model.rule in ("convex", "wproduct")
-            else None}
-    posterior = {"W": res["W"], "log_alpha": res["log_alpha"], "beta": res["beta"]}
-    stats = {"accept_beta": res["accept_beta"]}
+    t0 = time.perf_counter()
+    pb = problem(model, data, opts)
+    setup = time.perf_counter() - t0
+    # many N x N factorisations: BLAS worker threads only contend at these sizes
+    with one_blas_thread(pb.Ks.shape[1]):
+        result = sample(KERNEL, pb, draws=draws, tune=tune, chains=chains, seed=seed, thin=opts["thin"],
+                        progress=progress, desc="gibbs", owner=owner("pmkl", "gibbs"))
+    stats = {"accept_beta": result.stats["accept_beta"]}
+    info = {}
     if model.infer_theta:
-        posterior["theta"] = res["theta"]
-        stats["accept_theta"] = res["accept_theta"].mean(-1)
+        stats["accept_theta"] = result.stats["accept_theta"]
         # per rbf source, after warm-up (the steps are frozen then)
         names = [s.name for s in model.source_list(data) if s.kernel == "rbf"]
-        info["theta_acceptance"] = dict(zip(names, res["accept_theta"].mean((0, 1)).tolist()))
+        info["theta_acceptance"] = dict(zip(names, result.stats["accept_theta_source"].mean((0, 1)).tolist()))
     if model.infer_rho:
-        posterior["rho"] = res["rho"]
-        stats["accept_rho"] = res["accept_rho"]
-        info["rho_acceptance"] = float(np.mean(res["accept_rho"]))
-    return build_fit(model, data, "gibbs", "mcmc", posterior, timing=res["timing"], sample_stats=stats, info=info)
+        stats["accept_rho"] = result.stats["accept_rho"]
+    return chains_fit(model, data, "gibbs", result._replace(stats=stats), info=info, setup=setup)

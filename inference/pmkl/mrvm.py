@@ -18,66 +18,58 @@ few iterations as the thesis reports. Each iteration runs the M-step for W_o, th
 E-step (mean) for alpha, and objects with alpha_ic > ``prune`` for every c are pruned for good. Stops when the
 relative change of W and Y is below ``tol`` or after ``max_iter``.
 
-Both report the relevance vectors (``fit.info["relevance_vectors"]``); pruned objects have W = 0 and
-log_alpha = log(1e12). Draws of W come from the Gaussian conditional at the estimates on the active set. The
-``objective`` group traces the training log likelihood and the number of relevance vectors; neither is the quantity
-the iterations maximise, so ``fit.info["objective"]`` is None.
+Both report the relevance vectors (the ``relevance`` group: ``fit.idata.relevance["relevance_vectors"]``, the
+indices of the training objects); pruned objects have W = 0 and log_alpha = log(1e12). Draws of W come from the
+Gaussian conditional at the estimates on the active set (a ``GaussianApproximation`` of W, log_alpha and beta
+fixed). The ``objective`` group traces the training log likelihood and the number of relevance vectors; neither is
+the quantity the iterations maximise, so ``fit.info["objective"]`` is None.
 """
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 from scipy import linalg as sla
 
 from bayeszoo import checks
 from bayeszoo.inference._options import Timer
+from bayeszoo.inference.approximations import approximation_fit
+from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 from . import _common as MK
-from .em import APPROXIMATION_DEFAULTS, check_rule, fixed_kernels, owner, point_fit, train_loglik
 
 _LEARN_BETA = Option(True, "estimate the kernel weights beta by the simplex QP (convex rule; the mean rule keeps "
-                           "them equal)")
+                           "them equal)", checks.Flag())
 S_RTOL = 1e-10        # relative size below which S_m (alpha_m - S_m when active) is rounding noise
+RELEVANCE_GROUP = "relevance"
 
 OPTIONS1 = {
-    "max_iter": Option(None, "largest number of iterations (None: 20 N)"),
-    "min_iter": Option(None, "fewest iterations before Criterion 2 may stop the run (None: N)"),
-    "threshold": Option(1e-6, "Criterion 2: largest |change of log alpha| of an active object at convergence"),
+    "max_iter": Option(None, "largest number of iterations (None: 20 N)", checks.Interval(int, 1, None, none=True)),
+    "min_iter": Option(None, "fewest iterations before Criterion 2 may stop the run (None: N)",
+                       checks.Interval(int, 1, None, none=True)),
+    "threshold": Option(1e-6, "Criterion 2: largest |change of log alpha| of an active object at convergence",
+                        checks.POSITIVE),
     "learn_beta": _LEARN_BETA,
 }
 OPTIONS2 = {
-    "max_iter": Option(200, "largest number of iterations"),
-    "tol": Option(1e-4, "stop when the relative change of W and of Y falls below this (and nothing is pruned)"),
-    "tau": Option(1e-5, "shape of the flat Gamma(tau, nu) prior on the precisions alpha_ic"),
-    "nu": Option(1e-8, "rate of the flat Gamma(tau, nu) prior on the precisions alpha_ic"),
-    "prune": Option(1e6, "an object is pruned once alpha_ic exceeds this for every class"),
+    "max_iter": Option(200, "largest number of iterations", checks.POSITIVE_INT),
+    "tol": Option(1e-4, "stop when the relative change of W and of Y falls below this (and nothing is pruned)",
+                  checks.POSITIVE),
+    "tau": Option(1e-5, "shape of the flat Gamma(tau, nu) prior on the precisions alpha_ic", checks.POSITIVE),
+    "nu": Option(1e-8, "rate of the flat Gamma(tau, nu) prior on the precisions alpha_ic", checks.POSITIVE),
+    "prune": Option(1e6, "an object is pruned once alpha_ic exceeds this for every class", checks.POSITIVE),
     "learn_beta": _LEARN_BETA,
 }
-
-
-def _check1(opts: dict) -> dict:
-    who = owner("mrvm1")
-    for name in ("max_iter", "min_iter"):
-        checks.positive(who, name, opts[name], integer=True, allow_none=True)
-    checks.positive(who, "threshold", opts["threshold"])
-    checks.flag(who, "learn_beta", opts["learn_beta"])
-    return opts
-
-
-def _check2(opts: dict) -> dict:
-    who = owner("mrvm2")
-    checks.positive(who, "max_iter", opts["max_iter"], integer=True)
-    for name in ("tol", "tau", "nu", "prune"):
-        checks.positive(who, name, opts[name])
-    checks.flag(who, "learn_beta", opts["learn_beta"])
-    return opts
 
 
 def _reduced_posterior(Ko, Y, alpha_o):
     """Cholesky of Sigma^-1 = K_o K_o^T + A_o (M x M) and W_o = Sigma K_o Y (5.21)."""
-    L = MK.chol_spd(Ko @ Ko.T + np.diag(alpha_o))
+    L = jittered_cholesky(Ko @ Ko.T + np.diag(alpha_o), what="K_o K_o^T + A_o (the relevance vectors' precision)")
     return L, sla.cho_solve((L, True), Ko @ Y, check_finite=False)
+
+
+_PRECISION = "K_o K_o^T + A_o,{c} (the relevance vectors' precision of class {c})"
 
 
 def sparsity_quality(K, active, alpha_active, Y):
@@ -109,7 +101,7 @@ def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6,
     # start from the object with the largest projection sum_c (k_i^T y_c)^2 / |k_i|^2 (Tipping-Faul)
     kk = np.sum(K * K, 0)
     if not np.any(kk > 0):
-        raise ValueError(f"{owner('mrvm1')}: the composite kernel is zero on the training objects (to working "
+        raise ValueError(f"{owner('pmkl', 'mrvm1')}: the composite kernel is zero on the training objects (to working "
                          f"precision, e.g. a linear kernel on zero or tiny columns), so no relevance vector can be "
                          f"selected; standardise the inputs or use another kernel")
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -161,7 +153,7 @@ def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6,
                 beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W, Y), x0=beta)
                 K = MK.combine(Ks, beta, model.rule)
             Y = MK.cone_moments(K.T @ W, onehot)[0]
-            trace.append(train_loglik(K, W, y))
+            trace.append(MK.train_loglik(K, W, y))
             n_rv.append(len(act))
             bar.update()
     act = np.nonzero(np.isfinite(alpha))[0]
@@ -193,7 +185,7 @@ def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, pr
             Ko = K[act]
             W_new = np.zeros((N, C))
             for c in range(C):
-                L = MK.chol_spd(Ko @ Ko.T + np.diag(A[act, c]))
+                L = jittered_cholesky(Ko @ Ko.T + np.diag(A[act, c]), what=_PRECISION.format(c=c))
                 W_new[act, c] = sla.cho_solve((L, True), Ko @ Y[:, c], check_finite=False)
             if learn_beta:
                 beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W_new, Y), x0=beta)
@@ -206,7 +198,7 @@ def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, pr
             change = max(np.linalg.norm(W_new - W) / max(np.linalg.norm(W_new), 1e-300),
                          np.linalg.norm(Y_new - Y) / max(np.linalg.norm(Y_new), 1e-300))
             W, Y = W_new, Y_new
-            trace.append(train_loglik(K, W, y))
+            trace.append(MK.train_loglik(K, W, y))
             act = act[keep]
             W[np.setdiff1d(np.arange(N), act)] = 0.0
             n_rv.append(len(act))
@@ -216,7 +208,7 @@ def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, pr
                 break
     K = MK.combine(Ks, beta, model.rule)
     Ko = K[act]
-    Ls = np.stack([MK.chol_spd(Ko @ Ko.T + np.diag(A[act, c])) for c in range(C)])
+    Ls = np.stack([jittered_cholesky(Ko @ Ko.T + np.diag(A[act, c]), what=_PRECISION.format(c=c)) for c in range(C)])
     W = np.zeros((N, C))
     for c in range(C):
         W[act, c] = sla.cho_solve((Ls[c], True), Ko @ Y[:, c], check_finite=False)
@@ -224,39 +216,40 @@ def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, pr
             "n_rv": np.asarray(n_rv), "iterations": len(trace), "converged": converged}
 
 
-@register("mrvm1", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS1, check=_check1,
-          defaults=APPROXIMATION_DEFAULTS,
+def _fit(backend, model, data, res, Ls, A, *, draws, chains, seed, timer, limit):
+    """The Gaussian conditional of W on the relevance vectors as a Fit, their indices in the ``relevance`` group."""
+    active = res["active"]
+    q = MK.conditional_w(model, data, res["W"][active], Ls, A, res["beta"], active=active,
+                         objective={"train_loglik": res["trace"], "n_relevant": res["n_rv"]},
+                         iterations=res["iterations"], converged=res["converged"])
+    relevance = xr.Dataset({"relevance_vectors": xr.DataArray(np.asarray(active, int), dims=("relevance_vector",))})
+    return approximation_fit(model, data, backend, q, draws=draws, chains=chains, seed=seed,
+                             timing={"tune": timer()}, owner=owner("pmkl", backend), limit=limit,
+                             info={"n_relevance_vectors": int(len(active))},
+                             extra_groups={RELEVANCE_GROUP: relevance})
+
+
+@register("mrvm1", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS1,
+          check=MK.check_rule("mrvm1"), defaults=APPROXIMATION_DEFAULTS,
           description="mRVM1: fast constructive multiclass RVM with shared precisions (Algorithms 6-7)")
 def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **opts):
     """mRVM1: constructive type-II ML with informative sample selection."""
     timer = Timer()
-    check_rule(model, "mrvm1")
     res = mrvm1_estimate(model, data, seed=seed, progress=progress, **opts)
     C = res["W"].shape[1]
     Ls = np.broadcast_to(res["L"], (C,) + res["L"].shape)
     A = np.repeat(res["alpha"][:, None], C, axis=1)
-    info = {"iterations": res["iterations"], "converged": res["converged"],
-            "warnings": [] if res["converged"] else ["mrvm1 stopped at max_iter before Criterion 2 held"],
-            "relevance_vectors": res["active"].tolist(), "beta_estimate": res["beta"].tolist()}
-    return point_fit(model, data, "mrvm1", res["W"][res["active"]], Ls, A, res["beta"], draws=draws, chains=chains,
-                     seed=seed, timing={"compile": 0.0, "tune": timer()},
-                     objective={"train_loglik": res["trace"], "n_relevant": res["n_rv"]}, info=info,
-                     active=res["active"])
+    cap = opts["max_iter"] if opts["max_iter"] is not None else 20 * data.n
+    return _fit("mrvm1", model, data, res, Ls, A, draws=draws, chains=chains, seed=seed, timer=timer,
+                limit=f"{cap} iterations (Criterion 2 did not hold)")
 
 
-@register("mrvm2", kind="approximation", family="pmkl", applies=fixed_kernels, options=OPTIONS2, check=_check2,
-          defaults=APPROXIMATION_DEFAULTS,
+@register("mrvm2", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS2,
+          check=MK.check_rule("mrvm2"), defaults=APPROXIMATION_DEFAULTS,
           description="mRVM2: flat-prior multiclass RVM with top-down pruning (Algorithm 8)")
 def run_mrvm2(model, data, *, draws, tune, chains, seed, progress, **opts):
     """mRVM2: EM with per-class precisions under a flat prior, pruning at alpha > ``prune``."""
     timer = Timer()
-    check_rule(model, "mrvm2")
     res = mrvm2_estimate(model, data, progress=progress, **opts)
-    info = {"iterations": res["iterations"], "converged": res["converged"],
-            "warnings": [] if res["converged"] else [f"mrvm2 did not converge in {opts['max_iter']} iterations"],
-            "relevance_vectors": res["active"].tolist(), "beta_estimate": res["beta"].tolist(),
-            "tau": opts["tau"], "nu": opts["nu"]}
-    return point_fit(model, data, "mrvm2", res["W"][res["active"]], res["Ls"], res["A"], res["beta"], draws=draws,
-                     chains=chains, seed=seed, timing={"compile": 0.0, "tune": timer()},
-                     objective={"train_loglik": res["trace"], "n_relevant": res["n_rv"]}, info=info,
-                     active=res["active"])
+    return _fit("mrvm2", model, data, res, res["Ls"], res["A"], draws=draws, chains=chains, seed=seed, timer=timer,
+                limit=f"{opts['max_iter']} iterations")

@@ -25,38 +25,45 @@ The lower bound B.23 (A = precision, erratum 6) is traced after every iteration 
 when they move. Stopping rule of the thesis: relative increase below ``tol`` (0.1 %) or ``max_iter`` (100)
 iterations.
 
-The fit's draws are i.i.d. from the final Q: W from prod_c N(w~_c, V_c), log alpha from Q(A)
+The fit's draws are i.i.d. from the final Q: W from prod_c N(w~_c, V_c) (a ``GaussianApproximation`` of W, whose
+mean and variances ``approximation_fit`` keeps in the ``gaussian`` group), log alpha from Q(A)
 (Gamma(tau + 1/2, nu + w~^2 / 2), 4.22), beta resampled from the weighted pool (convex, binary, weighted
-product) or fixed (mean, product); theta (per source) and rho resampled from their weighted pools. The
-effective sample sizes 1 / sum w_i^2 of the final weights are in ``fit.info`` (``is_ess``, ``theta_is_ess``,
+product) or fixed (mean, product); theta (per source) and rho resampled from their weighted pools. The means of
+Q(beta), Q(Theta) and Q(rho) are in the ``importance`` group (``beta_mean``, ``theta_mean``, ``rho_mean``), the
+effective sample sizes 1 / sum w_i^2 of the final weights in ``fit.info`` (``is_ess``, ``theta_is_ess``,
 ``rho_is_ess``).
 """
 from __future__ import annotations
 
 import numpy as np
+import xarray as xr
 from scipy import linalg as sla
+from scipy.special import digamma
 
 from bayeszoo import checks
-from bayeszoo.results import build_fit
 from bayeszoo.inference._options import Timer
+from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 from . import _common as MK
-from .em import APPROXIMATION_DEFAULTS, owner
 
 OPTIONS = {
-    "max_iter": Option(100, "largest number of iterations"),
-    "tol": Option(1e-3, "stop when the lower bound rises by less than this fraction of itself"),
-    "is_samples": Option(200, "new prior draws per iteration in each importance-sampling pool (beta, rho, theta)"),
+    "max_iter": Option(100, "largest number of iterations", checks.POSITIVE_INT),
+    "tol": Option(1e-3, "stop when the lower bound rises by less than this fraction of itself", checks.POSITIVE),
+    "is_samples": Option(200, "new prior draws per iteration in each importance-sampling pool (beta, rho, theta)",
+                         checks.POSITIVE_INT),
     "is_pool": Option("accumulate", "'accumulate' keeps every iteration's draws in the pools (B.9); 'fresh' "
-                                    "draws new pools each iteration"),
-    "exact_alpha": Option(False, "update alpha with E[w^2] (mean^2 + variance) instead of the thesis's mean^2"),
-    "fix_alpha": Option(None, "hold every alpha_nc at this positive value (None: update alpha)"),
+                                    "draws new pools each iteration", checks.OneOf(("accumulate", "fresh"))),
+    "exact_alpha": Option(False, "update alpha with E[w^2] (mean^2 + variance) instead of the thesis's mean^2",
+                          checks.Flag()),
+    "fix_alpha": Option(None, "hold every alpha_nc at this positive value (None: update alpha)",
+                        checks.Interval(float, 0, None, "neither", none=True)),
     "theta_proposal": Option("prior", "proposal for theta: 'prior' (the thesis's) or 'local' (half of each batch "
-                                      "log-normal around the current theta~)"),
+                                      "log-normal around the current theta~)", checks.OneOf(("prior", "local"))),
 }
+IMPORTANCE_GROUP = "importance"
 LOCAL_LOG_SD = 0.5     # log-scale sd of the local component of ``theta_proposal="local"``
 
 
@@ -273,61 +280,67 @@ def vb_predictive(model, state, Ks_test):
     return np.exp(MK.log_class_probs(M, nu))
 
 
-def _check(opts: dict) -> dict:
-    who = owner("vb")
-    checks.positive(who, "max_iter", opts["max_iter"], integer=True)
-    checks.positive(who, "tol", opts["tol"])
-    checks.positive(who, "is_samples", opts["is_samples"], integer=True)
-    checks.choice(who, "is_pool", opts["is_pool"], ("accumulate", "fresh"))
-    checks.flag(who, "exact_alpha", opts["exact_alpha"])
-    checks.positive(who, "fix_alpha", opts["fix_alpha"], allow_none=True)
-    checks.choice(who, "theta_proposal", opts["theta_proposal"], ("prior", "local"))
-    return opts
-
-
-@register("vb", kind="approximation", family="pmkl", options=OPTIONS, check=_check, defaults=APPROXIMATION_DEFAULTS,
+@register("vb", kind="approximation", family="pmkl", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           description="VBpMKL: mean-field VB with importance sampling for beta, Theta and rho (Algorithm 3)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """VBpMKL (Algorithm 3); draws are i.i.d. from the final Q."""
     timer = Timer()
     st = vb_fit_state(model, data, seed=seed, progress=progress, **opts)
-    t_opt = timer()
+    N, C = st["W"].shape
+    shape, rate = model.tau + 0.5, model.nu + 0.5 * st["W"] ** 2
+    sources = model.source_list(data)
+    # Q(W) is the Gaussian; Q(A) (Gamma) and Q(beta), Q(Theta), Q(rho) (weighted pools) are drawn below, from the
+    # algorithm's generator; the builder holds their means until then
+    means = {"log_alpha": digamma(shape) - np.log(rate), "beta": st["beta"]}
+    if model.infer_theta:
+        means["theta"] = st["theta"]
+    if model.infer_rho:
+        means["rho"] = st["rho"]
+    q = GaussianApproximation("W", st["W"], factor=MK.class_factor(st["Ls"], np.arange(N), N), fixed=means,
+                              objective={"lower_bound": st["bound"]}, objective_name="lower_bound",
+                              iterations=st["iterations"], converged=bool(st["converged"]))
+    t_opt = t0 = timer()
+    others, info, group = _other_factors(model, st, sources, shape, rate, chains, draws)
+    t_others = timer() - t0
+    fit = approximation_fit(model, data, "vb", q, draws=draws, chains=chains, seed=seed, timing={"tune": t_opt},
+                            owner=owner("pmkl", "vb"), limit=f"{opts['max_iter']} iterations",
+                            info={"lower_bound": float(st["bound"][-1]), **info},
+                            extra_groups={IMPORTANCE_GROUP: group})
+    for name, values in others.items():
+        fit.idata.posterior[name] = (fit.idata.posterior[name].dims, values)
+    fit.timing["sample"] += t_others
+    fit.timing["total"] += t_others
+    return fit
+
+
+def _other_factors(model, st, sources, shape, rate, chains, draws):
+    """Draws (chains, draws, ...) of log alpha from Q(A) and of beta, theta, rho from their weighted pools (beta fixed
+    for the rules without free weights); the effective sample sizes for ``info``; the means of Q(beta), Q(Theta) and
+    Q(rho) as the ``importance`` group."""
     rng = st["rng"]
     N, C = st["W"].shape
-    z = rng.standard_normal((chains, draws, C, N))
-    Wd = np.empty((chains, draws, N, C))
-    for c in range(C):
-        Wd[..., c] = st["W"][:, c] + sla.solve_triangular(st["Ls"][c], z[..., c, :].reshape(-1, N).T, lower=True,
-                                                           trans="T", check_finite=False).T.reshape(chains, draws, N)
-    shape, rate = model.tau + 0.5, model.nu + 0.5 * st["W"] ** 2
-    la = np.log(np.clip(rng.gamma(shape, 1.0 / rate, (chains, draws, N, C)), 1e-300, None))
-    S = st["beta"].shape[0]
+    coords = {"source": [s.name for s in sources]}
+    out = {"log_alpha": np.log(np.clip(rng.gamma(shape, 1.0 / rate, (chains, draws, N, C)), 1e-300, None))}
+    info = {"is_ess": None}
+    group = {"beta_mean": xr.DataArray(np.asarray(st["beta"], float), dims=("source",), coords=coords)}
     if st["pool"].shape[0]:
-        wts = np.exp(st["log_wts"] - st["log_wts"].max())
-        idx = rng.choice(st["pool"].shape[0], size=(chains, draws), p=wts / wts.sum())
-        bd = st["pool"][idx]
-    else:
-        bd = np.broadcast_to(st["beta"], (chains, draws, S)).copy()
-    ess_is = is_ess(wts / wts.sum()) if st["pool"].shape[0] else None
-    warn = [] if st["converged"] else [f"vb did not converge in {opts['max_iter']} iterations"]
-    info = {"iterations": st["iterations"], "converged": st["converged"], "warnings": warn,
-            "objective": "lower_bound", "lower_bound": float(st["bound"][-1]), "beta_mean": st["beta"].tolist(),
-            "is_ess": ess_is}
-    posterior = {"W": Wd, "log_alpha": la, "beta": bd}
+        w = normalised(st["log_wts"])
+        out["beta"] = st["pool"][rng.choice(st["pool"].shape[0], size=(chains, draws), p=w)]
+        info["is_ess"] = is_ess(w)
     if model.infer_theta:
         td = np.empty((chains, draws, st["theta"].size))
-        names = [s.name for s in model.source_list(data) if s.kernel == "rbf"]
-        info["theta_mean"], info["theta_is_ess"] = st["theta"].tolist(), {}
-        for (_, sl), pool_s, lw, name in zip(MK.theta_layout(model.source_list(data)), st["theta_pools"],
-                                             st["theta_log_wts"], names):
+        names = [s.name for s in sources if s.kernel == "rbf"]
+        info["theta_is_ess"] = {}
+        for (_, sl), pool_s, lw, name in zip(MK.theta_layout(sources), st["theta_pools"], st["theta_log_wts"], names):
             w = normalised(lw)
             td[:, :, sl] = pool_s[rng.choice(len(pool_s), size=(chains, draws), p=w)]
             info["theta_is_ess"][name] = is_ess(w)
-        posterior["theta"] = td
+        out["theta"] = td
+        group["theta_mean"] = xr.DataArray(np.asarray(st["theta"], float), dims=("kernel_param",),
+                                           coords={"kernel_param": MK.theta_labels(sources)})
     if model.infer_rho:
         w = normalised(st["rho_log_wts"])
-        posterior["rho"] = st["rho_pool"][rng.choice(len(w), size=(chains, draws), p=w)]
-        info["rho_mean"], info["rho_is_ess"] = st["rho"].tolist(), is_ess(w)
-    return build_fit(model, data, "vb", "approximation", posterior,
-                    timing={"compile": 0.0, "tune": t_opt, "sample": timer() - t_opt},
-                    objective={"lower_bound": st["bound"]}, info=info)
+        out["rho"] = st["rho_pool"][rng.choice(len(w), size=(chains, draws), p=w)]
+        info["rho_is_ess"] = is_ess(w)
+        group["rho_mean"] = xr.DataArray(np.asarray(st["rho"], float), dims=("source",), coords=coords)
+    return out, info, xr.Dataset(group)

@@ -1,6 +1,6 @@
 """``em``: type-II maximum likelihood / MAP of (log alpha, log beta) for the RVM (Tipping 2001; [T 2.4-2.5]).
 
-Maximises the log-space MAP objective J of :mod:`._common` ([T 2.21], corrected) over all N + 1 bases:
+Maximises the log-space MAP objective J of :mod:`.core` ([T 2.21], corrected) over all N + 1 bases:
 
 * ``update="mackay"`` (default): alpha_i = (gamma_i + 2a) / (mu_i^2 + 2b)  [T 2.25-2.26], gamma_i = 1 - alpha_i
   Sigma_ii, and beta = (N - sum gamma + 2c) / (|t - Phi mu|^2 + 2d)  [T 2.27], corrected: Gamma prior on beta.
@@ -18,31 +18,27 @@ logit or probit after ``model.link`` ([P 18-20], digest 2.5), with the Laplace l
 """
 from __future__ import annotations
 
-
 import numpy as np
 
-from bayeszoo import checks
-from bayeszoo.registry import Option, register
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as C
+from . import core as C
 
+POSITIVE_OR_NONE = Interval(float, 0, None, "neither", none=True)
 OPTIONS = {
-    "update": Option("mackay", "alpha / beta update: 'mackay' (gradient fixed point) or 'em' (never decreases J)"),
-    "max_iter": Option(2000, "largest number of update iterations"),
-    "tol": Option(1e-6, "converged when no log alpha_i (or log beta) changes by more than this in an iteration"),
-    "prune_alpha": Option(1e12, "a basis whose alpha exceeds this is removed from the model"),
-    "init_alpha": Option(None, "starting alpha of every basis; None: from the targets' variance and the basis norms"),
-    "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)"),
+    "update": Option("mackay", "alpha / beta update: 'mackay' (gradient fixed point) or 'em' (never decreases J)",
+                     OneOf(("mackay", "em"))),
+    "max_iter": Option(2000, "largest number of update iterations", POSITIVE_INT),
+    "tol": Option(1e-6, "converged when no log alpha_i (or log beta) changes by more than this in an iteration",
+                  POSITIVE),
+    "prune_alpha": Option(1e12, "a basis whose alpha exceeds this is removed from the model", POSITIVE),
+    "init_alpha": Option(None, "starting alpha of every basis; None: from the targets' variance and the basis norms",
+                         POSITIVE_OR_NONE),
+    "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)", POSITIVE_OR_NONE),
 }
 #: the defaults, for calling :func:`type2_fit` directly
 DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}
-
-
-def _check(opts):
-    checks.choice(C.owner("em"), "update", opts["update"], ("mackay", "em"))
-    C.check_positive("em", opts, "max_iter", integer=True)
-    C.check_positive("em", opts, "tol", "prune_alpha")
-    return C.check_positive_or_none("em", opts, "init_alpha", "init_beta")
 
 
 def type2_fit(model, Phi, t, opts):
@@ -157,8 +153,7 @@ def type2_fit(model, Phi, t, opts):
                 n_deleted=n_deleted)
 
 
-@register("em", kind="approximation", family="rvm", options=OPTIONS, check=_check,
-          defaults=C.APPROXIMATION_DEFAULTS,
+@register("em", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           description="type-II ML / MAP of log alpha, log beta by MacKay or EM updates; Laplace/IRLS for classification")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Type-II ML / MAP (MacKay or EM updates), Gaussian (or Laplace) posterior of w at the estimate."""

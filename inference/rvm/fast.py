@@ -3,35 +3,30 @@
 Starts from one basis (the one best aligned with the targets, [T §3.2] step 2) and, at every iteration,
 scores all N + 1 candidates with the sparsity / quality factors S_m, Q_m ([P 28-29], Woodbury form on the
 active set: O(N M^2) per iteration, never O(N^3)) and s_m, q_m [T 3.10]; takes the single action
-(add / re-estimate / delete) with the largest increase of the objective J of :mod:`._common`. Each basis's
+(add / re-estimate / delete) with the largest increase of the objective J of :mod:`.core`. Each basis's
 share of J is f_i = l(alpha_i) [T 3.5] + a log alpha_i - b alpha_i; with a = b = 0 its maximiser is
 [T 3.7-3.8] alpha_i = s_i^2 / (q_i^2 - s_i), and with the model's Gamma hyperprior it is found numerically
-(:func:`._common.best_alpha`). Regression: beta is re-estimated after every action with [T 2.27]
+(:func:`.core.best_alpha`). Regression: beta is re-estimated after every action with [T 2.27]
 (corrected: Gamma(c, d) on beta) and Sigma, mu, S, Q are recomputed from scratch for the new beta.
 Classification: the Laplace mode is recomputed by IRLS after every action and S, Q use B and t-hat [P 19-20].
 """
 from __future__ import annotations
 
-
 import numpy as np
 
-from bayeszoo.registry import Option, register
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as C
+from . import core as C
 
 OPTIONS = {
-    "max_iter": Option(5000, "largest number of actions (add, re-estimate or delete one basis)"),
-    "tol": Option(1e-8, "converged when the best action would raise J by less than this times max(1, |J|)"),
-    "prune_alpha": Option(1e12, "a basis whose best alpha exceeds this is left out of the model"),
-    "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)"),
+    "max_iter": Option(5000, "largest number of actions (add, re-estimate or delete one basis)", POSITIVE_INT),
+    "tol": Option(1e-8, "converged when the best action would raise J by less than this times max(1, |J|)",
+                  POSITIVE),
+    "prune_alpha": Option(1e12, "a basis whose best alpha exceeds this is left out of the model", POSITIVE),
+    "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)",
+                        Interval(float, 0, None, "neither", none=True)),
 }
-#: the defaults, for calling :func:`fast_fit` directly
-
-
-def _check(opts):
-    C.check_positive("fast", opts, "max_iter", integer=True)
-    C.check_positive("fast", opts, "tol", "prune_alpha")
-    return C.check_positive_or_none("fast", opts, "init_beta")
 
 
 def fast_fit(model, Phi, t, opts):
@@ -164,8 +159,7 @@ def _permute(post, order):
     return _Permuted(post.mu[order], post.Sigma[np.ix_(order, order)], post.chol_cov()[order])
 
 
-@register("fast", kind="approximation", family="rvm", options=OPTIONS, check=_check,
-          defaults=C.APPROXIMATION_DEFAULTS,
+@register("fast", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           description="Tipping-Faul fast marginal likelihood maximisation (add / re-estimate / delete)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Tipping-Faul sequential type-II ML / MAP; Gaussian (or Laplace) posterior of w at the estimate."""

@@ -11,28 +11,26 @@ Classification (no beta):
 * ``link="probit"``: Albert-Chib auxiliary variables z_n ~ N(f_n, 1) truncated to the sign of the label, with
   q(w) q(z) q(alpha); the likelihood part of the ELBO is sum_n log Phi((2t_n - 1) m_f,n) - tr(Phi S Phi^T)/2.
 
-Draws are i.i.d. from q: w from its Gaussian, log_alpha and log_beta as logs of Gamma draws.
+Draws are i.i.d. from q: w from its Gaussian (the ``gaussian`` group holds its mean and variances), log_alpha and
+log_beta as logs of Gamma draws (chain c of seed s from its own stream, ``SeedSequence([s, c, 1])``).
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 from scipy.special import digamma, gammaln, log_expit, log_ndtr
 
-from bayeszoo.results import build_fit
-from bayeszoo.registry import Option, register
+from bayeszoo.checks import POSITIVE, POSITIVE_INT
+from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
-from . import _common as C
+from . import core as C
 
 OPTIONS = {
-    "max_iter": Option(5000, "largest number of coordinate-ascent sweeps"),
-    "tol": Option(1e-9, "converged when a sweep changes the ELBO by less than this times max(1, |ELBO|)"),
+    "max_iter": Option(5000, "largest number of coordinate-ascent sweeps", POSITIVE_INT),
+    "tol": Option(1e-9, "converged when a sweep changes the ELBO by less than this times max(1, |ELBO|)", POSITIVE),
 }
-#: the defaults, for calling :func:`vb_fit` directly
-
-
-def _check(opts):
-    C.check_positive("vb", opts, "max_iter", integer=True)
-    return C.check_positive("vb", opts, "tol")
 
 
 def _gamma_entropy_terms(shape, rate):
@@ -118,29 +116,47 @@ def vb_fit(model, Phi, t, opts):
                 elbo=np.array(trace), iterations=it, converged=converged)
 
 
-@register("vb", kind="approximation", family="rvm", options=OPTIONS, check=_check,
-          defaults=C.APPROXIMATION_DEFAULTS,
+def approximation(res: dict, classifier: bool) -> GaussianApproximation:
+    """q(w) of a :func:`vb_fit` result; log_alpha and log_beta at their means under q (:func:`gamma_draws` gives
+    their draws)."""
+    fixed = {"log_alpha": digamma(res["a_t"]) - np.log(res["b_t"])}
+    if not classifier:
+        fixed["log_beta"] = float(digamma(res["c_t"]) - np.log(res["d_t"]))
+    return GaussianApproximation("w", res["m"], factor=res["R"], fixed=fixed, objective={"elbo": res["elbo"]},
+                                 objective_name="elbo", iterations=res["iterations"], converged=res["converged"])
+
+
+def gamma_draws(res: dict, classifier: bool, *, draws: int, chains: int, seed: int) -> dict:
+    """log alpha ~ log Gamma(a_t, b_t) and log beta ~ log Gamma(c_t, d_t): (chains, draws, ...) per variable."""
+    M = np.size(res["b_t"])
+    out = {"log_alpha": np.empty((chains, draws, M)), "log_beta": np.empty((chains, draws))}
+    for c in range(chains):
+        rng = np.random.default_rng(np.random.SeedSequence([seed, c, 1]))
+        out["log_alpha"][c] = np.log(rng.gamma(res["a_t"], 1.0 / res["b_t"], size=(draws, M)))
+        if not classifier:
+            out["log_beta"][c] = np.log(rng.gamma(res["c_t"], 1.0 / res["d_t"], size=draws))
+    if classifier:
+        del out["log_beta"]
+    return out
+
+
+@register("vb", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           description="mean-field variational RVM (Gamma hyperpriors); Jaakkola-Jordan (logit) / "
                       "auxiliary-variable (probit) for classification")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Mean-field VB: q(w) Gaussian, q(alpha_i), q(beta) Gamma; ELBO traced per sweep."""
-    timer = C.Timer()
+    t0 = time.perf_counter()
     Phi = model.training_design(data)
     t = np.asarray(data.y, float)
     res = vb_fit(model, Phi, t, opts)
-    opt_seconds = timer()
-    rng = np.random.default_rng(seed)
-    M = Phi.shape[1]
-    z = rng.standard_normal((chains, draws, M))
-    out = {"w": res["m"] + z @ res["R"].T,
-           "log_alpha": np.log(rng.gamma(res["a_t"], 1.0 / res["b_t"], size=(chains, draws, M)))}
-    if not model.is_classifier:
-        out["log_beta"] = np.log(rng.gamma(res["c_t"], 1.0 / res["d_t"], size=(chains, draws)))
-    warn = [] if res["converged"] else [f"vb did not converge in {opts['max_iter']} iterations"]
-    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn, "objective": "elbo",
-            "elbo": float(res["elbo"][-1]),
-            "classification_bound": (None if not model.is_classifier else
-                                     "jaakkola-jordan" if model.link == "logit" else "probit-auxiliary")}
-    timing = {"compile": 0.0, "tune": opt_seconds, "sample": timer() - opt_seconds}
-    return build_fit(model, data, "vb", "approximation", out, timing=timing, objective={"elbo": res["elbo"]},
-                     info=info)
+    seconds = time.perf_counter() - t0
+    clf = model.is_classifier
+    info = {"elbo": float(res["elbo"][-1]),
+            "classification_bound": (None if not clf else "jaakkola-jordan" if model.link == "logit"
+                                     else "probit-auxiliary")}
+    fit = approximation_fit(model, data, "vb", approximation(res, clf), draws=draws, chains=chains, seed=seed,
+                            timing={"tune": seconds}, owner=owner("rvm", "vb"),
+                            limit=f"{opts['max_iter']} iterations", info=info)
+    t0 = time.perf_counter()
+    gammas = gamma_draws(res, clf, draws=draws, chains=chains, seed=0 if seed is None else int(seed))
+    return C.with_draws(fit, gammas, time.perf_counter() - t0)
