@@ -329,7 +329,7 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
 
 def _constant(name: str, value, data, obs_coords) -> xr.DataArray:
     """A constant_data array; an axis as long as the training set shares the ``obs`` dim, the columns of an
-    (n, d) array are ``feature``."""
+    (n, d) array are ``feature`` (named by ``data.meta["feature_names"]`` when it has them)."""
     value = np.asarray(value)
     dims = [f"{name}_dim_{i}" for i in range(value.ndim)]
     coords = {}
@@ -337,6 +337,9 @@ def _constant(name: str, value, data, obs_coords) -> xr.DataArray:
         dims[0], coords["obs"] = "obs", obs_coords
         if value.ndim == 2 and value.shape[1] == data.d:
             dims[1] = "feature"
+            names = data.meta.get("feature_names")
+            if names is not None and len(names) == data.d:
+                coords["feature"] = [str(n) for n in names]
     return xr.DataArray(value, dims=tuple(dims), coords=coords)
 
 

@@ -12,7 +12,7 @@ import re
 import types
 
 from bayeszoo.diagnostics import plots
-from bayeszoo.diagnostics.report import (_CSS, _first_line, _Images, _note, reference_banner,
+from bayeszoo.diagnostics.report import (CSS, first_line, Images, note, reference_banner,
                                         split_columns, table_html, verdict_html)
 
 SCOPE = "div.bz-comparison"
@@ -54,7 +54,7 @@ def comparison_html(comparison) -> str:
     esc = html.escape
     reference = comparison.reference
     labels = comparison.order or list(comparison.fits) + list(comparison.errors)
-    out = [f'<div class="bz-comparison"><style>{scoped_css(_CSS)}\n{_OVERRIDES}</style>',
+    out = [f'<div class="bz-comparison"><style>{scoped_css(CSS)}\n{_OVERRIDES}</style>',
            f"<p><strong>Comparison</strong> {esc(type(comparison.model).__name__)} on "
            f"<code>{esc(str(comparison.data.name))}</code> · backends: {esc(', '.join(labels))}</p>",
            verdict_html(comparison),
@@ -67,15 +67,15 @@ def comparison_html(comparison) -> str:
             out.append(table_html(table, comparison, scores))
     except Exception as exc:
         table = None
-        out.append(_note(f"table could not be computed ({type(exc).__name__}: {_first_line(exc)})"))
-    images = _Images()
+        out.append(note(f"table could not be computed ({type(exc).__name__}: {first_line(exc)})"))
+    images = Images()
     if reference is not None:
         out.append(images.render("accuracy against wall time",
                                  lambda: plots.accuracy_figure(comparison, reference, table))
-                   or _note("no fit other than the reference's own could be measured against it"))
+                   or note("no fit other than the reference's own could be measured against it"))
     elif table is not None:
         out.append(images.render("ESS per second", lambda: plots.ess_per_second_bars(table))
-                   or _note("no MCMC fit has a finite ESS per second"))
+                   or note("no MCMC fit has a finite ESS per second"))
     out.append("</div>")
     return "".join(out)
 

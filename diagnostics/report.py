@@ -19,7 +19,7 @@ from bayeszoo.diagnostics.metrics import RHAT_MAX
 
 MAX_IMAGE_BYTES = 4_500_000  # images stop being embedded past this total, keeping the file under ~5 MB
 
-_CSS = """
+CSS = """
 body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;
      line-height:1.45;padding:0 1em}
 h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.8em}
@@ -56,7 +56,7 @@ _TEXT_COLUMNS = {"backend", "kind", "error"}
 
 
 # ------------------------------------------------------------------------------------------ helpers
-class _Images:
+class Images:
     """Embeds figures while keeping count of the bytes spent."""
 
     def __init__(self, budget: int = MAX_IMAGE_BYTES):
@@ -70,26 +70,26 @@ class _Images:
         try:
             fig = make()
         except Exception as exc:
-            return _note(f"{what}: could not be drawn ({type(exc).__name__}: {_first_line(exc)})")
+            return note(f"{what}: could not be drawn ({type(exc).__name__}: {first_line(exc)})")
         if fig is None:
             return ""
         if self.used >= self.budget:
             _close(fig)
-            return _note(f"{what}: left out to keep the report small")
+            return note(f"{what}: left out to keep the report small")
         try:
             data = figure_to_base64(fig)
         except Exception as exc:
-            return _note(f"{what}: could not be rendered ({type(exc).__name__}: {_first_line(exc)})")
+            return note(f"{what}: could not be rendered ({type(exc).__name__}: {first_line(exc)})")
         self.used += len(data)
         return (f'<div class="fig"><img alt="{html.escape(what)}" '
                 f'src="data:image/png;base64,{data}"></div>')
 
 
-def _note(text: str) -> str:
+def note(text: str) -> str:
     return f'<p class="note">{html.escape(text)}</p>'
 
 
-def _first_line(exc, n: int = 200) -> str:
+def first_line(exc, n: int = 200) -> str:
     """The first line of an error message, cut to ``n`` characters."""
     text = str(exc).strip().split("\n")[0]
     return text if len(text) <= n else text[: n - 1] + "…"
@@ -274,7 +274,7 @@ def verdict_html(comparison) -> str:
     try:
         text = comparison.verdict()
     except Exception as exc:  # the rest of the report is still worth showing
-        return _note(f"verdict could not be computed ({type(exc).__name__}: {_first_line(exc)})")
+        return note(f"verdict could not be computed ({type(exc).__name__}: {first_line(exc)})")
     return f'<p class="verdict"><strong>Verdict.</strong> {html.escape(text)}</p>' if text else ""
 
 
@@ -372,7 +372,7 @@ def _fit_summary(fit) -> str:
             parts.append(f"{key} = {info[key]}")
     text = " · ".join(html.escape(p) for p in parts if p)
     if info["warnings"]:
-        text += "".join(_note(f"warning: {w}") for w in info["warnings"][:5])
+        text += "".join(note(f"warning: {w}") for w in info["warnings"][:5])
     return f'<p class="small">{text}</p>'
 
 
@@ -383,12 +383,12 @@ def write_report(comparison, path: str) -> str:
     from bayeszoo.diagnostics.metrics import ESS_METHOD, ESS_PER_CHAIN_MIN, TARGET_BIAS2
 
     path = os.fspath(path)
-    images = _Images()
+    images = Images()
     model, data = comparison.model, comparison.data
     reference = comparison.reference
     title = f"{type(model).__name__} on {data.name}"
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-           f"<title>bayeszoo: {html.escape(title)}</title><style>{_CSS}</style></head><body>",
+           f"<title>bayeszoo: {html.escape(title)}</title><style>{CSS}</style></head><body>",
            f"<h1>bayeszoo comparison: {html.escape(title)}</h1>",
            f"<p class='small'>written {time.strftime('%Y-%m-%d %H:%M')} · backends: "
            f"{html.escape(', '.join(comparison.order or list(comparison.fits)))}</p>",
@@ -404,7 +404,7 @@ def write_report(comparison, path: str) -> str:
         out.append(table_html(table, comparison, sampling))
     except Exception as exc:
         table, scores = None, []
-        out.append(_note(f"table could not be computed ({type(exc).__name__}: {_first_line(exc)})"))
+        out.append(note(f"table could not be computed ({type(exc).__name__}: {first_line(exc)})"))
     out.append(f"<p>ESS estimator: {html.escape(ESS_METHOD)}. <code>ess_bulk_per_s</code> divides the smallest "
                f"bulk ESS over all components of the canonical variables by the fit's total wall time "
                f"(compile + tune + sample). R-hat (rank-normalised, split) is computed for MCMC fits with "
@@ -432,7 +432,7 @@ def write_report(comparison, path: str) -> str:
         out.append("<h2>Accuracy against wall time</h2>")
         out.append(images.render("accuracy against wall time",
                                  lambda: plots.accuracy_figure(comparison, reference, table))
-                   or _note("no fit other than the reference's own could be measured against it"))
+                   or note("no fit other than the reference's own could be measured against it"))
         out.append("<p>Left, log-log: the worst squared bias max(b²<sub>mean</sub>, 2·b²<sub>sd</sub>) over the "
                    "compared components against wall time, so that 1 / y (right axis) is the number of exact "
                    "posterior draws the estimate is worth. Each MCMC fit is a line: its running means and sds over "
@@ -445,12 +445,12 @@ def write_report(comparison, path: str) -> str:
     elif table is not None:
         out.append("<h2>ESS per second</h2>")
         out.append(images.render("ESS per second", lambda: plots.ess_per_second_bars(table))
-                   or _note("no MCMC fit has a finite ESS per second"))
+                   or note("no MCMC fit has a finite ESS per second"))
 
     # family picture
     out.append("<h2>The model's picture</h2>")
     out.append(images.render("family picture", lambda: plots.family_picture(comparison))
-               or _note(f"no picture for the {getattr(model, 'family', '?')} family"))
+               or note(f"no picture for the {getattr(model, 'family', '?')} family"))
 
     # objective traces
     obj = images.render("objective traces", lambda: plots.objective_figure(comparison))
@@ -464,7 +464,7 @@ def write_report(comparison, path: str) -> str:
         components = plots.select_components(comparison)
     except Exception as exc:
         components = []
-        out.append(_note(f"components to plot could not be chosen ({type(exc).__name__}: {_first_line(exc)})"))
+        out.append(note(f"components to plot could not be chosen ({type(exc).__name__}: {first_line(exc)})"))
     if components:
         names = ", ".join(plots.component_label(n, s) for n, s in components)
         out.append(f"<p>Components shown: <code>{html.escape(names)}</code> (scalars, and the "
@@ -480,7 +480,7 @@ def write_report(comparison, path: str) -> str:
         out.append(f'<div class="backend"><h3>{html.escape(label)}</h3>{_fit_summary(fit)}')
         if components:
             out.append(images.render(f"{label}: trace plot", lambda: plots.trace_figure(fit, components))
-                       or _note(f"{label}: no varying component to trace (point estimates)"))
+                       or note(f"{label}: no varying component to trace (point estimates)"))
             if fit.kind == "mcmc" and fit.n_chains >= 2:
                 out.append(images.render(f"{label}: rank plot", lambda: plots.rank_figure(fit, components)))
             if ref is not None and fit is not ref:

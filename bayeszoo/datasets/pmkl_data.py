@@ -23,8 +23,8 @@ import numpy as np
 
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset, register
-from bayeszoo.datasets.real import (_MASS_CITE, _MASS_LICENCE, _RDATASETS, _UCI_LICENCE, _column, _columns,
-                                    _read_csv, _standardize_split)
+from bayeszoo.datasets.shipped import (MASS_CITE, MASS_LICENCE, RDATASETS, UCI_LICENCE, column, columns,
+                                       read_csv, standardize_split)
 
 _DAMOULAS = ("T. Damoulas, Probabilistic Multiple Kernel Learning, PhD thesis, University of Glasgow, 2009")
 _SKLEARN_LICENCE = "scikit-learn BSD-3-Clause (bundled copy)"
@@ -66,7 +66,7 @@ def _build(name, X, y, *, seed, test_fraction, standardize, meta, X_test=None, y
     elif X_test is None:
         meta["split"] = "none: all rows are training rows (the thesis cross-validates; see PMKL cv protocols)"
     if standardize:
-        X, X_test, mean, sd = _standardize_split(X, X_test)
+        X, X_test, mean, sd = standardize_split(X, X_test)
         meta["preprocessing"] = (meta.get("preprocessing", "") + "; features z-scored with the training rows' "
                                  "mean and sd").lstrip("; ")
     meta["seed"] = int(seed)
@@ -82,7 +82,7 @@ def iris(seed: int = 0, test_fraction: float | None = None, standardize: bool = 
     d = load_iris()
     return _build("iris", d.data, d.target, seed=seed, test_fraction=test_fraction, standardize=standardize, meta={
         "source": f"scikit-learn {skv} bundled data set load_iris (UCI Iris)",
-        "licence": _UCI_LICENCE + "; " + _SKLEARN_LICENCE,
+        "licence": UCI_LICENCE + "; " + _SKLEARN_LICENCE,
         "citation": "R. A. Fisher, The use of multiple measurements in taxonomic problems, Annals of Eugenics 7, 1936",
         "preprocessing": "4 measurements (cm); label setosa 0, versicolor 1, virginica 2",
         "feature_names": list(d.feature_names), "classes": dict(enumerate(d.target_names.tolist()))})
@@ -97,7 +97,7 @@ def wine(seed: int = 0, test_fraction: float | None = None, standardize: bool = 
     d = load_wine()
     return _build("wine", d.data, d.target, seed=seed, test_fraction=test_fraction, standardize=standardize, meta={
         "source": f"scikit-learn {skv} bundled data set load_wine (UCI Wine)",
-        "licence": _UCI_LICENCE + "; " + _SKLEARN_LICENCE,
+        "licence": UCI_LICENCE + "; " + _SKLEARN_LICENCE,
         "citation": "M. Forina et al., PARVUS, Institute of Pharmaceutical and Food Analysis, Genoa (UCI Wine, 1991)",
         "preprocessing": "13 chemical measurements; label cultivar 0, 1, 2",
         "feature_names": list(d.feature_names), "classes": {0: "class_0", 1: "class_1", 2: "class_2"}})
@@ -106,16 +106,16 @@ def wine(seed: int = 0, test_fraction: float | None = None, standardize: bool = 
 @register("crabs4")
 def crabs4(seed: int = 0, test_fraction: float | None = None, standardize: bool = True) -> Dataset:
     """Leptograpsus crabs with 4 classes (species x sex) and 5 measurements: 200 x 5 (Damoulas Table 4.2)."""
-    h, rows = _read_csv("gpc_crabs.csv")
-    X = _columns(h, rows, ("FL", "RW", "CL", "CW", "BD"))
-    sp, sex = _column(h, rows, "sp"), _column(h, rows, "sex")
+    h, rows = read_csv("gpc_crabs.csv")
+    X = columns(h, rows, ("FL", "RW", "CL", "CW", "BD"))
+    sp, sex = column(h, rows, "sp"), column(h, rows, "sex")
     code = {("B", "M"): 0, ("B", "F"): 1, ("O", "M"): 2, ("O", "F"): 3}
     y = np.array([code[(a, b)] for a, b in zip(sp, sex)], float)
     return _build("crabs4", X, y, seed=seed, test_fraction=test_fraction, standardize=standardize, meta={
         "source": ("N. A. Campbell, R. J. Mahon (1974), as R package MASS data set crabs; file from "
-                   + _RDATASETS.format(path="MASS/crabs") + " (the file of the 'crabs' dataset)"),
-        "licence": _MASS_LICENCE,
-        "citation": ("N. A. Campbell, R. J. Mahon, Australian J. Zoology 22:417-425, 1974; " + _MASS_CITE),
+                   + RDATASETS.format(path="MASS/crabs") + " (the file of the 'crabs' dataset)"),
+        "licence": MASS_LICENCE,
+        "citation": ("N. A. Campbell, R. J. Mahon, Australian J. Zoology 22:417-425, 1974; " + MASS_CITE),
         "preprocessing": "FL, RW, CL, CW, BD (mm); label blue male 0, blue female 1, orange male 2, orange female 3",
         "feature_names": ["FL", "RW", "CL", "CW", "BD"],
         "classes": {0: "B/M", 1: "B/F", 2: "O/M", 3: "O/F"}, "files": ["gpc_crabs.csv"]})
