@@ -132,7 +132,7 @@ def error_rate(model, data: Dataset, fit, features, labels) -> float:
     A = precision(model, data, fit).dense()
     L = sla.cholesky(A, lower=True)
     F = np.asarray(features, dtype=float)
-    mu = F @ np.asarray(fit.info["mean"], dtype=float)
+    mu = F @ model.posterior_mean(fit)
     rho = np.sum(sla.solve_triangular(L, F.T, lower=True) ** 2, axis=0)
     p = predictive_probability(mu, rho, model.tau)
     return float(np.mean(np.where(p > 0.5, 1.0, -1.0) != _labels(labels, "test labels")))
@@ -195,7 +195,7 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
             data, fit = refit()
             V = sla.cho_solve((sla.cholesky(precision(model, data, fit).dense(), lower=True), True),
                               np.eye(F.shape[1]))
-            m = np.asarray(fit.info["mean"], dtype=float)
+            m = model.posterior_mean(fit)
             for _ in range(block):
                 idx = np.flatnonzero(available)
                 if score == "random":

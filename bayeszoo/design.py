@@ -101,9 +101,9 @@ def precision(model, data, fit) -> Precision:
     _check_slm(model, data)
     model.check_fit(fit)
     if fit.backend == "ep":
-        pi = np.asarray(fit.info["site_precision"], dtype=float)
+        pi = np.asarray(fit.idata["potentials"]["site_precision"].values, dtype=float)
     elif fit.backend == "dloop":
-        pi = 1.0 / np.asarray(fit.info["gamma"], dtype=float)
+        pi = 1.0 / np.asarray(fit.idata["potentials"]["gamma"].values, dtype=float)
     else:
         raise ValueError(f"{OWNER}: a fit by {fit.backend!r} has no Gaussian approximation of the posterior to score "
                          f"designs with; use one of {', '.join(GAUSSIAN_BACKENDS)}")

@@ -2,7 +2,7 @@
 
 ``scaling``: seconds per VB iteration of ``bz.models.BID()`` (StStSt) on cameraman at 128, 256 and 512 pixels
 square (``bz.datasets.load("cameraman", size=n)``, uniform 7 x 7 blur, 40 dB). Every CG solve runs exactly
-``cg_iter`` = 20 iterations (``cg_tol`` = 1e-30), so each VB iteration does the same number of FFTs at every
+``cg_max_iter`` = 20 iterations (``cg_tol`` = 1e-30), so each VB iteration does the same number of FFTs at every
 size; the measured ratios t(2n) / t(n) are set beside the M log M prediction 4 log(4M) / log(M).
 
 ``peers``: cameraman 256 x 256, the thesis's three PSFs at 40 dB (§5.4.2), ISNR_f (and ISNR_h for the blind
@@ -54,7 +54,7 @@ def _vb_seconds_per_iteration(size: int, iterations: int) -> float:
 
     data = bz.datasets.load("cameraman", psf="uniform", snr_db=40, seed=0, size=size)
     fit = bz.fit(bz.models.BID(), data, backend="vb", draws=1, chains=1, progress=False, max_iter=iterations,
-                 tol=1e-300, cg_iter=20, cg_tol=1e-30)
+                 tol=1e-300, cg_max_iter=20, cg_tol=1e-30)
     return fit.info["seconds_per_iteration"]
 
 

@@ -22,7 +22,7 @@ cost more than the whole double loop.
 otherwise: Lanczos k = 100, at most 30 Newton steps of at most 300 CG iterations) against one sweep of naive
 coordinate descent on the same variational objective phi(gamma) (Table 3.2, written here as a baseline,
 :class:`CoordinateDescent`): each coordinate step needs the marginal variance z_j = b_j^T A^-1 b_j, one CG solve
-with A (the dloop's ``cg_tol`` 1e-8 and ``cg_maxiter`` 300), then minimises phi exactly along gamma_j (a rank-one
+with A (the dloop's ``cg_tol`` 1e-8 and ``cg_max_iter`` 300), then minimises phi exactly along gamma_j (a rank-one
 change of A) and updates the posterior mean by Sherman-Morrison, so a step costs one linear solve and little else.
 It starts from the gamma the dloop fit ended at; ``cd_updates`` random coordinates are timed and the time of a
 sweep over all q potentials is extrapolated from their mean. The ratio's denominator is the mean over the dloop's
@@ -33,7 +33,7 @@ steps (never positive). 256 x 256 (``--quick``: 64 x 64). Target: ratio >= 100.
 ``scaling``: seconds per outer iteration of the backend's double loop (``dloop.double_loop``, what ``bz.fit`` runs
 between its set-up and its draws: a ``bz.fit`` at 512 x 512 spends minutes on its one draw) at 128, 256 and 512
 pixels square (``--quick``: 32, 64, 128), with the work per outer iteration fixed: Lanczos k = 50, exactly 5
-Newton steps (``inner_tol`` 1e-300) of exactly 20 CG iterations (``cg_maxiter``; the counts are recorded). An
+Newton steps (``inner_tol`` 1e-300) of exactly 20 CG iterations (``cg_max_iter``; the counts are recorded). An
 outer iteration then makes the same number of products with X (two FFTs), W, W^T, D and D^T at every size, plus
 the O(n k^2) re-orthogonalisation; the measured ratios t(2S) / t(S) are set beside the n log n prediction
 4 log(4n) / log(n) (k is the same at every size, so the k of "k MVMs" cancels) and beside 4 (n alone). Median over
@@ -81,9 +81,9 @@ SIGMA2 = 0.005            # thesis §5.5
 IMAGE_M = 304             # Fourier rows: the most slm_image forms densely at 256 x 256 (m n <= 2e7)
 SIZES = (128, 256, 512)
 QUICK_SIZES = (32, 64, 128)
-SCALING_OPTIONS = {"lanczos_k": 50, "n_inner": 5, "inner_tol": 1e-300, "cg_maxiter": 20}
+SCALING_OPTIONS = {"lanczos_k": 50, "n_inner": 5, "inner_tol": 1e-300, "cg_max_iter": 20}
 FAST_OUTER = 1e-300       # outer_tol: run every outer iteration asked for
-DLOOP_CG = {"cg_tol": 1e-8, "cg_maxiter": 300}   # the dloop backend's defaults, also the baseline's solves
+DLOOP_CG = {"cg_tol": 1e-8, "cg_max_iter": 300}   # the dloop backend's defaults, also the baseline's solves
 SIGNAL = {"kind": "spikes", "n": 512, "m": 200, "design": "gaussian"}
 BUDGETS = (100, 1000)     # map / SigPy iteration budgets on the image (100: SigPy's default)
 
@@ -198,7 +198,7 @@ class CoordinateDescent:
     (the rank-one updates of min_u R and of ln|A|); then m -= x (pi - pi_j) s_j / (1 + (pi - pi_j) z_j).
     """
 
-    def __init__(self, model, data, gamma, *, cg_tol=1e-8, cg_maxiter=300):
+    def __init__(self, model, data, gamma, *, cg_tol=1e-8, cg_max_iter=300):
         from bayeszoo.numerics.potentials import Potential
 
         self.X, self.B = model.operator_X(data), model.operator_B(data)
@@ -206,7 +206,7 @@ class CoordinateDescent:
         self.taus = model.taus(data)
         self.potential = lambda j: Potential(model.potential, self.taus[j], model.nu)
         self.gamma = np.array(gamma, dtype=float)
-        self.cg_tol, self.cg_maxiter = cg_tol, cg_maxiter
+        self.cg_tol, self.cg_max_iter = cg_tol, cg_max_iter
         self.cg_iterations = []
         self.mean = self.solve(self.X.H @ np.asarray(data.y, float) / self.sigma2)
 
@@ -220,7 +220,7 @@ class CoordinateDescent:
 
         def tick(_):
             count[0] += 1
-        x = cg(A, rhs, rtol=self.cg_tol, maxiter=self.cg_maxiter, callback=tick)[0]
+        x = cg(A, rhs, rtol=self.cg_tol, maxiter=self.cg_max_iter, callback=tick)[0]
         self.cg_iterations.append(count[0])
         return x
 
@@ -266,7 +266,7 @@ def run_dloop_cd(size: int = 256, m: int = IMAGE_M, n_outer: int = 3, cd_updates
         t0 = time.perf_counter()
         outer, cg_counts, fit = dloop_fit_outer_seconds(model, data, n_outer=n_outer, **DLOOP_CG)
         fit_seconds = time.perf_counter() - t0
-        cd = CoordinateDescent(model, data, fit.info["gamma"], **DLOOP_CG)
+        cd = CoordinateDescent(model, data, fit.idata["potentials"]["gamma"].values, **DLOOP_CG)
         q = cd.B.shape[0]
         cd.cg_iterations.clear()
         coords = np.random.default_rng(seed).choice(q, size=cd_updates, replace=False)
@@ -338,7 +338,7 @@ def rows_scaling(r: dict) -> list[tuple[str, str, str]]:
     opts = r["options"]
     lo, hi = r["cg_iterations_range"]
     out = [(f"slm dloop s/outer iteration {s}x{s}", f"{v:.3f} s",
-            f"k = {opts['lanczos_k']}, {opts['n_inner']} Newton steps x {opts['cg_maxiter']} CG iterations "
+            f"k = {opts['lanczos_k']}, {opts['n_inner']} Newton steps x {opts['cg_max_iter']} CG iterations "
             f"(measured {lo}-{hi})") for s, v in r["seconds_per_outer"].items()]
     for key, v in r["ratios"].items():
         out.append((f"slm dloop time ratio {key}", f"{v['measured']:.2f}x",
@@ -541,7 +541,7 @@ def run_sbl_ard(repeats: int = 2, blas_threads: int | None = 1) -> dict:
             return ARDRegression(max_iter=max_iter, **ARD_OPTIONS).fit(X, y)
         ours()                                                            # warm-up
         t_ours, fit = best_of(ours, repeats)
-        gamma = np.asarray(fit.info["gamma"])
+        gamma = fit.idata["potentials"]["gamma"].values
         s2 = fit.info["sigma2"]
         mean = np.linalg.solve(X.T @ X / s2 + np.diag(1.0 / gamma), X.T @ y / s2)   # the fit's posterior mean
         t_ard, ard = best_of(lambda: theirs(ARD_ITER), 1)

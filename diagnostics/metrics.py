@@ -20,29 +20,34 @@ With the fit's mean and sd over all its draws (chains pooled),
   reference-variance units (as BlackJAX's benchmarks measure it against Inference Gym's ground truth);
 * ``bias2_mean_max`` / ``bias2_sd_max``: their largest values over all components; ``mean_err`` / ``sd_err`` are
   their square roots, max |mean - m| / s and max |sd - s| / s;
-* ``ess_ref``: how many exact posterior draws the fit's error is worth. n exact draws estimate every mean with
-  E[b2_mean_j] = 1/n and, for a normal marginal, every sd with E[b2_sd_j] = 1/(2n); reading these backwards,
+* ``ess_ref``: how many exact posterior draws the fit's error is worth. With n exact draws, n x b2_mean_j is a
+  chi-square variable with one degree of freedom and, for a normal marginal, so is 2n x b2_sd_j; the effective
+  b2 = max(bias2_mean_max, 2 * bias2_sd_max) is the largest of k = 2d of them over the d compared components,
+  divided by n. Its median is c_k / n with c_k = F^-1(0.5^(1/k)), F the chi-square(1) CDF (the median of the
+  largest of k independent chi-square(1) variables: P(max <= c) = F(c)^k). Reading this backwards,
 
-      ess_ref = min(1 / max(bias2_mean_max, 2 * bias2_sd_max), bound),   and 0 where that is below 1.
+      ess_ref = min(c_k / max(bias2_mean_max, 2 * bias2_sd_max), bound),   and 0 where that is below 1,
 
+  so that exact draws are worth their number: the median ``ess_ref`` of n exact i.i.d. draws is n whatever d is
+  (``tests/test_accuracy.py`` checks it at d = 1 ... 1000). Without c_k the maximum would count an exact sampler's
+  draws c_k times too few (c_k is 1.1 at d = 1, 4.5 at d = 10, 12.8 at d = 1000; about 2 ln k for large k).
   The bound is what the fit could be worth with no bias at all. An MCMC fit is bounded by its own
   ``ess_bulk_min``: a chain is never worth more than its ESS, however close its means happen to land. An
   approximation is bounded by the number of draws it returned (chains x draws): that only limits the
-  Monte-Carlo noise of its own draws, which more draws would remove, so its ``ess_ref`` is in effect 1 / bias^2.
+  Monte-Carlo noise of its own draws, which more draws would remove, so its ``ess_ref`` is in effect c_k / bias^2.
   A value below 1 means some mean or sd is further from the reference than a single exact draw would be
   expected to put it: such a fit is not a sample of this posterior and counts as 0.
-* ``ess_ref_per_s`` = ``ess_ref`` / total wall time. An approximation with a mean more than one reference sd off
-  (b2 above 1) has ``ess_ref`` 0 and ``ess_ref_per_s`` 0, however fast it ran. A mildly biased approximation
-  keeps 1 / bias^2 draws' worth, and a fast one can then score more per second than a slower sampler that is
-  exact, although its worth never grows with more time; so the ranking uses the next column.
-* ``seconds_to_target``: the wall time after which the fit's estimate is, and stays, worth ``TARGET_BIAS2``'s
-  number of exact draws (effective b2 <= 0.1: every mean within about a third of a reference sd). An MCMC fit
-  is read off its running estimates (:func:`running_bias2`), an approximation takes its total time if its final
+* ``ess_ref_per_s`` = ``ess_ref`` / total wall time. An approximation whose worst mean is further off than one
+  exact draw's would be (b2 above c_k) has ``ess_ref`` 0 and ``ess_ref_per_s`` 0, however fast it ran. A mildly
+  biased approximation keeps c_k / bias^2 draws' worth, and a fast one can then score more per second than a
+  slower sampler that is exact, although its worth never grows with more time; so the ranking uses the next
+  column.
+* ``seconds_to_target``: the wall time after which the fit's estimate is, and stays, worth
+  :data:`TARGET_DRAWS` exact draws (effective b2 <= c_k / TARGET_DRAWS, :func:`target_bias2`). An MCMC fit is
+  read off its running estimates (:func:`running_bias2`), an approximation takes its total time if its final
   estimate meets the target; infinite when the fit never does. This is how BlackJAX's benchmarks rank samplers
   (the cost of reaching a fixed b2 against a ground truth), and it ranks an approximation that stops short of
-  the target below every sampler that reaches it. The target is 0.1 rather than their 0.01 because the maximum
-  over d components inflates an exact sampler's b2 by about 2 ln d, so 0.01 would ask the demos' samplers for
-  about a thousand effective draws. The report's ranking bars show this column.
+  the target below every sampler that reaches it. The report's ranking bars show this column.
 
 An MCMC fit is ranked only if its own diagnostics pass (:func:`convergence_problems`): R-hat below
 :data:`RHAT_MAX`, bulk ESS at least :data:`ESS_PER_CHAIN_MIN` per chain (the limits PyMC warns at, after
@@ -50,9 +55,8 @@ Vehtari et al. 2021) and no divergent transitions. A fit that fails them has ``c
 ``seconds_to_target`` infinite, however close its running means happen to come to the reference: a chain that
 has not mixed can dip below the target by chance, and nothing in its own output says it will stay there.
 
-Two limits: the maximum over d components of pure Monte-Carlo noise is a few times its typical size (about
-2 ln d), so even an exact sampler's ``ess_ref`` sits below its ESS; and the reference's own Monte-Carlo error
-(its ``mcse_mean``) is a floor under every b2, so ``ess_ref`` cannot meaningfully exceed the reference's ESS.
+One limit: the reference's own Monte-Carlo error (its ``mcse_mean``) is a floor under every b2, so ``ess_ref``
+cannot meaningfully exceed the reference's ESS.
 ``reference_trusted`` is the reference's verdict under the catalogue's validation rules (None: no reference);
 when it is False the accuracy columns are measured against a posterior summary that may be wrong, and the report
 shows them as untrusted.
@@ -62,6 +66,7 @@ from __future__ import annotations
 import math
 import arviz as az
 import numpy as np
+from scipy.stats import chi2
 
 ESS_METHOD = "ArviZ rank-normalised split-chain ESS (bulk and tail), Vehtari et al. (2021)"
 
@@ -74,7 +79,7 @@ TABLE_COLUMNS = ["backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_median"
                  "reference_trusted"]
 
 SD_WEIGHT = 2.0   # an sd is estimated about twice as precisely as a mean from the same draws (normal marginals)
-TARGET_BIAS2 = 0.1   # the accuracy ``seconds_to_target`` times: worth 10 exact draws (module docstring)
+TARGET_DRAWS = 10    # ``seconds_to_target`` times the way to an estimate worth this many exact draws
 RHAT_MAX = 1.01          # an MCMC fit at or above this R-hat has not converged (PyMC's warning limit)
 ESS_PER_CHAIN_MIN = 100  # nor one whose smallest bulk ESS is below this per chain (PyMC's warning limit)
 
@@ -213,6 +218,30 @@ def reference_errors(fit, reference, names) -> dict:
     return {"mean_err": mean_err, "sd_err": sd_err, "bias2_mean_max": mean_err ** 2, "bias2_sd_max": sd_err ** 2}
 
 
+def compared_components(reference, names) -> int:
+    """d: the components of ``names`` the reference gives a scale to (a finite, positive sd)."""
+    if reference is None:
+        return 0
+    d = 0
+    for name in names:
+        if name in reference.moments:
+            sd = np.asarray(reference.moments[name]["sd"], dtype=float)
+            d += int(np.sum(np.isfinite(sd) & (sd > 0)))
+    return d
+
+
+def noise_max(d: int) -> float:
+    """c_k, k = 2d: the median effective b2 of one exact draw over d components (module docstring); NaN for d 0."""
+    if d < 1:
+        return math.nan
+    return float(chi2.ppf(0.5 ** (1.0 / (2 * d)), 1))
+
+
+def target_bias2(reference, names) -> float:
+    """The effective b2 of an estimate worth :data:`TARGET_DRAWS` exact draws over these components."""
+    return noise_max(compared_components(reference, names)) / TARGET_DRAWS
+
+
 def effective_bias2(bias2_mean, bias2_sd):
     """The squared bias that ``ess_ref`` inverts: max(b2 of the means, 2 x b2 of the sds)."""
     return np.fmax(bias2_mean, SD_WEIGHT * np.asarray(bias2_sd, dtype=float))
@@ -226,12 +255,13 @@ def ess_bound(fit, ess_bulk_min: float) -> float:
     return draws
 
 
-def bias_aware_ess(bias2_mean: float, bias2_sd: float, bound: float) -> float:
-    """``ess_ref``: min(1 / effective b2, bound), 0 below one draw's worth; NaN when nothing was compared."""
+def bias_aware_ess(bias2_mean: float, bias2_sd: float, bound: float, calibration: float) -> float:
+    """``ess_ref``: min(c_k / effective b2, bound) with ``calibration`` c_k (:func:`noise_max`), 0 below one
+    draw's worth; NaN when nothing was compared."""
     b2 = float(effective_bias2(bias2_mean, bias2_sd))
-    if math.isnan(b2):
+    if math.isnan(b2) or math.isnan(calibration):
         return math.nan
-    ess = bound if b2 == 0 else min(1.0 / b2, bound)
+    ess = bound if b2 == 0 else min(calibration / b2, bound)
     return ess if ess >= 1 else 0.0
 
 
@@ -240,22 +270,24 @@ def accuracy(fit, reference, names, ess_bulk_min: float, converged: bool | None 
     ``converged`` False never reaches the target (``seconds_to_target`` inf)."""
     ref = reference
     row = reference_errors(fit, ref, names)
-    row["ess_ref"] = bias_aware_ess(row["bias2_mean_max"], row["bias2_sd_max"], ess_bound(fit, ess_bulk_min))
+    calibration = noise_max(compared_components(ref, names))
+    row["ess_ref"] = bias_aware_ess(row["bias2_mean_max"], row["bias2_sd_max"], ess_bound(fit, ess_bulk_min),
+                                    calibration)
     row["ess_ref_per_s"] = row["ess_ref"] / fit.seconds if fit.seconds > 0 else math.nan
-    row["seconds_to_target"] = seconds_to_target(fit, ref, names, row)
+    row["seconds_to_target"] = seconds_to_target(fit, ref, names, row, calibration / TARGET_DRAWS)
     if converged is False and not math.isnan(row["seconds_to_target"]):
         row["seconds_to_target"] = math.inf   # an unmixed chain's dip below the target is luck (module docstring)
     row["reference_trusted"] = None if ref is None else getattr(ref, "trusted", None)
     return row
 
 
-def seconds_to_target(fit, reference, names, errors: dict, target: float = TARGET_BIAS2) -> float:
-    """Wall time after which the fit's effective b2 is at most ``target`` for good (module docstring): for an
-    MCMC fit the first time from which its running estimates stay there, for an approximation its total time
-    when its final estimate is there; inf if never; NaN with nothing to compare (``errors`` holds the final
-    ``bias2_mean_max`` and ``bias2_sd_max``)."""
+def seconds_to_target(fit, reference, names, errors: dict, target: float) -> float:
+    """Wall time after which the fit's effective b2 is at most ``target`` (:func:`target_bias2`) for good (module
+    docstring): for an MCMC fit the first time from which its running estimates stay there, for an approximation
+    its total time when its final estimate is there; inf if never; NaN with nothing to compare (``errors`` holds
+    the final ``bias2_mean_max`` and ``bias2_sd_max``)."""
     final = float(effective_bias2(errors["bias2_mean_max"], errors["bias2_sd_max"]))
-    if reference is None or math.isnan(final):
+    if reference is None or math.isnan(final) or math.isnan(target):
         return math.nan
     if final > target:
         return math.inf
@@ -347,7 +379,7 @@ def verdict(table, fits: dict, reference_label: str | None, reference_trusted: b
     first and how many times faster than the best generic sampler, which never reach it and how far off they
     stay, and which MCMC fits are not converged. ``fits`` maps the table's labels to their Fits (to tell generic
     from hand-written backends); the row ``reference_label`` (the reference's own run) is not ranked."""
-    target = f"the target accuracy (worth {1 / TARGET_BIAS2:.0f} exact draws)"
+    target = f"the target accuracy (worth {TARGET_DRAWS} exact draws)"
     rows = [r for _, r in table.iterrows() if not r.get("error") and r["backend"] != reference_label]
     out = []
     if not has_reference:

@@ -340,7 +340,7 @@ def reference_banner(reference) -> str:
 
 
 def _reference_sentence(comparison, reference) -> str:
-    from bayeszoo.diagnostics.metrics import TARGET_BIAS2
+    from bayeszoo.diagnostics.metrics import TARGET_DRAWS, compared_components, noise_max
 
     if reference is None:
         return ("There is no reference posterior, so the accuracy columns are empty and nothing is ranked. To get "
@@ -348,17 +348,21 @@ def _reference_sentence(comparison, reference) -> str:
                 "reference can be given, and a catalogue problem brings its own "
                 "(<code>bayeszoo.catalogue</code>).")
     variables = ", ".join(f"<code>{html.escape(v)}</code>" for v in comparison.model.compare_vars)
+    names = list(comparison.model.compare_vars) or list(comparison.model.var_dims(comparison.data))
+    d = compared_components(reference, names)
+    c = noise_max(d)
     return (f"Accuracy is measured against the reference <code>{html.escape(str(reference.name))}</code> over all "
             f"components of {variables or 'the canonical variables'}: b² of a mean is "
             f"(mean − mean<sub>ref</sub>)² / var<sub>ref</sub>, of an sd (sd − sd<sub>ref</sub>)² / "
             f"var<sub>ref</sub>; <code>bias2_mean_max</code> and <code>bias2_sd_max</code> are their largest values "
             f"and <code>mean_err</code>, <code>sd_err</code> their square roots (in reference sds). "
             f"<code>ess_ref</code> is the number of exact posterior draws the fit's error is worth, "
-            f"1 / max(b²<sub>mean</sub>, 2·b²<sub>sd</sub>), at most the fit's own bulk ESS (MCMC) or its number of "
-            f"draws (approximation), and 0 when below one draw: a biased approximation is worth little however "
-            f"fast it ran. <code>ess_ref_per_s</code> divides it by the total wall time; "
+            f"c / max(b²<sub>mean</sub>, 2·b²<sub>sd</sub>) with c = {c:.3g}, the median of that maximum for one "
+            f"exact draw over these {d} components (so n exact draws are worth n), at most the fit's own bulk ESS "
+            f"(MCMC) or its number of draws (approximation), and 0 when below one draw: a biased approximation is "
+            f"worth little however fast it ran. <code>ess_ref_per_s</code> divides it by the total wall time; "
             f"<code>seconds_to_target</code> is the wall time after which the fit's estimate is worth "
-            f"{1 / TARGET_BIAS2:.0f} exact draws (b² ≤ {TARGET_BIAS2:g}) and stays so (∞: never), what the figure "
+            f"{TARGET_DRAWS} exact draws (b² ≤ {c / TARGET_DRAWS:.3g}) and stays so (∞: never), what the figure "
             f"ranks by; "
             f"<code>ess_per_grad</code> is an MCMC fit's bulk ESS per gradient evaluation.")
 
@@ -380,7 +384,7 @@ def _fit_summary(fit) -> str:
 def write_report(comparison, path: str) -> str:
     """Write the HTML report of ``comparison`` to ``path`` and return the path."""
     from bayeszoo.diagnostics import plots
-    from bayeszoo.diagnostics.metrics import ESS_METHOD, ESS_PER_CHAIN_MIN, TARGET_BIAS2
+    from bayeszoo.diagnostics.metrics import ESS_METHOD, ESS_PER_CHAIN_MIN, TARGET_DRAWS
 
     path = os.fspath(path)
     images = Images()
@@ -434,14 +438,14 @@ def write_report(comparison, path: str) -> str:
                                  lambda: plots.accuracy_figure(comparison, reference, table))
                    or note("no fit other than the reference's own could be measured against it"))
         out.append("<p>Left, log-log: the worst squared bias max(b²<sub>mean</sub>, 2·b²<sub>sd</sub>) over the "
-                   "compared components against wall time, so that 1 / y (right axis) is the number of exact "
-                   "posterior draws the estimate is worth. Each MCMC fit is a line: its running means and sds over "
+                   "compared components against wall time; the right axis reads it as the number of exact "
+                   "posterior draws the estimate is worth (<code>ess_ref</code> without its bound). Each MCMC fit is a line: its running means and sds over "
                    "the kept draws, chains pooled, at compile + tune + the matching fraction of its sampling time. "
                    "Each approximation is one marker at its total time; it does not improve with more time. The "
                    "reference's own run is not drawn. Right, the ranking: <code>seconds_to_target</code>, the "
-                   f"wall time after which a fit's estimate is worth {1 / TARGET_BIAS2:.0f} exact draws "
-                   f"(b² ≤ {TARGET_BIAS2:g}, the dotted green line) and stays so, fastest first; a fit that never "
-                   "gets there ranks last, with what it is worth.</p>")
+                   f"wall time after which a fit's estimate is worth {TARGET_DRAWS} exact draws "
+                   "(the dotted green line) and stays so, fastest first; a fit that never gets there ranks below, "
+                   "with what it is worth, and an MCMC fit whose own diagnostics fail ranks last.</p>")
     elif table is not None:
         out.append("<h2>ESS per second</h2>")
         out.append(images.render("ESS per second", lambda: plots.ess_per_second_bars(table))

@@ -310,11 +310,11 @@ class SLM(Model):
 
     # ---- prediction and scores ---------------------------------------------------------------------------
     def posterior_mean(self, fit) -> np.ndarray:
-        """E[u] (n,): the exact mean of a Gaussian approximation (``fit.info["mean"]``: ``ep``, ``dloop``,
-        ``sbl``), else the average of the fit's draws."""
+        """E[u] (n,): the exact mean of a Gaussian approximation (``q_mean`` of the fit's ``gaussian`` group:
+        ``ep``, ``dloop``, ``sbl``), else the average of the fit's draws."""
         self.check_fit(fit)
-        if fit.kind == "approximation" and "mean" in fit.info:
-            return np.asarray(fit.info["mean"], dtype=float)
+        if fit.kind == "approximation" and "gaussian" in fit.idata.groups():
+            return np.asarray(fit.idata["gaussian"]["q_mean"].values, dtype=float)
         u = np.asarray(fit.idata.posterior["u"].values, dtype=float)
         return u.reshape(-1, u.shape[-1]).mean(0)
 

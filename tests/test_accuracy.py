@@ -20,8 +20,9 @@ import _fake_backends as fb  # noqa: E402
 from bayeszoo.catalogue import Reference  # noqa: E402
 from bayeszoo.comparison import Comparison  # noqa: E402
 from bayeszoo.diagnostics import plots  # noqa: E402
-from bayeszoo.diagnostics.metrics import (TARGET_BIAS2, accuracy, reference_errors, running_bias2,  # noqa: E402
-                                          sampling_diagnostics, table_row)
+from bayeszoo.diagnostics.metrics import (TARGET_DRAWS, accuracy, bias_aware_ess, noise_max,  # noqa: E402
+                                          reference_errors, running_bias2, sampling_diagnostics, table_row,
+                                          target_bias2)
 from bayeszoo.diagnostics.report import _meta_html, reference_banner, table_html, write_report  # noqa: E402
 from bayeszoo.results import build_fit  # noqa: E402
 
@@ -72,18 +73,26 @@ def reference(problem):
 NAMES = ["w", "log_beta"]
 
 
+@pytest.fixture(scope="module")
+def c(problem, reference):
+    """The calibration of ess_ref over NAMES' components: the median worst b2 of one exact draw."""
+    model, data = problem
+    return noise_max(model.n_basis(data) + 1)
+
+
 # --------------------------------------------------------------------------------------- squared bias
-def test_squared_bias_of_a_known_shift(problem, reference):
+def test_squared_bias_of_a_known_shift(problem, reference, c):
     # means 0.5 reference sd off in every w, sd of log_beta 3 times the reference's
     fit = _fit(problem, _draws(problem, 1, w_shift=0.5, beta_scale=3.0))
     errs = reference_errors(fit, reference, NAMES)
     assert errs["bias2_mean_max"] == pytest.approx(0.25, rel=1e-9)
     assert errs["bias2_sd_max"] == pytest.approx(4.0, rel=1e-9)           # (3 - 1)^2 / 1
     assert errs["mean_err"] == pytest.approx(0.5, rel=1e-9) and errs["sd_err"] == pytest.approx(2.0, rel=1e-9)
-    # the sd term counts twice (an sd is known twice as well as a mean): 1 / (2 x 4) is below one draw
-    assert accuracy(fit, reference, NAMES, ess_bulk_min=5000.0)["ess_ref"] == 0.0
+    # the sd term counts twice (an sd is known twice as well as a mean): c / (2 x 4) is below one draw
+    assert c < 8 and accuracy(fit, reference, NAMES, ess_bulk_min=5000.0)["ess_ref"] == 0.0
     only_mean = _fit(problem, _draws(problem, 2, w_shift=0.5))
-    assert accuracy(only_mean, reference, NAMES, ess_bulk_min=5000.0)["ess_ref"] == pytest.approx(4.0, rel=1e-9)
+    assert accuracy(only_mean, reference, NAMES, ess_bulk_min=5000.0)["ess_ref"] == pytest.approx(c / 0.25,
+                                                                                                  rel=1e-9)
 
 
 def test_a_fit_against_its_own_summary_is_exact(problem):
@@ -92,7 +101,7 @@ def test_a_fit_against_its_own_summary_is_exact(problem):
     assert errs["mean_err"] == 0.0 and errs["sd_err"] == 0.0
 
 
-def test_ess_ref_is_bounded_by_the_fits_own_ess(problem, reference):
+def test_ess_ref_is_bounded_by_the_fits_own_ess(problem, reference, c):
     exact = _fit(problem, _draws(problem, 0))                  # the reference's own draws: zero bias
     diag = sampling_diagnostics(exact, NAMES)
     row = accuracy(exact, reference, NAMES, diag["ess_bulk_min"])
@@ -102,9 +111,27 @@ def test_ess_ref_is_bounded_by_the_fits_own_ess(problem, reference):
     approx = _fit(problem, _draws(problem, 0), kind="approximation")
     # an unbiased approximation: bounded by the draws it returned, the only noise it has
     assert accuracy(approx, reference, NAMES, diag["ess_bulk_min"])["ess_ref"] == CHAINS * DRAWS
-    # a small bias caps it below that: 1 / b2
+    # a small bias caps it below that: c / b2
     shifted = _fit(problem, _draws(problem, 0, w_shift=0.1), kind="approximation")
-    assert accuracy(shifted, reference, NAMES, math.nan)["ess_ref"] == pytest.approx(100.0, rel=1e-9)
+    assert accuracy(shifted, reference, NAMES, math.nan)["ess_ref"] == pytest.approx(100.0 * c, rel=1e-9)
+
+
+@pytest.mark.parametrize("d", [1, 10, 100, 1000])
+def test_exact_draws_are_worth_their_number_whatever_the_dimension(d):
+    """The calibration c_k (module docstring of metrics): over repeated sets of n exact i.i.d. draws of a known
+    d-dimensional Gaussian, the median ess_ref is n. Without it (c = 1) it would be n / c: 1.1 at d = 1, 12.8 at
+    d = 1000."""
+    n, repeats = 200, 400
+    rng = np.random.default_rng(d)
+    worth = np.empty(repeats)
+    for r in range(repeats):
+        x = rng.standard_normal((n, d)) * 2.0 + 3.0            # N(3, 2^2) per component
+        b2_mean = np.max((x.mean(0) - 3.0) ** 2 / 4.0)
+        b2_sd = np.max((x.std(0, ddof=1) - 2.0) ** 2 / 4.0)
+        worth[r] = bias_aware_ess(b2_mean, b2_sd, math.inf, noise_max(d))
+    # the median of 400 draws of worth / n has a standard error of about 0.1 / sqrt(400 / 4) at most
+    assert abs(np.median(worth) / n - 1.0) < 0.1
+    assert np.median(worth) / noise_max(d) < n / 1.1      # uncalibrated (c = 1), the maximum counts too few
 
 
 def test_ess_per_gradient_only_for_samplers_that_count_gradients(problem):
@@ -118,15 +145,16 @@ def test_ess_per_gradient_only_for_samplers_that_count_gradients(problem):
 
 def test_biased_fast_approximation_ranks_below_an_unbiased_sampler(problem, reference):
     model, data = problem
-    # a slow sampler with independent, unbiased draws, and a fast approximation 1.4 reference sds off
+    # a slow sampler with independent, unbiased draws, and a fast approximation 2.5 reference sds off: further
+    # than one exact draw would put its worst mean
     sampler = _fit(problem, _draws(problem, 12, draws=500, exact=False), seconds=20.0, backend="sampler")
-    approx = _fit(problem, _draws(problem, 13, w_shift=1.4, draws=500), kind="approximation", seconds=0.01,
+    approx = _fit(problem, _draws(problem, 13, w_shift=2.5, draws=500), kind="approximation", seconds=0.01,
                   backend="approx")
     rows = pd.DataFrame([table_row(model, data, "sampler", sampler, reference),
                          table_row(model, data, "approx", approx, reference)]).set_index("backend")
     # by plain ESS per second the approximation wins by far; by the bias-aware ESS it is worth nothing
     assert rows.loc["approx", "ess_bulk_per_s"] > 100 * rows.loc["sampler", "ess_bulk_per_s"]
-    assert rows.loc["approx", "bias2_mean_max"] == pytest.approx(1.96, rel=1e-9)
+    assert rows.loc["approx", "bias2_mean_max"] == pytest.approx(6.25, rel=1e-9)
     assert rows.loc["approx", "ess_ref"] == 0.0 and rows.loc["approx", "ess_ref_per_s"] == 0.0
     assert rows.loc["sampler", "ess_ref"] >= 1
     assert rows.loc["sampler", "ess_ref_per_s"] > rows.loc["approx", "ess_ref_per_s"]
@@ -141,7 +169,7 @@ def test_a_mildly_biased_fast_approximation_ranks_below_a_sampler_that_reaches_t
     approx = _fit(problem, _draws(problem, 15, w_shift=0.77, draws=500), kind="approximation", seconds=0.01)
     s_row = accuracy(sampler, reference, NAMES, sampling_diagnostics(sampler, NAMES)["ess_bulk_min"])
     a_row = accuracy(approx, reference, NAMES, math.nan)
-    assert a_row["ess_ref"] == pytest.approx(1 / 0.77 ** 2, rel=1e-9)
+    assert a_row["ess_ref"] == pytest.approx(noise_max(len(approx.posterior["w"][0, 0]) + 1) / 0.77 ** 2, rel=1e-9)
     assert a_row["ess_ref_per_s"] > s_row["ess_ref_per_s"]
     assert math.isinf(a_row["seconds_to_target"]) and 0 < s_row["seconds_to_target"] <= 20.0
     # an approximation that meets the target is timed by its total time, and then ranks by speed
@@ -155,13 +183,14 @@ def test_seconds_to_target_is_where_the_running_error_stays_below_the_target(pro
     row = accuracy(fit, reference, NAMES, sampling_diagnostics(fit, NAMES)["ess_bulk_min"])
     run = running_bias2(fit, reference, NAMES)
     first = run["seconds"] >= row["seconds_to_target"]
-    assert np.all(run["bias2"][first] <= TARGET_BIAS2)                  # below from then on
+    target = target_bias2(reference, NAMES)
+    assert np.all(run["bias2"][first] <= target)                  # below from then on
     earlier = run["seconds"] < row["seconds_to_target"]
-    assert earlier.any() and run["bias2"][earlier][-1] > TARGET_BIAS2   # and not from the point before
+    assert earlier.any() and run["bias2"][earlier][-1] > target   # and not from the point before
     assert 3.0 < row["seconds_to_target"] < 7.0
     # no reference, nothing to time; a sampler biased beyond the target never reaches it
     assert math.isnan(accuracy(fit, None, NAMES, 100.0)["seconds_to_target"])
-    biased = _fit(problem, _draws(problem, 24, w_shift=0.5))
+    biased = _fit(problem, _draws(problem, 24, w_shift=1.0))   # b2 1, above c / 10
     assert math.isinf(accuracy(biased, reference, NAMES, 100.0)["seconds_to_target"])
 
 
@@ -192,12 +221,12 @@ def test_accuracy_figure_leaves_out_the_reference_and_ranks_by_seconds_to_target
     model, data = problem
     fits = {"exact": reference.fit,
             "sampler": _fit(problem, _draws(problem, 41, draws=500), seconds=5.0),
-            "approx": _fit(problem, _draws(problem, 42, w_shift=1.4, draws=500), kind="approximation",
+            "approx": _fit(problem, _draws(problem, 42, w_shift=2.5, draws=500), kind="approximation",
                            seconds=0.01)}
     cmp = Comparison(model=model, data=data, fits=fits, reference=reference, order=list(fits))
     curves = {c["label"]: c for c in plots.accuracy_curves(cmp, reference)}
     assert set(curves) == {"sampler", "approx"}
-    assert curves["approx"]["bias2"].tolist() == pytest.approx([1.96])
+    assert curves["approx"]["bias2"].tolist() == pytest.approx([6.25])
     table = pd.DataFrame([table_row(model, data, k, f, reference) for k, f in fits.items()])
     fig = plots.accuracy_figure(cmp, reference, table)
     bars = fig.axes[1]
@@ -257,14 +286,14 @@ def test_the_verdict_and_the_ranking_say_an_unconverged_sampler_is_not_ranked(pr
     model, data = problem
     fits = {"stuck": _fit(problem, _stuck_draws(problem, 81), seconds=0.5, backend="stuck"),
             "good": _fit(problem, _draws(problem, 82, draws=500, exact=False), seconds=20.0, backend="good"),
-            "approx": _fit(problem, _draws(problem, 83, w_shift=1.4, draws=500), kind="approximation",
+            "approx": _fit(problem, _draws(problem, 83, w_shift=2.5, draws=500), kind="approximation",
                            seconds=0.01, backend="approx")}
     cmp = Comparison(model=model, data=data, fits=fits, reference=reference, order=list(fits))
     table = cmp.table()
     assert table.set_index("backend")["converged"].tolist() == [False, True, None]
     text = cmp.verdict()
-    assert text.startswith(f"good reaches the target accuracy (worth {1 / TARGET_BIAS2:.0f} exact draws) first")
-    assert "Never reaching it: approx (worst mean 1.4 reference sds off)." in text
+    assert text.startswith(f"good reaches the target accuracy (worth {TARGET_DRAWS} exact draws) first")
+    assert "Never reaching it: approx (worst mean 2.5 reference sds off)." in text
     assert "Not converged, so not ranked: stuck (R-hat" in text
     bars = plots.accuracy_figure(cmp, reference, table).axes[1]
     assert [t.get_text() for t in bars.get_yticklabels()] == ["good", "approx", "stuck"]

@@ -48,9 +48,9 @@ def test_ep_and_dloop_against_the_exact_posterior():
     sd = np.sqrt(np.diag(cov))
     # EP (fractional, eta = 0.9) is close to exact; the variational bound is a little more biased, and it
     # underestimates the variances (§3.4)
-    assert np.all(np.abs(np.asarray(ep.info["mean"]) - mean) < 0.05 * sd)
-    assert np.all(np.abs(np.asarray(dl.info["mean"]) - mean) < 0.25 * sd)
-    var = np.asarray(dl.info["variances"])
+    assert np.all(np.abs(ep.idata["gaussian"]["q_mean"].values - mean) < 0.05 * sd)
+    assert np.all(np.abs(dl.idata["gaussian"]["q_mean"].values - mean) < 0.25 * sd)
+    var = dl.idata["gaussian"]["q_var"].values
     assert np.all(var < np.diag(cov)) and np.all(var > 0.5 * np.diag(cov))
     phi = dl.idata.objective["phi"].values
     assert dl.info["converged"] and np.all(np.diff(phi) <= 1e-9 * np.abs(phi[:-1]))
@@ -132,7 +132,7 @@ def test_active_learning_loop():
     data = al.logistic_data(F[[0, 1, 2, 3, 4]], c[[0, 1, 2, 3, 4]])
     fit = bz.fit(model(), data, "dloop", draws=2, chains=1, progress=False, exact_variances=True)
     A = bz.design.precision(model(), data, fit).dense()
-    mu = F @ np.asarray(fit.info["mean"])
+    mu = F @ fit.idata["gaussian"]["q_mean"].values
     rho = np.sum(sla.solve_triangular(sla.cholesky(A, lower=True), F.T, lower=True) ** 2, 0)
     cu = al.scores("uncertainty", mu, rho, TAU, Potential("sigmoid", TAU))
     cu[[0, 1, 2, 3, 4]] = -np.inf

@@ -40,7 +40,7 @@ PROBLEMS = {
             lambda: bz.datasets.load("slm_signal", kind="spikes", n=12, m=10, sigma2=0.05, seed=0)),
 }
 # options that keep the tiny runs short; everything else at the backend's defaults
-FAST = {"advi": {"n_iter": 200}, "fullrank_advi": {"n_iter": 200}}
+FAST = {"advi": {"max_iter": 200}, "fullrank_advi": {"max_iter": 200}}
 GENERIC_FAMILY = "rvm"
 
 
@@ -106,12 +106,17 @@ def test_backend_contract(family, name, tmp_path):
         assert attrs["inference_library"] == spec.library
     if "sample_stats" in fit.idata.groups():
         for var in fit.idata.sample_stats.data_vars.values():
-            assert var.dims == ("chain", "draw")
+            assert var.dims[:2] == ("chain", "draw")
         if "diverging" in fit.idata.sample_stats:
             assert fit.idata.sample_stats["diverging"].dtype == bool
 
-    # the fixed keys the report reads, and the timing
-    assert set(INFO_KEYS) <= set(fit.info)
+    # the fixed keys the report reads, what bz.fit asked for (recorded by the Fit builder), and the timing
+    assert set(INFO_KEYS) | {"seed", "settings", "provenance"} <= set(fit.info)
+    assert fit.info["seed"] == 0 and fit.info["settings"]["chains"] == _TINY["chains"]
+    assert fit.info["provenance"]["backend"] == name and fit.info["provenance"]["data"] == data.fingerprint()
+    for group in ("observed_data", "constant_data"):
+        for var in fit.idata[group].data_vars.values():   # arrays over the training set share its obs dim
+            assert var.dims[0] == "obs" or var.shape[0] != data.n, (group, var.name, var.dims)
     assert isinstance(fit.info["warnings"], list)
     assert fit.info["converged"] in (True, False, None)
     if fit.info["objective"] is not None:
@@ -141,11 +146,8 @@ def test_bad_options_and_data_fail_before_the_backend_runs(family, name, monkeyp
         pytest.skip(f"{name} does not apply to the tiny {family} model")
     spec = registry.get(model, name)
 
-    def must_not_run(*args, **kwargs):
-        raise AssertionError("the backend ran although its input was bad")
-
     table, key = (registry._GENERIC, name) if spec.family is None else (registry._FAMILY, (spec.family, name))
-    monkeypatch.setitem(table, key, dataclasses.replace(spec, run=must_not_run))
+    monkeypatch.setitem(table, key, dataclasses.replace(spec, run=_must_not_run))
     with pytest.raises(ValueError, match="unknown option"):
         bz.fit(model, data, name, no_such_option=1, progress=False)
     other = "sinc" if family in ("bid", "imagervm") else "cameraman"
@@ -156,10 +158,84 @@ def test_bad_options_and_data_fail_before_the_backend_runs(family, name, monkeyp
         bz.fit(model, data, name, draws=0, progress=False)
 
 
-def test_every_option_has_a_meaning():
+def test_every_option_declares_a_meaning_and_a_constraint_its_default_meets():
     for backend in _package_backends():
         for opt_name, opt in backend.options.items():
-            assert isinstance(opt, registry.Option) and opt.help, (backend.name, opt_name)
+            assert isinstance(opt, registry.Option) and opt.meaning, (backend.name, opt_name)
+            assert callable(opt.constraint), (backend.name, opt_name)
+            assert opt.constraint(backend.owner, opt_name, opt.default) == opt.default or opt.default is not None
+
+
+def test_backend_checks_take_the_options_the_model_and_the_data():
+    import inspect
+
+    for backend in _package_backends():
+        if backend.check is not None:
+            assert list(inspect.signature(backend.check).parameters)[:3] == ["options", "model", "data"], backend
+
+
+# one vocabulary across backends: each name means one thing, with one kind of value
+VOCABULARY = {"max_iter": "a positive integer (an iteration cap or count)", "tol": "a positive number",
+              "cg_max_iter": "a positive integer", "cg_tol": "a positive number", "thin": "a positive integer",
+              "max_tree_depth": "a positive integer", "target_accept": "a number in (0, 1)"}
+
+
+def test_one_vocabulary_of_option_names():
+    for backend in _package_backends():
+        retired = set(backend.options) & set(registry.RENAMED_OPTIONS)
+        assert not retired, f"{backend.owner} declares retired option names {retired}"
+        for opt_name in set(backend.options) & set(VOCABULARY):
+            constraint = backend.options[opt_name].constraint
+            for bad in (0, -1, "1"):
+                with pytest.raises(ValueError, match=rf"option '{opt_name}' must be"):
+                    constraint(backend.owner, f"option {opt_name!r}", bad)
+            integer = "integer" in VOCABULARY[opt_name]
+            if integer:
+                with pytest.raises(ValueError):
+                    constraint(backend.owner, f"option {opt_name!r}", 1.5)
+            good = 0.5 if opt_name == "target_accept" else 1
+            assert constraint(backend.owner, f"option {opt_name!r}", good) == good
+
+
+@pytest.mark.parametrize("family", sorted(PROBLEMS))
+def test_option_errors_read_the_same_everywhere_and_come_before_the_run(family, monkeypatch):
+    """A retired name names its successor; a value of the wrong type is refused by the option's constraint with
+    "<owner>: option '<name>' must be ...; got ..." for every option of every backend, before anything runs."""
+    model, data = _problem(family)
+    for name in bz.backends(model):
+        spec = registry.get(model, name)
+        if spec.family is None and family != GENERIC_FAMILY:
+            continue
+        table, key = (registry._GENERIC, name) if spec.family is None else (registry._FAMILY, (spec.family, name))
+        monkeypatch.setitem(table, key, dataclasses.replace(spec, run=_must_not_run))
+        for old, new in registry.RENAMED_OPTIONS.items():
+            if new in spec.options:
+                with pytest.raises(ValueError, match=rf"option '{old}' is now called '{new}'"):
+                    bz.fit(model, data, name, progress=False, **{old: 1})
+        for opt_name in spec.options:
+            with pytest.raises(ValueError) as caught:
+                bz.fit(model, data, name, progress=False, **{opt_name: object()})
+            message = str(caught.value)
+            assert message.startswith(f"{spec.owner}: option {opt_name!r} must be "), message
+            assert "; got <object object" in message, message
+
+
+def _must_not_run(*args, **kwargs):
+    raise AssertionError("the backend ran although its input was bad")
+
+
+@pytest.mark.parametrize("family,name", [c for c in _cases() if not c.marks])
+def test_chain_k_does_not_depend_on_how_many_chains_run(family, name):
+    """The seeding scheme (chain c of seed s) of every hand-written sampler and approximation."""
+    model, data = _problem(family)
+    spec = registry.get(model, name)
+    if spec.library != "bayeszoo" or name not in bz.backends(model):
+        pytest.skip("the generic backends follow their libraries' seeding")
+    two = _fit(family, name)
+    one = bz.fit(model, data, name, seed=0, progress=False, **{**_TINY, "chains": 1})
+    for var in model.var_dims(data):
+        np.testing.assert_allclose(one.posterior[var].values[0], two.posterior[var].values[0], rtol=1e-10,
+                                   atol=1e-12, err_msg=f"{name}: chain 0 changed with the number of chains")
 
 
 def test_backends_details_lists_options():

@@ -40,7 +40,7 @@ def test_the_precision_is_the_one_the_approximation_was_built_from(problem, ep_f
     model, data = problem
     A = design.precision(model, data, ep_fit).dense()
     Xd, Bd = model.dense_X(data), model.dense_B(data)
-    pi = np.asarray(ep_fit.info["site_precision"])
+    pi = ep_fit.idata["potentials"]["site_precision"].values
     np.testing.assert_allclose(A, Xd.T @ Xd / SIGMA2 + Bd.T @ np.diag(pi) @ Bd, rtol=1e-12)
     # on Gaussian potentials both backends find the exact posterior: pi = tau on every potential
     gauss = bz.models.SLM(potential="gaussian", tau=3.0, sigma2=SIGMA2)

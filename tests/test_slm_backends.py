@@ -173,7 +173,7 @@ def test_posterior_mean_of_a_gaussian_approximation_is_its_exact_mean(backend):
     few = bz.fit(model, data, backend, draws=3, chains=1, seed=0, progress=False)
     many = bz.fit(model, data, backend, draws=4000, chains=2, seed=1, progress=False)
     exact = model.posterior_mean(few)
-    np.testing.assert_array_equal(exact, few.info["mean"])
+    np.testing.assert_array_equal(exact, few.idata["gaussian"]["q_mean"].values)
     np.testing.assert_allclose(exact, model.posterior_mean(many), rtol=1e-10)
     draws = many.idata.posterior["u"].values.reshape(-1, 12)
     se = draws.std(0) / np.sqrt(len(draws))

@@ -133,12 +133,12 @@ def test_perturb_and_solve_draws_follow_the_gaussian(monkeypatch):
     limit on a small problem."""
     model, data, prob, (X, B) = _case("laplace")
     dense_fit = bz.fit(model, data, "dloop", seed=0, progress=False, draws=10, chains=1)
-    gamma = np.asarray(dense_fit.info["gamma"])
+    gamma = dense_fit.idata["potentials"]["gamma"].values
     V = np.linalg.inv(X.T @ X / SIGMA2 + B.T @ (B / gamma[:, None]))
     monkeypatch.setattr(dloop, "DENSE_N", 4)
     fit = bz.fit(model, data, "dloop", seed=3, progress=False, draws=300, chains=2, cg_tol=1e-10)
     assert fit.info["objective"] is None and "objective" not in fit.idata.groups()
-    np.testing.assert_allclose(fit.info["gamma"], gamma, rtol=1e-10)
+    np.testing.assert_allclose(fit.idata["potentials"]["gamma"].values, gamma, rtol=1e-10)
     u = fit.posterior["u"].values.reshape(-1, prob.n)
     mean = V @ (X.T @ data.y) / SIGMA2
     assert np.all(np.abs(u.mean(0) - mean) < 4.5 * np.sqrt(np.diag(V) / u.shape[0]))
@@ -151,13 +151,13 @@ def test_info_reports_lanczos():
     model, data, prob, _ = _case("laplace")
     fit = bz.fit(model, data, "dloop", lanczos_k=5, seed=0, progress=False, draws=10, chains=1)
     assert fit.info["lanczos_k"] == 5 and fit.info["variances_exact"] is False
-    assert len(fit.info["variances"]) == prob.n and len(fit.info["s_variances"]) == prob.q
+    assert fit.idata["gaussian"]["q_var"].size == prob.n and fit.idata["potentials"]["s_var"].size == prob.q
     fit = bz.fit(model, data, "dloop", exact_variances=True, seed=0, progress=False, draws=10, chains=1)
     assert fit.info["lanczos_k"] is None and fit.info["variances_exact"] is True
 
 
 @pytest.mark.parametrize("name,value", [("n_outer", 0), ("n_inner", 1.5), ("lanczos_k", -1), ("outer_tol", 0.0),
-                                        ("inner_tol", -1e-3), ("cg_tol", float("nan")), ("cg_maxiter", 0),
+                                        ("inner_tol", -1e-3), ("cg_tol", float("nan")), ("cg_max_iter", 0),
                                         ("exact_variances", 1)])
 def test_bad_options(name, value):
     model, data, _, _ = _case("laplace")
@@ -227,5 +227,5 @@ def test_student_posterior_against_gibbs():
     assert fit.info["converged"]
     u = gibbs.posterior["u"].values.reshape(-1, 16)
     assert np.max(np.abs(model.posterior_mean(fit) - u.mean(0)) / u.std(0)) < 0.4
-    ratio = np.sqrt(fit.info["variances"]) / u.std(0)
+    ratio = np.sqrt(fit.idata["gaussian"]["q_var"].values) / u.std(0)
     assert np.all((0.5 < ratio) & (ratio < 0.9))

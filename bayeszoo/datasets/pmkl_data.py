@@ -181,7 +181,7 @@ def mfeat_standin(seed: int = 0, n_per_class: int = 20, n_test_per_class: int = 
         "stand_in_for": "UCI Multiple Features (mfeat: fou 76, kar 64, pix 240, zer 47 columns; Damoulas §7.5.1)",
         "source": (f"scikit-learn {skv} bundled data set load_digits (UCI Optical Recognition of Handwritten "
                    "Digits, 1797 8x8 images). This is NOT the mfeat data of the thesis, which no installed package "
-                   "ships; the four views are computed here by bayeszoo.datasets.mkl_data.digit_views"),
+                   "ships; the four views are computed here by bayeszoo.datasets.pmkl_data.digit_views"),
         "licence": "CC BY 4.0 (UCI Machine Learning Repository); " + _SKLEARN_LICENCE,
         "citation": "E. Alpaydin, C. Kaynak, Optical Recognition of Handwritten Digits, UCI, 1998; " + _DAMOULAS,
         "preprocessing": (f"{n_per_class} training and {n_test_per_class} test digits per class drawn with numpy "

@@ -18,11 +18,23 @@ import scipy.fft as sfft
 WORKERS = 1  # scipy.fft threads (one: the chains / backends of a comparison already share the cores)
 
 
+try:   # pocketfft itself: scipy.fft's own transforms bit for bit, without its per-call argument handling, which
+    # costs more than the transform of a small image and dominated the samplers' CG loops on crops
+    from scipy.fft._pocketfft import pypocketfft as _pocketfft
+except ImportError:            # pragma: no cover  (a scipy that moved it: the public functions below)
+    _pocketfft = None
+
+
 def rfft2(x):
+    if _pocketfft is not None and isinstance(x, np.ndarray) and x.dtype == np.float64 and x.ndim >= 2:
+        return _pocketfft.r2c(x, (-2, -1), True, 0, None, WORKERS)
     return sfft.rfft2(x, workers=WORKERS)
 
 
 def irfft2(X, shape):
+    if (_pocketfft is not None and isinstance(X, np.ndarray) and X.dtype == np.complex128 and X.ndim >= 2
+            and X.shape[-2] == shape[0] and X.shape[-1] == shape[1] // 2 + 1):
+        return _pocketfft.c2r(X, (-2, -1), shape[1], False, 2, None, WORKERS)
     return sfft.irfft2(X, s=shape, workers=WORKERS)
 
 

@@ -45,8 +45,8 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from scipy import linalg as sla
-from scipy.special import gammaln
+from scipy.linalg.lapack import dtrtrs
+from scipy.special import gammaln, log_ndtr, ndtri_exp
 
 from bayeszoo import checks
 from bayeszoo.inference.chains import Kernel, chains_fit, sample
@@ -58,22 +58,24 @@ from . import _common as MK
 
 
 # -------------------------------------------------------------------------------- full conditionals
-BATCHED_SOLVE_N = 64   # up to this size one batched LAPACK call beats a Python loop of triangular solves
+BATCHED_SOLVE_N = 16   # up to this size one batched LAPACK call (an LU) beats a loop of triangular solves
 
 
 def lower_solve(L, b, trans: bool = False):
     """L^-1 b (L^-T b if ``trans``) for a stack of lower-triangular factors L (..., N, N) and right-hand sides b
-    (..., N) or (..., N, M): one batched call for small N (the loop's call overhead dominates), triangular
-    solves otherwise."""
+    (..., N) or (..., N, M): one batched call for small N (the loop's call overhead dominates), LAPACK's triangular
+    solves otherwise (a batched LU costs N^3 per factor, a triangular solve N^2 per right-hand side)."""
     vector = b.ndim == L.ndim - 1
     if L.shape[-1] <= BATCHED_SOLVE_N:
         out = np.linalg.solve(np.swapaxes(L, -1, -2) if trans else L, b[..., None] if vector else b)
         return out[..., 0] if vector else out
     lead = L.shape[:-2]
-    out = np.empty(np.broadcast_shapes(lead, b.shape[:len(lead)]) + b.shape[len(lead):])
+    b = np.broadcast_to(b, lead + b.shape[len(lead):])
+    out = np.empty(b.shape)
     for idx in np.ndindex(*lead):
-        out[idx] = sla.solve_triangular(L[idx], b[idx], lower=True, trans="T" if trans else "N",
-                                        check_finite=False)
+        out[idx], info = dtrtrs(L[idx], b[idx], lower=1, trans=int(trans))
+        if info != 0:
+            raise np.linalg.LinAlgError("a singular Cholesky factor in the PMKL sampler")
     return out
 
 
@@ -127,30 +129,40 @@ def collapsed_y_sweep(rng, Y, st: Collapsed, onehot):
     Given K and A the columns y_c are independent N(0, Omega_c), so y_nc | y_-n,c ~ N(y_nc - (P_c y_c)_n / P_c,nn,
     1 / P_c,nn) with P_c = Omega_c^-1 = I - B_c^T B_c, B_c = L_c^-1 K; y_n is drawn inside its cone by one inner
     Gibbs sweep (the true class's entry above the others' maximum, then the others below it), exact
-    inverse-CDF draws. P_c y_c is updated after every object. Returns the new Y (ch, N, C)."""
+    inverse-CDF draws (:func:`~bayeszoo.inference.pmkl._common.truncnorm_above` and ``_below`` written out, with the
+    sweep's uniforms drawn at once). (P_c y_c)_m / P_c,mm is updated after every object. Returns the new Y
+    (ch, N, C)."""
     ch, C, N = st.v.shape
     B = lower_solve(st.L, np.broadcast_to(st.K[:, None], st.L.shape))    # (ch, C, N, N)
     P = -np.swapaxes(B, 2, 3) @ B
-    P[..., np.arange(N), np.arange(N)] += 1.0
-    Py = np.swapaxes(Y, 1, 2) - np.einsum("kcmn,kcm->kcn", B, st.v)     # (I - B^T B) y_c, with v = B y_c
-    columns = np.ascontiguousarray(np.moveaxis(P, 3, 0))                  # (N, ch, C, N): column n of every P_c
+    idx = np.arange(N)
+    P[..., idx, idx] += 1.0
     # P_c,nn is in (0, 1]; 1 - |b_n|^2 loses its digits when alpha is tiny against K K: floor it at the rounding level
-    diag = np.maximum(np.moveaxis(P[..., np.arange(N), np.arange(N)], 2, 0), np.finfo(float).eps)   # (N, ch, C)
-    sd_all = 1.0 / np.sqrt(diag)
+    diag = np.maximum(P[..., idx, idx], np.finfo(float).eps)                        # (ch, C, N)
+    Py = np.swapaxes(Y, 1, 2) - np.einsum("kcmn,kcm->kcn", B, st.v)     # (I - B^T B) y_c, with v = B y_c
+    # the loop runs over objects: every array it reads is laid out object first, (N, ch, C)
+    shift = np.ascontiguousarray(np.moveaxis(Py / diag, 2, 0))           # (P_c y_c)_m / P_c,mm
+    update = np.ascontiguousarray(np.transpose(P / diag[..., None], (3, 2, 0, 1)))   # [n, m]: P_c,mn / P_c,mm
+    sd = np.ascontiguousarray(np.moveaxis(1.0 / np.sqrt(diag), 2, 0))
     labels = np.argmax(onehot, axis=1)
-    Y = Y.copy()
+    at = (idx, slice(None), labels)
+    sd_t, inv_sd_t = sd[at], 1.0 / sd[at]                                  # (N, ch): the true class's
+    below_t = np.where(onehot, -np.inf, 0.0)[:, None, :]                   # (N, 1, C): -inf at the true class
+    log_u = np.log(rng.random((2, N, ch, C)))
+    log_u_t = log_u[0][at]
+    Yn = np.ascontiguousarray(np.swapaxes(Y, 0, 1))                         # (N, ch, C)
     for n in range(N):
-        t, sd = labels[n], sd_all[n]
-        y_old = Y[:, n, :]
-        mu = y_old - Py[:, :, n] / diag[n]
-        rest = y_old.copy()
-        rest[:, t] = -np.inf
-        y_t = mu[:, t] + sd[:, t] * MK.truncnorm_above(rng, 0.0, (rest.max(1) - mu[:, t]) / sd[:, t])
-        y_new = mu + sd * MK.truncnorm_below(rng, 0.0, (y_t[:, None] - mu) / sd)
+        t, s = labels[n], sd[n]
+        y_old = Yn[n]
+        mu = y_old - shift[n]
+        m_t = mu[:, t]
+        top = np.max(y_old + below_t[n], axis=1)                        # the largest entry of the other classes
+        y_t = m_t - sd_t[n] * ndtri_exp(log_ndtr((m_t - top) * inv_sd_t[n]) + log_u_t[n])        # above top
+        y_new = mu + s * ndtri_exp(log_ndtr((y_t[:, None] - mu) / s) + log_u[1, n])             # below y_t
         y_new[:, t] = y_t
-        Py += columns[n] * (y_new - y_old)[:, :, None]
-        Y[:, n, :] = y_new
-    return Y
+        shift += update[n] * (y_new - y_old)
+        Yn[n] = y_new
+    return np.swapaxes(Yn, 0, 1).copy()
 
 
 def alpha_params(W, tau, nu):

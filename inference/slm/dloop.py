@@ -32,43 +32,45 @@ which keeps the inner problem convex and phi non-increasing, though phi itself i
 
 The Gaussian approximation is N(u*, A(gamma)^-1). For n <= ``DENSE_N`` its covariance is formed and the draws are
 i.i.d. from it; above, the draws are perturb-and-solve samples from the same Gaussian (conjugate gradients,
-Papandreou & Yuille 2010, as in the ``gibbs`` backend), exact up to the CG tolerance. ``info`` holds the marginal
-variances of u and of s = B u (Lanczos estimates unless ``variances_exact``), the Lanczos steps taken and gamma; the
-objective trace ``phi`` (the bound above, before the first and after each outer iteration) is computed for
-n <= ``DENSE_N`` only (it needs ln|A|).
+Papandreou & Yuille 2010, as in the ``gibbs`` backend; :class:`PerturbAndSolve`), exact up to the CG tolerance, and
+its variances are the Lanczos estimates. The ``potentials`` group holds gamma and the marginal variances of s = B u
+(Lanczos estimates unless ``info["variances_exact"]``), ``info`` the Lanczos steps taken; the objective trace
+``phi`` (the bound above, before the first and after each outer iteration) is computed for n <= ``DENSE_N`` only
+(it needs ln|A|).
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator, cg
 
-from bayeszoo import checks
-from bayeszoo.results import build_fit
-from bayeszoo.inference.slm._common import (Timer, blas_threads, check_finite, check_iterations, cholesky, gaussian_fit,
-                                            owner, problem)
-from bayeszoo.inference.slm.gibbs import GaussianStep, _prior_precision
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag
+from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.slm._common import (blas_threads, check_finite, potentials_group, precision_cholesky,
+                                            prior_precision, problem)
+from bayeszoo.inference.slm.gibbs import GaussianStep
 from bayeszoo.numerics.lanczos import lanczos_variances
+from bayeszoo.numerics.linalg import DENSE_N   # up to this n: dense covariance, the phi trace, exact_variances
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
-DENSE_N = 2000          # up to this n: dense covariance for the draws, the phi trace, and exact_variances allowed
 POTENTIALS = ("laplace", "logistic", "gaussian", "student", "sigmoid")
 TINY = 1e-300
 
 
-def _check(opts):
-    opts = check_iterations("dloop", opts, "n_outer", "n_inner", "lanczos_k", "cg_maxiter")
-    for name in ("outer_tol", "inner_tol", "cg_tol"):
-        opts[name] = checks.positive(owner("dloop"), name, opts[name])
-    opts["exact_variances"] = checks.flag(owner("dloop"), "exact_variances", opts["exact_variances"])
-    return opts
+def _check(options, model, data):
+    if options["exact_variances"] and data.d > DENSE_N:
+        raise ValueError(f"{owner('slm', 'dloop')}: exact_variances forms A densely and takes n <= {DENSE_N}; this "
+                         f"problem has n = {data.d}")
 
 
 def _defaults(model, data):
     # above DENSE_N every draw is a CG solve: keep the default number small
-    return {"draws": 1000, "tune": 0, "chains": 4} if data.d <= DENSE_N else {"draws": 10, "tune": 0, "chains": 2}
+    return {**APPROXIMATION_DEFAULTS, **({"draws": 1000, "chains": 4} if data.d <= DENSE_N else
+                                         {"draws": 10, "chains": 2})}
 
 
 # ---- the inner loop: smoothed MAP by Newton-CG ---------------------------------------------------------------
@@ -141,7 +143,7 @@ def _line_search(surrogate, s, Bd, rXd, XdXd, sigma2, max_iter=40):
     return lam
 
 
-def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_maxiter=300):
+def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_max_iter=300):
     """Minimise f(u) = ||X u - y||^2 / (2 sigma2) + the :class:`Surrogate` penalty (log-concave potentials:
     - sum_j ln T_j(sqrt(s_j^2 + z_j)); Student's t: its tangent at ``gamma``) from u. Returns ``(u, f trace, newton
     steps, converged, surrogate)``; with z = 0 and a log-concave potential this is the MAP objective."""
@@ -157,7 +159,7 @@ def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e
         w = d2
         H = LinearOperator((prob.n, prob.n), dtype=float, matvec=lambda v: X.H @ (X @ v) / s2 + B.H @ (w * (B @ v)))
         scale = max(float(np.max(np.abs(grad))), TINY)      # CG's inner products overflow beyond |grad| ~ 1e154
-        d = cg(H, -grad / scale, rtol=cg_tol, maxiter=cg_maxiter)[0] * scale
+        d = cg(H, -grad / scale, rtol=cg_tol, maxiter=cg_max_iter)[0] * scale
         if not grad @ d < 0:                       # CG stopped too early to give a descent direction
             d = -grad
         Bd, Xd = B @ d, X @ d
@@ -166,7 +168,7 @@ def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e
         pen, d1, d2 = surrogate.penalty(s)
         f.append(0.5 * (r @ r) / s2 + pen)
         if not f[-1] <= f[-2] + 1e-8 * max(1.0, abs(f[-2])):     # overflowed products, not convergence
-            raise ValueError(f"{owner('dloop')}: a Newton step of the inner loop increased its objective from "
+            raise ValueError(f"{owner('slm', 'dloop')}: a Newton step of the inner loop increased its objective from "
                              f"{f[-2]:.3g} to {f[-1]:.3g} (products left double precision): the scales of X^T X / "
                              f"sigma2 and of the potentials' precisions are too far apart; rescale X, y and sigma2, "
                              f"or tau")
@@ -186,7 +188,7 @@ def variances(prob, gamma, *, k, dense=None):
     """Marginal variances of s = B u and of u under N(., A(gamma)^-1): ``(z, u_var, steps)``. ``dense`` =
     (X, B) matrices: exact, by a Cholesky factor (steps None); otherwise k Lanczos steps on the operators."""
     if dense is not None:
-        L = cholesky(_dense_precision(*dense, prob.sigma2, gamma), "dloop")
+        L = precision_cholesky(_dense_precision(*dense, prob.sigma2, gamma), "dloop")
         Li = sla.solve_triangular(L, np.eye(prob.n), lower=True)
         return np.sum((Li @ dense[1].T) ** 2, axis=0), np.sum(Li**2, axis=0), None
     X, B, s2 = prob.X, prob.B, prob.sigma2
@@ -200,7 +202,7 @@ def variances(prob, gamma, *, k, dense=None):
 def phi_bound(prob, gamma, Xd, Bd):
     """phi(gamma) of the module docstring (dense): -phi / 2 is a lower bound on ln Z."""
     s2, y = prob.sigma2, prob.y
-    L = cholesky(_dense_precision(Xd, Bd, s2, gamma), "dloop")
+    L = precision_cholesky(_dense_precision(Xd, Bd, s2, gamma), "dloop")
     b = Xd.T @ y / s2 + Bd.T @ np.broadcast_to(prob.potential.beta, (Bd.shape[0],))   # the tilts' linear term
     a = sla.solve_triangular(L, b, lower=True)
     r_min = float(y @ y / s2 - a @ a)
@@ -210,13 +212,13 @@ def phi_bound(prob, gamma, Xd, Bd):
 
 
 def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, inner_tol=1e-10, cg_tol=1e-8,
-                cg_maxiter=300, exact_variances=False, dense=None, progress=False):
+                cg_max_iter=300, exact_variances=False, dense=None, progress=False):
     """Alg. 3.1 with the phi^(2) bound. ``dense`` = (X, B) matrices enable the phi trace (and are needed for
     ``exact_variances``). Returns a dict: ``mean``, ``gamma``, ``z``, ``u_var``, ``phi`` (trace, empty without
     ``dense``), ``lanczos_k`` (steps of the last Lanczos run, None when exact), ``outer``, ``inner`` (Newton steps per
     outer iteration), ``converged``."""
     pot = prob.potential
-    gamma = np.broadcast_to(1.0 / _prior_precision(pot), (prob.q,)).astype(float)
+    gamma = np.broadcast_to(1.0 / prior_precision(pot), (prob.q,)).astype(float)
     u = np.zeros(prob.n)
     var_dense = dense if exact_variances else None
     phi = [phi_bound(prob, gamma, *dense)] if dense is not None else []
@@ -225,7 +227,7 @@ def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, i
         for t in range(1, n_outer + 1):
             z, _, _ = variances(prob, gamma, k=lanczos_k, dense=var_dense)
             u, _, steps, ok, surrogate = inner_loop(prob, z, u, gamma=gamma, n_inner=n_inner, inner_tol=inner_tol,
-                                                    cg_tol=cg_tol, cg_maxiter=cg_maxiter)
+                                                    cg_tol=cg_tol, cg_max_iter=cg_max_iter)
             inner_steps.append(steps)
             inner_ok = inner_ok and ok
             new = np.maximum(surrogate.gamma(prob.B @ u), TINY)
@@ -242,55 +244,62 @@ def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, i
             "outer": t, "inner": inner_steps, "converged": converged, "inner_converged": inner_ok}
 
 
+class PerturbAndSolve(GaussianApproximation):
+    """N(mean, A^-1) known by its precision A = X^T X / sigma2 + B^T diag(pi) B on the operators (n above
+    ``DENSE_N``): its draws are perturb-and-solve samples (:class:`GaussianStep`, CG to ``cg_tol``, started at the
+    mean), its variances ``var`` the Lanczos estimates."""
+
+    def __new__(cls, step: GaussianStep, pi, cg_tol: float, **fields):
+        self = super().__new__(cls, **fields)
+        self.step, self.pi, self.cg_tol = step, pi, cg_tol
+        return self
+
+    def draws(self, rng, n, owner):
+        return np.stack([self.step.draw(rng, self.pi, self.mean, self.cg_tol) for _ in range(n)])
+
+
 @register("dloop", kind="approximation", family="slm", check=_check, defaults=_defaults,
           applies=lambda model: model.potential in POTENTIALS,
           description="double-loop variational inference (Lanczos variances, Newton-CG inner loop)",
-          options={"n_outer": Option(5, "most outer iterations (variance updates)"),
-                   "n_inner": Option(30, "most Newton steps per inner loop"),
-                   "lanczos_k": Option(100, "Lanczos steps per variance estimate (capped at n)"),
-                   "exact_variances": Option(False, f"exact variances by a dense Cholesky factor (n <= {DENSE_N})"),
-                   "outer_tol": Option(1e-3, "stop when the largest change of ln gamma is below this"),
-                   "inner_tol": Option(1e-10, "stop the inner loop when the relative decrease is below this"),
-                   "cg_tol": Option(1e-8, "relative residual of the CG solves (Newton steps and draws)"),
-                   "cg_maxiter": Option(300, "most CG iterations per Newton step")})
+          options={"n_outer": Option(5, "most outer iterations (variance updates)", POSITIVE_INT),
+                   "n_inner": Option(30, "most Newton steps per inner loop", POSITIVE_INT),
+                   "lanczos_k": Option(100, "Lanczos steps per variance estimate (capped at n)", POSITIVE_INT),
+                   "exact_variances": Option(False, f"exact variances by a dense Cholesky factor (n <= {DENSE_N})",
+                                             Flag()),
+                   "outer_tol": Option(1e-3, "stop when the largest change of ln gamma is below this", POSITIVE),
+                   "inner_tol": Option(1e-10, "stop the inner loop when the relative decrease is below this",
+                                       POSITIVE),
+                   "cg_tol": Option(1e-8, "relative residual of the CG solves (Newton steps and draws)", POSITIVE),
+                   "cg_max_iter": Option(300, "most CG iterations per Newton step", POSITIVE_INT)})
 @blas_threads(always=True)
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, seed, progress, n_outer, n_inner, lanczos_k, exact_variances,
+        outer_tol, inner_tol, cg_tol, cg_max_iter):
     """Double-loop variational inference for the SLM (every potential: :class:`Surrogate`)."""
-    timer = Timer()
+    t0 = time.perf_counter()
     prob = problem(model, data)
     small = prob.n <= DENSE_N
-    if opts["exact_variances"] and not small:
-        raise ValueError(f"SLM backend 'dloop': exact_variances forms A densely and takes n <= {DENSE_N}; this "
-                         f"problem has n = {prob.n}")
     dense = (to_dense(prob.X), to_dense(prob.B)) if small else None
-    res = double_loop(prob, n_outer=opts["n_outer"], n_inner=opts["n_inner"], lanczos_k=opts["lanczos_k"],
-                      outer_tol=opts["outer_tol"], inner_tol=opts["inner_tol"], cg_tol=opts["cg_tol"],
-                      cg_maxiter=opts["cg_maxiter"], exact_variances=opts["exact_variances"], dense=dense,
-                      progress=progress)
-    exact = res["lanczos_k"] is None or res["lanczos_k"] == prob.n
-    warnings = [] if res["converged"] else [
-        f"dloop stopped after {res['outer']} outer iterations without meeting outer_tol={opts['outer_tol']:g}"
-        + ("" if exact else f" (with {res['lanczos_k']} < n Lanczos steps the variance estimates move with gamma, so "
-                            f"the outer loop need not settle)")]
-    if not res["inner_converged"]:
-        warnings.append(f"an inner loop used all n_inner={opts['n_inner']} Newton steps")
-    info = {"iterations": res["outer"], "converged": res["converged"], "objective": "phi" if small else None,
-            "warnings": warnings, "inner_iterations": res["inner"], "lanczos_k": res["lanczos_k"],
-            "variances_exact": bool(exact), "variances": res["u_var"].tolist(), "s_variances": res["z"].tolist(),
-            "gamma": res["gamma"].tolist(), "mean": res["mean"].tolist()}
-    objective = {"phi": res["phi"]} if small else None
-    t_fit = timer()
+    setup = time.perf_counter() - t0
+    res = double_loop(prob, n_outer=n_outer, n_inner=n_inner, lanczos_k=lanczos_k, outer_tol=outer_tol,
+                      inner_tol=inner_tol, cg_tol=cg_tol, cg_max_iter=cg_max_iter, exact_variances=exact_variances,
+                      dense=dense, progress=progress)
+    fields = {"variable": "u", "mean": res["mean"], "objective": {"phi": res["phi"]} if small else {},
+              "objective_name": "phi" if small else None, "iterations": res["outer"], "converged": res["converged"]}
     if small:
-        L = cholesky(_dense_precision(*dense, prob.sigma2, res["gamma"]), "dloop")
+        L = precision_cholesky(_dense_precision(*dense, prob.sigma2, res["gamma"]), "dloop")
         cov = sla.cho_solve((L, True), np.eye(prob.n))
-        return gaussian_fit(model, data, "dloop", res["mean"], 0.5 * (cov + cov.T), draws=draws, chains=chains,
-                            seed=seed, timing={"sample": t_fit}, info=info, objective=objective)
-    step = GaussianStep(prob, "cg")
-    pi = 1.0 / res["gamma"]
-    u_out = np.empty((chains, draws, prob.n))
-    for c in range(chains):
-        rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), c]))
-        for i in range(draws):
-            u_out[c, i] = step.draw(rng, pi, res["mean"], opts["cg_tol"])
-    return build_fit(model, data, "dloop", "approximation", {"u": u_out}, info=info, objective=objective,
-                     timing={"sample": timer()})
+        q = GaussianApproximation(cov=0.5 * (cov + cov.T), **fields)
+    else:
+        q = PerturbAndSolve(GaussianStep(prob, "cg", "dloop"), 1.0 / res["gamma"], cg_tol, var=res["u_var"], **fields)
+    exact = res["lanczos_k"] is None or res["lanczos_k"] == prob.n
+    info = {"inner_iterations": int(sum(res["inner"])), "lanczos_k": res["lanczos_k"], "variances_exact": bool(exact)}
+    limit = f"{res['outer']} outer iterations (outer_tol={outer_tol:g})" + (
+        "" if exact else f"; with {res['lanczos_k']} < n Lanczos steps the variance estimates move with gamma, so the "
+                         f"outer loop need not settle")
+    fit = approximation_fit(model, data, "dloop", q, draws=draws, chains=chains, seed=seed,
+                            timing={"compile": setup, "tune": time.perf_counter() - t0 - setup},
+                            owner=owner("slm", "dloop"), info=info, limit=limit,
+                            extra_groups=potentials_group(gamma=res["gamma"], s_var=res["z"]))
+    if not res["inner_converged"]:
+        fit.info["warnings"].append(f"an inner loop used all n_inner={n_inner} Newton steps")
+    return fit

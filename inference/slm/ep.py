@@ -27,30 +27,30 @@ The stopping rule and the objective trace ``max_site_change`` are the largest su
 """
 from __future__ import annotations
 
+import time
+
 import numpy as np
 import scipy.linalg as sla
 from scipy.special import erfcx, log_ndtr
 
-from bayeszoo import checks
-from bayeszoo.inference.slm._common import Timer, blas_threads, check_iterations, cholesky, gaussian_fit, owner, problem
-from bayeszoo.inference.slm.gibbs import _prior_precision
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
+from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.slm._common import (blas_threads, potentials_group, precision_cholesky, prior_precision,
+                                            problem)
+from bayeszoo.numerics.linalg import DENSE_N   # largest n (dense Cholesky representation)
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
-DENSE_N = 1000           # largest n (dense Cholesky representation)
 SCHEDULES = ("sweep", "selective")
 GRID = 801               # quadrature nodes over the cavity's +-10 standard deviations
 SQRT_2_PI = float(np.sqrt(2.0 / np.pi))
 
 
-def _check(opts):
-    opts = check_iterations("ep", opts, "max_sweeps")
-    opts["eta"] = checks.number(owner("ep"), "eta", opts["eta"], low=0.0, high=1.0)
-    opts["damping"] = checks.number(owner("ep"), "damping", opts["damping"], low=0.0, high=1.0,
-                                    low_inclusive=True, high_inclusive=False)
-    checks.choice(owner("ep"), "schedule", opts["schedule"], SCHEDULES)
-    return opts
+def _check(options, model, data):
+    if data.d > DENSE_N:
+        raise ValueError(f"{owner('slm', 'ep')} keeps a dense Cholesky factor and takes n <= {DENSE_N}; this problem "
+                         f"has n = {data.d}: use 'dloop'")
 
 
 # ---- tilted moments ------------------------------------------------------------------------------------------
@@ -132,7 +132,7 @@ class State:
 
     def refresh(self):
         A = self.XtX + self.Bd.T @ (self.pi[:, None] * self.Bd)
-        self.L = cholesky(0.5 * (A + A.T), "ep")
+        self.L = precision_cholesky(0.5 * (A + A.T), "ep")
         R = sla.solve_triangular(self.L, self.Bd.T, lower=True)
         alpha = sla.solve_triangular(self.L, self.Xty + self.Bd.T @ self.b, lower=True)
         self.rho, self.h = np.sum(R * R, axis=0), R.T @ alpha
@@ -186,7 +186,7 @@ def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-1
     """Fractional EP on dense X (m x n) and B (q x n). Returns a dict: ``mean``, ``cov``, ``pi``, ``b``,
     ``max_site_change`` (trace per sweep), ``sweeps``, ``converged``, ``skipped`` (updates refused)."""
     q = Bd.shape[0]
-    st = State(Xd, Bd, y, sigma2, np.broadcast_to(_prior_precision(pot), (q,)), np.zeros(q))
+    st = State(Xd, Bd, y, sigma2, np.broadcast_to(prior_precision(pot), (q,)), np.zeros(q))
     trace, skipped, converged = [], 0, False
     with progress_bar(total=max_sweeps, desc="ep (slm)", disable=not progress) as bar:
         for sweep in range(1, max_sweeps + 1):
@@ -216,31 +216,33 @@ def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-1
 
 
 @register("ep", kind="approximation", family="slm", check=_check,
-          defaults={"draws": 1000, "tune": 0, "chains": 4},
+          defaults={**APPROXIMATION_DEFAULTS, "draws": 1000, "chains": 4},
           description="fractional expectation propagation (dense Cholesky representation, rank-one updates)",
-          options={"eta": Option(0.9, "EP power (fraction of each potential in the tilted distribution; 1: EP)"),
-                   "damping": Option(0.0, "weight of the old site in each update (0: no damping)"),
-                   "max_sweeps": Option(200, "most sweeps (q site updates each)"),
-                   "tol": Option(1e-10, "stop when the largest KL[Q'(s_i) || Q(s_i)] of a sweep is below this"),
-                   "schedule": Option("sweep", "sweep (every site in turn) or selective (largest KL first)")})
+          options={"eta": Option(0.9, "EP power (fraction of each potential in the tilted distribution; 1: EP)",
+                                 Interval(float, 0, 1, "right")),
+                   "damping": Option(0.0, "weight of the old site in each update (0: no damping)",
+                                     Interval(float, 0, 1, "left")),
+                   "max_sweeps": Option(200, "most sweeps (q site updates each)", POSITIVE_INT),
+                   "tol": Option(1e-10, "stop when the largest KL[Q'(s_i) || Q(s_i)] of a sweep is below this",
+                                 POSITIVE),
+                   "schedule": Option("sweep", "sweep (every site in turn) or selective (largest KL first)",
+                                      OneOf(SCHEDULES))})
 @blas_threads()
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, seed, progress, eta, damping, max_sweeps, tol, schedule):
     """Fractional EP for the SLM."""
-    if data.d > DENSE_N:
-        raise ValueError(f"SLM backend 'ep' keeps a dense Cholesky factor and takes n <= {DENSE_N}; this problem "
-                         f"has n = {data.d}: use 'dloop'")
-    timer = Timer()
+    t0 = time.perf_counter()
     prob = problem(model, data)
-    res = ep(to_dense(prob.X), to_dense(prob.B), prob.y, prob.sigma2, prob.potential, eta=opts["eta"],
-             damping=opts["damping"], max_sweeps=opts["max_sweeps"], tol=opts["tol"], schedule=opts["schedule"],
-             progress=progress)
-    warnings = [] if res["converged"] else [f"ep stopped after {res['sweeps']} sweeps without meeting "
-                                            f"tol={opts['tol']:g}"]
+    res = ep(to_dense(prob.X), to_dense(prob.B), prob.y, prob.sigma2, prob.potential, eta=eta, damping=damping,
+             max_sweeps=max_sweeps, tol=tol, schedule=schedule, progress=progress)
+    q = GaussianApproximation(variable="u", mean=res["mean"], cov=res["cov"],
+                              objective={"max_site_change": res["max_site_change"]}, objective_name="max_site_change",
+                              iterations=res["sweeps"], converged=res["converged"])
+    fit = approximation_fit(model, data, "ep", q, draws=draws, chains=chains, seed=seed,
+                            timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "ep"),
+                            info={"skipped_updates": res["skipped"], "eta": eta},
+                            limit=f"{max_sweeps} sweeps (tol={tol:g})",
+                            extra_groups=potentials_group(site_precision=res["pi"], site_linear=res["b"]))
     if res["skipped"]:
-        warnings.append(f"{res['skipped']} site updates were skipped (improper cavity, or an update that would "
-                        f"make the covariance indefinite or overflow)")
-    info = {"iterations": res["sweeps"], "converged": res["converged"], "objective": "max_site_change",
-            "warnings": warnings, "skipped_updates": res["skipped"], "eta": opts["eta"],
-            "site_precision": res["pi"].tolist(), "site_linear": res["b"].tolist()}
-    return gaussian_fit(model, data, "ep", res["mean"], res["cov"], draws=draws, chains=chains, seed=seed,
-                        timing={"sample": timer()}, info=info, objective={"max_site_change": res["max_site_change"]})
+        fit.info["warnings"].append(f"{res['skipped']} site updates were skipped (improper cavity, or an update that "
+                                    f"would make the covariance indefinite or overflow)")
+    return fit

@@ -12,40 +12,35 @@ pi_j = 1/gamma_j as auxiliary variables the sweep alternates
    a dense Cholesky factor (``solver="cholesky"``) or conjugate gradients on the operators (``"cg"``, for large n:
    the draw is then exact only up to the CG tolerance).
 
-Chains run one after another, each from its own seed (``SeedSequence([seed, chain])``), started from a
-perturb-and-solve draw at the prior mean precisions.
+This module is the two conditionals and the :class:`~bayeszoo.inference.chains.Kernel` that alternates them; the
+chain driver (:func:`bayeszoo.inference.chains.sample`) does the seeding, warm-up, thinning, timing and progress.
+A chain starts from a perturb-and-solve draw at the prior mean precisions.
 """
 from __future__ import annotations
+
+import time
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.sparse.linalg import LinearOperator, cg
 
-from bayeszoo import checks
-from bayeszoo.inference.slm._common import Timer, blas_threads, check_finite, cholesky, owner, problem
-from bayeszoo.results import build_fit
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, OneOf
+from bayeszoo.inference.chains import Kernel, chains_fit, sample
+from bayeszoo.inference.slm._common import blas_threads, check_finite, precision_cholesky, prior_precision, problem
+from bayeszoo.numerics.linalg import DENSE_N
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.numerics.potentials import GSM_SAMPLERS
-from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import Option, owner, register
 
 SOLVERS = ("auto", "cholesky", "cg")
-DENSE_N = 2000          # "auto" uses the dense Cholesky factor up to this n
-
-
-def _check(opts):
-    opts = dict(opts)
-    checks.choice(owner("gibbs"), "solver", opts["solver"], SOLVERS)
-    opts["thin"] = checks.positive(owner("gibbs"), "thin", opts["thin"], integer=True)
-    opts["cg_tol"] = checks.positive(owner("gibbs"), "cg_tol", opts["cg_tol"])
-    return opts
 
 
 class GaussianStep:
-    """Draws u | pi by perturb-and-solve (module docstring, step 2)."""
+    """Draws u | pi by perturb-and-solve (module docstring, step 2); ``backend`` names who asks in its errors."""
 
-    def __init__(self, prob, solver: str):
-        self.prob = prob
+    def __init__(self, prob, solver: str, backend: str = "gibbs"):
+        self.prob, self.backend = prob, backend
         self.sigma = float(np.sqrt(prob.sigma2))
         self.Xty = prob.X.H @ prob.y / prob.sigma2
         self.dense = solver == "cholesky" or (solver == "auto" and prob.n <= DENSE_N)
@@ -65,66 +60,57 @@ class GaussianStep:
         e2 = rng.standard_normal(p.q)
         rhs = self.Xty + p.X.H @ e1 / self.sigma + p.B.H @ (np.sqrt(pi) * e2)
         if self.dense:
-            return sla.cho_solve((cholesky(self.precision(pi), "gibbs"), True), rhs)
+            return sla.cho_solve((precision_cholesky(self.precision(pi), self.backend), True), rhs)
         Q = LinearOperator((p.n, p.n), dtype=float,
                            matvec=lambda v: p.X.H @ (p.X @ v) / p.sigma2 + p.B.H @ (pi * (p.B @ v)))
-        return check_finite(cg(Q, rhs, x0=u_prev, rtol=cg_tol, maxiter=10 * p.n)[0], "gibbs", "a CG draw of u")
+        return check_finite(cg(Q, rhs, x0=u_prev, rtol=cg_tol, maxiter=10 * p.n)[0], self.backend,
+                            "a CG draw of u")
 
 
-def _prior_precision(pot) -> np.ndarray:
-    """1 / E[gamma] under the mixing distribution: a starting point for the precisions."""
-    tau = np.asarray(pot.tau, dtype=float)
-    if pot.name == "laplace":
-        return tau**2 / 2.0
-    if pot.name == "student":
-        return tau * np.maximum(pot.nu - 2.0, 1.0) / pot.nu
-    if pot.name == "logistic":
-        return 12.0 * tau**2 / np.pi**2       # E[gamma] = Var(s) = pi^2 / (12 tau^2)
-    if pot.name == "sigmoid":
-        return tau**2 / np.pi**2              # symmetric part sech(tau s / 2) / 2: Var(s) = pi^2 / tau^2
-    return tau
+class State(NamedTuple):
+    u: np.ndarray
+    s: np.ndarray        # B u: the next precision draw and lp both need it
 
 
-@register("gibbs", kind="mcmc", family="slm", check=_check,
+class Info(NamedTuple):
+    lp: float            # the unnormalised log posterior of u
+
+
+def kernel(step: GaussianStep, cg_tol: float) -> Kernel:
+    """One sweep draws the precisions given u, then u given the precisions (module docstring)."""
+    prob = step.prob
+    pot = prob.potential
+
+    def init(rng, prob):
+        pi = np.broadcast_to(prior_precision(pot), (prob.q,)).copy()
+        u = step.draw(rng, pi, np.zeros(prob.n), cg_tol)
+        return State(u, prob.B @ u)
+
+    def sweep(rng, state):
+        pi = pot.sample_precision(rng, state.s)
+        u = step.draw(rng, pi, state.u, cg_tol)
+        s = prob.B @ u
+        return State(u, s), Info(lp=-prob.neg_log_joint(u, s))
+
+    return Kernel(init=init, step=sweep, position=lambda state: {"u": state.u})
+
+
+@register("gibbs", kind="mcmc", family="slm",
           defaults={"draws": 1000, "tune": 500, "chains": 4},
           applies=lambda model: model.potential in GSM_SAMPLERS,
           description="Gaussian scale-mixture Gibbs sampler with perturb-and-solve Gaussian steps",
           options={"solver": Option("auto", "u-step: cholesky (dense), cg (operators) or auto (dense up to "
-                                            f"n = {DENSE_N})"),
-                   "thin": Option(1, "keep every thin-th sweep"),
-                   "cg_tol": Option(1e-10, "relative residual of the CG solves (solver cg)")})
+                                            f"n = {DENSE_N})", OneOf(SOLVERS)),
+                   "thin": Option(1, "keep every thin-th sweep", POSITIVE_INT),
+                   "cg_tol": Option(1e-10, "relative residual of the CG solves (solver cg)", POSITIVE)})
 @blas_threads()
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, seed, progress, solver, thin, cg_tol):
     """Gibbs sampler on (u, precisions) of the SLM (every potential: module docstring)."""
-    timer = Timer()
+    t0 = time.perf_counter()
     prob = problem(model, data)
-    pot = prob.potential
-    step = GaussianStep(prob, opts["solver"])
-    t_setup = timer()
-    thin, seed = opts["thin"], 0 if seed is None else int(seed)
-    u_out = np.empty((chains, draws, prob.n))
-    lp = np.empty((chains, draws))
-    t_tune = 0.0
-    sweeps = tune + draws * thin
-    with progress_bar(total=chains * sweeps, desc="gibbs (slm)", disable=not progress) as bar:
-        for c in range(chains):
-            rng = np.random.default_rng(np.random.SeedSequence([seed, c]))
-            u = step.draw(rng, np.broadcast_to(_prior_precision(pot), (prob.q,)).copy(), np.zeros(prob.n),
-                          opts["cg_tol"])
-            t0 = timer()
-            for i in range(sweeps):
-                pi = pot.sample_precision(rng, prob.B @ u)
-                u = step.draw(rng, pi, u, opts["cg_tol"])
-                if i >= tune and (i - tune + 1) % thin == 0:
-                    k = (i - tune + 1) // thin - 1
-                    u_out[c, k] = u
-                    lp[c, k] = -prob.neg_log_joint(u)
-                if i + 1 == tune:
-                    t_tune += timer() - t0
-                if (i + 1) % 100 == 0 or i + 1 == sweeps:
-                    bar.update((i % 100) + 1)
-    t_total = timer()
-    info = {"iterations": sweeps, "converged": None, "thin": thin,
-            "solver": "cholesky" if step.dense else "cg"}
-    return build_fit(model, data, "gibbs", "mcmc", {"u": u_out}, sample_stats={"lp": lp}, info=info,
-                     timing={"compile": t_setup, "tune": t_tune, "sample": t_total - t_setup - t_tune})
+    step = GaussianStep(prob, solver)
+    setup = time.perf_counter() - t0
+    result = sample(kernel(step, cg_tol), prob, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
+                    progress=progress, desc="gibbs (slm)", owner=owner("slm", "gibbs"))
+    return chains_fit(model, data, "gibbs", result, setup=setup,
+                      info={"thin": thin, "solver": "cholesky" if step.dense else "cg"})

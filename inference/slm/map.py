@@ -11,29 +11,29 @@ Solvers (option ``solver``, "auto" picks the first that fits):
   exact u-step (dense Cholesky for n <= ``DENSE_N``, CG on the operators above), soft thresholding in s;
 * ``lbfgs``: SciPy's L-BFGS-B on u, for the smooth potentials (Student's t, logistic, Gaussian).
 
-The Fit holds the estimate as every draw (kind "approximation"), the objective trace as ``neg_log_joint``.
+The result is a :class:`~bayeszoo.inference.approximations.PointEstimate` (every draw is the estimate), the
+objective trace ``neg_log_joint``.
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
 from scipy.sparse.linalg import LinearOperator, cg
 
-from bayeszoo import checks
-from bayeszoo.inference.slm._common import (Timer, blas_threads, check_finite, check_iterations, cholesky, owner,
-                                            point_fit, problem)
-from bayeszoo.registry import Option, register
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
+from bayeszoo.inference.approximations import PointEstimate, approximation_fit
+from bayeszoo.inference.slm._common import blas_threads, check_finite, precision_cholesky, problem
+from bayeszoo.numerics.linalg import DENSE_N   # the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
+from bayeszoo.registry import Option, owner, register
 
 SOLVERS = ("auto", "fista", "admm", "lbfgs")
-DENSE_N = 2000           # the ADMM u-step factorises X^T X / sigma2 + rho B^T B densely up to this n
 
 
-def _check(opts):
-    opts = check_iterations("map", opts, "max_iter")
-    checks.choice(owner("map"), "solver", opts["solver"], SOLVERS)
-    opts["rho"] = checks.positive(owner("map"), "rho", opts["rho"], allow_none=True)
-    return opts
+def _check(options, model, data):
+    choose_solver(model, options["solver"])     # a solver that does not fit the potential or B
 
 
 def choose_solver(model, solver: str) -> str:
@@ -44,7 +44,7 @@ def choose_solver(model, solver: str) -> str:
     if solver == "auto":
         return "fista" if fits["fista"] else "admm" if fits["admm"] else "lbfgs"
     if not fits[solver]:
-        raise ValueError(f"SLM backend 'map': solver {solver!r} does not fit potential={model.potential!r}, "
+        raise ValueError(f"{owner('slm', 'map')}: solver {solver!r} does not fit potential={model.potential!r}, "
                          f"B={model.B!r} (fista: Laplace with B 'identity' or 'wavelet'; admm: Laplace; "
                          f"lbfgs: the smooth potentials)")
     return solver
@@ -89,7 +89,7 @@ def _admm(prob, max_iter, tol, rho):
         from bayeszoo.numerics.operators import to_dense
 
         Xd, Bd = to_dense(X), to_dense(B)
-        cho = (cholesky(Xd.T @ Xd / s2 + rho * Bd.T @ Bd, "map"), True)
+        cho = (precision_cholesky(Xd.T @ Xd / s2 + rho * Bd.T @ Bd, "map"), True)
 
         def solve(rhs, _):
             return sla.cho_solve(cho, rhs)
@@ -142,28 +142,30 @@ def _lbfgs(prob, max_iter, tol):
           defaults={"draws": 1, "tune": 0, "chains": 1},
           description="MAP / penalised least squares (L1, L1+TV): FISTA, ADMM or L-BFGS",
           options={"solver": Option("auto", "fista (Laplace, orthonormal B), admm (Laplace, any B), lbfgs "
-                                            "(smooth potentials) or auto"),
-                   "max_iter": Option(5000, "most iterations of the solver"),
-                   "tol": Option(1e-10, "relative tolerance of the solver's stopping rule"),
-                   "rho": Option(None, "ADMM penalty (None: balances X^T X / sigma2 against B^T B)")})
+                                            "(smooth potentials) or auto", OneOf(SOLVERS)),
+                   "max_iter": Option(5000, "most iterations of the solver", POSITIVE_INT),
+                   "tol": Option(1e-10, "relative tolerance of the solver's stopping rule", POSITIVE),
+                   "rho": Option(None, "ADMM penalty (None: balances X^T X / sigma2 against B^T B)",
+                                 Interval(float, 0, None, "neither", none=True))})
 @blas_threads()
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, seed, progress, solver, max_iter, tol, rho):
     """The MAP estimate of u (penalised least squares)."""
-    timer = Timer()
-    solver = choose_solver(model, opts["solver"])
+    t0 = time.perf_counter()
+    solver = choose_solver(model, solver)
     prob = problem(model, data)
     if solver == "fista":
-        u, iters, trace, converged = _fista(prob, opts["max_iter"], opts["tol"])
+        u, iters, trace, converged = _fista(prob, max_iter, tol)
     elif solver == "admm":
-        u, iters, trace, converged = _admm(prob, opts["max_iter"], opts["tol"], opts["rho"])
+        u, iters, trace, converged = _admm(prob, max_iter, tol, rho)
     else:
-        u, iters, trace, converged = _lbfgs(prob, opts["max_iter"], opts["tol"])
+        u, iters, trace, converged = _lbfgs(prob, max_iter, tol)
     check_finite(u, "map", f"the {solver} estimate")
     trace = np.append(trace, prob.neg_log_joint(u))    # the last entry is the estimate's objective
-    info = {"iterations": iters, "converged": converged, "objective": "neg_log_joint", "solver": solver,
-            "warnings": [] if converged else [f"map ({solver}) stopped after {iters} iterations without meeting "
-                                              f"tol={opts['tol']:g}"]}
-    if not model.potentials(data).log_concave:
-        info["warnings"].append("Student's t potentials are not log-concave: the MAP estimate is a local minimum")
-    return point_fit(model, data, "map", u, draws=draws, chains=chains, info=info,
-                     timing={"sample": timer()}, objective={"neg_log_joint": trace})
+    estimate = PointEstimate(values={"u": u}, objective={"neg_log_joint": trace}, objective_name="neg_log_joint",
+                             iterations=iters, converged=converged)
+    fit = approximation_fit(model, data, "map", estimate, draws=draws, chains=chains, seed=seed,
+                            timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "map"),
+                            info={"solver": solver}, limit=f"{iters} {solver} iterations (tol={tol:g})")
+    if not prob.potential.log_concave:
+        fit.info["warnings"].append("Student's t potentials are not log-concave: the MAP estimate is a local minimum")
+    return fit

@@ -14,27 +14,31 @@ algebra: O(n^3) per iteration; with B = I and fewer measurements than unknowns (
 iteration works with the m x m matrix C = sigma2 I + X Gamma X^T instead (Woodbury: P^-1 = Gamma - Gamma X^T C^-1
 X Gamma, mu = Gamma X^T C^-1 y; Tipping 2001, (16)-(18)), O(m^2 n).
 
-The Fit holds i.i.d. draws from N(mu, P^-1) at the optimum (kind "approximation"); ``info`` the learnt ``gamma``
-(as ``n_pruned`` and ``sigma2``); the ``log_evidence`` trace when B is orthonormal (``identity``, ``wavelet``).
+The result is the :class:`~bayeszoo.inference.approximations.GaussianApproximation` N(mu, P^-1) at the optimum
+(i.i.d. draws, its mean and covariance in the ``gaussian`` group); the learnt ``gamma`` goes into the ``potentials``
+group, ``n_pruned`` and ``sigma2`` into ``info``; the ``log_evidence`` trace when B is orthonormal (``identity``,
+``wavelet``).
 """
 from __future__ import annotations
+
+import time
 
 import numpy as np
 import scipy.linalg as sla
 
-from bayeszoo import checks
-from bayeszoo.inference.slm._common import Timer, blas_threads, check_iterations, cholesky, gaussian_fit, owner
-from bayeszoo.registry import Option, register
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
+from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.slm._common import blas_threads, potentials_group, precision_cholesky
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
-DENSE_LIMIT = 4096     # largest n (the posterior covariance is formed densely)
+DENSE_LIMIT = 4096     # largest n (the posterior covariance is formed densely, O(n^3) per iteration)
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
-def _check(opts):
-    opts = check_iterations("sbl", opts, "max_iter")
-    opts["learn_noise"] = checks.flag(owner("sbl"), "learn_noise", opts["learn_noise"])
-    opts["prune"] = checks.number(owner("sbl"), "prune", opts["prune"], low=1.0, high=1e300)
-    return opts
+def _check(options, model, data):
+    if data.d > DENSE_LIMIT:
+        raise ValueError(f"{owner('slm', 'sbl')} is dense (O(n^3) per iteration) and takes n <= {DENSE_LIMIT}; this "
+                         f"problem has n = {data.d}")
 
 
 def _moments_small_m(X, y, sigma2, alpha):
@@ -42,7 +46,7 @@ def _moments_small_m(X, y, sigma2, alpha):
     X^T (module docstring)."""
     gamma = 1.0 / alpha
     G = (X * gamma) @ X.T
-    Lc = cholesky(0.5 * (G + G.T) + sigma2 * np.eye(len(y)), "sbl")
+    Lc = precision_cholesky(0.5 * (G + G.T) + sigma2 * np.eye(len(y)), "sbl")
     W = sla.solve_triangular(Lc, X * gamma, lower=True)                # L_C^-1 X Gamma
     a = sla.solve_triangular(Lc, y, lower=True)
     mean = W.T @ a                                                     # Gamma X^T C^-1 y
@@ -65,7 +69,7 @@ def sbl(X, B, y, sigma2, *, learn_noise=False, max_iter=1000, tol=1e-8, prune=1e
     trace, converged = [], False
     for it in range(1, max_iter + 1):
         P = XtX / sigma2 + B.T @ (alpha[:, None] * B)
-        L = cholesky(0.5 * (P + P.T), "sbl")
+        L = precision_cholesky(0.5 * (P + P.T), "sbl")
         mean = sla.cho_solve((L, True), Xty / sigma2)
         Li_Bt = sla.solve_triangular(L, B.T, lower=True)            # nu = diag(B P^-1 B^T)
         nu = np.sum(Li_Bt**2, axis=0)
@@ -85,7 +89,7 @@ def sbl(X, B, y, sigma2, *, learn_noise=False, max_iter=1000, tol=1e-8, prune=1e
             converged = True
             break
     P = XtX / sigma2 + B.T @ (alpha[:, None] * B)
-    L = cholesky(0.5 * (P + P.T), "sbl")
+    L = precision_cholesky(0.5 * (P + P.T), "sbl")
     mean = sla.cho_solve((L, True), Xty / sigma2)
     Li = sla.solve_triangular(L, np.eye(n), lower=True)
     return {"mean": mean, "cov": Li.T @ Li, "alpha": alpha, "sigma2": sigma2, "iterations": it,
@@ -127,29 +131,27 @@ def _sbl_small_m(X, y, sigma2, *, learn_noise, max_iter, tol, prune):
 
 @register("sbl", kind="approximation", family="slm", check=_check,
           applies=lambda model: model.potential != "sigmoid",   # labels are not measurements
-          defaults={"draws": 1000, "tune": 0, "chains": 4},
+          defaults={**APPROXIMATION_DEFAULTS, "draws": 1000, "chains": 4},
           description="sparse Bayesian learning (type-II ML / ARD on s = B u): the BCS baseline",
-          options={"max_iter": Option(1000, "most fixed-point iterations"),
-                   "tol": Option(1e-8, "stop when the largest change of log(1/gamma_j) is below this"),
-                   "learn_noise": Option(False, "also learn the noise variance (else the model's sigma2)"),
-                   "prune": Option(1e12, "a potential whose precision 1/gamma passes this is pruned")})
+          options={"max_iter": Option(1000, "most fixed-point iterations", POSITIVE_INT),
+                   "tol": Option(1e-8, "stop when the largest change of log(1/gamma_j) is below this", POSITIVE),
+                   "learn_noise": Option(False, "also learn the noise variance (else the model's sigma2)", Flag()),
+                   "prune": Option(1e12, "a potential whose precision 1/gamma passes this is pruned",
+                                   Interval(float, 1.0, 1e300, "right"))})
 @blas_threads()
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, seed, progress, max_iter, tol, learn_noise, prune):
     """SBL / ARD type-II maximum likelihood on the potentials' variances."""
-    if data.d > DENSE_LIMIT:
-        raise ValueError(f"SLM backend 'sbl' is dense (O(n^3) per iteration) and takes n <= {DENSE_LIMIT}; this "
-                         f"problem has n = {data.d}")
-    timer = Timer()
+    t0 = time.perf_counter()
     res = sbl(model.dense_X(data), model.dense_B(data), np.asarray(data.y, float), model.sigma2,
-              learn_noise=opts["learn_noise"], max_iter=opts["max_iter"], tol=opts["tol"], prune=opts["prune"])
-    n_pruned = int(np.sum(res["alpha"] >= opts["prune"]))
-    info = {"iterations": res["iterations"], "converged": res["converged"], "sigma2": res["sigma2"],
-            "n_pruned": n_pruned, "gamma": (1.0 / res["alpha"]).tolist(),
-            "objective": "log_evidence" if res["log_evidence"].size else None,
-            "warnings": [] if res["converged"] else [f"sbl stopped after {res['iterations']} iterations without "
-                                                     f"meeting tol={opts['tol']:g}"]}
-    if res["log_evidence"].size:
-        info["log_evidence"] = float(res["log_evidence"][-1])
-    objective = {"log_evidence": res["log_evidence"]} if res["log_evidence"].size else None
-    return gaussian_fit(model, data, "sbl", res["mean"], res["cov"], draws=draws, chains=chains, seed=seed,
-                        timing={"sample": timer()}, info=info, objective=objective)
+              learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune)
+    evidence = res["log_evidence"]
+    q = GaussianApproximation(variable="u", mean=res["mean"], cov=res["cov"],
+                              log_evidence=evidence[-1] if evidence.size else None,
+                              objective={"log_evidence": evidence} if evidence.size else {},
+                              objective_name="log_evidence" if evidence.size else None,
+                              iterations=res["iterations"], converged=res["converged"])
+    info = {"sigma2": res["sigma2"], "n_pruned": int(np.sum(res["alpha"] >= prune))}
+    return approximation_fit(model, data, "sbl", q, draws=draws, chains=chains, seed=seed,
+                             timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "sbl"), info=info,
+                             limit=f"{max_iter} iterations (tol={tol:g})",
+                             extra_groups=potentials_group(gamma=1.0 / res["alpha"]))
