@@ -58,7 +58,7 @@ def comparison_html(comparison) -> str:
            f"<p><strong>Comparison</strong> {esc(type(comparison.model).__name__)} on "
            f"<code>{esc(str(comparison.data.name))}</code> · backends: {esc(', '.join(labels))}</p>",
            verdict_html(comparison),
-           reference_banner(reference)]
+           reference_banner(reference, getattr(comparison.model, "reference_advice", ""))]
     try:
         table = comparison.table()
         sampling, scores = split_columns(table)

@@ -214,8 +214,12 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
     if not curves:
         return None
     colors = backend_colors(fit_labels(comparison))
+    untrusted = getattr(reference, "trusted", None) is False
     fig = new_figure(12, 4.6)
-    ax, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
+    if untrusted:   # no ranking against a reference that may be wrong
+        ax, bars = fig.subplots(1, 1), None
+    else:
+        ax, bars = fig.subplots(1, 2, gridspec_kw={"width_ratios": [1.5, 1]})
     for c in curves:
         ok = np.isfinite(c["bias2"]) & (c["bias2"] > 0) & (c["seconds"] > 0)
         x, y = c["seconds"][ok], c["bias2"][ok]
@@ -247,12 +251,12 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
     ax.secondary_yaxis("right", functions=(worth, worth)).set_ylabel(f"exact draws worth ({one_draw:.2g} / y)")
     ax.grid(alpha=0.3, which="both")
     ax.legend(fontsize=7, loc="lower left")
-    if getattr(reference, "trusted", None) is False:
-        ax.set_title("REFERENCE UNTRUSTED: errors against a reference that fails validation", color="#b00000",
-                     fontsize=10, fontweight="bold")
+    if untrusted:
+        ax.set_title("REFERENCE UNTRUSTED: errors against a reference that fails validation; nothing is ranked",
+                     color="#b00000", fontsize=10, fontweight="bold")
     else:
         ax.set_title(f"accuracy against wall time (reference: {getattr(reference, 'name', '?')})", fontsize=10)
-    _ranking_bars(bars, table, skip=comparison.reference_cell)
+        _ranking_bars(bars, table, skip=comparison.reference_cell)
     fig.tight_layout()
     return fig
 

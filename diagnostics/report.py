@@ -37,7 +37,7 @@ tr.failed td{background:#fff0f0}
 td.flag{background:#ffd9d9;color:#900;font-weight:bold}
 p.verdict{font-size:15px;background:#f4f8ff;border-left:4px solid #36c;padding:.4em .8em}
 td.na{color:#888;font-style:italic}
-td.untrusted{background:#f3e6e6;color:#900;font-style:italic}
+td.untrusted{background:#f6f0f0;color:#999;font-style:italic}
 td.untrusted[colspan],td.na[colspan]{text-align:center}
 .meta td{text-align:left;white-space:normal;overflow-wrap:anywhere} .meta th{text-align:left}
 details.more{margin:.3em 0 .8em} details.more summary{cursor:pointer;color:#555;font-size:.9em}
@@ -152,7 +152,8 @@ def _merged(cells: list[tuple[str, str, str]]) -> str:
         if text in ("untrusted", "reference"):
             while i + span < len(cells) and cells[i + span][1:] == (cls, text):
                 span += 1
-        tip = f' title="{html.escape(_TIPS[text])}"' if text in _TIPS else ""
+        tip_text = _TIPS.get(text) or _TIPS.get(cls)
+        tip = f' title="{html.escape(tip_text)}"' if tip_text else ""
         colspan = f' colspan="{span}"' if span > 1 else ""
         out.append(f'<td class="{cls}"{colspan}{tip}>{html.escape(text)}</td>')
         i += span
@@ -198,7 +199,7 @@ def table_html(table, comparison=None, columns=None) -> str:
             if c in ACCURACY_COLUMNS and reference_label is not None and row.get("backend") == reference_label:
                 cls, text = "na", "reference"
             elif c in ACCURACY_COLUMNS and untrusted:
-                cls, text = "untrusted", "untrusted"
+                cls = "untrusted"   # the number, greyed: measured against a posterior that may be wrong
             elif c in ("rhat_max", "ess_bulk_per_s") and row.get("kind") == "approximation":
                 cls, text = "na", NOT_APPLICABLE
             elif c == "rhat_max" and not _is_missing(value) and float(value) >= RHAT_MAX:
@@ -314,14 +315,26 @@ def _provenance_parts(prov: dict) -> list[str]:
     return parts
 
 
-def reference_banner(reference) -> str:
+#: what to try when a reference breaks its rules, for any family (the model's ``reference_advice`` adds its own)
+UNTRUSTED_ADVICE = (
+    "Run the reference longer: more draws and tune (reference_draws=, or options={'nuts': {...}}), four chains.",
+    "Divergences: raise target_accept (options={'nuts': {'target_accept': 0.95}}) or use a reparameterised or "
+    "better-conditioned model (its family page says how).",
+    "Use a catalogue problem, whose reference two engines have validated (bayeszoo.catalogue), or build one "
+    "with bayeszoo.catalogue's rules for your own model and data.")
+
+
+def reference_banner(reference, advice: str = "") -> str:
     """The box at the top of the report: the reference's name and provenance, and whether its numbers can be
-    trusted (red, with every rule it breaks, when they cannot)."""
+    trusted (red, with every rule it breaks and what to try, ``advice`` the family's own, when they cannot)."""
     from bayeszoo.diagnostics.metrics import ACCURACY_COLUMNS
 
     if reference is None:
         return ('<div class="banner none"><strong>No reference posterior.</strong> The accuracy columns are '
-                'empty and the speed figure shows ESS per second of the MCMC fits only.</div>')
+                'empty, nothing is ranked, and the speed figure shows ESS per second of the MCMC fits only. To get '
+                'one: <code>reference="nuts"</code> (or another backend) runs it in the grid; a Fit or a saved '
+                'reference can be given; a catalogue problem brings its own (<code>bayeszoo.catalogue</code>).'
+                '</div>')
     parts = _provenance_parts(dict(getattr(reference, "provenance", {}) or {}))
     head = (f"<strong>Reference posterior: {html.escape(str(reference.name))}</strong>"
             + (f" — {html.escape(' · '.join(parts))}" if parts else ""))
@@ -329,9 +342,11 @@ def reference_banner(reference) -> str:
     columns = ", ".join(f"<code>{c}</code>" for c in ACCURACY_COLUMNS)
     if trusted is False:
         problems = "".join(f"<li>{html.escape(str(p))}</li>" for p in getattr(reference, "problems", []))
+        tries = "".join(f"<li>{html.escape(t)}</li>" for t in (*UNTRUSTED_ADVICE, *([advice] if advice else [])))
         return (f'<div class="banner bad">{head}<p><strong>UNTRUSTED REFERENCE</strong>: it breaks the validation '
-                f'rules below, so the accuracy columns ({columns}) are shown as <em>untrusted</em> and the accuracy '
-                f'figure measures the fits against a posterior that may be wrong.</p><ul>{problems}</ul></div>')
+                f'rules below, so the accuracy columns ({columns}) are greyed (measured against a posterior that '
+                f'may be wrong) and nothing is ranked.</p><ul>{problems}</ul><p><strong>What to try</strong></p>'
+                f'<ul>{tries}</ul></div>')
     if trusted is None:
         return (f'<div class="banner unchecked">{head}<p>A fit given as the reference: its draws\' means and sds '
                 f'are used as they are, and no validation rule (R-hat, ESS, MCSE, divergences, a second engine) '
@@ -397,7 +412,7 @@ def write_report(comparison, path: str) -> str:
            f"<p class='small'>written {time.strftime('%Y-%m-%d %H:%M')} · backends: "
            f"{html.escape(', '.join(comparison.order or list(comparison.fits)))}</p>",
            verdict_html(comparison),
-           reference_banner(reference),
+           reference_banner(reference, getattr(model, "reference_advice", "")),
            _meta_html(comparison)]
 
     # table

@@ -24,7 +24,9 @@ class Model:
     ``numpyro_model(data)``   a zero-argument NumPyro model function with the same joint density;
     ``predict(fit, X_new)``   binary: P(y = 1); regression: predictive mean; multiclass: (n, C) probabilities;
     ``score(fit, data)``      dict of the family's metrics on ``data``'s test set (training set if it has none);
-    ``compare_vars``          the variables ``mean_err`` / ``sd_err`` are computed on.
+    ``compare_vars``          the variables ``mean_err`` / ``sd_err`` are computed on;
+    ``reference_advice``      what to try, for this family, when a reference posterior breaks its rules (the
+                              report shows it under the red banner).
 
     The family's pictures live in ``bayeszoo.diagnostics.<family>_plots``; its backends in
     ``bayeszoo.inference.<family>`` (see docs/architecture.md).
@@ -32,6 +34,7 @@ class Model:
 
     family = "base"
     compare_vars: ClassVar[tuple[str, ...]] = ()
+    reference_advice: ClassVar[str] = ""
 
     # ---- identity ------------------------------------------------------------------------------------
     def spec(self) -> dict:

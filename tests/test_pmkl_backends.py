@@ -144,7 +144,7 @@ def test_point_estimators_classify_iris(backend, limit, iris):
 
 
 def check_relevance_vectors(fit, score, n):
-    rv = fit.info["relevance_vectors"]
+    rv = fit.idata.relevance["relevance_vectors"].values
     assert 0 < len(rv) < n / 4
     assert score["n_relevant"] == len(rv)
     W = fit.posterior.W.values[0, 0]
@@ -159,7 +159,7 @@ def test_mrvm1_is_sparse_and_stops_by_criterion_2(small):
     assert fit.info["converged"] and fit.info["iterations"] >= small.n          # at least N iterations
     check_relevance_vectors(fit, model.score(fit, small), small.n)
     traces = fit.idata.objective
-    assert traces["n_relevant"].values[-1] == len(fit.info["relevance_vectors"])
+    assert traces["n_relevant"].values[-1] == len(fit.idata.relevance["relevance_vectors"])
 
 
 def test_thesis_cv_protocol_returns_mean_and_sd(iris):

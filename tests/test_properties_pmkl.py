@@ -103,7 +103,7 @@ FIT_COUNTS = {"gibbs": st.fixed_dictionaries({"draws": st.integers(1, 4), "tune"
 BACKEND_OPTIONS = {
     "gibbs": st.fixed_dictionaries({}, optional={
         "thin": st.integers(1, 2), "beta_steps": st.integers(1, 2), "theta_steps": st.integers(1, 2),
-        "beta_step": st.sampled_from(["marginal", "conditional"]),
+        "beta_update": st.sampled_from(["marginal", "conditional"]),
         "y_step": st.sampled_from(["collapsed", "conditional"]),
         "fix_alpha": st.one_of(st.none(), POSITIVE)}),
     "vb": st.fixed_dictionaries({"max_iter": st.integers(1, 4), "is_samples": st.integers(2, 20)}, optional={
@@ -246,7 +246,7 @@ def test_model_options_of_any_type_many(options, sources):
 def _backend_options_of_any_type(backend: str, options: dict, small) -> None:
     model = PMKL(rule="convex")
     spec = registry.get(model, backend)
-    resolved = refused_by_bayeszoo(lambda: spec.resolve(options))
+    resolved = refused_by_bayeszoo(lambda: spec.resolve(options, model, small))
     if resolved is not None and backend in ("vb", "em", "map", "mrvm2"):
         # accepted options run (iterations capped, so that a large accepted max_iter does not make the test slow)
         capped = {**options, **{k: min(v, 3) for k, v in options.items() if k in ("max_iter",)}}

@@ -70,7 +70,8 @@ def lower_solve(L, b, trans: bool = False):
         out = np.linalg.solve(np.swapaxes(L, -1, -2) if trans else L, b[..., None] if vector else b)
         return out[..., 0] if vector else out
     lead = L.shape[:-2]
-    b = np.broadcast_to(b, lead + b.shape[len(lead):])
+    if b.shape[:len(lead)] != lead:
+        b = np.broadcast_to(b, lead + b.shape[len(lead):])
     out = np.empty(b.shape)
     for idx in np.ndindex(*lead):
         out[idx], info = dtrtrs(L[idx], b[idx], lower=1, trans=int(trans))
@@ -149,16 +150,16 @@ def collapsed_y_sweep(rng, Y, st: Collapsed, onehot):
     sd_t, inv_sd_t = sd[at], 1.0 / sd[at]                                  # (N, ch): the true class's
     below_t = np.where(onehot, -np.inf, 0.0)[:, None, :]                   # (N, 1, C): -inf at the true class
     log_u = np.log(rng.random((2, N, ch, C)))
-    log_u_t = log_u[0][at]
+    log_u_t, log_u_others = log_u[0][at], log_u[1]
     Yn = np.ascontiguousarray(np.swapaxes(Y, 0, 1))                         # (N, ch, C)
     for n in range(N):
         t, s = labels[n], sd[n]
         y_old = Yn[n]
         mu = y_old - shift[n]
         m_t = mu[:, t]
-        top = np.max(y_old + below_t[n], axis=1)                        # the largest entry of the other classes
+        top = np.maximum.reduce(y_old + below_t[n], axis=1)             # the largest entry of the other classes
         y_t = m_t - sd_t[n] * ndtri_exp(log_ndtr((m_t - top) * inv_sd_t[n]) + log_u_t[n])        # above top
-        y_new = mu + s * ndtri_exp(log_ndtr((y_t[:, None] - mu) / s) + log_u[1, n])             # below y_t
+        y_new = mu + s * ndtri_exp(log_ndtr((y_t[:, None] - mu) / s) + log_u_others[n])         # below y_t
         y_new[:, t] = y_t
         shift += update[n] * (y_new - y_old)
         Yn[n] = y_new
