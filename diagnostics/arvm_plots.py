@@ -91,7 +91,7 @@ def family_picture(comparison) -> Figure | None:
             notes.append(f"{label}: {type(exc).__name__}")
     ax.set_title(f"{data.name}: aRVM fits with their adaptive bases" + (f" ({'; '.join(notes)})" if notes else ""),
                  fontsize=10)
-    ax.legend(fontsize=7, loc="best")
+    ax.legend(fontsize=9, loc="best")
     fig.tight_layout()
     return fig
 

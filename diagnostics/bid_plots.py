@@ -39,7 +39,7 @@ def family_picture(comparison):
     hmax = max(float(np.max(p[2])) for p in panels)
     for k, (title, image, psf) in enumerate(panels):
         axes[0, k].imshow(image, cmap="gray", vmin=vmin, vmax=vmax)
-        axes[0, k].set_title(title, fontsize=7)
+        axes[0, k].set_title(title, fontsize=9)
         axes[1, k].imshow(psf, cmap="viridis", vmin=min(0.0, float(np.min(psf))), vmax=hmax)
         for ax in axes[:, k]:
             ax.set_xticks([])

@@ -52,7 +52,7 @@ def family_picture(comparison) -> Figure | None:
     axes[2].set_title("P(y* = 1) at the test inputs")
     axes[2].set_xlabel(f"reference ({ref_label})")
     axes[0].set_ylabel("backend")
-    axes[2].legend(fontsize=7, loc="upper left")
+    axes[2].legend(fontsize=9, loc="upper left")
     fig.tight_layout()
     return fig
 
@@ -89,7 +89,7 @@ def grid_contours(ds, quantities=("log_evidence", "jensen_bound", "info_bits", "
             z = ds[q].sel(backend=name).values.T        # rows: log_amplitude, columns: log_lengthscale
             if np.isfinite(z).sum() >= 4 and lv is not None:
                 cs = ax.contour(ell, sf, np.clip(z, lo, hi), levels=lv, linewidths=0.8, cmap="viridis")
-                ax.clabel(cs, fontsize=6, fmt="%.3g")
+                ax.clabel(cs, fontsize=8, fmt="%.3g")
                 flat = np.where(np.isfinite(z), z, np.inf if minimise else -np.inf)
                 j, i = np.unravel_index(np.argmin(flat) if minimise else np.argmax(flat), z.shape)
                 ax.plot(ell[i], sf[j], "r+", ms=9, mew=1.5)

@@ -28,14 +28,14 @@ def family_picture(comparison) -> Figure:
     vmin, vmax = float(np.min(g)), float(np.max(g))
     for k, (title, image) in enumerate(top):
         axes[0, k].imshow(image, cmap="gray", vmin=vmin, vmax=vmax)
-        axes[0, k].set_title(title, fontsize=7)
+        axes[0, k].set_title(title, fontsize=9)
     kernel_names = model.kernel_labels()
     for j, (label, fit) in enumerate(zip(labels, fits)):
         w = np.abs(model.weight_means(fit))
         for m in range(model.n_kernels):
             ax = axes[1 + m, j]
             ax.imshow(np.where(w[m] > 0, w[m], np.nan), cmap="magma")
-            ax.set_title(f"{label}: |E w| kernel {kernel_names[m]}", fontsize=7)
+            ax.set_title(f"{label}: |E w| kernel {kernel_names[m]}", fontsize=9)
     for ax in axes.ravel():
         ax.set_xticks([])
         ax.set_yticks([])

@@ -243,14 +243,14 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
     floor = reference_noise_floor(reference, names)
     if math.isfinite(floor) and floor > 0:
         ax.axhline(floor, color="0.5", lw=1, ls="--")
-        ax.text(0.99, floor, "reference's own Monte-Carlo error ", transform=ax.get_yaxis_transform(), fontsize=7,
+        ax.text(0.99, floor, "reference's own Monte-Carlo error ", transform=ax.get_yaxis_transform(), fontsize=9,
                 va="bottom", ha="right", color="0.4")
     ax.set_xlabel("wall time, seconds (compile + tune + sampling so far)")
     ax.set_ylabel("worst squared bias: max(b²(mean), 2·b²(sd))\nin reference-variance units")
     worth = (lambda y: one_draw * _reciprocal(y))   # c / y is its own inverse
     ax.secondary_yaxis("right", functions=(worth, worth)).set_ylabel(f"exact draws worth ({one_draw:.2g} / y)")
     ax.grid(alpha=0.3, which="both")
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=9, loc="lower left")
     if untrusted:
         ax.set_title("REFERENCE UNTRUSTED: errors against a reference that fails validation; nothing is ranked",
                      color="#b00000", fontsize=10, fontweight="bold")
@@ -291,12 +291,13 @@ def _ranking_bars(ax, table, skip=None):
             color=[_KIND_COLORS.get(k, "0.5") for k in df["kind"]])
     for yi, t, worth, unconverged in zip(y, df["t"], -df["worth"], df["unconverged"]):
         if np.isfinite(t):
-            ax.text(t, yi, f" {t:.3g} s", va="center", fontsize=7)
+            ax.text(t, yi, f" {t:.3g} s", va="center", fontsize=9)
         elif unconverged:
-            ax.text(lo, yi, " not converged (R-hat, ESS or divergences fail)", va="center", fontsize=7,
-                    color="#b00000")
+            ax.text(0.02, yi, "not converged (R-hat, ESS or divergences fail)", va="center", fontsize=9,
+                    color="#b00000", transform=ax.get_yaxis_transform())
         else:
-            ax.text(lo, yi, f" never (worth {worth:.3g} exact draws)", va="center", fontsize=7, color="#b00000")
+            ax.text(0.02, yi, f"never (worth {worth:.3g} exact draws)", va="center", fontsize=9, color="#b00000",
+                    transform=ax.get_yaxis_transform())
     ax.set_yticks(y, list(df["backend"]))
     ax.invert_yaxis()
     ax.set_xscale("log")
@@ -391,37 +392,54 @@ def marginals_figure(fit, reference, components, color: str = "#1f77b4", label: 
                 ax.axvline(mine[0], color=color, lw=1.6, label=f"{label} (point)")
         ax.set_title(name, fontsize=9)
         ax.set_yticks([])
-        ax.tick_params(labelsize=7)
-    axes[0].legend(fontsize=7, loc="upper left")
+        ax.tick_params(labelsize=8)
+    axes[0].legend(fontsize=9, loc="upper left")
     fig.tight_layout()
     return fig
 
 
+MAX_OBJECTIVE_POINTS = 500   # a trace longer than this is drawn as its running mean (a stochastic ELBO is noise)
+
+
 def objective_figure(comparison) -> Figure | None:
-    """ELBO / log-evidence traces (the ``objective`` group) of every fit that has one."""
+    """The objective each fit optimises (``fit.info["objective"]``, else its first trace in the ``objective``
+    group): one panel per backend. A long trace (stochastic-gradient VI over thousands of steps) is drawn as its
+    running mean over windows of 1 % of its length, thinned to :data:`MAX_OBJECTIVE_POINTS`, over the raw values
+    in light grey."""
     traces = []
     for label in fit_labels(comparison):
-        idata = comparison.fits[label].idata
-        if "objective" not in idata.groups():
+        fit = comparison.fits[label]
+        if "objective" not in fit.idata.groups():
             continue
-        for name, da in idata["objective"].data_vars.items():
-            traces.append((label, name, da))
+        group = fit.idata["objective"]
+        name = fit.info.get("objective") if fit.info.get("objective") in group else next(iter(group.data_vars), None)
+        if name is not None:
+            traces.append((label, name, group[name]))
     if not traces:
         return None
     ncols = min(3, len(traces))
     nrows = math.ceil(len(traces) / ncols)
-    fig = new_figure(3.6 * ncols, 2.5 * nrows)
+    fig = new_figure(4.2 * ncols, 2.9 * nrows)
     axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
     for ax in axes[len(traces):]:
         ax.set_visible(False)
     for ax, (label, name, da) in zip(axes, traces):
         values = np.asarray(da.values, dtype=float)
         values = values.reshape(-1, values.shape[-1]) if values.ndim > 1 else values[None, :]
+        n = values.shape[-1]
         for i, row in enumerate(values):
-            ax.plot(np.arange(1, row.size + 1), row, lw=1.2, label=f"chain {i}" if values.shape[0] > 1 else None)
-        ax.set_title(f"{label}: {name}", fontsize=9)
-        ax.set_xlabel("iteration", fontsize=8)
-        ax.tick_params(labelsize=7)
+            x, y = np.arange(1, n + 1), row
+            if n > MAX_OBJECTIVE_POINTS:
+                step = n // MAX_OBJECTIVE_POINTS
+                ax.plot(x[::step], y[::step], lw=0.5, color="0.75", zorder=1)
+                window = max(2, n // 100)
+                smooth = np.convolve(np.nan_to_num(y, nan=np.nanmean(y)), np.ones(window) / window, mode="valid")
+                x, y = x[window - 1::step], smooth[::step]
+            ax.plot(x, y, lw=1.4, zorder=2, label=f"chain {i}" if values.shape[0] > 1 else None)
+        smoothed = " (running mean)" if n > MAX_OBJECTIVE_POINTS else ""
+        ax.set_title(f"{label}: {name}{smoothed}", fontsize=10)
+        ax.set_xlabel("iteration", fontsize=9)
+        ax.tick_params(labelsize=8)
         finite = values[np.isfinite(values)]
         if finite.size > 2:  # zoom on the tail: the first iterations often dwarf the converged value
             lo, hi = np.quantile(finite, [0.05, 1.0])

@@ -34,7 +34,7 @@ def weights_panel(ax, comparison, labels, colors, var="beta"):
     ax.set_xticklabels(sources or [], rotation=30, ha="right", fontsize=8)
     ax.set_ylabel(PANEL_TEXT[var][0])
     ax.set_title(PANEL_TEXT[var][1], fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
 
 
 def region_panel(ax, model, fit, data, label):
@@ -50,7 +50,7 @@ def region_panel(ax, model, fit, data, label):
     ax.scatter(data.X[:, 0], data.X[:, 1], c=data.y, cmap="Set1", s=10, edgecolor="k", linewidth=0.3,
                vmin=0, vmax=max(C - 1, 1))
     ax.set_title(f"{label}: decision regions", fontsize=9)
-    ax.tick_params(labelsize=7)
+    ax.tick_params(labelsize=8)
 
 
 def true_class_panel(ax, comparison, labels, colors, ref_label):
@@ -68,7 +68,7 @@ def true_class_panel(ax, comparison, labels, colors, ref_label):
     ax.set_xlabel(f"reference ({ref_label})")
     ax.set_ylabel("backend")
     ax.set_title("predictive probability of the true class", fontsize=9)
-    ax.legend(fontsize=7)
+    ax.legend(fontsize=9)
 
 
 def family_picture(comparison):

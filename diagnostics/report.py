@@ -382,6 +382,26 @@ def _reference_sentence(comparison, reference) -> str:
             f"<code>ess_per_grad</code> is an MCMC fit's bulk ESS per gradient evaluation.")
 
 
+def _components_sentence(comparison, components) -> str:
+    """What the per-backend plots show, in words that fit this comparison."""
+    from bayeszoo.diagnostics import plots
+
+    names = ", ".join(plots.component_label(n, s) for n, s in components)
+    vectors = sorted({n for n, sel in components if sel})
+    scalars = [n for n, sel in components if not sel]
+    parts = []
+    if scalars:
+        parts.append("the scalar variables " + ", ".join(scalars))
+    for name in vectors:
+        k = sum(1 for n, sel in components if n == name)
+        source = "the reference" if comparison.reference is not None else "the first fit"
+        parts.append(f"the {k} components of {name} with the largest posterior |mean| in {source}")
+    text = f"Components shown: {names} ({'; '.join(parts)})."
+    if comparison.reference is not None:
+        text += " Each fit's marginal histograms are drawn over the reference's, in grey."
+    return text
+
+
 def _fit_summary(fit) -> str:
     timing = ", ".join(f"{k} {float(v):.2f}s" for k, v in fit.timing.items() if isinstance(v, (int, float)))
     parts = [f"{fit.kind}", f"{fit.n_chains} chain(s) × {fit.n_draws} draws", timing]
@@ -485,10 +505,7 @@ def write_report(comparison, path: str) -> str:
         components = []
         out.append(note(f"components to plot could not be chosen ({type(exc).__name__}: {first_line(exc)})"))
     if components:
-        names = ", ".join(plots.component_label(n, s) for n, s in components)
-        out.append(f"<p>Components shown: <code>{html.escape(names)}</code> (scalars, and the "
-                   f"{plots.N_TOP_WEIGHTS} weights with the largest posterior |mean| in the reference). "
-                   f"Marginal histograms are drawn over the reference's (grey).</p>")
+        out.append(f"<p>{html.escape(_components_sentence(comparison, components))}</p>")
     colors = plots.backend_colors([lbl for lbl in (comparison.order or list(comparison.fits))
                                    if lbl in comparison.fits])
     ref = plots.reference_fit(comparison)

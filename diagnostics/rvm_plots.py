@@ -161,25 +161,37 @@ def _rvm_boundary(comparison, labels, colors):
     return fig
 
 
+N_BASES_SHOWN = 20   # the weights picture shows the bases that matter, not hundreds of pruned ones
+
+
 def _rvm_weights(comparison, labels, colors, ref_label):
-    fig = new_figure(10, 4.5)
+    """A forest plot: for the :data:`N_BASES_SHOWN` bases with the largest posterior |mean| of w in the reference
+    (else the first fit), each backend's mean +- 1 sd, side by side."""
+    base_label = ref_label if ref_label in comparison.fits else labels[0]
+    base = reference_fit(comparison) if reference_fit(comparison) is not None else comparison.fits[base_label]
+    with np.errstate(invalid="ignore"):
+        magnitude = np.abs(np.nanmean(flat_draws(base, "w"), axis=0))
+    order = np.argsort(-np.where(np.isfinite(magnitude), magnitude, -1.0), kind="stable")[:N_BASES_SHOWN]
+    k = order.size
+    fig = new_figure(10, 1.2 + 0.32 * k)
     ax = fig.add_subplot()
-    first = True
-    for label in labels:
-        fit = comparison.fits[label]
-        w = flat_draws(fit, "w")
+    spread = 0.7 / max(len(labels), 1)
+    for j, label in enumerate(labels):
+        w = flat_draws(comparison.fits[label], "w")[:, order]
         with np.errstate(invalid="ignore"):
-            mag = np.abs(np.nanmean(w, axis=0))
-        idx = np.arange(mag.size)
-        if label == ref_label or (ref_label is None and first):
-            ax.bar(idx, mag, color=colors[label], alpha=0.45, width=1.0, label=label)
-        else:
-            ax.plot(idx, mag, ls="none", marker="o", ms=3.5, color=colors[label], label=label)
-        first = False
-    ax.set_xlabel("basis (0 = bias)" if comparison.model.bias else "basis")
-    ax.set_ylabel("|posterior mean of w|")
-    ax.set_yscale("symlog", linthresh=1e-3)
-    ax.set_title(f"{comparison.data.name}: posterior |w| per basis", fontsize=10)
-    ax.legend(fontsize=8, ncol=2)
+            mean, sd = np.nanmean(w, axis=0), np.nanstd(w, axis=0)
+        y = np.arange(k) + (j - (len(labels) - 1) / 2) * spread
+        ax.errorbar(mean, y, xerr=sd, fmt="o", ms=3.5, lw=1.0, color=colors[label], label=label)
+    first = int(comparison.model.bias)
+    ax.set_yticks(np.arange(k), [("bias" if i < first else f"basis {i - first}") for i in order], fontsize=8)
+    ax.invert_yaxis()
+    ax.axvline(0.0, color="0.6", lw=0.8)
+    ax.set_xlabel("posterior mean of w ± 1 sd")
+    total = magnitude.size
+    source = "the reference" if reference_fit(comparison) is not None else base_label
+    ax.set_title(f"{comparison.data.name}: the {k} of {total} weights with the largest |mean| in {source}",
+                 fontsize=10)
+    ax.legend(fontsize=8, ncol=min(4, len(labels)), loc="lower right")
+    ax.grid(axis="x", alpha=0.3)
     fig.tight_layout()
     return fig

@@ -53,10 +53,10 @@ def family_picture(comparison) -> Figure:
                         label="+-2 sd")
         ax.plot(index, mean, color=colors[label], lw=1.2, label="E[u]")
         ax.set_title(titles[label], fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
     for ax in axes.ravel()[len(labels):]:
         ax.set_axis_off()
-    axes[0, 0].legend(fontsize=7, loc="upper right")
+    axes[0, 0].legend(fontsize=9, loc="upper right")
     for ax in axes[-1]:
         ax.set_xlabel("component j of u", fontsize=8)
     fig.tight_layout()
@@ -73,12 +73,12 @@ def _image_picture(shape, truth, moments, titles) -> Figure:
     vmin, vmax = float(np.min(scale)), float(np.max(scale))
     for k, (title, image) in enumerate(panels):
         axes[0, k].imshow(image.reshape(shape), cmap="gray", vmin=vmin, vmax=vmax)
-        axes[0, k].set_title(title, fontsize=7)
+        axes[0, k].set_title(title, fontsize=9)
     sd_max = max(float(np.max(sd)) for _, sd in moments.values()) or 1.0
     offset = 1 if truth is not None else 0
     for k, (label, (_, sd)) in enumerate(moments.items()):
         axes[1, offset + k].imshow(sd.reshape(shape), cmap="magma", vmin=0.0, vmax=sd_max)
-        axes[1, offset + k].set_title(f"{label}: posterior sd", fontsize=7)
+        axes[1, offset + k].set_title(f"{label}: posterior sd", fontsize=9)
     if truth is not None:
         axes[1, 0].set_axis_off()
     for ax in axes.ravel():
@@ -103,7 +103,7 @@ def design_figure(design, shape=None) -> Figure:
     ax_gain.set_ylabel("information gain (nats)", fontsize=8)
     ax_gain.set_title("gain of each chosen measurement" + ("" if design.exact else " (Lanczos estimate)"),
                       fontsize=9)
-    ax_gain.tick_params(labelsize=7)
+    ax_gain.tick_params(labelsize=8)
     if shape is not None and len(shape) == 2 and filters.size:
         energy = (filters ** 2).sum(0).reshape(shape)
         ax_filters.imshow(energy, cmap="viridis")
@@ -116,7 +116,7 @@ def design_figure(design, shape=None) -> Figure:
         ax_filters.set_xlabel("component j of the filter", fontsize=8)
         ax_filters.set_ylabel("measured filter (in order)", fontsize=8)
         ax_filters.set_title("measured filters", fontsize=9)
-        ax_filters.tick_params(labelsize=7)
+        ax_filters.tick_params(labelsize=8)
     else:
         ax_filters.set_axis_off()
     fig.tight_layout()
@@ -147,9 +147,9 @@ def error_curves(results) -> Figure:
         ax.set_title(signal, fontsize=9)
         ax.set_xlabel("measurements m", fontsize=8)
         ax.set_ylabel("||E[u] - u||", fontsize=8)
-        ax.tick_params(labelsize=7)
+        ax.tick_params(labelsize=8)
     for ax in axes.ravel()[len(signals):]:
         ax.set_axis_off()
-    axes[0, 0].legend(fontsize=7)
+    axes[0, 0].legend(fontsize=9)
     fig.tight_layout()
     return fig

@@ -231,7 +231,7 @@ def test_accuracy_figure_leaves_out_the_reference_and_ranks_by_seconds_to_target
     fig = plots.accuracy_figure(cmp, reference, table)
     bars = fig.axes[1]
     assert [t.get_text() for t in bars.get_yticklabels()] == ["sampler", "approx"]
-    assert any(t.get_text() == " never (worth 0 exact draws)" for t in bars.texts)
+    assert any(t.get_text() == "never (worth 0 exact draws)" for t in bars.texts)
 
 
 # ------------------------------------------------------------------------- an unconverged sampler
