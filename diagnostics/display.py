@@ -12,7 +12,7 @@ import re
 import types
 
 from bayeszoo.diagnostics import plots
-from bayeszoo.diagnostics.report import (CSS, first_line, Images, note, reference_banner,
+from bayeszoo.diagnostics.report import (CSS, Images, first_line, glossary_html, note, reference_banner,
                                         split_columns, table_html, verdict_html)
 
 SCOPE = "div.bz-comparison"
@@ -63,6 +63,7 @@ def comparison_html(comparison) -> str:
         table = comparison.table()
         sampling, scores = split_columns(table)
         out.append(table_html(table, comparison, sampling))
+        out.append(glossary_html())
         if scores:
             out.append(table_html(table, comparison, scores))
     except Exception as exc:

@@ -35,6 +35,10 @@ td.err{color:#a00;text-align:left;white-space:normal}
 .scroll{overflow-x:auto}
 tr.failed td{background:#fff0f0}
 td.flag{background:#ffd9d9;color:#900;font-weight:bold}
+th.group{text-align:center;border-bottom:2px solid #36c;font-size:.95em;background:#f4f8ff}
+th[title]{cursor:help;text-decoration:underline dotted}
+details.glossary dt{font-weight:bold;margin-top:.3em}
+details.glossary dd{margin:0 0 0 1.5em}
 p.verdict{font-size:15px;background:#f4f8ff;border-left:4px solid #36c;padding:.4em .8em}
 td.na{color:#888;font-style:italic}
 td.untrusted{background:#f6f0f0;color:#999;font-style:italic}
@@ -132,11 +136,75 @@ _TIPS = {NOT_APPLICABLE: "an approximation's draws are i.i.d.: neither R-hat nor
 _HIDDEN_COLUMNS = {"error", "reference_trusted", "convergence_problems"}   # the verdict names the problems   # the error spans its row; the banner says whether to trust
 
 
+#: the report's main table: its columns in groups, each with a short header and what it means in plain words
+#: (the header's tooltip and the glossary under the table). ``Comparison.table()`` and table.csv keep every column.
+COLUMN_GROUPS = {
+    "": {"backend": ("backend", "the grid cell: a backend (with the options it was given)"),
+         "kind": ("kind", "mcmc: a Markov chain sampler; approximation: i.i.d. draws from an approximating "
+                          "distribution, or a point estimate repeated")},
+    "Sampling": {
+        "seconds": ("seconds", "wall time of the fit: compile + warm-up + sampling"),
+        "ess_bulk_min": ("bulk ESS", "smallest bulk effective sample size over the components (ArviZ's "
+                                     "rank-normalised estimator); for an approximation just its number of draws"),
+        "ess_bulk_per_s": ("ESS / s", "bulk ESS per second of wall time (MCMC only)"),
+        "rhat_max": ("R-hat", "largest rank-normalised split R-hat over the components (MCMC, two or more "
+                              "chains); 1.01 or more is flagged"),
+        "divergences": ("divergent", "divergent transitions after warm-up (gradient-based samplers); any is "
+                                     "flagged"),
+        "converged": ("converged", "an MCMC fit whose R-hat, bulk ESS (100 per chain) and divergences pass; one "
+                                   "that fails is never ranked")},
+    "Accuracy against the reference": {
+        "mean_err": ("mean error", "largest |mean − reference mean| over the compared components, in reference "
+                                   "sds"),
+        "sd_err": ("sd error", "largest |sd − reference sd| over the compared components, in reference sds"),
+        "ess_ref": ("worth N draws", "how many exact posterior draws the fit's error is worth, at most its own "
+                                     "ESS (MCMC) or its draws (approximation); 0 below one draw"),
+        "seconds_to_target": ("s to target", "wall time after which the estimate is worth 10 exact draws and "
+                                             "stays so; ∞: never. The ranking")},
+}
+_GROUP_OF = {c: g for g, cols in COLUMN_GROUPS.items() for c in cols}
+_SHORT = {c: v[0] for cols in COLUMN_GROUPS.values() for c, v in cols.items()}
+_MEANING = {c: v[1] for cols in COLUMN_GROUPS.values() for c, v in cols.items()}
+
+
+def glossary_html() -> str:
+    """The glossary under the main table: every header in plain words, and where the other columns are."""
+    items = "".join(f"<dt>{html.escape(_SHORT[c])}</dt><dd>{html.escape(_MEANING[c])}</dd>"
+                    for cols in COLUMN_GROUPS.values() for c in cols if c not in ("backend", "kind"))
+    return (f'<details class="glossary"><summary>What the columns mean</summary><dl>{items}</dl>'
+            f"<p>More columns (tail ESS, ESS per gradient, the squared biases, worth per second) are in "
+            f"<code>table.csv</code> and <code>Comparison.table()</code>.</p></details>")
+
+
 def _header(column: str) -> str:
     # long column names may break after an underscore (or, for a long word, in its middle with a hyphen), so
     # the numbers rather than the names set the columns' widths and the table fits the page
     parts = [html.escape(p) for p in column.split("_")]
     return "_<wbr>".join(p if len(p) < 9 else f"{p[:len(p) // 2]}&shy;{p[len(p) // 2:]}" for p in parts)
+
+
+def _head_rows(cols: list[str]) -> str:
+    """The table's header: a row of group names over the grouped columns (when any are), then one header per
+    column, its short name with the plain-words meaning as a tooltip."""
+    cells = []
+    for c in cols:
+        cls = "txt" if c in _TEXT_COLUMNS else ""
+        tip = f' title="{html.escape(_MEANING[c])}"' if c in _MEANING else ""
+        name = html.escape(_SHORT[c]) if c in _SHORT else _header(c)
+        cells.append(f'<th class="{cls}"{tip}>{name}</th>')
+    row = f"<tr>{''.join(cells)}</tr>"
+    if not any(_GROUP_OF.get(c) for c in cols):
+        return row
+    groups, spans = [], []
+    for c in cols:
+        g = _GROUP_OF.get(c, "")
+        if groups and groups[-1] == g:
+            spans[-1] += 1
+        else:
+            groups.append(g)
+            spans.append(1)
+    top = "".join(f'<th class="group" colspan="{n}">{html.escape(g)}</th>' for g, n in zip(groups, spans))
+    return f"<tr>{top}</tr>{row}"
 
 
 def _merged(cells: list[tuple[str, str, str]]) -> str:
@@ -166,7 +234,7 @@ def split_columns(table) -> tuple[list[str], list[str]]:
     from bayeszoo.diagnostics.metrics import TABLE_COLUMNS
 
     keys = ["backend", "kind"]
-    sampling = [c for c in table.columns if c in TABLE_COLUMNS]
+    sampling = [c for c in table.columns if c in _GROUP_OF]
     scores = keys + [c for c in table.columns if c not in TABLE_COLUMNS and c not in _HIDDEN_COLUMNS]
     return sampling + ["error"], (scores + ["error"] if len(scores) > len(keys) else [])
 
@@ -178,8 +246,9 @@ def table_html(table, comparison=None, columns=None) -> str:
     failed backend's row holding its error message."""
     from bayeszoo.diagnostics.metrics import ACCURACY_COLUMNS
 
-    cols = [c for c in (columns or table.columns) if c in table.columns and c not in _HIDDEN_COLUMNS]
-    head = "".join(f'<th class="{"txt" if c in _TEXT_COLUMNS else ""}">{_header(c)}</th>' for c in cols)
+    columns = columns or split_columns(table)[0]
+    cols = [c for c in columns if c in table.columns and c not in _HIDDEN_COLUMNS]
+    head = _head_rows(cols)
     reference_label = getattr(comparison, "reference_cell", None)
     reference = getattr(comparison, "reference", None)
     untrusted_reference = getattr(reference, "trusted", None) is False
@@ -213,7 +282,7 @@ def table_html(table, comparison=None, columns=None) -> str:
                 text += " ⚠"
             cells.append((c, cls, text))
         rows.append(f'<tr class="{"failed" if error else ""}">{_merged(cells)}</tr>')
-    return (f'<div class="scroll"><table class="cmp"><thead><tr>{head}</tr></thead>'
+    return (f'<div class="scroll"><table class="cmp"><thead>{head}</thead>'
             f'<tbody>{"".join(rows)}</tbody></table></div>')
 
 
@@ -441,6 +510,7 @@ def write_report(comparison, path: str) -> str:
         table = comparison.table()
         sampling, scores = split_columns(table)
         out.append(table_html(table, comparison, sampling))
+        out.append(glossary_html())
     except Exception as exc:
         table, scores = None, []
         out.append(note(f"table could not be computed ({type(exc).__name__}: {first_line(exc)})"))

@@ -322,9 +322,9 @@ def test_untrusted_reference_is_flagged_in_the_table(problem, untrusted):
     assert math.isfinite(row["mean_err"])        # the numbers stay in the table, flagged by the column
     assert table_row(model, data, "vb", fit, None)["reference_trusted"] is None
     cells = table_html(pd.DataFrame([row]))
-    # the seven accuracy columns keep their numbers, greyed, each with the reason in its tooltip
+    # the four accuracy columns of the table keep their numbers, greyed, each with the reason in its tooltip
     untrusted_cells = re.findall(r'<td class="untrusted" title="([^"]*)">([^<]*)</td>', cells)
-    assert len(untrusted_cells) == 7 and all("fails its validation rules" in tip for tip, _ in untrusted_cells)
+    assert len(untrusted_cells) == 4 and all("fails its validation rules" in tip for tip, _ in untrusted_cells)
     assert f"{row['mean_err']:.3g}" in [text for _, text in untrusted_cells] and "reference_trusted" not in cells
 
 
@@ -343,7 +343,7 @@ def test_untrusted_reference_banner_in_the_report(problem, untrusted, tmp_path):
     assert "R-hat max n/a" in banner.group(1) and "min bulk ESS" in banner.group(1)   # one chain: no R-hat
     assert "What to try" in banner.group(1) and "target_accept" in banner.group(1)
     table = re.search(r'<table class="cmp">(.*?)</table>', text, re.S).group(1)
-    assert table.count('<td class="untrusted"') == 14
+    assert table.count('<td class="untrusted"') == 8
     # the accuracy figure is drawn without the ranking, and the verdict says why
     fig = plots.accuracy_figure(cmp, untrusted, cmp.table())
     assert len(fig.axes) == 1 and "nothing is ranked" in fig.axes[0].get_title()

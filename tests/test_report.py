@@ -39,16 +39,19 @@ def test_report_holds_table_and_flags(regression_cmp, regression_html):
     assert os.path.exists(path)
     for name in ("fake_ok", "fake_vb", "fake_em", "fake_fail"):
         assert f"<td class=\"txt\">{name}</td>" in text
-    header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1).replace("<wbr>", "").replace("&shy;", "")
-    for col in ("backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_per_s", "ess_per_grad", "rhat_max",
-                "divergences", "mean_err", "sd_err", "bias2_mean_max", "bias2_sd_max", "ess_ref", "ess_ref_per_s",
-                "seconds_to_target"):
-        assert f">{col}</th>" in header
+    header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1)
+    # grouped columns, each header a short name with its plain-words meaning as a tooltip, and a glossary
+    assert re.findall(r'<th class="group" colspan="(\d+)">([^<]*)</th>', header) == [
+        ("2", ""), ("6", "Sampling"), ("4", "Accuracy against the reference")]
+    for short in ("backend", "kind", "seconds", "bulk ESS", "ESS / s", "R-hat", "divergent", "converged",
+                  "mean error", "sd error", "worth N draws", "s to target"):
+        assert re.search(rf'<th class="[a-z]*" title="[^"]+">{re.escape(short)}</th>', header), short
     assert "reference_trusted" not in header    # the banner says it once
+    assert '<details class="glossary"><summary>What the columns mean</summary>' in text
     # the family's scores are a second table, headed by backend and kind, so neither needs a horizontal scroll
     headers = [h.replace("<wbr>", "").replace("&shy;", "") for h in re.findall(r"<thead>(.*?)</thead>", text, re.S)]
     assert len(headers) == 2 and ">mse</th>" in headers[1] and ">mse</th>" not in headers[0]
-    assert ">backend</th>" in headers[1] and ">kind</th>" in headers[1] and ">ess_ref</th>" not in headers[1]
+    assert ">backend</th>" in headers[1] and ">kind</th>" in headers[1] and "worth N draws" not in headers[1]
     # fake_ok has exactly one divergence (flagged); approximations show neither R-hat nor ESS per second
     assert '<td class="flag">1 ⚠</td>' in text
     assert text.count('<td class="na" title="an approximation') == 4
@@ -133,8 +136,11 @@ def test_other_family_pictures(dataset, task, tmp_path):
         assert "decision boundaries" in ax.get_title()
         labels = [t.get_text() for t in ax.get_legend().get_texts()]
         assert "fake_em: 3 relevance vectors" in labels
-    else:
-        assert "|w| per basis" in ax.get_title()
+    else:   # a forest plot of the largest weights, one row per basis, every backend on it
+        M = model.n_basis(data)
+        assert ax.get_title() == f"{data.name}: the 20 of {M} weights with the largest |mean| in the reference"
+        assert len(ax.get_yticklabels()) == 20 and [t.get_text() for t in ax.get_legend().get_texts()] == \
+            ["fake_ok", "fake_em"]
     text = open(write_report(cmp, str(tmp_path / "r.html")), encoding="utf-8").read()
     assert "family picture: could not" not in text
 
