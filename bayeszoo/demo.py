@@ -70,6 +70,7 @@ def main(argv=None) -> int:
     pd.set_option("display.max_columns", 30)
     sizes = {k: v for k, v in {"draws": args.draws, "tune": args.tune, "chains": args.chains}.items() if v is not None}
     start = time.perf_counter()
+    verdicts = {}
     for key in args.problems or demos:
         print(f"== {key}: {catalogue.problem(key).description}", flush=True)
         cmp = run(key, args.out, args.seed, sizes)
@@ -78,8 +79,12 @@ def main(argv=None) -> int:
         print(cmp.table().drop(columns=["error"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
         for label, error in cmp.errors.items():
             print(f"!! {label} failed: {error.splitlines()[0]}")
+        verdicts[key] = cmp.verdict()
+        print(f"verdict: {verdicts[key]}")
         print(f"report: {os.path.join(args.out, key, 'report.html')}", flush=True)
     print(f"demo done in {time.perf_counter() - start:.0f} s")
+    for key, text in verdicts.items():
+        print(f"{key}: {text}")
     return 0
 
 

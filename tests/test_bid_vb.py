@@ -338,8 +338,15 @@ def test_gibbs_multichain_seeded():
     assert a.posterior["image"].shape == (3, 10, 16, 16)
     assert not np.array_equal(a.posterior["image"].values, c.posterior["image"].values)
     assert a.info["cg_hit_limit"] == 0
+    # the chain driver's seeding: chain c of seed s does not depend on how many chains run
+    two = bz.fit(model, data, seed=1, **{**kw, "chains": 2})
+    np.testing.assert_array_equal(two.posterior["image"].values, a.posterior["image"].values[:2])
+    assert a.idata.sample_stats["cg_iterations_w"].shape == (3, 10)
+    assert a.info["iterations"] == 15 and a.info["cg_iterations_w"] > 0
     with pytest.raises(ValueError, match="thin"):
         bz.fit(model, data, backend="gibbs", thin=0)
+    with pytest.raises(ValueError, match="now called 'cg_max_iter'"):
+        bz.fit(model, data, backend="gibbs", cg_iter=10)
 
 
 CROP_MODEL = dict(variant="StStSt", sigma_phi2=1.0, psf_size=7, a_alpha=1.0, b_alpha=1e-4, a_beta=100.0,

@@ -19,9 +19,11 @@ preprocessing time and link against the prefixed symbols. The ``-L`` directory a
 compiled modules (PyTensor adds ``-Wl,-rpath``), so they load without ``LD_LIBRARY_PATH``.
 
 The flags are handed to PyTensor through ``PYTENSOR_FLAGS`` before it is first imported (it reads them once,
-on import). Nothing is changed when the user set ``blas__ldflags`` themselves (``PYTENSOR_FLAGS`` or a
-``.pytensorrc``), in a conda environment (where PyTensor finds the environment's BLAS on its own), when
-``BAYESZOO_PYTENSOR_BLAS=0``, or when PyTensor has already been imported. When no usable OpenBLAS is found,
+on import), or, when PyTensor was imported first (``import pymc`` before ``import bayeszoo``), set on its
+``config`` directly (the BLAS Ops read ``blas__ldflags`` when they are compiled). Nothing is changed when the
+user set ``blas__ldflags`` themselves (``PYTENSOR_FLAGS`` or a ``.pytensorrc``), in a conda environment (where
+PyTensor finds the environment's BLAS on its own), or when ``BAYESZOO_PYTENSOR_BLAS=0``. When no usable OpenBLAS
+is found,
 a warning is logged and PyTensor keeps its default behaviour; importing bayeszoo never fails because of this.
 """
 from __future__ import annotations
@@ -81,10 +83,6 @@ def _configure() -> str | None:
     if os.path.isdir(os.path.join(sys.prefix, "conda-meta")):
         _logger.debug("conda environment: PyTensor detects the environment's BLAS itself")
         return None
-    if "pytensor" in sys.modules:
-        _logger.warning("pytensor was imported before bayeszoo, so its BLAS flags are already fixed; import "
-                        "bayeszoo first (or set PYTENSOR_FLAGS blas__ldflags) to use the bundled OpenBLAS.")
-        return None
     if sys.platform == "win32":
         _logger.warning("bayeszoo does not configure PyTensor's BLAS on Windows; PyTensor keeps its default "
                         "(set PYTENSOR_FLAGS=blas__ldflags=... or use mode='NUMBA').")
@@ -97,8 +95,13 @@ def _configure() -> str | None:
                         "`pip install scipy-openblas32` fixes this.")
         return None
     flags, description = found
-    current = os.environ.get("PYTENSOR_FLAGS", "").strip().strip(",")
-    os.environ["PYTENSOR_FLAGS"] = f"{current},blas__ldflags={flags}" if current else f"blas__ldflags={flags}"
+    if "pytensor" in sys.modules:
+        # imported first (``import pymc`` before ``import bayeszoo``): its config has read the environment, but
+        # blas__ldflags is read again whenever a BLAS Op is compiled, so setting it now still takes effect
+        sys.modules["pytensor"].config.blas__ldflags = flags
+    else:
+        current = os.environ.get("PYTENSOR_FLAGS", "").strip().strip(",")
+        os.environ["PYTENSOR_FLAGS"] = f"{current},blas__ldflags={flags}" if current else f"blas__ldflags={flags}"
     _logger.debug("PyTensor BLAS: %s; blas__ldflags=%s", description, flags)
     return description
 

@@ -189,8 +189,8 @@ def kernel(model, problem: C.Problem, *, cg_max_iter: int, cg_tol: float, jitter
 
     def step(rng, state: GibbsState):
         f, w = state.f, state.w
-        if with_scale_move:
-            f, w = scale_move(rng, problem, f, w)     # before the precisions: they are then drawn given the moved (f, w)
+        if with_scale_move:      # before the precisions: they are then drawn given the moved (f, w)
+            f, w = scale_move(rng, problem, f, w)
         alpha, beta, gammas = draw_precisions(rng, problem, f, w)
         f, its_f = draw_f(rng, problem, f, w, beta, gammas, **solver)
         w, its_w = draw_w(rng, problem, f, w, beta, alpha, **solver)

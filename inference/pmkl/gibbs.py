@@ -89,15 +89,17 @@ class Collapsed(NamedTuple):
     K: np.ndarray       # (ch, N, N) composite kernel
     L: np.ndarray       # (ch, C, N, N)
     v: np.ndarray       # (ch, C, N)
+    KK: np.ndarray      # (ch, N, N) K K, which the next sweep's collapse at the same K reuses
 
 
-def collapse(Y, K, A) -> Collapsed:
-    """:class:`Collapsed` for every chain: Y, A (ch, N, C), K (ch, N, N) symmetric.
+def collapse(Y, K, A, KK=None) -> Collapsed:
+    """:class:`Collapsed` for every chain: Y, A (ch, N, C), K (ch, N, N) symmetric; ``KK`` = K K if known.
 
     Omega_c^-1 = I - K (K K + A_c)^-1 K (Woodbury) and |Omega_c| = |K K + A_c| / |A_c| (determinant lemma), so one
     K K product and C Cholesky factors serve both the likelihood and the W draw."""
     ch, N, C = Y.shape
-    P = np.repeat((K @ K)[:, None], C, axis=1)                          # (ch, C, N, N)
+    KK = K @ K if KK is None else KK
+    P = np.repeat(KK[:, None], C, axis=1)                                # (ch, C, N, N)
     idx = np.arange(N)
     P[:, :, idx, idx] += np.swapaxes(A, 1, 2)
     try:
@@ -108,7 +110,7 @@ def collapse(Y, K, A) -> Collapsed:
     v = lower_solve(L, np.einsum("knm,knc->kcm", K, Y))                  # L^-1 K^T y_c (K symmetric)
     quad = np.sum(Y * Y, axis=(1, 2)) - np.sum(v * v, axis=(1, 2))     # sum_c y_c^T Omega_c^-1 y_c
     logdet = 2.0 * np.sum(np.log(np.diagonal(L, axis1=2, axis2=3)), axis=(1, 2)) - np.sum(np.log(A), axis=(1, 2))
-    return Collapsed(-0.5 * quad - 0.5 * logdet - 0.5 * N * C * MK.LOG_2PI, K, L, v)
+    return Collapsed(-0.5 * quad - 0.5 * logdet - 0.5 * N * C * MK.LOG_2PI, K, L, v, KK)
 
 
 def pick(accept, new: Collapsed, cur: Collapsed) -> Collapsed:
@@ -148,17 +150,17 @@ def collapsed_y_sweep(rng, Y, st: Collapsed, onehot):
     labels = np.argmax(onehot, axis=1)
     at = (idx, slice(None), labels)
     sd_t, inv_sd_t = sd[at], 1.0 / sd[at]                                  # (N, ch): the true class's
-    below_t = np.where(onehot, -np.inf, 0.0)[:, None, :]                   # (N, 1, C): -inf at the true class
     log_u = np.log(rng.random((2, N, ch, C)))
     log_u_t, log_u_others = log_u[0][at], log_u[1]
     Yn = np.ascontiguousarray(np.swapaxes(Y, 0, 1))                         # (N, ch, C)
+    # y_n changes only when object n is visited: the largest entry of its other classes is known from the start
+    top = np.max(np.where(onehot[:, None, :], -np.inf, Yn), axis=2)       # (N, ch)
     for n in range(N):
         t, s = labels[n], sd[n]
         y_old = Yn[n]
         mu = y_old - shift[n]
         m_t = mu[:, t]
-        top = np.maximum.reduce(y_old + below_t[n], axis=1)             # the largest entry of the other classes
-        y_t = m_t - sd_t[n] * ndtri_exp(log_ndtr((m_t - top) * inv_sd_t[n]) + log_u_t[n])        # above top
+        y_t = m_t - sd_t[n] * ndtri_exp(log_ndtr((m_t - top[n]) * inv_sd_t[n]) + log_u_t[n])     # above top
         y_new = mu + s * ndtri_exp(log_ndtr((y_t[:, None] - mu) / s) + log_u_others[n])         # below y_t
         y_new[:, t] = y_t
         shift += update[n] * (y_new - y_old)
@@ -403,6 +405,7 @@ class State(NamedTuple):
     theta: np.ndarray         # (1, P)
     Ks: np.ndarray            # (S, N, N), or this chain's own (1, S, N, N) when Theta is sampled
     K: np.ndarray             # (1, N, N) composite kernel
+    KK: np.ndarray            # (1, N, N) K K
     A: np.ndarray             # (1, N, C) precisions alpha
     Y: np.ndarray             # (1, N, C) auxiliary variables
     W: np.ndarray             # (1, N, C)
@@ -462,9 +465,10 @@ def init(rng, pb: Problem) -> State:
         beta = pb.default_beta[None].copy()
     beta = np.clip(beta, 1e-12, None) if pb.rule in ("convex", "wproduct") else beta
     Ks = pb.Ks[None].copy() if pb.infer_theta else pb.Ks     # Theta moves this chain's own base kernels
+    K = chain_combine(Ks, beta, pb.rule)
     n_blocks = len(pb.blocks)
     return State(problem=pb, beta=beta, pi=np.ones((1, S)), chi=np.ones((1, S)), rho=rho, theta=pb.theta[None].copy(),
-                 Ks=Ks, K=chain_combine(Ks, beta, pb.rule),
+                 Ks=Ks, K=K, KK=K @ K,
                  A=np.full((1, N, C), 1.0 if pb.fix_alpha is None else float(pb.fix_alpha)),
                  Y=np.where(pb.onehot, 1.0, 0.0)[None], W=np.zeros((1, N, C)), kappa=np.full(1, 100.0 * S),
                  step=np.full(1, 0.3), theta_step=np.full((1, n_blocks), 0.3), rho_step=np.full(1, 0.5), window=0,
@@ -478,7 +482,7 @@ def step(rng, state: State):
                                               state.A, state.Y, state.W)
     rule = pb.rule
     acc = np.zeros(1)
-    st = collapse(Y, state.K, A)                       # W integrated out at the current state (Y, A moved)
+    st = collapse(Y, state.K, A, state.KK)             # W integrated out at the current state (Y, A moved)
     if pb.free_beta:
         beta_prior = rho if pb.infer_rho else pb.rho
         marginal = pb.beta_update == "marginal"
@@ -517,7 +521,7 @@ def step(rng, state: State):
     if pb.fix_alpha is None:
         shape, rate = alpha_params(W, pb.tau, pb.nu)
         A = np.clip(rng.gamma(shape, 1.0 / rate), 1e-300, None)
-    state = state._replace(beta=beta, pi=pi, chi=chi, rho=rho, theta=theta, Ks=Ks, K=K, A=A, Y=Y, W=W)
+    state = state._replace(beta=beta, pi=pi, chi=chi, rho=rho, theta=theta, Ks=Ks, K=K, KK=st.KK, A=A, Y=Y, W=W)
     theta_rates = acc_theta[0]
     return state, Info(accept_beta=float(acc[0]), accept_rho=float(acc_rho[0]),
                        accept_theta=float(theta_rates.mean()) if theta_rates.size else 0.0,

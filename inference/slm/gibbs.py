@@ -68,12 +68,16 @@ class GaussianStep:
 
 
 class State(NamedTuple):
+    """Where a chain is: u, and s = B u (the next precision draw and lp both need it)."""
+
     u: np.ndarray
-    s: np.ndarray        # B u: the next precision draw and lp both need it
+    s: np.ndarray
 
 
 class Info(NamedTuple):
-    lp: float            # the unnormalised log posterior of u
+    """What a sweep reports (sample_stats): the unnormalised log posterior of u."""
+
+    lp: float
 
 
 def kernel(step: GaussianStep, cg_tol: float) -> Kernel:
