@@ -410,7 +410,7 @@ class State(NamedTuple):
     Y: np.ndarray             # (1, N, C) auxiliary variables
     W: np.ndarray             # (1, N, C)
     kappa: np.ndarray         # (1,) concentration of the convex rule's Dirichlet proposal
-    step: np.ndarray          # (1,) log-scale step of the weighted product's beta
+    log_beta_step: np.ndarray  # (1,) log-scale step of the weighted product's beta
     theta_step: np.ndarray    # (1, n_blocks) log-scale step of each rbf source's theta
     rho_step: np.ndarray      # (1,) log-scale step of rho
     window: int               # warm-up sweeps in the current adaptation window
@@ -429,6 +429,7 @@ class Info(NamedTuple):
 
 
 def problem(model, data, opts: dict) -> Problem:
+    """The :class:`Problem` of ``model`` on ``data`` with the backend's resolved options ``opts``."""
     sources = model.source_list(data)
     infer_theta = model.infer_theta
     blocks = [(i, sl, data.X[:, list(sources[i].columns)]) for i, sl in MK.theta_layout(sources)] \
@@ -471,8 +472,8 @@ def init(rng, pb: Problem) -> State:
                  Ks=Ks, K=K, KK=K @ K,
                  A=np.full((1, N, C), 1.0 if pb.fix_alpha is None else float(pb.fix_alpha)),
                  Y=np.where(pb.onehot, 1.0, 0.0)[None], W=np.zeros((1, N, C)), kappa=np.full(1, 100.0 * S),
-                 step=np.full(1, 0.3), theta_step=np.full((1, n_blocks), 0.3), rho_step=np.full(1, 0.5), window=0,
-                 window_beta=np.zeros(1), window_theta=np.zeros((1, n_blocks)), window_rho=np.zeros(1))
+                 log_beta_step=np.full(1, 0.3), theta_step=np.full((1, n_blocks), 0.3), rho_step=np.full(1, 0.5),
+                 window=0, window_beta=np.zeros(1), window_theta=np.zeros((1, n_blocks)), window_rho=np.zeros(1))
 
 
 def step(rng, state: State):
@@ -494,7 +495,7 @@ def step(rng, state: State):
                     KsW = np.einsum("snm,kmc->ksnc" if Ks.ndim == 3 else "ksnm,kmc->ksnc", Ks, W)
                     beta, a, st = convex_beta_mh(rng, beta, state.kappa, Y, beta_prior, KsW=KsW)
             elif rule == "wproduct":
-                beta, pi, chi, a, st = wproduct_mh(rng, beta, pi, chi, state.step, Y, Ks, W, pb.mu, pb.lam,
+                beta, pi, chi, a, st = wproduct_mh(rng, beta, pi, chi, state.log_beta_step, Y, Ks, W, pb.mu, pb.lam,
                                                    A=A if marginal else None, current=st)
             else:
                 beta, a, st = binary_beta_gibbs(rng, beta, Y, Ks, A), np.ones(1), None
@@ -538,7 +539,7 @@ def adapt(state: State, info: Info) -> State:
         return state._replace(window=window, window_beta=sums[0], window_theta=sums[1], window_rho=sums[2])
     rate_beta, rate_theta, rate_rho = (x / window for x in sums)
     return state._replace(kappa=adapt_scale(state.kappa, rate_beta, grow_when_low=True),
-                          step=adapt_scale(state.step, rate_beta, grow_when_low=False),
+                          log_beta_step=adapt_scale(state.log_beta_step, rate_beta, grow_when_low=False),
                           theta_step=adapt_scale(state.theta_step, rate_theta, grow_when_low=False),
                           rho_step=adapt_scale(state.rho_step, rate_rho, grow_when_low=False), window=0,
                           window_beta=np.zeros_like(sums[0]), window_theta=np.zeros_like(sums[1]),

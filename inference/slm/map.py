@@ -27,7 +27,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.approximations import PointEstimate, approximation_fit
 from bayeszoo.inference.slm._common import blas_threads, check_finite, precision_cholesky, problem
 from bayeszoo.numerics.linalg import DENSE_N   # the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
-from bayeszoo.registry import Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 SOLVERS = ("auto", "fista", "admm", "lbfgs")
 
@@ -139,7 +139,7 @@ def _lbfgs(prob, max_iter, tol):
 
 
 @register("map", kind="approximation", family="slm", check=_check,
-          defaults={"draws": 1, "tune": 0, "chains": 1},
+          defaults={**APPROXIMATION_DEFAULTS, "draws": 1, "chains": 1},
           description="MAP / penalised least squares (L1, L1+TV): FISTA, ADMM or L-BFGS",
           options={"solver": Option("auto", "fista (Laplace, orthonormal B), admm (Laplace, any B), lbfgs "
                                             "(smooth potentials) or auto", OneOf(SOLVERS)),
