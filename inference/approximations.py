@@ -5,8 +5,9 @@ one of two types:
 
 * :class:`GaussianApproximation`: q(v) = N(mean, cov) over one canonical variable ``variable`` (GPC's latent
   ``f``, the SLM's ``u``, the RVM's weights ``w``), the covariance given as a matrix (``cov``), as a factor
-  (``factor``, cov = factor factor^T) or by its diagonal alone (``var``, a mean-field approximation); the other
-  canonical variables point-estimated in ``fixed`` (the RVM's ``log_alpha``);
+  (``factor``, cov = factor factor^T), by its diagonal alone (``var``, a mean-field approximation), or, for a
+  Gaussian known only by its precision operator, by ``sampler(rng, n)`` drawing from it (with ``var`` for the
+  variances); the other canonical variables point-estimated in ``fixed`` (the RVM's ``log_alpha``);
 * :class:`PointEstimate`: every canonical variable at one value (MAP, type-II maximum likelihood).
 
 Both carry the log evidence the method computes (None where it has none), the traces of the objectives it
@@ -18,7 +19,7 @@ the ``gaussian`` group, so that predictions use q itself rather than averages ov
 """
 from __future__ import annotations
 
-from typing import NamedTuple
+from typing import Callable, NamedTuple
 
 import numpy as np
 import xarray as xr
@@ -44,6 +45,7 @@ class GaussianApproximation(NamedTuple):
     objective_name: str | None = None
     iterations: int | None = None
     converged: bool | None = None
+    sampler: Callable[[np.random.Generator, int], np.ndarray] | None = None
 
     def variances(self) -> np.ndarray:
         if self.cov is not None:
@@ -54,6 +56,8 @@ class GaussianApproximation(NamedTuple):
 
     def draws(self, rng: np.random.Generator, n: int, owner: str) -> np.ndarray:
         """``n`` i.i.d. draws (n, size)."""
+        if self.sampler is not None:
+            return np.asarray(self.sampler(rng, n), dtype=float).reshape(n, -1)
         mean = np.asarray(self.mean, float).reshape(-1)
         z = rng.standard_normal((n, mean.size))
         if self.cov is not None:
@@ -98,7 +102,9 @@ def approximation_fit(model, data, backend: str, result: GaussianApproximation |
         posterior = {k: _repeat(v, chains, draws) for k, v in result.values.items()}
     timing = {"compile": 0.0, "tune": 0.0, **timing, "sample": time.perf_counter() - t0}
     converged = result.converged
+    info = dict(info or {})
     warnings = [] if converged is not False else [f"{backend} did not converge" + (f" in {limit}" if limit else "")]
+    warnings += list(info.pop("warnings", []))   # the backend's own, after the standard one
     standard = {"iterations": result.iterations, "converged": converged, "objective": result.objective_name,
                 "warnings": warnings}
     if result.log_evidence is not None:
@@ -106,7 +112,7 @@ def approximation_fit(model, data, backend: str, result: GaussianApproximation |
     objective = {k: np.asarray(v, float) for k, v in result.objective.items()} or None
     groups = {**extra, **build.pop("extra_groups", {})}
     return build_fit(model, data, backend, "approximation", posterior, timing=timing, objective=objective,
-                     info={**standard, **(info or {})}, extra_groups=groups or None, **build)
+                     info={**standard, **info}, extra_groups=groups or None, **build)
 
 
 def _repeat(value, chains: int, draws: int) -> np.ndarray:

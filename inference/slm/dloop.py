@@ -32,7 +32,7 @@ which keeps the inner problem convex and phi non-increasing, though phi itself i
 
 The Gaussian approximation is N(u*, A(gamma)^-1). For n <= ``DENSE_N`` its covariance is formed and the draws are
 i.i.d. from it; above, the draws are perturb-and-solve samples from the same Gaussian (conjugate gradients,
-Papandreou & Yuille 2010, as in the ``gibbs`` backend; :class:`PerturbAndSolve`), exact up to the CG tolerance, and
+Papandreou & Yuille 2010, as in the ``gibbs`` backend; :func:`perturb_and_solve`), exact up to the CG tolerance, and
 its variances are the Lanczos estimates. The ``potentials`` group holds gamma and the marginal variances of s = B u
 (Lanczos estimates unless ``info["variances_exact"]``), ``info`` the Lanczos steps taken; the objective trace
 ``phi`` (the bound above, before the first and after each outer iteration) is computed for n <= ``DENSE_N`` only
@@ -244,18 +244,10 @@ def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, i
             "outer": t, "inner": inner_steps, "converged": converged, "inner_converged": inner_ok}
 
 
-class PerturbAndSolve(GaussianApproximation):
-    """N(mean, A^-1) known by its precision A = X^T X / sigma2 + B^T diag(pi) B on the operators (n above
-    ``DENSE_N``): its draws are perturb-and-solve samples (:class:`GaussianStep`, CG to ``cg_tol``, started at the
-    mean), its variances ``var`` the Lanczos estimates."""
-
-    def __new__(cls, step: GaussianStep, pi, cg_tol: float, **fields):
-        self = super().__new__(cls, **fields)
-        self.step, self.pi, self.cg_tol = step, pi, cg_tol
-        return self
-
-    def draws(self, rng, n, owner):
-        return np.stack([self.step.draw(rng, self.pi, self.mean, self.cg_tol) for _ in range(n)])
+def perturb_and_solve(step: GaussianStep, pi, mean, cg_tol: float):
+    """Draws from N(mean, A^-1) known by its precision A = X^T X / sigma2 + B^T diag(pi) B on the operators (n
+    above ``DENSE_N``): perturb-and-solve samples (:class:`GaussianStep`, CG to ``cg_tol``, started at the mean)."""
+    return lambda rng, n: np.stack([step.draw(rng, pi, mean, cg_tol) for _ in range(n)])
 
 
 @register("dloop", kind="approximation", family="slm", check=_check, defaults=_defaults,
@@ -290,16 +282,15 @@ def run(model, data, *, draws, tune, chains, seed, progress, n_outer, n_inner, l
         cov = sla.cho_solve((L, True), np.eye(prob.n))
         q = GaussianApproximation(cov=0.5 * (cov + cov.T), **fields)
     else:
-        q = PerturbAndSolve(GaussianStep(prob, "cg", "dloop"), 1.0 / res["gamma"], cg_tol, var=res["u_var"], **fields)
+        draw = perturb_and_solve(GaussianStep(prob, "cg", "dloop"), 1.0 / res["gamma"], res["mean"], cg_tol)
+        q = GaussianApproximation(var=res["u_var"], sampler=draw, **fields)
     exact = res["lanczos_k"] is None or res["lanczos_k"] == prob.n
-    info = {"inner_iterations": int(sum(res["inner"])), "lanczos_k": res["lanczos_k"], "variances_exact": bool(exact)}
+    info = {"inner_iterations": int(sum(res["inner"])), "lanczos_k": res["lanczos_k"], "variances_exact": bool(exact),
+            "warnings": [] if res["inner_converged"] else [f"an inner loop used all n_inner={n_inner} Newton steps"]}
     limit = f"{res['outer']} outer iterations (outer_tol={outer_tol:g})" + (
         "" if exact else f"; with {res['lanczos_k']} < n Lanczos steps the variance estimates move with gamma, so the "
                          f"outer loop need not settle")
-    fit = approximation_fit(model, data, "dloop", q, draws=draws, chains=chains, seed=seed,
-                            timing={"compile": setup, "tune": time.perf_counter() - t0 - setup},
-                            owner=owner("slm", "dloop"), info=info, limit=limit,
-                            extra_groups=potentials_group(gamma=res["gamma"], s_var=res["z"]))
-    if not res["inner_converged"]:
-        fit.info["warnings"].append(f"an inner loop used all n_inner={n_inner} Newton steps")
-    return fit
+    return approximation_fit(model, data, "dloop", q, draws=draws, chains=chains, seed=seed,
+                             timing={"compile": setup, "tune": time.perf_counter() - t0 - setup},
+                             owner=owner("slm", "dloop"), info=info, limit=limit,
+                             extra_groups=potentials_group(gamma=res["gamma"], s_var=res["z"]))

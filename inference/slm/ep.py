@@ -237,12 +237,10 @@ def run(model, data, *, draws, tune, chains, seed, progress, eta, damping, max_s
     q = GaussianApproximation(variable="u", mean=res["mean"], cov=res["cov"],
                               objective={"max_site_change": res["max_site_change"]}, objective_name="max_site_change",
                               iterations=res["sweeps"], converged=res["converged"])
-    fit = approximation_fit(model, data, "ep", q, draws=draws, chains=chains, seed=seed,
-                            timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "ep"),
-                            info={"skipped_updates": res["skipped"], "eta": eta},
-                            limit=f"{max_sweeps} sweeps (tol={tol:g})",
-                            extra_groups=potentials_group(site_precision=res["pi"], site_linear=res["b"]))
-    if res["skipped"]:
-        fit.info["warnings"].append(f"{res['skipped']} site updates were skipped (improper cavity, or an update that "
-                                    f"would make the covariance indefinite or overflow)")
-    return fit
+    warnings = [f"{res['skipped']} site updates were skipped (improper cavity, or an update that would make the "
+                f"covariance indefinite or overflow)"] if res["skipped"] else []
+    return approximation_fit(model, data, "ep", q, draws=draws, chains=chains, seed=seed,
+                             timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "ep"),
+                             info={"skipped_updates": res["skipped"], "eta": eta, "warnings": warnings},
+                             limit=f"{max_sweeps} sweeps (tol={tol:g})",
+                             extra_groups=potentials_group(site_precision=res["pi"], site_linear=res["b"]))

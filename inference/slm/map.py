@@ -163,9 +163,9 @@ def run(model, data, *, draws, tune, chains, seed, progress, solver, max_iter, t
     trace = np.append(trace, prob.neg_log_joint(u))    # the last entry is the estimate's objective
     estimate = PointEstimate(values={"u": u}, objective={"neg_log_joint": trace}, objective_name="neg_log_joint",
                              iterations=iters, converged=converged)
-    fit = approximation_fit(model, data, "map", estimate, draws=draws, chains=chains, seed=seed,
-                            timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "map"),
-                            info={"solver": solver}, limit=f"{iters} {solver} iterations (tol={tol:g})")
-    if not prob.potential.log_concave:
-        fit.info["warnings"].append("Student's t potentials are not log-concave: the MAP estimate is a local minimum")
-    return fit
+    warnings = [] if prob.potential.log_concave else [
+        "Student's t potentials are not log-concave: the MAP estimate is a local minimum"]
+    return approximation_fit(model, data, "map", estimate, draws=draws, chains=chains, seed=seed,
+                             timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "map"),
+                             info={"solver": solver, "warnings": warnings},
+                             limit=f"{iters} {solver} iterations (tol={tol:g})")
