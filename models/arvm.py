@@ -339,15 +339,15 @@ class ARVM(Model):
     def latent_mean(self, fit, X_new) -> np.ndarray:
         """Posterior mean of the latent f at X_new (n,).
 
-        A type-II fit that records the Gaussian's mean of w (``fit.info["w_mean"]``, written by the ``arvm``
-        backend) gives it exactly, Phi(X_new) mu at the learned kernel; otherwise it is the average over draws.
+        A type-II fit that keeps the Gaussian's mean of w (the ``gaussian`` group's ``q_mean``, written by the
+        ``arvm`` backend) gives it exactly, Phi(X_new) mu at the learned kernel; otherwise it is the average over
+        draws.
         """
         X_new = self._checked_inputs(fit, X_new)
-        w_mean = fit.info.get("w_mean")
-        if w_mean is None or not self.is_point_estimate(fit):
+        if "gaussian" not in fit.idata.groups() or not self.is_point_estimate(fit):
             return self.predict_draws(fit, X_new).mean(0)
         _, m, v = self.basis_draws(fit)
-        return adaptive_design(X_new, m[0], v[0]) @ np.asarray(w_mean, dtype=float)
+        return adaptive_design(X_new, m[0], v[0]) @ np.asarray(fit.idata["gaussian"]["q_mean"].values, dtype=float)
 
     # ---- scoring -------------------------------------------------------------------------------------
     def target_scale(self, data: Dataset) -> float:

@@ -43,7 +43,7 @@ HYP_LIMIT = 20.0       # |log hyperparameter| above this is rejected (exp(20) ~ 
 #: kernels it bounds the amplitude (log sf <= 11.5), for ``linear`` and ``poly`` the scale of the inputs.
 VARIANCE_LIMIT = 1e10
 GH_NODES = 96          # Gauss-Hermite nodes of the logit predictive integral
-GAUSSIAN_GROUP = "gaussian"   # idata group of a Gaussian approximation Q = N(q_mean, q_cov) over f
+GAUSSIAN_GROUP = "gaussian"   # idata group of a Gaussian approximation Q over f: q_mean, q_var, q_cov
 
 
 @dataclass
@@ -310,14 +310,15 @@ class GPC(Model):
         """GP conditional (4.7) at X_new: means (S, m) and variances (S, m) or (m,).
 
         Sampled fits: one row per draw f_s, mean f_s^T A, variance k** - k*^T K^-1 k* (the same for every draw).
-        Gaussian approximations Q = N(m, V) (their idata group ``gaussian``): one exact row, mean m^T A and
-        variance k** - k*^T K^-1 k* + diag(A^T V A), with A = K^-1 K*. A ValueError for a fit made with another
+        Gaussian approximations Q = N(m, V) (their idata group ``gaussian``: ``q_mean`` and, up to the dense-size
+        limit, ``q_cov``): one exact row, mean m^T A and variance k** - k*^T K^-1 k* + diag(A^T V A), with
+        A = K^-1 K*; without ``q_cov``, Q's draws as for a sampled fit. A ValueError for a fit made with another
         model (other options) and for inputs that are not finite or have the wrong number of columns.
         """
         X_new = self._checked(fit, X_new)
         X = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
         A, var = gp_conditional(self, X, X_new)
-        if GAUSSIAN_GROUP in fit.idata.groups():
+        if GAUSSIAN_GROUP in fit.idata.groups() and "q_cov" in fit.idata[GAUSSIAN_GROUP]:
             q = fit.idata[GAUSSIAN_GROUP]
             m, V = np.asarray(q["q_mean"].values, float), np.asarray(q["q_cov"].values, float)
             return (m @ A)[None, :], (var + np.sum(A * (V @ A), axis=0))[None, :]

@@ -269,8 +269,8 @@ def test_backend_draws_come_from_q_and_bound_is_below_evidence(backend):
     model = bz.models.GPC(likelihood="logit", log_lengthscale=0.5, log_amplitude=1.0)
     fit = bz.fit(model, data, backend, draws=400, chains=3, seed=7, progress=False)
     f = fit.posterior["f"]
-    np.testing.assert_allclose(f.mean(("chain", "draw")).values, fit.info["q_mean"],
-                               atol=5 * np.sqrt(max(fit.info["q_var"]) / 1200))
+    np.testing.assert_allclose(f.mean(("chain", "draw")).values, fit.idata.gaussian["q_mean"].values,
+                               atol=5 * np.sqrt(max(fit.idata.gaussian["q_var"].values) / 1200))
     assert np.isfinite(fit.info["log_evidence"]) and fit.info["jensen_bound"] <= fit.info["log_evidence"] + 1e-9
     assert fit.info["objective"] in fit.idata.objective and fit.info["iterations"] >= 1
 

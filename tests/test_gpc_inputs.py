@@ -225,4 +225,5 @@ def test_ep_with_tiny_damping_is_not_declared_converged_at_its_start():
     full = bz.fit(GPC(), ds, "ep", draws=5, chains=1, progress=False)
     half = bz.fit(GPC(), ds, "ep", draws=5, chains=1, progress=False, damping=0.5, max_sweeps=2000)
     assert full.info["converged"] and half.info["converged"]
-    np.testing.assert_allclose(half.info["q_mean"], full.info["q_mean"], atol=1e-6)
+    np.testing.assert_allclose(half.idata.gaussian["q_mean"].values, full.idata.gaussian["q_mean"].values,
+                               atol=1e-6)

@@ -407,8 +407,8 @@ def test_backend_draws_evidence_and_scores(backend):
     model = bz.models.GPC(likelihood="logit", log_lengthscale=0.5, log_amplitude=1.0)
     fit = bz.fit(model, data, backend, draws=400, chains=3, seed=7, progress=False)
     f = fit.posterior["f"]
-    np.testing.assert_allclose(f.mean(("chain", "draw")).values, fit.info["q_mean"],
-                               atol=5 * np.sqrt(max(fit.info["q_var"]) / 1200))
+    np.testing.assert_allclose(f.mean(("chain", "draw")).values, fit.idata.gaussian["q_mean"].values,
+                               atol=5 * np.sqrt(max(fit.idata.gaussian["q_var"].values) / 1200))
     lz, jb = fit.info["log_evidence"], fit.info["jensen_bound"]
     assert np.isfinite(lz) and np.isfinite(jb) and lz <= 0
     if backend in ("kl", "lr"):
@@ -511,4 +511,4 @@ def test_sonar_regime_two_thesis_findings():
     assert info["laplace"] < info["ep"] - 0.2 and info["lr"] < info["ep"] - 0.2
     assert fits["kl"].info["log_evidence"] <= fits["ep"].info["log_evidence"]
     assert fits["vb"].info["log_evidence"] <= fits["vb"].info["jensen_bound"]
-    assert np.median(np.array(fits["fv"].info["q_var"]) / np.array(fits["ep"].info["q_var"])) < 1.0
+    assert np.median(fits["fv"].idata.gaussian["q_var"].values / fits["ep"].idata.gaussian["q_var"].values) < 1.0

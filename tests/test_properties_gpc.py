@@ -226,7 +226,8 @@ def backend_options(draw, backends):
 def _check_backend_options(backend, options, likelihood):
     """Wrong option values are refused with a ValueError naming one of them (before any work); others fit."""
     try:
-        bz.registry.get(GPC(likelihood=likelihood), backend).resolve(options)
+        model = GPC(likelihood=likelihood)
+        bz.registry.get(model, backend).resolve(options, model, _dataset(_small()))
     except ValueError as exc:
         assert not isinstance(exc, np.linalg.LinAlgError)
         assert any(name in str(exc) for name in options), (options, str(exc))

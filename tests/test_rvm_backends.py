@@ -6,7 +6,7 @@ import pytest
 from scipy import stats
 
 import bayeszoo as bz
-from bayeszoo.inference.rvm import _common as C
+from bayeszoo.inference.rvm import core as C
 from bayeszoo.inference.rvm.gibbs import gibbs_sample
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 
@@ -98,11 +98,11 @@ def test_fast_matches_em_with_no_more_bases(model, sinc40):
     assert final_objective(fast) - final_objective(em) < 0.02 * abs(final_objective(em))
     assert abs(fast.info["log_evidence"] - em.info["log_evidence"]) < 0.02 * abs(em.info["log_evidence"])
     assert fast.info["n_relevant"] <= em.info["n_relevant"]
-    # predictions at the estimates agree closely
+    # predictions at the estimates agree closely (the Gaussians' means: an average of 10 draws has an error of 0.04)
     Xt = sinc40.X_test[::50]
     Pt = model.design(Xt, sinc40.X)
-    pe = Pt @ em.posterior.w.values.reshape(-1, Pt.shape[1]).mean(0)
-    pf = Pt @ fast.posterior.w.values.reshape(-1, Pt.shape[1]).mean(0)
+    pe = Pt @ em.idata.gaussian.q_mean.values
+    pf = Pt @ fast.idata.gaussian.q_mean.values
     assert np.max(np.abs(pe - pf)) < 0.05
 
 
@@ -257,7 +257,7 @@ def test_bad_options_raise_before_the_backend_runs(backend, options, name, model
     from bayeszoo import registry
 
     with pytest.raises(ValueError, match=name):
-        registry.get(model, backend).resolve(options)
+        registry.get(model, backend).resolve(options, model, sinc40)
     with pytest.raises(ValueError, match=name):
         bz.fit(model, sinc40, backend, draws=5, tune=5, chains=1, progress=False, **options)
 
@@ -352,7 +352,7 @@ def test_gibbs_init_is_checked(init, match, model, sinc40):
     ("vb", {"max_iter": 2.0}, "max_iter"), ("gibbs", {"fix_beta": "1"}, "fix_beta"),
     ("gibbs", {"fix_alpha": {"a": 1}}, "fix_alpha")])
 def test_bad_option_types_name_the_backend_and_option(backend, options, name, model, sinc40):
-    with pytest.raises(ValueError, match=f"backend '{backend}': {name}"):
+    with pytest.raises(ValueError, match=f"backend '{backend}': option '{name}'"):
         bz.fit(model, sinc40, backend, draws=5, tune=5, chains=1, progress=False, **options)
 
 

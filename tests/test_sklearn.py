@@ -13,7 +13,7 @@ from sklearn.preprocessing import StandardScaler
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 import bayeszoo as bz
-from bayeszoo.inference.rvm import _common as rvm_common
+from bayeszoo.inference.rvm import core as rvm_common
 from bayeszoo.sklearn import (AdaptiveRelevanceVectorRegressor, BayesGPClassifier, PMKLClassifier,
                               RelevanceVectorClassifier, RelevanceVectorRegressor)
 

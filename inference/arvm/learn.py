@@ -46,92 +46,89 @@ import numpy as np
 from scipy import optimize
 
 from bayeszoo import checks
-from bayeszoo.results import build_fit
-from bayeszoo.inference._gaussian import gaussian_draws
-from bayeszoo.inference._options import Timer
-from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.inference.rvm import _common as C
+from bayeszoo.checks import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, Array, Interval, OneOf
+from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.rvm import core as C
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
+from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import Option, owner, register
 
+
+class KernelDictionary:
+    """The ``dictionary`` option: None or a pair (centres (J, D) or (J,), widths (J,) or (J, K)) of finite numbers,
+    widths > 0, for the same J >= 1; returned as two 2-D float arrays (the columns are checked with the data)."""
+
+    def __call__(self, who: str, name: str, value):
+        if value is None:
+            return None
+        if not isinstance(value, (tuple, list)) or len(value) != 2:
+            raise ValueError(f"{who}: {name} must be a pair (centres (J, D), widths (J,) or (J, K)); "
+                             f"got {type(value).__name__}")
+        centres, widths = (checks.finite_array(who, name, part) for part in value)
+        centres = centres[:, None] if centres.ndim == 1 else centres
+        widths = widths[:, None] if widths.ndim == 1 else widths
+        if centres.ndim != 2 or widths.ndim != 2 or centres.shape[0] != widths.shape[0] or centres.shape[0] == 0:
+            raise ValueError(f"{who}: {name} needs centres (J, D) and widths (J,) or (J, K) for the same J >= 1; "
+                             f"got {centres.shape} and {widths.shape}")
+        if not np.all(widths > 0):
+            raise ValueError(f"{who}: {name} needs positive widths")
+        return centres, widths
+
+
+POSITIVE_OR_NONE = Interval(float, 0, None, "neither", none=True)
 OPTIONS = {
-    "n_candidates": Option(100, "random candidate bases drawn per iteration (step 1)"),
-    "candidate_iter": Option(10, "BFGS iterations on each candidate's centre and width(s) (0: none)"),
-    "joint_iter": Option(100, "BFGS iterations on all active centres and widths jointly (step 2; 0: none)"),
-    "max_iter": Option(300, "largest number of iterations of Algorithm 1"),
-    "tol": Option(1e-6, "an iteration in which L^s grows by less than this counts as no progress"),
-    "patience": Option(10, "stop after this many successive iterations without progress (step 5)"),
-    "prune_alpha": Option(1e12, "a basis whose alpha exceeds this is removed (step 4)"),
-    "alpha_update": Option("exact", "'exact' (stationary point of L^s) or 'paper' (the update printed as [P 40])"),
-    "hyper_sweeps": Option(20, "largest number of alpha / beta fixed-point sweeps per iteration (step 3)"),
-    "beta": Option(None, "known noise precision, held fixed (regression); None: estimated"),
-    "init_beta": Option(None, "starting noise precision when it is estimated; None: 10 / var(t)"),
-    "delta_max": Option(1e6, "feature selection: a direction whose delta = 1 / v^2 exceeds this is switched off"),
-    "min_alpha": Option(None, "classification: lower bound on every alpha; None: 1e-2"),
-    "min_peak": Option(0.05, "a basis must reach this value at one training input at least, in [0, 1)"),
+    "n_candidates": Option(100, "random candidate bases drawn per iteration (step 1)", POSITIVE_INT),
+    "candidate_iter": Option(10, "BFGS iterations on each candidate's centre and width(s) (0: none)",
+                             NON_NEGATIVE_INT),
+    "joint_iter": Option(100, "BFGS iterations on all active centres and widths jointly (step 2; 0: none)",
+                         NON_NEGATIVE_INT),
+    "max_iter": Option(300, "largest number of iterations of Algorithm 1", POSITIVE_INT),
+    "tol": Option(1e-6, "an iteration in which L^s grows by less than this counts as no progress", POSITIVE),
+    "patience": Option(10, "stop after this many successive iterations without progress (step 5)", POSITIVE_INT),
+    "prune_alpha": Option(1e12, "a basis whose alpha exceeds this is removed (step 4)", POSITIVE),
+    "alpha_update": Option("exact", "'exact' (stationary point of L^s) or 'paper' (the update printed as [P 40])",
+                           OneOf(("exact", "paper"))),
+    "hyper_sweeps": Option(20, "largest number of alpha / beta fixed-point sweeps per iteration (step 3)",
+                           POSITIVE_INT),
+    "beta": Option(None, "known noise precision, held fixed (regression); None: estimated", POSITIVE_OR_NONE),
+    "init_beta": Option(None, "starting noise precision when it is estimated; None: 10 / var(t)", POSITIVE_OR_NONE),
+    "delta_max": Option(1e6, "feature selection: a direction whose delta = 1 / v^2 exceeds this is switched off",
+                        POSITIVE),
+    "min_alpha": Option(None, "classification: lower bound on every alpha; None: 1e-2", POSITIVE_OR_NONE),
+    "min_peak": Option(0.05, "a basis must reach this value at one training input at least, in [0, 1)",
+                       Interval(float, 0, 1, "left")),
     "dictionary": Option(None, "fixed candidate kernels (centres (J, D), widths (J,) or (J, K)), not optimised; "
-                               "None: random candidates"),
+                               "None: random candidates", KernelDictionary()),
     "max_cost": Option(10.0, "largest predicted seconds of one iteration (candidate search + joint step): a problem "
                              "beyond it is refused before any work, and a basis that would take the joint step "
-                             "beyond it is not added (with a warning)"),
+                             "beyond it is not added (with a warning)", POSITIVE),
     "noise_whitener": Option(None, "N x N matrix W that makes the noise of W t white (known coloured noise): "
-                                   "W t is fitted with bases W phi; None: white noise"),
+                                   "W t is fitted with bases W phi; None: white noise", Array(ndim=2, none=True)),
 }
 #: the defaults, for calling :func:`learn` directly
 DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}
 
 
-OWNER = "backend 'arvm'"
-
-
-def check(opts: dict) -> dict:
-    """Validates the resolved options (every name of ``OPTIONS``); returns them with ``dictionary`` and
-    ``noise_whitener`` as float arrays."""
-    opts = dict(opts)
-    for name in ("n_candidates", "max_iter", "patience", "hyper_sweeps"):
-        opts[name] = checks.positive(OWNER, name, opts[name], integer=True)
-    for name in ("candidate_iter", "joint_iter"):
-        opts[name] = checks.non_negative(OWNER, name, opts[name], integer=True)
-    for name in ("tol", "prune_alpha", "delta_max", "max_cost"):
-        opts[name] = checks.positive(OWNER, name, opts[name])
-    opts["min_peak"] = checks.number(OWNER, "min_peak", opts["min_peak"], low=0, low_inclusive=True, high=1,
-                                     high_inclusive=False)
-    for name in ("beta", "init_beta", "min_alpha"):
-        opts[name] = checks.positive(OWNER, name, opts[name], allow_none=True)
-    checks.choice(OWNER, "alpha_update", opts["alpha_update"], ("exact", "paper"))
-    if opts["dictionary"] is not None:
-        opts["dictionary"] = _check_dictionary(opts["dictionary"])
-    if opts["noise_whitener"] is not None:
-        W = _float_array(opts["noise_whitener"], "noise_whitener")
-        if W.ndim != 2 or W.shape[0] != W.shape[1] or not np.all(np.isfinite(W)):
-            raise ValueError(f"{OWNER}: noise_whitener must be a finite square matrix, got shape {W.shape}")
-        opts["noise_whitener"] = W
-    return opts
-
-
-def _float_array(value, name):
-    try:
-        return np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ValueError(f"{OWNER}: {name} must be numbers, got {type(value).__name__}") from None
-
-
-def _check_dictionary(dictionary):
-    """``(centres (J, D), widths (J, K))`` as float arrays, or a ValueError naming the problem."""
-    if not isinstance(dictionary, (tuple, list)) or len(dictionary) != 2:
-        raise ValueError(f"{OWNER}: dictionary must be a pair (centres (J, D), widths (J,) or (J, K))")
-    centres, widths = (_float_array(a, "dictionary") for a in dictionary)
-    if centres.ndim == 1:
-        centres = centres[:, None]
-    if widths.ndim == 1:
-        widths = widths[:, None]
-    if centres.ndim != 2 or widths.ndim != 2 or centres.shape[0] != widths.shape[0] or centres.shape[0] == 0:
-        raise ValueError(f"{OWNER}: dictionary needs centres (J, D) and widths (J,) or (J, K) for the same J >= 1; "
-                         f"got {centres.shape} and {widths.shape}")
-    if not (np.all(np.isfinite(centres)) and np.all(np.isfinite(widths)) and np.all(widths > 0)):
-        raise ValueError(f"{OWNER}: dictionary needs finite centres and finite positive widths")
-    return centres, widths
+def check(options: dict, model, data) -> dict:
+    """What the options must be for this model and data: the dictionary's columns, a whitener with one row and
+    column per training point (regression only), and an iteration within ``max_cost`` (:func:`check_cost`)."""
+    who = owner("arvm", "arvm")
+    if options["dictionary"] is not None:
+        centres, widths = options["dictionary"]
+        K = model.width_dims(data.d)
+        if centres.shape[1] != data.d or widths.shape[1] != K:
+            raise ValueError(f"{who}: option 'dictionary' needs centres (J, {data.d}) and widths (J, {K}) for this "
+                             f"model and data; got {centres.shape} and {widths.shape}")
+    W = options["noise_whitener"]
+    if W is not None:
+        if model.is_classifier:
+            raise ValueError(f"{who}: option 'noise_whitener' applies to regression only")
+        if W.shape != (data.n, data.n):
+            raise ValueError(f"{who}: option 'noise_whitener' must be {data.n} x {data.n} (one row and column per "
+                             f"training point); got {W.shape}")
+    check_cost(model, data.n, data.d, options, options["dictionary"], W)
+    return options
 
 
 # ---------------------------------------------------------------------------------------------- kernel
@@ -550,7 +547,7 @@ def check_cost(model, N: int, D: int, opts, dictionary=None, whiten=None) -> flo
     if candidates + joint > limit:
         P = D + model.width_dims(D)
         raise ValueError(
-            f"{OWNER}: one iteration of Algorithm 1 is predicted to take about {candidates + joint:.3g} s on this "
+            f"{owner('arvm', 'arvm')}: one iteration of Algorithm 1 is predicted to take about {candidates + joint:.3g} s on this "
             f"problem (N = {N} points, d = {D} inputs, so {P} kernel parameters per basis; candidate search "
             f"{candidates:.3g} s, joint step {joint:.3g} s), beyond max_cost = {limit:g} s; the cost grows as the "
             f"square (candidates) and cube (joint step) of the parameters per basis. Raise the limit with "
@@ -744,11 +741,12 @@ def _kept_rows(before, after):
 
 
 # ---------------------------------------------------------------------------------------------- output
-def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm", x_scale=1.0, y_scale=1.0):
-    """Fit at the learned kernel: w i.i.d. from N(mu, Sigma) on the kept bases (slots 0..M-1, ordered by
-    centre), w = 0 and log_alpha = LOG_ALPHA_PRUNED on the unused slots; f = Phi w at the training inputs.
-    ``info["w_mean"]`` is mu itself (the mode for classification) in the same slots, so that the posterior mean of
-    f is available exactly (``ARVM.latent_mean``) rather than as an average over draws.
+def approximation(model, data, res, *, x_scale=1.0, y_scale=1.0):
+    """``(q, Phi)``: the Gaussian posterior of w at the learned kernel and that kernel's design at the training
+    inputs. w ~ N(mu, Sigma) on the kept bases (slots 0..M-1, ordered by centre; mu is the mode for
+    classification), w = 0 on the unused slots (zero rows of the covariance factor), whose log_alpha is
+    LOG_ALPHA_PRUNED; centres, widths, log_alpha, log_beta fixed. q's ``fixed`` ``f`` is Phi mu, which the Fit
+    replaces by f = Phi w per draw.
 
     ``x_scale``, ``y_scale``: Algorithm 1 ran on X / x_scale and y / y_scale (see :func:`rescaling`); centres,
     widths, weights, precisions and the objective are reported in the original units."""
@@ -756,43 +754,28 @@ def result_fit(model, data, res, *, draws, chains, seed, timing, backend="arvm",
     M, D, K = model.n_basis, data.d, model.width_dims(data.d)
     k = state.M
     order = np.lexsort(state.theta[:, :D].T[::-1]) if k else np.zeros(0, int)
-    rng = np.random.default_rng(seed)
-    w = np.zeros((chains, draws, M))
+    mean, factor = np.zeros(M), np.zeros((M, k))
     centre = np.zeros((M, D))
     inv_width = np.zeros((M, K))
     log_alpha = np.full(M, LOG_ALPHA_PRUNED)
-    w_mean = np.zeros(M)
     if k:
         post = state.post
-        mu = post.mu[order]
-        Sigma = post.Sigma[np.ix_(order, order)]
-        if state.clf:
-            mu = state.w_mode[order]
-        mu, Sigma = mu * y_scale, Sigma * y_scale**2
-        w[:, :, :k] = gaussian_draws(rng, mu, Sigma, chains, draws)
-        w_mean[:k] = mu
+        mean[:k] = (state.w_mode if state.clf else post.mu)[order] * y_scale
+        factor[:k] = post.chol_cov()[order] * y_scale
         m, u = state.kernel.split(state.theta[order])
         centre[:k] = state.kernel.centre(m) * x_scale
         inv_width[:k] = state.kernel.inv_width(u) / x_scale
         log_alpha[:k] = np.minimum(np.log(state.alpha[order]) - 2 * np.log(y_scale), LOG_ALPHA_PRUNED - 1e-6)
     Phi = model_design(data.X, centre, inv_width)
-    out = {"w": w, "log_alpha": np.broadcast_to(log_alpha, (chains, draws, M)).copy(),
-           "centre": np.broadcast_to(centre, (chains, draws, M, D)).copy(),
-           "inv_width": np.broadcast_to(inv_width, (chains, draws, M, K)).copy(), "f": w @ Phi.T}
+    fixed = {"log_alpha": log_alpha, "centre": centre, "inv_width": inv_width, "f": Phi @ mean}
     if not model.is_classifier:
-        out["log_beta"] = np.full((chains, draws), float(np.log(state.beta) - 2 * np.log(y_scale)))
-    notes = [] if x_scale == y_scale == 1.0 else [
-        f"Algorithm 1 ran on inputs divided by {x_scale:g} and targets divided by {y_scale:g} (their scale is far from "
-        f"1; powers of two, so exact); the fit is in the original units"]
-    info = {"iterations": res["iterations"], "converged": res["converged"], "n_relevant": int(k),
-            "sparsity_c": float(res["c"]), "objective": "objective", "w_mean": w_mean.tolist(),
-            "rescaled": {"x": float(x_scale), "y": float(y_scale)},
-            "warnings": notes + res.get("warnings", []) + ([] if res["converged"] else
-                                                           ["arvm stopped at max_iter before the stopping rule held"])}
+        fixed["log_beta"] = float(np.log(state.beta) - 2 * np.log(y_scale))
     # L^s of the original targets: the Gaussian log evidence of t = y_scale t' is that of t' minus N log y_scale
     objective = np.asarray(res["objective"], float) - data.n * np.log(y_scale)
-    return build_fit(model, data, backend, "approximation", out, timing=timing,
-                     objective={"objective": objective, "n_basis": res["n_basis_trace"]}, info=info)
+    q = GaussianApproximation("w", mean, factor=factor, fixed=fixed,
+                              objective={"objective": objective, "n_basis": res["n_basis_trace"]},
+                              objective_name="objective", iterations=res["iterations"], converged=res["converged"])
+    return q, Phi
 
 
 #: Algorithm 1 runs on rescaled inputs (targets) when the largest input span (the targets' root mean square) is
@@ -820,28 +803,11 @@ def model_design(X, centre, inv_width):
     return adaptive_design(X, centre, inv_width)
 
 
-def _check_against_data(model, data, opts):
-    """The options whose shapes depend on the data and model, which :func:`check` does not see."""
-    if opts["dictionary"] is not None:
-        centres, widths = opts["dictionary"]
-        K = model.width_dims(data.d)
-        if centres.shape[1] != data.d or widths.shape[1] != K:
-            raise ValueError(f"{OWNER}: dictionary needs centres (J, {data.d}) and widths (J, {K}) for this model and "
-                             f"data; got {centres.shape} and {widths.shape}")
-    if opts["noise_whitener"] is not None:
-        if model.is_classifier:
-            raise ValueError(f"{OWNER}: noise_whitener applies to regression only")
-        if opts["noise_whitener"].shape[0] != data.n:
-            raise ValueError(f"{OWNER}: noise_whitener must be {data.n} x {data.n} (one row per training point), "
-                             f"got {opts['noise_whitener'].shape}")
-
-
 @register("arvm", kind="approximation", family="arvm", options=OPTIONS, check=check, defaults={"tune": 0},
           description="Algorithm 1 (Tzikas et al. 2009): incremental adaptive-kernel type-II learning")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Type-II learning of centres, widths, alpha and beta; Gaussian posterior of w at the learned kernel."""
-    _check_against_data(model, data, opts)
-    timer = Timer()
+    t0 = time.perf_counter()
     x_scale, y_scale = rescaling(model, data)
     run_model, dictionary = model, opts["dictionary"]
     if x_scale != 1.0:
@@ -855,5 +821,15 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
         warnings.simplefilter("ignore", RuntimeWarning)
         res = learn(run_model, data.X / x_scale, data.y / y_scale, opts, seed=seed or 0, progress=progress,
                     dictionary=dictionary, whiten=opts["noise_whitener"])
-    return result_fit(model, data, res, draws=draws, chains=chains, seed=seed, timing={"compile": 0.0, "tune": timer()},
-                      x_scale=x_scale, y_scale=y_scale)
+    q, Phi = approximation(model, data, res, x_scale=x_scale, y_scale=y_scale)
+    notes = [] if x_scale == y_scale == 1.0 else [
+        f"Algorithm 1 ran on inputs divided by {x_scale:g} and targets divided by {y_scale:g} (their scale is far from "
+        f"1; powers of two, so exact); the fit is in the original units"]
+    stopped = [] if res["converged"] else [f"arvm did not converge in {opts['max_iter']} iterations (max_iter)"]
+    info = {"n_relevant": int(res["state"].M), "sparsity_c": float(res["c"]),
+            "rescaled": {"x": float(x_scale), "y": float(y_scale)}, "warnings": notes + res["warnings"] + stopped}
+    fit = approximation_fit(model, data, "arvm", q, draws=draws, chains=chains, seed=seed,
+                            timing={"tune": time.perf_counter() - t0}, owner=owner("arvm", "arvm"), info=info)
+    t0 = time.perf_counter()
+    f = fit.posterior["w"].values @ Phi.T
+    return C.with_draws(fit, {"f": f}, time.perf_counter() - t0)

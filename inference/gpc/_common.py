@@ -16,19 +16,19 @@ import contextlib
 import dataclasses
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
 from scipy import linalg as sla
 from scipy.special import expit, log_expit, log_ndtr, logsumexp
 
-from bayeszoo import checks
-from bayeszoo.results import build_fit
-from bayeszoo.inference._gaussian import gaussian_draws
-from bayeszoo.inference._options import Timer, positive  # noqa: F401  (re-exported)
-from bayeszoo.models.gpc import GAUSSIAN_GROUP, GPC
+from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.models.gpc import GPC
 from bayeszoo.numerics import gp_kernels as gk
 from bayeszoo.numerics.blas_threads import one_blas_thread, one_blas_thread_when_small  # noqa: F401
+from bayeszoo.numerics.linalg import jittered_cholesky
+from bayeszoo.registry import owner
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 LIKELIHOODS = ("probit", "logit")
@@ -38,27 +38,6 @@ _GL_X, _GL_W = np.polynomial.legendre.leggauss(10)
 _GL_X = 0.5 * _GL_X
 _GL_W = 0.5 * _GL_W
 _SPAN = 12.0  # integrate over mean +- _SPAN sd
-
-
-# ------------------------------------------------------------------------------------------------ options
-#: What every Gaussian approximation runs with when the caller does not say: i.i.d. draws from Q, no warm-up.
-APPROXIMATION_DEFAULTS = {"draws": 1000, "tune": 0, "chains": 4}
-
-
-def owner(backend: str) -> str:
-    """Whose option it is, in the ValueErrors of the backends' ``check`` functions."""
-    return f"GPC backend {backend!r}"
-
-
-def check_iterations(backend: str, opts: dict, *names) -> dict:
-    """``checks.iterations`` with this family's owner in the messages."""
-    return checks.iterations(owner(backend), opts, *names)
-    return value
-
-
-def check_likelihood(likelihood):
-    if likelihood not in LIKELIHOODS:
-        raise ValueError(f"likelihood must be one of {LIKELIHOODS}, got {likelihood!r}")
 
 
 def labels_pm(y) -> np.ndarray:
@@ -224,26 +203,13 @@ def jensen_bound(y, m, V, likelihood, *, K=None, sW=None, L=None, alpha=None):
     else:
         if K is None:
             raise ValueError("jensen_bound needs K, or the site form (sW, L, alpha)")
-        LK = _chol_jitter(K)
-        LV = _chol_jitter(V)
+        LK = jittered_cholesky(K, what="GPC: the kernel matrix of the Jensen bound")
+        LV = jittered_cholesky(V, what="GPC: the covariance of the Jensen bound's Gaussian")
         a = sla.solve_triangular(LK, m, lower=True, check_finite=False)
         M = sla.solve_triangular(LK, LV, lower=True, check_finite=False)
         reg = n - float(a @ a) + 2.0 * float(np.sum(np.log(np.diag(LV))) - np.sum(np.log(np.diag(LK)))) \
             - float(np.sum(M * M))
     return term1 + 0.5 * reg
-
-
-def _chol_jitter(A):
-    n = A.shape[0]
-    jitter = 0.0
-    scale = max(1.0, float(np.mean(np.diag(A))))
-    for _ in range(10):
-        try:
-            return sla.cholesky(A + jitter * scale * np.eye(n), lower=True, check_finite=False)
-        except (np.linalg.LinAlgError, sla.LinAlgError):
-            jitter = 1e-12 if jitter == 0.0 else 10.0 * jitter
-    raise ValueError("GPC: a covariance matrix is not positive definite even with jitter; the kernel matrix is too "
-                     "ill-conditioned (rescale the inputs or change the hyperparameters)")
 
 
 # ------------------------------------------------------------------------------------------------ kernel access
@@ -326,45 +292,58 @@ def predict_latent(model, X, Xs, alpha, sW, L):
 
 
 # ------------------------------------------------------------------------------------------------ output
-def gaussian_fit(model, data, backend, m, V, *, draws, chains, seed, seconds, info, objective=None, limit=None):
-    """Fit whose posterior ``f`` holds i.i.d. draws from Q = N(m, V) (kind "approximation"), built by
-    :func:`bayeszoo.results.build_fit`; the group ``gaussian`` of its idata holds m (``q_mean``) and V (``q_cov``),
-    which ``GPC.predict`` uses.
+#: the idata group of a Gaussian approximation's site form (GPML's posterior struct), one value per training point
+SITES_GROUP = "sites"
 
-    ``info`` must hold ``log_evidence`` (the method's own approximation) and ``jensen_bound``; the mean and
-    variance of Q are added as ``q_mean`` / ``q_var``. ``info["objective"]``, if given, names the trace in
-    ``objective`` (name -> trace over iterations) that the algorithm optimises. ``seconds``: the fit's time (the
-    timing's "tune" entry); ``limit``: the iteration cap it ran under (e.g. "200 sweeps"), named in the warning
-    when ``info["converged"]`` is False.
-    """
-    for key in ("log_evidence", "jensen_bound"):
-        if key not in info:
-            raise ValueError(f"gaussian_fit: info lacks {key!r}")
-    name = info.get("objective")
-    if name is not None and name not in (objective or {}):
-        raise ValueError(f"gaussian_fit: info names the objective {name!r}, which is not among the traces "
-                         f"{sorted(objective or {})}")
+
+class Posterior(NamedTuple):
+    """What every Gaussian approximation returns, after GPML's one posterior struct: Q(f) = N(mean, cov) at the
+    training inputs; where Q has the site form V = (K^-1 + W)^-1, ``alpha`` = K^-1 m and ``sW`` = W^1/2 (Table
+    4.3, what predictions need without V); the method's own log evidence, the Jensen bound (4.13) at Q, the traces
+    of what it optimises (``objective``, ``objective_name`` the one it maximises), iterations and convergence;
+    ``sites``: the method's own per-point parameters (EP's site precisions, VB's bound positions); ``info``: its
+    own scalars (LR's noise sd)."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+    log_evidence: float
+    jensen_bound: float
+    alpha: np.ndarray | None = None
+    sW: np.ndarray | None = None
+    objective: dict = {}
+    objective_name: str | None = None
+    iterations: int | None = None
+    converged: bool | None = None
+    sites: dict = {}
+    info: dict = {}
+
+
+def with_defaults(options: dict, opts: dict | None) -> dict:
+    """A backend's ``opts`` over the defaults of its declared ``options`` (for calls outside ``bz.fit``)."""
+    return {**{name: opt.default for name, opt in options.items()}, **(opts or {})}
+
+
+def approximation_run(model, data, backend: str, method, opts: dict, progress: bool, *, draws: int, chains: int,
+                      seed, limit: str | None = None):
+    """The Fit of a Gaussian approximation: ``method(model, data, opts, progress) -> Posterior`` timed, then
+    :func:`bayeszoo.inference.approximations.approximation_fit` (draws, the ``gaussian`` group with m, diag V and
+    V); alpha, sW and the method's own site parameters go into the group ``sites`` (over ``obs``)."""
     t0 = time.perf_counter()
-    rng = np.random.default_rng(seed)
+    post = method(model, data, opts, progress)
+    seconds = time.perf_counter() - t0
+    q = GaussianApproximation(variable="f", mean=np.asarray(post.mean, float), cov=np.asarray(post.cov, float),
+                              log_evidence=float(post.log_evidence), objective=post.objective,
+                              objective_name=post.objective_name, iterations=post.iterations,
+                              converged=post.converged)
+    per_point = {"alpha": post.alpha, "sW": post.sW, **post.sites}
+    sites = {k: xr.DataArray(np.asarray(v, float), dims=("obs",), coords={"obs": model.coords(data)["obs"]})
+             for k, v in per_point.items() if v is not None}
+    groups = {SITES_GROUP: xr.Dataset(sites)} if sites else {}
+    info = {"jensen_bound": float(post.jensen_bound), **post.info}
     with quiet_numerics():
-        f = gaussian_draws(rng, np.asarray(m, float), np.asarray(V, float), chains, draws)
-    timing = {"compile": 0.0, "tune": float(seconds), "sample": time.perf_counter() - t0}
-    info = dict(info)
-    info.setdefault("converged", True)
-    info.setdefault("warnings", [] if info["converged"] else [f"{backend} did not converge in {limit}"])
-    info["log_evidence"] = float(info["log_evidence"])
-    info["jensen_bound"] = float(info["jensen_bound"])
-    info["q_mean"] = np.asarray(m, float).tolist()
-    info["q_var"] = np.diag(np.asarray(V, float)).tolist()
-    fit = build_fit(model, data, backend, "approximation", {"f": f}, timing=timing, objective=objective,
-                    info=info)
-    # Q itself, so that predictions and scores of the approximation are exact rather than averages over draws;
-    # with the same provenance attributes as the groups build_fit made
-    q = xr.Dataset({"q_mean": (("obs",), np.asarray(m, float)),
-                    "q_cov": (("obs", "obs_"), 0.5 * (np.asarray(V, float) + np.asarray(V, float).T))},
-                   attrs=dict(fit.idata.observed_data.attrs))
-    fit.idata.add_groups({GAUSSIAN_GROUP: q}, warn_on_custom_groups=False)
-    return fit
+        return approximation_fit(model, data, backend, q, draws=draws, chains=chains, seed=seed,
+                                 timing={"tune": seconds}, owner=owner("gpc", backend), info=info, limit=limit,
+                                 extra_groups=groups)
 
 
 # ------------------------------------------------------------------------------------------------ variational helpers

@@ -36,40 +36,54 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeszoo import checks
+from bayeszoo.checks import POSITIVE_INT, Interval
 from bayeszoo.results import build_fit
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import Option, owner, register
 
-from .gibbs import kernel_and_labels, log_lik, positive_int
+from .gibbs import kernel_and_labels, log_lik
 
-OPTIONS = {
-    "n_temps": Option(1000, "number of temperatures T after the prior (ignored for an explicit schedule)"),
-    "n_runs": Option(None, "independent AIS runs, a multiple of chains (None: chains x draws)"),
-    "schedule": Option("power", "'power' (beta = (t/T)^4), 'geometric', 'linear', or an increasing array from 0 to 1"),
-    "n_steps": Option(1, "elliptical slice updates at each temperature"),
-}
 SCHEDULES = ("power", "geometric", "linear")
 N_BLOCKS = 20
-OWNER = "GPC backend 'ais'"
+
+
+def schedule_constraint(owner: str, name: str, value):
+    """One of :data:`SCHEDULES`, or an array of temperatures non-decreasing from 0 to 1 (at least 2 values),
+    returned as a float array (a constraint, ``bayeszoo.checks``)."""
+    if isinstance(value, str):
+        return checks.choice(owner, name, value, SCHEDULES)
+    if not isinstance(value, (list, tuple, np.ndarray)):
+        raise ValueError(f"{owner}: {name} must be one of {SCHEDULES} or an array of temperatures; got {value!r}")
+    betas = checks.finite_array(owner, name, value, ndim=1)
+    if betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0 or np.any(np.diff(betas) < 0):
+        raise ValueError(f"{owner}: {name} as an array must be non-decreasing from 0 to 1 (at least 2 values); "
+                         f"got {value!r}")
+    return betas
+
+
+OPTIONS = {
+    "n_temps": Option(1000, "number of temperatures T after the prior (ignored for an explicit schedule)",
+                      POSITIVE_INT),
+    "n_runs": Option(None, "independent AIS runs, a multiple of chains (None: chains x draws)",
+                     Interval(int, 1, None, "left", none=True)),
+    "schedule": Option("power", "'power' (beta = (t/T)^4), 'geometric', 'linear', or an increasing array from 0 to 1",
+                       schedule_constraint),
+    "n_steps": Option(1, "elliptical slice updates at each temperature", POSITIVE_INT),
+}
 
 
 def make_schedule(schedule="power", n_temps=1000) -> np.ndarray:
     """beta_0 = 0 < ... < beta_T = 1 (length n_temps + 1)."""
+    schedule = schedule_constraint(owner("gpc", "ais"), "option 'schedule'", schedule)
     if isinstance(schedule, str):
-        checks.choice(OWNER, "schedule", schedule, SCHEDULES)
-        T = positive_int("n_temps", n_temps, OWNER)
+        T = POSITIVE_INT(owner("gpc", "ais"), "option 'n_temps'", n_temps)
         s = np.arange(T + 1) / T
         if schedule == "power":
             return s ** 4
         if schedule == "linear":
             return s
         return np.concatenate([[0.0], np.geomspace(1e-6, 1.0, T)])
-    if not isinstance(schedule, (list, tuple, np.ndarray)):
-        raise ValueError(f"{OWNER}: schedule must be one of {SCHEDULES} or an array, got {schedule!r}")
-    betas = checks.finite_array(OWNER, "schedule", schedule, ndim=1)
-    if betas.size < 2 or betas[0] != 0.0 or betas[-1] != 1.0 or np.any(np.diff(betas) < 0):
-        raise ValueError(f"{OWNER}: schedule as an array must be non-decreasing from 0 to 1 (at least 2 values)")
-    return betas
+    return schedule
 
 
 def _ess_step(key, u, ll, beta, L, ypm, probit):
@@ -128,7 +142,7 @@ def ais_log_weights(K, ypm, *, probit, n_runs, seed=0, schedule="power", n_temps
     K = np.asarray(K, float)
     n = K.shape[0]
     if not np.all(np.isfinite(K)):      # NaN log-likelihoods would keep the slice sampler shrinking for ever
-        raise ValueError("ais: the kernel matrix K has NaN or inf entries")
+        raise ValueError(f"{owner('gpc', 'ais')}: the kernel matrix K has NaN or inf entries")
     L = np.linalg.cholesky(K)
     Lj, yj = jnp.asarray(L), jnp.asarray(np.asarray(ypm, float))
     base = jax.random.PRNGKey(int(seed))
@@ -168,16 +182,6 @@ def combine_log_weights(log_w):
     return log_z, se, ess
 
 
-def _check(opts):
-    """The options' values (``n_runs`` against ``chains`` is checked in :func:`run`); an explicit schedule is
-    normalised to a float array."""
-    opts = {**opts, "n_temps": positive_int("n_temps", opts["n_temps"], OWNER),
-            "n_steps": positive_int("n_steps", opts["n_steps"], OWNER),
-            "n_runs": checks.positive(OWNER, "n_runs", opts["n_runs"], integer=True, allow_none=True)}
-    betas = make_schedule(opts["schedule"], opts["n_temps"])
-    return opts if isinstance(opts["schedule"], str) else {**opts, "schedule": betas}
-
-
 def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", n_steps=1, seed=0,
                      progress=False) -> dict:
     """Gold-standard log evidence log P(y | X, theta) by AIS from the prior.
@@ -186,8 +190,8 @@ def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", 
     (n_runs, n)).
     """
     model.validate(data)
-    n_runs = positive_int("n_runs", n_runs, OWNER)
-    _check({"n_temps": n_temps, "n_steps": n_steps, "schedule": schedule, "n_runs": n_runs})
+    n_runs = POSITIVE_INT(owner("gpc", "ais"), "n_runs", n_runs)
+    n_steps = POSITIVE_INT(owner("gpc", "ais"), "n_steps", n_steps)
     betas = make_schedule(schedule, n_temps)
     K, ypm = kernel_and_labels(model, data)
     log_w, f, _ = ais_log_weights(K, ypm, probit=model.likelihood == "probit", n_runs=n_runs, seed=seed,
@@ -196,16 +200,19 @@ def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", 
     return {"log_evidence": log_z, "log_evidence_se": se, "log_weights": log_w, "weight_ess": ess, "f": f}
 
 
-@register("ais", kind="mcmc", family="gpc", options=OPTIONS, check=_check, defaults={"tune": 0},
+@register("ais", kind="mcmc", family="gpc", options=OPTIONS, defaults={"tune": 0},
           description="annealed importance sampling of the log evidence from the prior (elliptical slice moves)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """AIS from the prior: log evidence with standard error; final-temperature states as the posterior of f."""
     betas = make_schedule(opts["schedule"], opts["n_temps"])
     n_runs = chains * draws if opts["n_runs"] is None else int(opts["n_runs"])
+    # chains and draws are not options, so these are checked here rather than by the constraints
     if n_runs % chains:
-        raise ValueError(f"option n_runs ({n_runs}) must be a multiple of chains ({chains})")
+        raise ValueError(f"{owner('gpc', 'ais')}: option 'n_runs' ({n_runs}) must be a multiple of chains "
+                         f"({chains})")
     if n_runs < 2:
-        raise ValueError("ais needs at least 2 runs for a standard error (chains * draws or n_runs >= 2)")
+        raise ValueError(f"{owner('gpc', 'ais')}: needs at least 2 runs for a standard error (chains * draws or "
+                         f"n_runs >= 2)")
     n_steps = int(opts["n_steps"])
     K, ypm = kernel_and_labels(model, data)
     seed = 0 if seed is None else int(seed)

@@ -24,23 +24,19 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
-from bayeszoo import checks
-from bayeszoo.registry import Option, register
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
 
 OPTIONS = {
-    "max_sweeps": Option(200, "largest number of sweeps over the sites"),
-    "tol": Option(1e-8, "convergence tolerance on the largest change of the site parameters and of ln Z_EP"),
-    "damping": Option(1.0, "fraction of each site update applied, in (0, 1] (1: undamped)"),
-    "min_sweeps": Option(2, "sweeps made before convergence is tested"),
+    "max_sweeps": Option(200, "largest number of sweeps over the sites", POSITIVE_INT),
+    "tol": Option(1e-8, "convergence tolerance on the largest change of the site parameters and of ln Z_EP",
+                  POSITIVE),
+    "damping": Option(1.0, "fraction of each site update applied, in (0, 1] (1: undamped)",
+                      Interval(float, 0.0, 1.0, "right")),
+    "min_sweeps": Option(2, "sweeps made before convergence is tested", POSITIVE_INT),
 }
-
-
-def _check(opts):
-    opts = C.check_iterations("ep", opts, "max_sweeps", "min_sweeps")
-    opts["damping"] = checks.number(C.owner("ep"), "damping", opts["damping"], low=0.0, high=1.0)
-    return opts
 
 
 _ger = sla.blas.get_blas_funcs("ger", dtype=np.float64)   # rank-one update A += alpha x y^T, in place
@@ -134,22 +130,25 @@ def ep_log_evidence_grad(K, dK, y, likelihood, res=None, **ep_kw):
 
 def fit_ep(model, data, opts=None):
     """EP at the model's hyperparameters: returns the site / posterior dict plus K and y."""
-    opts = opts or {name: opt.default for name, opt in OPTIONS.items()}
+    opts = C.with_defaults(OPTIONS, opts)
     return C.run_at_hyperparameters(model, data, ep_sites, max_sweeps=opts["max_sweeps"], tol=opts["tol"],
                                     damping=opts["damping"], min_sweeps=opts["min_sweeps"])
 
 
-@register("ep", kind="approximation", family="gpc", options=OPTIONS, check=_check,
-          defaults=C.APPROXIMATION_DEFAULTS)
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
-    """Expectation propagation: moment-matched Gaussian sites, sequential sweeps with rank-one updates."""
-    timer = C.Timer()
+def ep_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+    """EP's Q = N(mu, Sigma) at the model's hyperparameters, as the family's posterior struct (its sites: the site
+    precisions tau~ and natural means nu~)."""
     res = fit_ep(model, data, opts)
     jb = C.jensen_bound(res["y"], res["mu"], res["Sigma"], model.likelihood, sW=res["sW"], L=res["L"],
                         alpha=res["alpha"])
-    info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "objective": "log_evidence", "alpha": res["alpha"].tolist(),
-            "sW": res["sW"].tolist(), "site_tau": res["ttau"].tolist(), "site_nu": res["tnu"].tolist()}
-    return C.gaussian_fit(model, data, "ep", res["mu"], res["Sigma"], draws=draws, chains=chains, seed=seed,
-                          seconds=timer(), info=info, limit=f"{opts['max_sweeps']} sweeps",
-                          objective={"log_evidence": res["trace"]})
+    return C.Posterior(mean=res["mu"], cov=res["Sigma"], log_evidence=res["log_evidence"], jensen_bound=jb,
+                       alpha=res["alpha"], sW=res["sW"], objective={"log_evidence": res["trace"]},
+                       objective_name="log_evidence", iterations=res["iterations"], converged=res["converged"],
+                       sites={"site_tau": res["ttau"], "site_nu": res["tnu"]})
+
+
+@register("ep", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """Expectation propagation: moment-matched Gaussian sites, sequential sweeps with rank-one updates."""
+    return C.approximation_run(model, data, "ep", ep_posterior, opts, progress, draws=draws, chains=chains,
+                               seed=seed, limit=f"{opts['max_sweeps']} sweeps")

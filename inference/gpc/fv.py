@@ -34,25 +34,20 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
-from bayeszoo import checks
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval
 from bayeszoo.models.gpc import VARIANCE_LIMIT
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
 
 OPTIONS = {
-    "max_iter": Option(200, "largest number of Newton iterations on the factor locations"),
-    "tol": Option(1e-9, "convergence tolerance on the relative gain of ln Z_FV in an iteration"),
-    "ridge": Option(1e-6, "added to the diagonal of K for this method (thesis §4.11), in [0, 1e10]"),
+    "max_iter": Option(200, "largest number of Newton iterations on the factor locations", POSITIVE_INT),
+    "tol": Option(1e-9, "convergence tolerance on the relative gain of ln Z_FV in an iteration", POSITIVE),
+    # added to the prior covariance: the same limit as the prior variance
+    "ridge": Option(1e-6, "added to the diagonal of K for this method (thesis §4.11), in [0, 1e10]",
+                    Interval(float, 0.0, VARIANCE_LIMIT, "both")),
 }
-
-
-def _check(opts):
-    opts = C.check_iterations("fv", opts, "max_iter")
-    opts["ridge"] = checks.number(C.owner("fv"), "ridge", opts["ridge"], low=0.0, low_inclusive=True,
-                                  high=VARIANCE_LIMIT)      # added to the prior covariance: the same limit
-    return opts
 
 
 def factor_moments(y, mu, s2, likelihood):
@@ -122,18 +117,23 @@ def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, pr
             "iterations": it, "converged": converged}
 
 
-@register("fv", kind="approximation", family="gpc", options=OPTIONS, check=_check,
-          defaults=C.APPROXIMATION_DEFAULTS)
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
-    """Factorial variational approximation: free-form mean field over the latents, sequential factor updates."""
-    timer = C.Timer()
+def fv_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+    """FV's Q = N(m, diag v) (the factors' moments) at the model's hyperparameters, as the family's posterior
+    struct; no site form (Q is not (K^-1 + W)^-1), its sites: the factor locations mu and variances s2."""
+    opts = C.with_defaults(OPTIONS, opts)
     res = C.run_at_hyperparameters(model, data, fv_fit, ridge=opts["ridge"], max_iter=opts["max_iter"],
                                    tol=opts["tol"], progress=progress)
     V = np.diag(res["v"])
     with C.quiet_numerics():
         jb = C.jensen_bound(res["y"], res["m"], V, model.likelihood, K=res["K"])
-    info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "objective": "log_evidence", "ridge": float(opts["ridge"])}
-    return C.gaussian_fit(model, data, "fv", res["m"], V, draws=draws, chains=chains, seed=seed,
-                          seconds=timer(), info=info, limit=f"{opts['max_iter']} iterations",
-                          objective={"log_evidence": res["trace"]})
+    return C.Posterior(mean=res["m"], cov=V, log_evidence=res["log_evidence"], jensen_bound=jb,
+                       objective={"log_evidence": res["trace"]}, objective_name="log_evidence",
+                       iterations=res["iterations"], converged=res["converged"],
+                       sites={"factor_mu": res["mu"], "factor_s2": res["s2"]}, info={"ridge": float(opts["ridge"])})
+
+
+@register("fv", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """Factorial variational approximation: free-form mean field over the latents, sequential factor updates."""
+    return C.approximation_run(model, data, "fv", fv_posterior, opts, progress,
+                               draws=draws, chains=chains, seed=seed, limit=f"{opts['max_iter']} iterations")

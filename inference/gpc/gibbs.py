@@ -25,11 +25,11 @@ The truncated inverse Gaussian with mean 1/z > t is drawn as a Levy variable 1 /
 truncated-normal draw instead of BayesLogit's nested exponential loop) accepted with probability exp(-z^2 x / 2).
 No truncation of the infinite series is involved.
 
-Implementation: JAX, ``jit`` + ``vmap`` over chains + ``lax.scan`` over sweeps, in float64; a logit sweep draws
-n PG variables per chain (vectorised rejection loops) and factorises one B per chain. Chain k, sweep s uses the
-key fold_in(fold_in(PRNGKey(seed), k), s), so the draws do not depend on how the run is split into progress-bar
-chunks.
-Chains start from independent prior draws f ~ N(0, K); ``tune`` sweeps are discarded.
+Implementation: a JAX :class:`~bayeszoo.inference.chains.Kernel` (one chain's sweep, in float64) that
+:func:`bayeszoo.inference.chains.sample` jits and vmaps over chains, with the driver's seeding, warm-up,
+thinning and timing; a logit sweep draws n PG variables (vectorised rejection loops) and factorises one B.
+The sweep's constant matrices ride in the chain's State, so the compiled sweep depends on the shapes alone.
+Chains start from independent prior draws f ~ N(0, K) (or the option ``init``); ``tune`` sweeps are discarded.
 ``sample_stats["log_lik"]`` is sum_n log sig(y_n f_n) at each kept draw (ArviZ has no name for it; ``lp`` would
 be the joint density). ``info["iterations"]`` counts the sweeps, warm-up included.
 
@@ -40,8 +40,8 @@ figures on sonar: BENCHMARKS.md).
 """
 from __future__ import annotations
 
-import functools
 import time
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -49,15 +49,17 @@ import numpy as np
 from jax.scipy.special import log_ndtr, ndtri
 from scipy.special import ndtr as _ndtr
 
-from bayeszoo import checks
-from bayeszoo.results import build_fit
+from bayeszoo.checks import Array, Interval
 from bayeszoo.inference._random import normal_sign_truncated
-from bayeszoo.inference._sweeps import run_sweeps, slot_starts
-from bayeszoo.registry import Option, register
+from bayeszoo.inference.chains import Kernel, chains_fit, sample
+from bayeszoo.numerics.linalg import jittered_cholesky
+from bayeszoo.registry import Option, owner, register
 
 OPTIONS = {
-    "thin": Option(None, "keep every thin-th sweep (None: 5 for probit / Albert-Chib, 1 for logit / Polya-Gamma)"),
-    "init": Option(None, "latent f, one value per training point, that every chain starts from (None: prior draws)"),
+    "thin": Option(None, "keep every thin-th sweep (None: 5 for probit / Albert-Chib, 1 for logit / Polya-Gamma)",
+                   Interval(int, 1, None, "left", none=True)),
+    "init": Option(None, "latent f, one value per training point, that every chain starts from (None: prior draws)",
+                   Array(ndim=1, none=True)),
 }
 DEFAULT_THIN = {"probit": 5, "logit": 1}
 TRUNC = 0.64          # Devroye's switch point t between the two proposal pieces
@@ -66,23 +68,14 @@ TAIL = float(_ndtr(-1.0 / np.sqrt(TRUNC)))   # P(N > t^-1/2), N ~ N(0, 1)
 
 
 # ------------------------------------------------------------------------------------------------ setup
-OWNER = "GPC backend 'gibbs'"
-
-
-def positive_int(name, value, owner=OWNER):
-    return checks.positive(owner, name, value, integer=True)
-
-
-def _check(opts):
-    """``thin`` a positive integer or None, ``init`` None or a 1-d array of finite numbers (its length is checked
-    against the data in :func:`run`)."""
-    thin = checks.positive(OWNER, "thin", opts["thin"], integer=True, allow_none=True)
-    init = opts["init"]
-    if init is not None:
-        if isinstance(init, (str, bytes)):
-            raise ValueError(f"{OWNER}: init must be an array of numbers, got {init!r}")
-        init = checks.finite_array(OWNER, "init", init, ndim=1)
-    return {**opts, "thin": thin, "init": init}
+def check(options, model, data):
+    """``thin`` None becomes the likelihood's default; ``init`` must hold one f per training point."""
+    init = options["init"]
+    if init is not None and init.shape != (data.n,):
+        raise ValueError(f"{owner('gpc', 'gibbs')}: option 'init' must be {data.n} finite numbers (one f per "
+                         f"training point); got {init.shape[0]}")
+    thin = DEFAULT_THIN[model.likelihood] if options["thin"] is None else options["thin"]
+    return {**options, "thin": thin}
 
 
 def kernel_and_labels(model, data):
@@ -91,19 +84,6 @@ def kernel_and_labels(model, data):
     K = np.asarray(model.K(data.X), float)
     model.cholesky(data.X, K=K)
     return K, np.asarray(model.labels_pm(data.y), float)
-
-
-def _chol_with_jitter(K):
-    n = K.shape[0]
-    scale = max(1.0, float(np.mean(np.diag(K))))
-    jitter = 0.0
-    for _ in range(10):
-        try:
-            return np.linalg.cholesky(K + jitter * np.eye(n))
-        except np.linalg.LinAlgError:
-            jitter = 1e-10 * scale if jitter == 0.0 else 10.0 * jitter
-    raise ValueError("GPC backend 'gibbs': the kernel matrix is not positive definite even with jitter (rescale the "
-                     "inputs or change the hyperparameters)")
 
 
 def log_lik(f, ypm, probit):
@@ -236,39 +216,90 @@ def pg1_var(c):
     return np.where(small, 1.0 / 24.0, v)
 
 
-# ------------------------------------------------------------------------------------------------ sweeps
+# ------------------------------------------------------------------------------------------------ kernel
 def truncated_normal_latent(key, f, ypm):
     """z ~ N(f, 1) truncated to y z > 0 (the Albert-Chib latent), elementwise; exact in the far tail."""
     return normal_sign_truncated(key, f, ypm)
 
 
-@functools.lru_cache(maxsize=32)
-def _build(n, probit):
-    def sweep(f, i, chain_key, consts):
-        key = jax.random.fold_in(chain_key, i)
-        k1, k2, k3 = jax.random.split(key, 3)
-        ypm = consts["y"]
-        if probit:
-            z = truncated_normal_latent(k1, f, ypm)
-            return consts["A"] @ z + consts["S_half"] @ jax.random.normal(k2, (n,), dtype=jnp.float64)
-        K = consts["K"]
-        omega = pg1_sample(k1, f)
-        w = jnp.sqrt(omega)
-        g = consts["LK"] @ jax.random.normal(k2, (n,), dtype=jnp.float64) + consts["Kkappa"]
-        B = jnp.eye(n) + w[:, None] * K * w[None, :]
-        LB = jnp.linalg.cholesky(B)
+class AlbertChib(NamedTuple):
+    """The probit sweep's constants: labels, the mean map A = K (K + I)^-1 and S^1/2 (module docstring)."""
+
+    y: jax.Array
+    A: jax.Array
+    S_half: jax.Array
+
+
+class PolyaGamma(NamedTuple):
+    """The logit sweep's constants: labels, K, chol(K) and K kappa (module docstring)."""
+
+    y: jax.Array
+    K: jax.Array
+    LK: jax.Array
+    Kkappa: jax.Array
+
+
+class Problem(NamedTuple):
+    """What the chains start from: the sweep's constants, chol(K) for prior draws, and ``init`` (or None)."""
+
+    constants: AlbertChib | PolyaGamma
+    LK: np.ndarray
+    init: np.ndarray | None
+
+
+class State(NamedTuple):
+    f: jax.Array
+    constants: AlbertChib | PolyaGamma
+
+
+class Info(NamedTuple):
+    log_lik: jax.Array
+
+
+def gibbs_problem(K, ypm, *, probit: bool, init=None) -> Problem:
+    """The sweep's constants for kernel matrix ``K`` and labels ``ypm`` in {-1, +1}: one eigendecomposition
+    (probit) or the products with kappa (logit), made once."""
+    K = np.asarray(K, float)
+    ypm = np.asarray(ypm, float)
+    if not np.all(np.isfinite(K)):
+        raise ValueError(f"{owner('gpc', 'gibbs')}: the kernel matrix K has NaN or inf entries")
+    LK = jittered_cholesky(K, what=f"{owner('gpc', 'gibbs')}: the kernel matrix")
+    if probit:
+        lam, U = np.linalg.eigh(0.5 * (K + K.T))
+        r = np.maximum(lam, 0.0) / (1.0 + np.maximum(lam, 0.0))
+        constants = AlbertChib(jnp.asarray(ypm), jnp.asarray((U * r) @ U.T), jnp.asarray(U * np.sqrt(r)))
+    else:
+        constants = PolyaGamma(jnp.asarray(ypm), jnp.asarray(K), jnp.asarray(LK), jnp.asarray(K @ (0.5 * ypm)))
+    return Problem(constants, LK, None if init is None else np.asarray(init, float))
+
+
+def _init(key, problem: Problem) -> State:
+    n = problem.LK.shape[0]
+    if problem.init is None:
+        f = jnp.asarray(problem.LK) @ jax.random.normal(key, (n,), dtype=jnp.float64)
+    else:
+        f = jnp.asarray(problem.init)
+    return State(f, problem.constants)
+
+
+def _step(key, state: State) -> tuple[State, Info]:
+    """One sweep of one chain (module docstring)."""
+    k1, k2, k3 = jax.random.split(key, 3)
+    c, f = state.constants, state.f
+    n = f.shape[0]
+    if isinstance(c, AlbertChib):
+        z = truncated_normal_latent(k1, f, c.y)
+        f = c.A @ z + c.S_half @ jax.random.normal(k2, (n,), dtype=jnp.float64)
+    else:
+        w = jnp.sqrt(pg1_sample(k1, f))
+        g = c.LK @ jax.random.normal(k2, (n,), dtype=jnp.float64) + c.Kkappa
+        LB = jnp.linalg.cholesky(jnp.eye(n) + w[:, None] * c.K * w[None, :])
         v = jax.scipy.linalg.cho_solve((LB, True), w * g + jax.random.normal(k3, (n,), dtype=jnp.float64))
-        return g - K @ (w * v)
+        f = g - c.K @ (w * v)
+    return State(f, c), Info(log_lik(f, c.y, isinstance(c, AlbertChib)))
 
-    def chunk_one(f, chain_key, starts, counts, consts):
-        def body(s, xs):
-            start, cnt = xs
-            s = jax.lax.fori_loop(start, start + cnt, lambda i, st: sweep(st, i, chain_key, consts), s)
-            return s, (s, log_lik(s, consts["y"], probit))
 
-        return jax.lax.scan(body, f, (starts, counts))
-
-    return jax.jit(jax.vmap(chunk_one, in_axes=(0, 0, None, None, None)))
+KERNEL = Kernel(init=_init, step=_step, position=lambda state: {"f": state.f}, jax=True)
 
 
 def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None, progress=False, desc="gibbs"):
@@ -277,59 +308,22 @@ def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None
     Returns ``{"f": (chains, draws, n), "log_likelihood": (chains, draws), "timing": ..., "iterations": ...}``
     (``iterations``: sweeps made, warm-up included).
     """
-    t0 = time.perf_counter()
-    K = np.asarray(K, float)
-    ypm = np.asarray(ypm, float)
-    n = K.shape[0]
-    if not np.all(np.isfinite(K)):
-        raise ValueError("gibbs: the kernel matrix K has NaN or inf entries")
-    LK = _chol_with_jitter(K)
-    consts = {"y": jnp.asarray(ypm), "K": jnp.asarray(K), "LK": jnp.asarray(LK)}
-    if probit:
-        lam, U = np.linalg.eigh(0.5 * (K + K.T))
-        lam = np.maximum(lam, 0.0)
-        r = lam / (1.0 + lam)
-        consts["A"] = jnp.asarray((U * r) @ U.T)
-        consts["S_half"] = jnp.asarray(U * np.sqrt(r))
-    else:
-        consts["Kkappa"] = jnp.asarray(K @ (0.5 * ypm))
-    base_key = jax.random.PRNGKey(int(seed))
-    chain_keys = jax.vmap(lambda k: jax.random.fold_in(base_key, k))(jnp.arange(chains))
-    if init is None:
-        rng = np.random.default_rng(np.random.SeedSequence([int(seed), 104729]))
-        f0 = rng.standard_normal((chains, n)) @ LK.T
-    else:
-        f0 = np.broadcast_to(np.asarray(init, float), (chains, n)).copy()
-    state = jnp.asarray(f0)
-    fn = _build(n, bool(probit))
-    chunk = int(max(1, min(draws, -(-draws // 20))))   # same for progress on / off: draws do not depend on it
-
-    def step(st, starts, counts):
-        return fn(st, chain_keys, jnp.asarray(starts), jnp.asarray(counts), consts)
-
-    # compile (and time it) with zero-sweep slots
-    jax.block_until_ready(step(state, slot_starts(0, np.zeros(chunk)), np.zeros(chunk, np.int64)))
-    t_compile = time.perf_counter() - t0
-    state, (f, log_lik), t_tune, t_sample, n_sweeps = run_sweeps(
-        step, state, tune=tune, draws=draws, thin=thin, chunk=chunk, desc=desc, progress=progress)
-    return {"f": f, "log_likelihood": log_lik, "timing": {"compile": t_compile, "tune": t_tune, "sample": t_sample},
-            "iterations": int(n_sweeps)}
+    problem = gibbs_problem(K, ypm, probit=probit, init=init)
+    res = sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin, progress=progress,
+                 desc=desc, owner=owner("gpc", "gibbs"))
+    return {"f": res.posterior["f"], "log_likelihood": res.stats["log_lik"], "timing": res.timing,
+            "iterations": res.sweeps}
 
 
-@register("gibbs", kind="mcmc", family="gpc", options=OPTIONS, check=_check,
+@register("gibbs", kind="mcmc", family="gpc", options=OPTIONS, check=check,
           description="data-augmentation Gibbs (Albert-Chib for probit, Polya-Gamma for logit); JAX, vmap over chains")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, seed, progress, thin, init):
     """Gibbs sampler on f: Albert-Chib (probit) or exact Polya-Gamma (logit) augmentation."""
-    thin = DEFAULT_THIN[model.likelihood] if opts["thin"] is None else int(opts["thin"])
-    K, ypm = kernel_and_labels(model, data)
-    if opts["init"] is not None and opts["init"].shape != (K.shape[0],):
-        raise ValueError(f"option init must be {K.shape[0]} finite numbers (one f per training point), "
-                         f"got {opts['init'].shape[0]}")
-    seed = 0 if seed is None else int(seed)
+    t0 = time.perf_counter()
     probit = model.likelihood == "probit"
-    res = gibbs_sample(K, ypm, probit=probit, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
-                       init=opts["init"], progress=progress, desc=f"gibbs ({model.likelihood})")
-    info = {"iterations": res["iterations"], "thin": thin, "converged": None,
-            "augmentation": "albert-chib" if probit else "polya-gamma"}
-    return build_fit(model, data, "gibbs", "mcmc", {"f": res["f"]}, timing=res["timing"],
-                     sample_stats={"log_lik": res["log_likelihood"]}, info=info)
+    problem = gibbs_problem(*kernel_and_labels(model, data), probit=probit, init=init)
+    setup = time.perf_counter() - t0
+    res = sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin, progress=progress,
+                 desc=f"gibbs ({model.likelihood})", owner=owner("gpc", "gibbs"))
+    return chains_fit(model, data, "gibbs", res, setup=setup,
+                      info={"thin": thin, "augmentation": "albert-chib" if probit else "polya-gamma"})

@@ -30,20 +30,17 @@ from __future__ import annotations
 
 import numpy as np
 
+from bayeszoo.checks import POSITIVE, POSITIVE_INT
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
 from .laplace import laplace_mode
 
 OPTIONS = {
-    "max_iter": Option(500, "largest number of Newton iterations on (alpha, W)"),
-    "tol": Option(1e-10, "convergence tolerance on the relative gain of the Jensen bound in an iteration"),
+    "max_iter": Option(500, "largest number of Newton iterations on (alpha, W)", POSITIVE_INT),
+    "tol": Option(1e-10, "convergence tolerance on the relative gain of the Jensen bound in an iteration", POSITIVE),
 }
-
-
-def _check(opts):
-    return C.check_iterations("kl", opts, "max_iter")
 
 
 def kl_state(K, y, likelihood, alpha, W):
@@ -171,16 +168,19 @@ def kl_log_evidence_grad(K, dK, y, likelihood, res=None, **fit_kw):
     return res["J"], g, res
 
 
-@register("kl", kind="approximation", family="gpc", options=OPTIONS, check=_check,
-          defaults=C.APPROXIMATION_DEFAULTS)
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
-    """KL method: the Gaussian maximising the Jensen bound, i.e. minimising KL(Q || P) (thesis §4.5)."""
-    timer = C.Timer()
+def kl_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+    """The KL-optimal Q = N(m, V) at the model's hyperparameters, as the family's posterior struct; its evidence is
+    the maximised Jensen bound."""
+    opts = C.with_defaults(OPTIONS, opts)
     res = C.run_at_hyperparameters(model, data, kl_fit, max_iter=opts["max_iter"], tol=opts["tol"],
                                    progress=progress)
-    info = {"log_evidence": res["J"], "jensen_bound": res["J"], "iterations": res["iterations"],
-            "converged": res["converged"], "objective": "jensen_bound", "alpha": res["alpha"].tolist(),
-            "sW": res["sW"].tolist()}
-    return C.gaussian_fit(model, data, "kl", res["m"], res["V"], draws=draws, chains=chains, seed=seed,
-                          seconds=timer(), info=info, limit=f"{opts['max_iter']} iterations",
-                          objective={"jensen_bound": res["trace"]})
+    return C.Posterior(mean=res["m"], cov=res["V"], log_evidence=res["J"], jensen_bound=res["J"], alpha=res["alpha"],
+                       sW=res["sW"], objective={"jensen_bound": res["trace"]}, objective_name="jensen_bound",
+                       iterations=res["iterations"], converged=res["converged"])
+
+
+@register("kl", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """KL method: the Gaussian maximising the Jensen bound, i.e. minimising KL(Q || P) (thesis §4.5)."""
+    return C.approximation_run(model, data, "kl", kl_posterior, opts, progress,
+                               draws=draws, chains=chains, seed=seed, limit=f"{opts['max_iter']} iterations")

@@ -14,18 +14,15 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
-from bayeszoo.registry import Option, register
+from bayeszoo.checks import POSITIVE, POSITIVE_INT
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
 
 OPTIONS = {
-    "max_iter": Option(100, "largest number of Newton iterations for the mode"),
-    "tol": Option(1e-9, "convergence tolerance on the relative change of Psi between Newton iterations"),
+    "max_iter": Option(100, "largest number of Newton iterations for the mode", POSITIVE_INT),
+    "tol": Option(1e-9, "convergence tolerance on the relative change of Psi between Newton iterations", POSITIVE),
 }
-
-
-def _check(opts):
-    return C.check_iterations("laplace", opts, "max_iter")
 
 
 @C.one_blas_thread_when_small
@@ -100,22 +97,23 @@ def laplace_log_evidence_grad(K, dK, y, likelihood, res=None, **mode_kw):
 
 def fit_laplace(model, data, opts=None):
     """Laplace approximation at the model's hyperparameters: returns the mode dict plus K and y."""
-    opts = opts or {name: opt.default for name, opt in OPTIONS.items()}
+    opts = C.with_defaults(OPTIONS, opts)
     return C.run_at_hyperparameters(model, data, laplace_mode, max_iter=opts["max_iter"], tol=opts["tol"])
 
 
-@register("laplace", kind="approximation", family="gpc", options=OPTIONS, check=_check,
-          defaults=C.APPROXIMATION_DEFAULTS)
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
-    """Laplace's method: Gaussian at the posterior mode of f (Newton in the B = I + W^1/2 K W^1/2 form)."""
-    timer = C.Timer()
+def laplace_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+    """Laplace's Q = N(f_hat, (K^-1 + W)^-1) at the model's hyperparameters, as the family's posterior struct."""
     res = fit_laplace(model, data, opts)
     K, y = res["K"], res["y"]
     V = C.posterior_cov(K, res["sW"], res["L"])
     jb = C.jensen_bound(y, res["f"], V, model.likelihood, sW=res["sW"], L=res["L"], alpha=res["alpha"])
-    info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "objective": "psi", "alpha": res["alpha"].tolist(),
-            "sW": res["sW"].tolist()}
-    return C.gaussian_fit(model, data, "laplace", res["f"], V, draws=draws, chains=chains, seed=seed,
-                          seconds=timer(), info=info, limit=f"{opts['max_iter']} Newton iterations",
-                          objective={"psi": res["psi"]})
+    return C.Posterior(mean=res["f"], cov=V, log_evidence=res["log_evidence"], jensen_bound=jb, alpha=res["alpha"],
+                       sW=res["sW"], objective={"psi": res["psi"]}, objective_name="psi",
+                       iterations=res["iterations"], converged=res["converged"])
+
+
+@register("laplace", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """Laplace's method: Gaussian at the posterior mode of f (Newton in the B = I + W^1/2 K W^1/2 form)."""
+    return C.approximation_run(model, data, "laplace", laplace_posterior, opts, progress, draws=draws, chains=chains,
+                               seed=seed, limit=f"{opts['max_iter']} Newton iterations")

@@ -19,32 +19,29 @@ ln Z_reg at the chosen sigma_n is kept in ``info["log_evidence_regression"]``.
 """
 from __future__ import annotations
 
-import numbers
-
 import numpy as np
 from scipy.optimize import minimize_scalar
 
-from bayeszoo import checks
-from bayeszoo.registry import Option, register
+from bayeszoo.checks import POSITIVE, Interval, Numbers
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
 
+
+def noise_range(owner: str, name: str, value) -> tuple:
+    """Two numbers 0 < low <= high (a constraint, ``bayeszoo.checks``)."""
+    low, high = Numbers(POSITIVE, length=2)(owner, name, value)
+    if low > high:
+        raise ValueError(f"{owner}: {name} must be two numbers 0 < low <= high; got {value!r}")
+    return low, high
+
+
 OPTIONS = {
-    "noise_sd": Option(None, "fixed noise sd sigma_n (None: chosen in noise_range by the regression evidence)"),
-    "noise_range": Option((0.5, 2.0), "(low, high) range searched for sigma_n when noise_sd is None"),
+    "noise_sd": Option(None, "fixed noise sd sigma_n (None: chosen in noise_range by the regression evidence)",
+                       Interval(float, 0.0, None, "neither", none=True)),
+    "noise_range": Option((0.5, 2.0), "(low, high) range searched for sigma_n when noise_sd is None, 0 < low <= high",
+                          noise_range),
 }
-
-
-def _check(opts):
-    owner = C.owner("lr")
-    noise_sd = checks.positive(owner, "noise_sd", opts["noise_sd"], allow_none=True)
-    rng = opts["noise_range"]
-    ok = (isinstance(rng, (tuple, list)) and len(rng) == 2
-          and all(isinstance(r, numbers.Real) and not isinstance(r, (bool, np.bool_)) and np.isfinite(r) for r in rng)
-          and 0 < rng[0] <= rng[1])
-    if not ok:
-        raise ValueError(f"{owner}: noise_range must be two numbers 0 < low <= high, got {rng!r}")
-    return {**opts, "noise_sd": noise_sd, "noise_range": (float(rng[0]), float(rng[1]))}
 
 
 def regression_log_evidence(K, y, noise_sd):
@@ -90,17 +87,22 @@ def lr_fit(K, y, likelihood, *, noise_sd=None, noise_range=(0.5, 2.0)):
             "jensen_bound": jb}
 
 
-@register("lr", kind="approximation", family="gpc", options=OPTIONS, check=_check,
-          defaults=C.APPROXIMATION_DEFAULTS)
+def lr_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+    """Label regression's Q = N(m, V) at the model's hyperparameters, as the family's posterior struct; closed form
+    (no iterations), its evidence the Jensen bound under the classification likelihood."""
+    opts = C.with_defaults(OPTIONS, opts)
+    res = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"], noise_range=opts["noise_range"])
+    return C.Posterior(mean=res["m"], cov=res["V"], log_evidence=res["jensen_bound"], jensen_bound=res["jensen_bound"],
+                       alpha=res["alpha"], sW=res["sW"],
+                       objective={"log_evidence_regression": np.array([res["log_evidence_regression"]])},
+                       # sigma_n (unless fixed) maximises the regression evidence
+                       objective_name="log_evidence_regression" if opts["noise_sd"] is None else None,
+                       converged=True, info={"log_evidence_regression": res["log_evidence_regression"],
+                                             "noise_sd": res["noise_sd"]})
+
+
+@register("lr", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Label regression: GP regression on the +-1 labels, noise chosen by the regression evidence."""
-    timer = C.Timer()
-    res = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"], noise_range=opts["noise_range"])
-    # closed form: no iterations; sigma_n (unless fixed) maximises the regression evidence
-    info = {"log_evidence": res["jensen_bound"], "jensen_bound": res["jensen_bound"],
-            "objective": "log_evidence_regression" if opts["noise_sd"] is None else None,
-            "log_evidence_regression": res["log_evidence_regression"], "noise_sd": res["noise_sd"],
-            "alpha": res["alpha"].tolist(), "sW": res["sW"].tolist()}
-    return C.gaussian_fit(model, data, "lr", res["m"], res["V"], draws=draws, chains=chains, seed=seed,
-                          seconds=timer(), info=info,
-                          objective={"log_evidence_regression": np.array([res["log_evidence_regression"]])})
+    return C.approximation_run(model, data, "lr", lr_posterior, opts, progress, draws=draws, chains=chains,
+                               seed=seed)

@@ -31,20 +31,17 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import log_expit, log_ndtr
 
+from bayeszoo.checks import POSITIVE, POSITIVE_INT
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
 from .laplace import laplace_mode
 
 OPTIONS = {
-    "max_iter": Option(1000, "largest number of EM updates of the bound positions"),
-    "tol": Option(1e-10, "convergence tolerance on the relative change of ln Z_VB in an update"),
+    "max_iter": Option(1000, "largest number of EM updates of the bound positions", POSITIVE_INT),
+    "tol": Option(1e-10, "convergence tolerance on the relative change of ln Z_VB in an update", POSITIVE),
 }
-
-
-def _check(opts):
-    return C.check_iterations("vb", opts, "max_iter")
 
 
 def jj_lambda(varsigma):
@@ -127,19 +124,23 @@ def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overre
     return s
 
 
-@register("vb", kind="approximation", family="gpc", options=OPTIONS, check=_check,
-          defaults=C.APPROXIMATION_DEFAULTS)
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
-    """Individual-potential bounds (Jaakkola-Jordan for logit, the thesis's bound for probit), EM updates."""
-    timer = C.Timer()
+def vb_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+    """VB's Q = N(m, V) at the model's hyperparameters, as the family's posterior struct (its sites: the bound
+    positions varsigma); its evidence is the bound ln Z_VB."""
+    opts = C.with_defaults(OPTIONS, opts)
     res = C.run_at_hyperparameters(model, data, vb_fit, max_iter=opts["max_iter"], tol=opts["tol"],
                                    progress=progress)
     with C.quiet_numerics():
         jb = C.jensen_bound(res["y"], res["m"], res["V"], model.likelihood, sW=res["sW"], L=res["L"],
                             alpha=res["alpha"])
-    info = {"log_evidence": res["log_evidence"], "jensen_bound": jb, "iterations": res["iterations"],
-            "converged": res["converged"], "objective": "log_evidence", "alpha": res["alpha"].tolist(),
-            "sW": res["sW"].tolist(), "varsigma": res["varsigma"].tolist()}
-    return C.gaussian_fit(model, data, "vb", res["m"], res["V"], draws=draws, chains=chains, seed=seed,
-                          seconds=timer(), info=info, limit=f"{opts['max_iter']} iterations",
-                          objective={"log_evidence": res["trace"]})
+    return C.Posterior(mean=res["m"], cov=res["V"], log_evidence=res["log_evidence"], jensen_bound=jb,
+                       alpha=res["alpha"], sW=res["sW"], objective={"log_evidence": res["trace"]},
+                       objective_name="log_evidence", iterations=res["iterations"], converged=res["converged"],
+                       sites={"varsigma": res["varsigma"]})
+
+
+@register("vb", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """Individual-potential bounds (Jaakkola-Jordan for logit, the thesis's bound for probit), EM updates."""
+    return C.approximation_run(model, data, "vb", vb_posterior, opts, progress,
+                               draws=draws, chains=chains, seed=seed, limit=f"{opts['max_iter']} iterations")

@@ -28,55 +28,55 @@ are constant at the estimates.
 from __future__ import annotations
 
 import math
+import time
 import warnings
 
 import numpy as np
 
-from bayeszoo import checks, registry
-from bayeszoo.results import build_fit
-from bayeszoo.inference._options import Timer
-from bayeszoo.inference.rvm import _common as rvm_common
+from bayeszoo import registry
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
+from bayeszoo.inference.approximations import GaussianApproximation, PointEstimate, approximation_fit
+from bayeszoo.inference.rvm import core as rvm_core
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, register
+from bayeszoo.registry import Option, owner, register
 
 from ._operators import ImageDesign
 
 APPROXIMATIONS = ("diagonal", "circulant", "exact")
 W_DRAWS = ("gaussian", "mean")
 EXACT_MAX_WEIGHTS = 4096          # "exact" factorises the dense MN x MN posterior precision
+POSITIVE_OR_NONE = Interval(float, 0, None, "neither", none=True)
 OPTIONS = {
     "approx": Option("diagonal", "diag(Sigma) by 'diagonal' (4.22), 'circulant' (4.23) or 'exact' (dense Cholesky, "
-                                 f"at most {EXACT_MAX_WEIGHTS} weights)"),
-    "max_iter": Option(200, "largest number of fixed-point iterations"),
-    "tol": Option(1e-3, "stop when no log precision (alpha or beta) moves by more than this"),
-    "prune_alpha": Option(1e12, "a weight whose precision alpha exceeds this is pruned (w = 0)"),
-    "cg_tol": Option(1e-6, "relative residual at which the conjugate-gradient solve for the mean stops"),
-    "cg_max_iter": Option(500, "largest number of conjugate-gradient iterations per solve"),
-    "init_alpha": Option(None, "initial alpha of every weight (None: mean |phi_m|^2 / (N var t))"),
-    "init_beta": Option(None, "initial noise precision beta (None: 10 / var t)"),
-    "max_draw_values": Option(5e7, "largest chains x draws x weights the fit may hold; more is refused before work"),
+                                 f"at most {EXACT_MAX_WEIGHTS} weights)", OneOf(APPROXIMATIONS)),
+    "max_iter": Option(200, "largest number of fixed-point iterations", POSITIVE_INT),
+    "tol": Option(1e-3, "stop when no log precision (alpha or beta) moves by more than this", POSITIVE),
+    "prune_alpha": Option(1e12, "a weight whose precision alpha exceeds this is pruned (w = 0)", POSITIVE),
+    "cg_tol": Option(1e-6, "relative residual at which the conjugate-gradient solve for the mean stops", POSITIVE),
+    "cg_max_iter": Option(500, "largest number of conjugate-gradient iterations per solve", POSITIVE_INT),
+    "init_alpha": Option(None, "initial alpha of every weight (None: mean |phi_m|^2 / (N var t))", POSITIVE_OR_NONE),
+    "init_beta": Option(None, "initial noise precision beta (None: 10 / var t)", POSITIVE_OR_NONE),
+    "max_draw_values": Option(5e7, "largest chains x draws x weights the fit may hold; more is refused before work",
+                              POSITIVE),
     "w_draws": Option("gaussian", "draws of w: 'gaussian' from the posterior (diagonal for the approximations) or "
-                                  "'mean' (every draw at the posterior mean mu)"),
+                                  "'mean' (every draw at the posterior mean mu)", OneOf(W_DRAWS)),
 }
 DEFAULT_DRAW_VALUES = 5_000_000   # chains x draws x weights of a run whose counts are not given (40 MB of float64)
 MAX_DEFAULT_DRAWS = 1000
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-def check(opts: dict) -> dict:
-    who = "ImageRVM backend 'dft'"
-    checks.choice(who, "approx", opts["approx"], APPROXIMATIONS)
-    checks.positive(who, "max_iter", opts["max_iter"], integer=True)
-    checks.positive(who, "cg_max_iter", opts["cg_max_iter"], integer=True)
-    for name in ("tol", "prune_alpha", "cg_tol", "max_draw_values"):
-        checks.positive(who, name, opts[name])
-    for name in ("init_alpha", "init_beta"):
-        checks.positive(who, name, opts[name], allow_none=True)
-    checks.choice(who, "w_draws", opts["w_draws"], W_DRAWS)
-    return opts
+def check(options: dict, model, data) -> dict:
+    """``approx="exact"`` factorises the dense MN x MN posterior precision: at most EXACT_MAX_WEIGHTS weights."""
+    R, C = model.image_shape(data)
+    if options["approx"] == "exact" and model.n_kernels * R * C > EXACT_MAX_WEIGHTS:
+        raise ValueError(f"{owner('imagervm', 'dft')}: approx='exact' factorises the dense {model.n_kernels * R * C} x "
+                         f"{model.n_kernels * R * C} posterior precision; at most {EXACT_MAX_WEIGHTS} weights (kernels "
+                         f"x pixels) are allowed, use 'diagonal' or 'circulant'")
+    return options
 
 
 def default_counts(model, data) -> dict:
@@ -94,7 +94,11 @@ def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: boo
     ``alpha`` (M, R, C; inf where pruned), ``beta``, ``active`` mask, ``restored`` = Phi mu, ``log_evidence`` and
     ``objective`` traces, ``iterations``, ``converged``, ``cg_iterations`` (total), ``chol_cov`` (exact only).
     """
-    return _dft_rvm(model, image, registry.get(model, "dft").resolve(dict(options or {})), progress)
+    from bayeszoo.datasets.bid_data import image_problem
+
+    data = image_problem(image, name="observed image")
+    options = registry.get(model, "dft").resolve(dict(options or {}), model, data)
+    return _dft_rvm(model, model.observed_image(data), options, progress)
 
 
 def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
@@ -109,9 +113,6 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
     design = ImageDesign(model.kernel_images(shape))
     M, N = design.M, design.N
     exact = opts["approx"] == "exact"
-    if exact and M * N > EXACT_MAX_WEIGHTS:
-        raise ValueError(f"approx='exact' factorises the dense {M * N} x {M * N} posterior precision; at most "
-                         f"{EXACT_MAX_WEIGHTS} weights (kernels x pixels) are allowed, use 'diagonal' or 'circulant'")
     a, b, c, d = (float(v) for v in (model.a, model.b, model.c, model.d))
     var_t = float(np.var(t)) or 1.0
     alpha = np.full((M, *shape), float(opts["init_alpha"] or np.mean(design.norms2) / N / var_t))
@@ -133,7 +134,7 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
             idx = np.flatnonzero(active.ravel())
             H = beta * G[np.ix_(idx, idx)]
             H[np.diag_indices(idx.size)] += alpha.ravel()[idx]
-            post = rvm_common.Gaussian(H, beta * Pt_flat[idx])
+            post = rvm_core.Gaussian(H, beta * Pt_flat[idx])
             mu_new, sd = np.zeros(M * N), np.zeros(M * N)
             mu_new[idx], sd[idx] = post.mu, np.diag(post.Sigma)
             chol_cov = (idx, post)
@@ -163,7 +164,7 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
         # log N(t | 0, C): log|C| = log|H| - N log beta - sum log alpha;  t^T C^-1 t = beta |t - Phi mu|^2 + mu^T A mu
         quad = beta * rr + float(np.sum(al * mu[active] ** 2))
         ev = -0.5 * (N * LOG_2PI + logdet_H - N * math.log(beta) - float(np.sum(np.log(al))) + quad)
-        return ev, ev + rvm_common.log_prior_terms(al, beta, model)
+        return ev, ev + rvm_core.log_prior_terms(al, beta, model)
 
     converged = False
     it = beta_em_steps = 0
@@ -214,22 +215,23 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
                 approx=opts["approx"])
 
 
-def _draw_weights(res: dict, rng: np.random.Generator, chains: int, draws: int,
-                  at_mean: bool = False) -> np.ndarray:
-    """(chains, draws, M, R, C) i.i.d. from N(mu, Sigma) (exact) or N(mu, diag Sigma_approx); all at mu if
-    ``at_mean``."""
+def approximation(res: dict, w_draws: str) -> GaussianApproximation | PointEstimate:
+    """The posterior of the weights at the estimates: N(mu, Sigma) (exact) or N(mu, diag Sigma_approx), 0 on the
+    pruned weights; a point estimate at mu with ``w_draws="mean"``; log_alpha and log_beta fixed."""
     mu, active = res["mu"], res["active"]
-    w = np.broadcast_to(mu, (chains, draws, *mu.shape)).copy()
-    if at_mean:
-        return w
-    z = rng.standard_normal((chains, draws, int(active.sum())))
-    if res["chol_cov"] is not None:
-        idx, post = res["chol_cov"]
-        flat = w.reshape(chains, draws, -1)
-        flat[:, :, idx] += z @ post.chol_cov().T
-        return flat.reshape(w.shape)
-    w[:, :, active] += z * np.sqrt(res["sigma_diag"][active])
-    return w
+    log_alpha = np.where(active, np.minimum(np.log(res["alpha"]), LOG_ALPHA_PRUNED), LOG_ALPHA_PRUNED)
+    fixed = {"log_alpha": log_alpha, "log_beta": math.log(res["beta"])}
+    common = dict(log_evidence=float(res["log_evidence"][-1]), objective_name="objective",
+                  objective={"log_evidence": res["log_evidence"], "objective": res["objective"]},
+                  iterations=res["iterations"], converged=res["converged"])
+    if w_draws == "mean":
+        return PointEstimate({"w": mu, **fixed}, **common)
+    if res["chol_cov"] is None:
+        return GaussianApproximation("w", mu, var=res["sigma_diag"], fixed=fixed, **common)
+    idx, post = res["chol_cov"]
+    factor = np.zeros((mu.size, idx.size))
+    factor[idx] = post.chol_cov()
+    return GaussianApproximation("w", mu, factor=factor, fixed=fixed, **common)
 
 
 @register("dft", kind="approximation", family="imagervm", options=OPTIONS, check=check, defaults=default_counts,
@@ -243,23 +245,13 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
         raise ValueError(f"{chains} chains x {draws} draws of {model.n_kernels} x {R} x {C} weights would store "
                          f"{size:.3g} values (max_draw_values={opts['max_draw_values']:.3g}); ask for fewer draws, "
                          f"e.g. draws=10, chains=1, for large images")
-    timer = Timer()
+    t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
         res = _dft_rvm(model, model.observed_image(data), opts, progress)
-    opt_seconds = timer()
-    timer = Timer()
-    rng = np.random.default_rng(seed)
-    w = _draw_weights(res, rng, chains, draws, at_mean=opts["w_draws"] == "mean")
-    log_alpha = np.where(res["active"], np.minimum(np.log(res["alpha"]), LOG_ALPHA_PRUNED), LOG_ALPHA_PRUNED)
-    posterior = {"w": w, "log_alpha": np.broadcast_to(log_alpha, w.shape).copy(),
-                 "log_beta": np.full((chains, draws), math.log(res["beta"]))}
-    warn = [] if res["converged"] else [f"dft did not converge in {opts['max_iter']} iterations"]
-    info = {"approx": opts["approx"], "iterations": res["iterations"], "converged": res["converged"],
-            "objective": "objective", "warnings": warn, "n_active": int(res["active"].sum()),
-            "cg_iterations": res["cg_iterations"], "beta_em_steps": res["beta_em_steps"],
-            "seconds_per_iteration": opt_seconds / max(res["iterations"], 1),
-            "log_evidence": float(res["log_evidence"][-1])}
-    return build_fit(model, data, "dft", "approximation", posterior,
-                     timing={"compile": 0.0, "tune": opt_seconds, "sample": timer()},
-                     objective={"log_evidence": res["log_evidence"], "objective": res["objective"]}, info=info)
+    seconds = time.perf_counter() - t0
+    info = {"approx": opts["approx"], "n_active": int(res["active"].sum()), "cg_iterations": res["cg_iterations"],
+            "beta_em_steps": res["beta_em_steps"], "seconds_per_iteration": seconds / max(res["iterations"], 1)}
+    return approximation_fit(model, data, "dft", approximation(res, opts["w_draws"]), draws=draws, chains=chains,
+                             seed=seed, timing={"tune": seconds}, owner=owner("imagervm", "dft"),
+                             limit=f"{opts['max_iter']} iterations", info=info)

@@ -3,8 +3,8 @@
 * Exact one-dimensional truncated-normal draws (inverse CDF in log space) and one Gibbs sweep inside the cone
   {y_t > y_j for all j != t} (digest §3.1 option (b)).
 * Moments of the cone-truncated Gaussian (eqs 4.14-4.16) used by VB and EM.
-* W | Y, A (eq. 3.22) and the simplex-constrained QP for beta (eq. 5.10, App. C); the factor of the Gaussian
-  prod_c N(w_c, V_c) over W as one vector, which the approximations hand to ``approximation_fit``.
+* W | Y, A (eq. 3.22) and the simplex-constrained QP for beta (eq. 5.10, App. C); the Gaussian prod_c N(w_c, V_c)
+  of W as the ``GaussianApproximation`` the approximations hand to ``approximation_fit``.
 * What the chapter-5 point estimators (em, map, mrvm1, mrvm2) share: the models they apply to, their check of the
   combination rule, the training log likelihood they trace.
 
@@ -95,18 +95,36 @@ def w_posterior(K, KK, Y, A):
     return mean, Ls
 
 
-def class_factor(Ls, rows, N: int) -> np.ndarray:
-    """A factor F of the covariance of W (N, C) as one vector (row-major, entry n C + c) under prod_c N(w_c, V_c)
-    on the ``rows`` (M of them; the others are 0), V_c = (L_c L_c^T)^-1 from the lower factors ``Ls`` (C, M, M):
-    column block c holds L_c^-T on the rows of class c, so F F^T = V_c on each class's block."""
-    C, M = len(Ls), len(rows)
+def diag_cov(L):
+    """diag(V) for V = (L L^T)^-1, from the triangular inverse (LAPACK trtri, N^3 / 3 flops)."""
+    Linv, info = sla.lapack.dtrtri(L, lower=1)
+    if info != 0:
+        raise np.linalg.LinAlgError("singular Cholesky factor")
+    return np.sum(Linv**2, axis=0)
+
+
+def w_gaussian(W, Ls, rows, N: int, **fields) -> GaussianApproximation:
+    """W (N, C) ~ prod_c N(w_c, V_c) on the ``rows`` (M of them; the others are 0) as a ``GaussianApproximation``:
+    ``W`` (M, C) the means there, V_c = (L_c L_c^T)^-1 from the lower factors ``Ls`` (C, M, M). Its variances are
+    diag(V_c); it draws w_c = mean + L_c^-T z, z ~ N(0, I), one triangular solve per class (the covariance of W as
+    one vector is block diagonal, never formed). ``fields``: the other fields (fixed, objective, ...)."""
     rows = np.asarray(rows)
-    F = np.zeros((N * C, M * C))
-    eye = np.eye(M)
+    C, M = W.shape[1], len(rows)
+    mean = np.zeros((N, C))
+    mean[rows] = W
+    var = np.zeros((N, C))
     for c in range(C):
-        F[rows * C + c, c * M:(c + 1) * M] = sla.solve_triangular(Ls[c], eye, lower=True, trans="T",
-                                                                   check_finite=False)
-    return F
+        var[rows, c] = diag_cov(Ls[c])
+
+    def sampler(rng, n):
+        out = np.zeros((n, N, C))
+        z = rng.standard_normal((C, M, n))
+        for c in range(C):
+            noise = sla.solve_triangular(Ls[c], z[c], lower=True, trans="T", check_finite=False)   # (M, n)
+            out[:, rows, c] = (W[:, c][:, None] + noise).T
+        return out.reshape(n, N * C)
+
+    return GaussianApproximation("W", mean, var=var, sampler=sampler, **fields)
 
 
 # ------------------------------------------------------------------------------------- beta by QP
@@ -181,17 +199,14 @@ def train_loglik(K, W, y) -> float:
     return float(np.sum(lp[np.arange(len(y)), y]))
 
 
-def conditional_w(model, data, W, Ls, A, beta, *, active=None, **result) -> GaussianApproximation:
-    """W ~ prod_c N(w_c, V_c) on the ``active`` rows (all when None; the others 0), V_c = (L_c L_c^T)^-1, with
-    log alpha (log 1e12 on the pruned rows) and beta fixed at the estimates; ``result`` the remaining fields
-    (objective, iterations, converged)."""
+def conditional_w(model, data, W, Ls, A, beta, *, active=None, **fields) -> GaussianApproximation:
+    """The point estimators' Fit: W ~ prod_c N(w_c, V_c) on the ``active`` rows (all when None; the others 0) at
+    the estimates (:func:`w_gaussian`), log alpha (log 1e12 on the pruned rows) and beta fixed at them; ``fields``
+    the remaining fields (objective, iterations, converged)."""
     from bayeszoo.models.pmkl import LOG_ALPHA_PRUNED
 
-    N, C = data.n, W.shape[1]
+    N = data.n
     active = np.arange(N) if active is None else np.asarray(active)
-    mean = np.zeros((N, C))
-    mean[active] = W
-    log_alpha = np.full((N, C), LOG_ALPHA_PRUNED)
+    log_alpha = np.full((N, W.shape[1]), LOG_ALPHA_PRUNED)
     log_alpha[active] = np.log(A)
-    return GaussianApproximation("W", mean, factor=class_factor(Ls, active, N),
-                                 fixed={"log_alpha": log_alpha, "beta": np.asarray(beta, float)}, **result)
+    return w_gaussian(W, Ls, active, N, fixed={"log_alpha": log_alpha, "beta": np.asarray(beta, float)}, **fields)

@@ -42,7 +42,7 @@ from scipy.special import digamma
 
 from bayeszoo import checks
 from bayeszoo.inference._options import Timer
-from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.approximations import approximation_fit
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
@@ -159,14 +159,6 @@ def is_ess(w) -> float:
     return float(1.0 / np.sum(w**2))
 
 
-def diag_cov(L):
-    """diag(V) for V = (L L^T)^-1, from the triangular inverse (LAPACK trtri, N^3 / 3 flops)."""
-    Linv, info = sla.lapack.dtrtri(L, lower=1)
-    if info != 0:
-        raise np.linalg.LinAlgError("singular Cholesky factor")
-    return np.sum(Linv**2, axis=0)
-
-
 def lower_bound(K, W, Ls, A, logZ):
     """B.23: NC/2 + 1/2 sum log|V_c| + sum log Z_n - 1/2 sum Tr[A_c V_c] - 1/2 sum w~_c^T A_c w~_c
     + 1/2 sum log|A_c| - 1/2 sum_c sum_n k_n^T V_c k_n, where sum_n k_n^T V_c k_n = Tr(V_c K K) = N - Tr(A_c V_c)
@@ -174,7 +166,7 @@ def lower_bound(K, W, Ls, A, logZ):
     N, C = W.shape
     total = 0.5 * N * C + float(np.sum(logZ))
     for c in range(C):
-        tr_AV = float(np.sum(A[:, c] * diag_cov(Ls[c])))
+        tr_AV = float(np.sum(A[:, c] * MK.diag_cov(Ls[c])))
         total += -np.sum(np.log(np.diag(Ls[c])))
         total += -0.5 * tr_AV
         total += -0.5 * np.sum(A[:, c] * W[:, c] ** 2) + 0.5 * np.sum(np.log(A[:, c]))
@@ -226,7 +218,7 @@ def vb_fit_state(model, data, *, max_iter=100, tol=1e-3, is_samples=200, is_pool
                 w2 = W**2
                 if exact_alpha:
                     for c in range(C):
-                        w2[:, c] += diag_cov(Ls[c])
+                        w2[:, c] += MK.diag_cov(Ls[c])
                 A = (2.0 * tau + 1.0) / (2.0 * nu + w2)     # eq. 4.23
             if learn_beta:
                 new = prior_beta_draws(model, rng, is_samples, S, rho)
@@ -296,9 +288,8 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
         means["theta"] = st["theta"]
     if model.infer_rho:
         means["rho"] = st["rho"]
-    q = GaussianApproximation("W", st["W"], factor=MK.class_factor(st["Ls"], np.arange(N), N), fixed=means,
-                              objective={"lower_bound": st["bound"]}, objective_name="lower_bound",
-                              iterations=st["iterations"], converged=bool(st["converged"]))
+    q = MK.w_gaussian(st["W"], st["Ls"], np.arange(N), N, fixed=means, objective={"lower_bound": st["bound"]},
+                      objective_name="lower_bound", iterations=st["iterations"], converged=bool(st["converged"]))
     t_opt = t0 = timer()
     others, info, group = _other_factors(model, st, sources, shape, rate, chains, draws)
     t_others = timer() - t0
