@@ -14,7 +14,7 @@ def _f_moments(fit) -> tuple[np.ndarray, np.ndarray]:
 
     if GAUSSIAN_GROUP in fit.idata.groups():
         q = fit.idata[GAUSSIAN_GROUP]
-        return q["q_mean"].values, np.sqrt(np.clip(np.diag(q["q_cov"].values), 0.0, None))
+        return q["q_mean"].values, np.sqrt(np.clip(q["q_var"].values, 0.0, None))
     f = flat_draws(fit, "f")
     return f.mean(0), f.std(0)
 

@@ -17,7 +17,8 @@ A sampler is a :class:`Kernel` of its family's conditionals and nothing else:
   (``i = 0`` is ``init``, sweeps count from 1), so its draws do not depend on how the run is cut into compiled
   calls either;
 * **warm-up and thinning**: ``tune`` sweeps, then ``draws`` kept draws, one every ``thin`` sweeps;
-* **timing**: ``compile`` (a JAX kernel's ahead-of-time compilation, once per shape), ``tune`` and ``sample``;
+* **timing**: ``compile`` (a JAX kernel's ahead-of-time compilation, once per kernel and shape in a process),
+  ``tune`` and ``sample``;
 * the **progress bar**, the **non-finite check** (a ValueError naming the variable, chain and draw), and the
   arrays the Fit builder takes (:class:`Chains`, which :func:`chains_fit` turns into a Fit).
 
@@ -26,6 +27,7 @@ Info fields become ``sample_stats`` (under ArviZ's names where the quantity has 
 """
 from __future__ import annotations
 
+import functools
 import time
 from typing import Any, Callable, NamedTuple
 
@@ -51,13 +53,14 @@ class Kernel(NamedTuple):
 class Chains(NamedTuple):
     """What :func:`sample` hands to the Fit builder: ``posterior`` name -> (chain, draw, ...) array, ``stats`` name
     -> (chain, draw) array (the Info fields), ``timing`` (compile / tune / sample seconds), ``sweeps`` per chain
-    (warm-up included) and the chains' final states (a list, one per chain)."""
+    (warm-up included) and the chains' final states: a list, one per chain, for a NumPy kernel; one state whose
+    arrays have a leading chain axis, left on the device, for a JAX kernel."""
 
     posterior: dict
     stats: dict
     timing: dict
     sweeps: int
-    states: list
+    states: Any
 
 
 def numpy_rng(seed: int, chain: int) -> np.random.Generator:
@@ -132,6 +135,14 @@ def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress,
 
 
 # ----------------------------------------------------------------------------------------------- JAX
+#: compiled blocks by (kernel, the shapes and dtypes of keys, states and slots): a second fit of the same kernel
+#: on a problem of the same shapes compiles nothing (a kernel that keeps its constants in its State, rather than
+#: in closures over one problem's arrays, is reused across problems of one size)
+_COMPILED: dict = {}
+MAX_COMPILED = 32
+
+
+@functools.lru_cache(maxsize=MAX_COMPILED)
 def _jax_block(kernel):
     """One compiled call for every chain (vmap): slot j runs ``counts[j]`` sweeps numbered from ``starts[j]``
     and records the position and the Info after them. Warm-up and sampling share this one function."""
@@ -166,7 +177,13 @@ def _sample_jax(kernel, problem, *, draws, tune, chains, seed, thin, progress, d
     state = jax.tree.map(lambda *xs: jnp.stack(xs), *per_chain)
     chunk = max(1, min(chunk, draws))
     starts_counts = (jnp.zeros(chunk, jnp.int64), jnp.zeros(chunk, jnp.int64))
-    block = _jax_block(kernel).lower(keys, state, *starts_counts).compile()
+    shapes = jax.tree.map(lambda x: (jnp.shape(x), str(jnp.result_type(x))), (keys, state, starts_counts))
+    key = (kernel, str(shapes))
+    if key not in _COMPILED:
+        if len(_COMPILED) >= MAX_COMPILED:
+            _COMPILED.pop(next(iter(_COMPILED)))
+        _COMPILED[key] = _jax_block(kernel).lower(keys, state, *starts_counts).compile()
+    block = _COMPILED[key]
     t_compile = time.perf_counter() - t0
 
     def call(state, first, counts):
@@ -202,6 +219,5 @@ def _sample_jax(kernel, problem, *, draws, tune, chains, seed, thin, progress, d
         bad = np.argwhere(~np.isfinite(values.reshape(chains, draws, -1)).all(-1))
         if bad.size:
             _check_finite({name: np.nan}, owner, int(bad[0][0]), int(bad[0][1]))
-    states = [jax.tree.map(lambda x, c=c: np.asarray(x[c]), state) for c in range(chains)]
     return Chains(posterior=posterior, stats=stats, timing={"compile": t_compile, "tune": t_tune, "sample": t_sample},
-                  sweeps=sweeps, states=states)
+                  sweeps=sweeps, states=state)

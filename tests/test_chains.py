@@ -137,3 +137,15 @@ def test_an_ar1_chain_has_the_stationary_moments():
     out = sample(_ar1(), {"d": 1}, draws=4000, tune=0, chains=4, seed=11)
     x = out.posterior["x"].ravel()
     assert abs(x.mean()) < 4 / np.sqrt(9600) and abs(x.var() - 1) < 4 * np.sqrt(2 / 9600)
+
+
+def test_a_jax_kernel_compiles_once_per_shape():
+    from bayeszoo.inference import chains
+
+    kernel = _jax_ar1()
+    before = len(chains._COMPILED)
+    sample(kernel, {"d": 3}, draws=5, tune=2, chains=2, seed=0)
+    sample(kernel, {"d": 3}, draws=5, tune=2, chains=2, seed=1)       # same shapes: the compiled block is reused
+    assert len(chains._COMPILED) == before + 1
+    other = sample(kernel, {"d": 4}, draws=5, tune=2, chains=2, seed=0)   # another shape: compiled anew
+    assert len(chains._COMPILED) == before + 2 and other.posterior["x"].shape == (2, 5, 4)

@@ -63,8 +63,8 @@ class KernelDictionary:
         if value is None:
             return None
         if not isinstance(value, (tuple, list)) or len(value) != 2:
-            raise ValueError(f"{who}: {name} must be a pair (centres (J, D), widths (J,) or (J, K)); "
-                             f"got {type(value).__name__}")
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            raise ValueError(f"{who}: {name} must be a pair (centres (J, D), widths (J,) or (J, K)); got {shown}")
         centres, widths = (checks.finite_array(who, name, part) for part in value)
         centres = centres[:, None] if centres.ndim == 1 else centres
         widths = widths[:, None] if widths.ndim == 1 else widths

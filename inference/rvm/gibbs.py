@@ -51,8 +51,8 @@ class StartingPoint:
         if value is None:
             return None
         if not isinstance(value, dict) or set(value) - set(self.entries):
-            raise ValueError(f"{who}: {name} must be None or a dict with keys among 'w', 'alpha', 'beta'; "
-                             f"got {value!r}"[:300])
+            shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+            raise ValueError(f"{who}: {name} must be None or a dict with keys among 'w', 'alpha', 'beta'; got {shown}")
         entry = (lambda key: f"{name[:-1]}[{key!r}]'") if name.endswith("'") else (lambda key: f"{name}[{key!r}]")
         return {key: self.entries[key](who, entry(key), v) for key, v in value.items()}
 
