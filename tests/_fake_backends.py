@@ -132,23 +132,3 @@ def calls(log) -> list[str]:
         return []
     with open(log) as fh:
         return [line.split()[0] for line in fh if line.strip()]
-
-
-def ensure_score():
-    """Give RVM a minimal ``score`` while the real one is not there yet (the table needs one)."""
-    from bayeszoo.models.base import Model
-    from bayeszoo.models.rvm import RVM
-
-    if RVM.score is not Model.score:
-        return
-
-    def score(self, fit, data):
-        from bayeszoo.diagnostics.rvm_plots import rvm_predict
-
-        X, y = (data.X_test, data.y_test) if data.has_test else (data.X, data.y)
-        pred = rvm_predict(self, fit, X)
-        if self.is_classifier:
-            return {"error_rate": float(np.mean((pred > 0.5) != (y > 0.5)))}
-        return {"mse": float(np.mean((pred - y) ** 2))}
-
-    RVM.score = score

@@ -4,16 +4,13 @@ from __future__ import annotations
 
 import html
 import math
-import os
 import re
-import sys
 from types import SimpleNamespace
 
 import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
 
 import bayeszoo as bz  # noqa: E402
 import _fake_backends as fb  # noqa: E402
@@ -31,7 +28,6 @@ CHAINS, DRAWS = 4, 2000
 
 @pytest.fixture(scope="module")
 def problem():
-    fb.ensure_score()
     return bz.models.RVM(width=3.0), bz.datasets.load("sinc", n=12, n_test=20, seed=1)
 
 

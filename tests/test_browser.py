@@ -10,11 +10,9 @@ from __future__ import annotations
 
 import os
 import pathlib
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
 
 import _browser  # noqa: E402
 from bayeszoo import demo  # noqa: E402

@@ -9,7 +9,6 @@ import numpy as np
 import pandas as pd
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bayeszoo as bz  # noqa: E402
 import _fake_backends as fb  # noqa: E402
@@ -17,11 +16,6 @@ from bayeszoo.cli import main, parse_value  # noqa: E402
 
 SMALL = ["--draws", "60", "--tune", "0", "--chains", "2", "--seed", "5", "--quiet", "--data-opt", "n=25",
          "--data-opt", "n_test=40", "--model-opt", "width=3"]
-
-
-@pytest.fixture(autouse=True)
-def _score():
-    fb.ensure_score()
 
 
 def test_parse_value():

@@ -193,8 +193,8 @@ def test_one_vocabulary_of_option_names():
             if integer:
                 with pytest.raises(ValueError):
                     constraint(backend.owner, f"option {opt_name!r}", 1.5)
-            good = 0.5 if opt_name == "target_accept" else 1
-            assert constraint(backend.owner, f"option {opt_name!r}", good) == good
+            default = backend.options[opt_name].default
+            assert constraint(backend.owner, f"option {opt_name!r}", default) == default
 
 
 @pytest.mark.parametrize("family", sorted(PROBLEMS))

@@ -3,9 +3,7 @@ from __future__ import annotations
 
 import base64
 import dataclasses
-import os
 import re
-import sys
 import warnings
 from html.parser import HTMLParser
 
@@ -14,7 +12,6 @@ import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
-sys.path.insert(0, os.path.dirname(__file__))
 
 import bayeszoo as bz  # noqa: E402
 import _fake_backends as fb  # noqa: E402
@@ -68,15 +65,13 @@ def assert_self_contained(fragment: str):
 
 
 @pytest.fixture(scope="module")
-def data():
-    return bz.datasets.load("sinc", n=40, n_test=100)
+def cmp(fake_comparison):
+    return fake_comparison
 
 
 @pytest.fixture(scope="module")
-def cmp(data):
-    fb.ensure_score()
-    return bz.compare(bz.models.RVM(width=3.0), data, backends=BACKENDS, reference="fake_ok", draws=200, tune=0,
-                      chains=2, seed=3, progress=False)
+def data(fake_comparison):
+    return fake_comparison.data
 
 
 @pytest.fixture(scope="module")
@@ -209,7 +204,6 @@ def test_comparison_css_is_scoped(cmp_html):
 
 
 def test_comparison_without_reference_shows_ess_per_second(data):
-    fb.ensure_score()
     cmp = bz.compare(bz.models.RVM(width=3.0), data, backends=["fake_ok", "fake_vb"], reference=None, draws=100,
                      tune=0, chains=2, seed=1, progress=False)
     text = cmp._repr_html_()

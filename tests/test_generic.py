@@ -11,11 +11,6 @@ MODEL = RVM(width=3.0, a=1.0, b=1e-2, c=1.0, d=1e-3)
 
 
 @pytest.fixture(scope="module")
-def sinc():
-    return bz.datasets.load("sinc", n=20, n_test=40, seed=2)
-
-
-@pytest.fixture(scope="module")
 def nuts_fit(sinc):
     return bz.fit(MODEL, sinc, "nuts", draws=500, tune=500, chains=2, seed=1, progress=False)
 

@@ -2,14 +2,12 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, TESTS)
 
 import bayeszoo as bz  # noqa: E402
 import _fake_backends as fb  # noqa: E402
@@ -22,7 +20,6 @@ NUMERIC = ["seconds", "ess_bulk_min", "ess_bulk_median", "ess_tail_min", "ess_bu
 
 @pytest.fixture(scope="module")
 def problem():
-    fb.ensure_score()
     return bz.models.RVM(width=3.0), bz.datasets.load("sinc", n=30, n_test=50)
 
 

@@ -2,13 +2,11 @@
 from __future__ import annotations
 
 import os
-import sys
 
 import numpy as np
 import pytest
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
-sys.path.insert(0, TESTS)
 
 import bayeszoo as bz  # noqa: E402
 import _fake_backends as fb  # noqa: E402
@@ -20,7 +18,6 @@ KW = dict(draws=60, tune=0, chains=2, seed=7, progress=False)
 
 @pytest.fixture(scope="module")
 def data():
-    fb.ensure_score()
     return bz.datasets.load("sinc", n=20, n_test=30, seed=0)
 
 

@@ -107,6 +107,35 @@ def test_collapsed_y_sweep_leaves_the_cone_truncated_marginal_invariant():
     np.testing.assert_allclose(Y.std(0), ref.std(0), rtol=0.1)
 
 
+def test_collapsed_y_sweep_of_one_chain_equals_the_batched_sweep():
+    # the sampler's kernel runs one chain at a time, through the sweep's scalar path: with the same uniforms it
+    # gives each chain of the batched sweep
+    class Uniforms:
+        def __init__(self, u):
+            self.u = u
+
+        def random(self, shape):
+            assert shape == self.u.shape
+            return self.u
+
+    rng = np.random.default_rng(9)
+    N, C, chains = 7, 3, 2
+    X = rng.normal(size=(N, 2))
+    K = np.exp(-((X[:, None] - X[None]) ** 2).sum(-1))
+    A = rng.gamma(2.0, 1.0, (chains, N, C))
+    onehot = np.eye(C, dtype=bool)[np.arange(N) % C]
+    Y = np.where(onehot, 1.0, 0.0) + 0.1 * rng.normal(size=(chains, N, C))
+    Y = np.where(onehot, Y.max(-1, keepdims=True) + 0.5, Y)
+    Kc = np.repeat(K[None], chains, 0)
+    u = rng.random((2, N, chains, C))
+    both = G.collapsed_y_sweep(Uniforms(u), Y, G.collapse(Y, Kc, A), onehot)
+    for k in range(chains):
+        one = G.collapsed_y_sweep(Uniforms(u[:, :, k:k + 1]), Y[k:k + 1], G.collapse(Y[k:k + 1], Kc[:1], A[k:k + 1]),
+                                  onehot)
+        np.testing.assert_allclose(one[0], both[k], rtol=1e-10, atol=1e-12)
+    assert np.all(np.argmax(both, -1) == np.arange(N) % C)
+
+
 def test_rho_mh_leaves_the_brute_force_conditional_invariant():
     # p(rho | beta) propto Dir(beta | rho) prod_s Gamma(rho_s | lam, mu) (A.2), two sources, 2-D quadrature
     rng = np.random.default_rng(1)

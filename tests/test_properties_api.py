@@ -2,18 +2,15 @@
 (never another exception type, never a hang)."""
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bayeszoo as bz  # noqa: E402
-import _fake_backends as fb  # noqa: E402
+import _fake_backends  # noqa: E402,F401  (registers the fake backends)
 from _properties import FAST, SLOW, fits_or_refuses  # noqa: E402
 
 # anything a user might type for a count, a seed or an option value
@@ -24,7 +21,6 @@ COUNT = st.one_of(st.none(), st.integers(-2, 40), ANY_VALUE)
 
 @pytest.fixture(scope="module")
 def tiny():
-    fb.ensure_score()
     return bz.models.RVM(width=3.0), bz.datasets.load("sinc", n=12, n_test=10, seed=0)
 
 

@@ -117,11 +117,23 @@ STENCILS = {"St": [((0, 0, 1.0), (1, 0, -1.0)), ((0, 0, 1.0), (0, 1, -1.0))],
             "G": [((0, 0, 4.0), (1, 0, -1.0), (-1, 0, -1.0), (0, 1, -1.0), (0, -1, -1.0))]}
 
 
+def _shifted(x: np.ndarray, dr: int, dc: int) -> np.ndarray:
+    """x(i + (dr, dc)) circularly over the last two axes: ``np.roll(x, (-dr, -dc), axis=(-2, -1))``; a shift along
+    one axis by concatenation, which costs a quarter of np.roll's generic set-up on a small image."""
+    if dr and dc:
+        return np.roll(x, (-dr, -dc), axis=(-2, -1))
+    axis = -2 if dr else -1
+    k = (dr or dc) % x.shape[axis]
+    if axis == -2:
+        return np.concatenate((x[..., k:, :], x[..., :k, :]), axis=-2)
+    return np.concatenate((x[..., k:], x[..., :k]), axis=-1)
+
+
 def apply_stencil(x: np.ndarray, stencil) -> np.ndarray:
     """Q x for a filter given as a stencil (batched over leading axes); equals conv with its difference kernel."""
     out = None
     for dr, dc, c in stencil:
-        term = c * np.roll(x, (-dr, -dc), axis=(-2, -1)) if (dr or dc) else c * x
+        term = c * _shifted(x, dr, dc) if (dr or dc) else c * x
         out = term if out is None else out + term
     return out
 

@@ -92,10 +92,11 @@ def draw_precisions(rng, p: C.Problem, f, w):
 def draw_f(rng, p: C.Problem, f, w, beta, gammas, *, cg_max_iter: int, cg_tol: float):
     """(f, CG iterations): f | w, beta, gamma by perturb-and-solve (circulant-preconditioned CG) from ``f``."""
     h_hat = _fft.rfft2(w) * p.phi_hat
+    h_hat_conj = np.conj(h_hat)
     shape = f.shape
 
     def apply_f(v):
-        out = _fft.irfft2(np.conj(h_hat) * _fft.rfft2(beta * _fft.irfft2(_fft.rfft2(v) * h_hat, p.shape)), p.shape)
+        out = _fft.irfft2(h_hat_conj * _fft.rfft2(beta * _fft.irfft2(_fft.rfft2(v) * h_hat, p.shape)), p.shape)
         for s, gk in zip(p.q_stencils, gammas):
             out += _fft.adjoint_stencil(gk * _fft.apply_stencil(v, s), s)
         return out
@@ -115,14 +116,15 @@ def draw_w(rng, p: C.Problem, f, w, beta, alpha, *, cg_max_iter: int, cg_tol: fl
     from ``w``."""
     mask = p.mask
     u_hat = _fft.rfft2(f) * p.phi_hat
+    u_hat_conj = np.conj(u_hat)
     u = _fft.irfft2(u_hat, p.shape)
     shape = w.shape
 
     def apply_w(v):
-        out = _fft.irfft2(np.conj(u_hat) * _fft.rfft2(beta * _fft.irfft2(_fft.rfft2(v) * u_hat, p.shape)), p.shape)
+        out = _fft.irfft2(u_hat_conj * _fft.rfft2(beta * _fft.irfft2(_fft.rfft2(v) * u_hat, p.shape)), p.shape)
         return np.where(mask, out + alpha * v, 0.0)
 
-    rhs = _fft.irfft2(np.conj(u_hat) * _fft.rfft2(beta * p.g + np.sqrt(beta) * rng.standard_normal(shape)),
+    rhs = _fft.irfft2(u_hat_conj * _fft.rfft2(beta * p.g + np.sqrt(beta) * rng.standard_normal(shape)),
                       p.shape) + np.sqrt(alpha) * rng.standard_normal(shape)
     rhs = np.where(mask, rhs, 0.0)
     diag = _fft.corr(beta, _fft.rfft2(u * u)) + alpha

@@ -24,10 +24,9 @@ is raised by each step in turn, each the exact maximiser of F over its block:
   sum(v) |h|^2 keeps the kernel from collapsing to a delta (Levin et al. 2011): with v = 0 (a MAP image) the
   no-blur solution wins.
 Coarse to fine: the image is reduced by ``scale_ratio`` per level until the kernel window is 3 x 3; each level takes
-``max_iter`` sweeps of these steps. The coarsest
-level starts from a flat PSF (``initial_psf``) and x_k = y_k; each finer level from the coarser level's PSF
-(resized bilinearly, renormalised, recentred) and a Wiener restoration of y_k with it
-(``SparseVB.start_deconvolved``), or x_k = y_k with ``level_start="blurred"``.
+``max_iter`` sweeps of these steps. The coarsest level starts from a flat PSF (``initial_psf``) and x_k = y_k; each
+finer level from the coarser level's PSF (resized bilinearly, renormalised, recentred) and a Wiener restoration of
+y_k with it (``SparseVB.start_deconvolved``), or x_k = y_k with ``level_start="blurred"``.
 Noise: the differences of white noise of variance sigma^2 have variance 2 sigma^2; s^2 is fixed at
 ``noise_inflation`` times that (sigma estimated from the image unless ``noise_sd`` is given), the same at every
 level, so coarse levels, where averaging has lowered the noise, see a relatively larger one. An inflated noise

@@ -115,6 +115,10 @@ def collapse(Y, K, A, KK=None) -> Collapsed:
 
 def pick(accept, new: Collapsed, cur: Collapsed) -> Collapsed:
     """Per chain, the proposal's :class:`Collapsed` where it was accepted, the current one elsewhere."""
+    if accept.all():
+        return new
+    if not accept.any():
+        return cur
     return Collapsed(*(np.where(accept.reshape((-1,) + (1,) * (a.ndim - 1)), a, b) for a, b in zip(new, cur)))
 
 
@@ -152,19 +156,23 @@ def collapsed_y_sweep(rng, Y, st: Collapsed, onehot):
     sd_t, inv_sd_t = sd[at], 1.0 / sd[at]                                  # (N, ch): the true class's
     log_u = np.log(rng.random((2, N, ch, C)))
     log_u_t, log_u_others = log_u[0][at], log_u[1]
-    Yn = np.ascontiguousarray(np.swapaxes(Y, 0, 1))                         # (N, ch, C)
+    Yn = np.array(np.swapaxes(Y, 0, 1), order="C")                        # (N, ch, C), a copy
     # y_n changes only when object n is visited: the largest entry of its other classes is known from the start
     top = np.max(np.where(onehot[:, None, :], -np.inf, Yn), axis=2)       # (N, ch)
+    Yv = Yn
+    if ch == 1:   # one chain (the sampler's kernel): the true class's numbers are scalars, far cheaper than arrays
+        shift, update, sd, Yv, log_u_others = shift[:, 0], update[:, :, 0], sd[:, 0], Yn[:, 0], log_u_others[:, 0]
+        sd_t, inv_sd_t, log_u_t, top = sd_t[:, 0], inv_sd_t[:, 0], log_u_t[:, 0], top[:, 0]
     for n in range(N):
         t, s = labels[n], sd[n]
-        y_old = Yn[n]
+        y_old = Yv[n]
         mu = y_old - shift[n]
-        m_t = mu[:, t]
+        m_t = mu[..., t][()]
         y_t = m_t - sd_t[n] * ndtri_exp(log_ndtr((m_t - top[n]) * inv_sd_t[n]) + log_u_t[n])     # above top
-        y_new = mu + s * ndtri_exp(log_ndtr((y_t[:, None] - mu) / s) + log_u_others[n])         # below y_t
-        y_new[:, t] = y_t
+        y_new = mu + s * ndtri_exp(log_ndtr((y_t[..., None] - mu) / s) + log_u_others[n])       # below y_t
+        y_new[..., t] = y_t
         shift += update[n] * (y_new - y_old)
-        Yn[n] = y_new
+        Yv[n] = y_new
     return np.swapaxes(Yn, 0, 1).copy()
 
 

@@ -53,8 +53,7 @@ class StartingPoint:
         if not isinstance(value, dict) or set(value) - set(self.entries):
             shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
             raise ValueError(f"{who}: {name} must be None or a dict with keys among 'w', 'alpha', 'beta'; got {shown}")
-        entry = (lambda key: f"{name[:-1]}[{key!r}]'") if name.endswith("'") else (lambda key: f"{name}[{key!r}]")
-        return {key: self.entries[key](who, entry(key), v) for key, v in value.items()}
+        return {key: self.entries[key](who, f"{name} entry {key!r}", v) for key, v in value.items()}
 
 
 OPTIONS = {
@@ -76,16 +75,17 @@ def check(options: dict, model, data) -> dict:
     """The per-basis options must have 1 or M entries (M is known only with the data); beta is regression's."""
     M = model.n_basis(data)
     init = options["init"] or {}
-    for name, value in (("fix_alpha", options["fix_alpha"]), ("init['w']", init.get("w")),
-                        ("init['alpha']", init.get("alpha"))):
+    for name, value in (("option 'fix_alpha'", options["fix_alpha"]), ("option 'init' entry 'w'", init.get("w")),
+                        ("option 'init' entry 'alpha'", init.get("alpha"))):
         if value is not None and len(value) not in (1, M):
-            raise ValueError(f"{owner('rvm', 'gibbs')}: option {name!r} must be a number or {M} numbers (one per "
-                             f"basis); got {len(value)}")
+            raise ValueError(f"{owner('rvm', 'gibbs')}: {name} must be a number or {M} numbers (one per basis); "
+                             f"got {len(value)}")
     if model.is_classifier:
-        for name, given in (("fix_beta", options["fix_beta"] is not None), ("init['beta']", "beta" in init)):
+        for name, given in (("option 'fix_beta'", options["fix_beta"] is not None),
+                            ("option 'init' entry 'beta'", "beta" in init)):
             if given:
-                raise ValueError(f"{owner('rvm', 'gibbs')}: option {name!r} applies to regression only "
-                                 f"(classification has no beta)")
+                raise ValueError(f"{owner('rvm', 'gibbs')}: {name} applies to regression only (classification has "
+                                 f"no beta)")
     return options
 
 
