@@ -7,7 +7,9 @@ one of two types:
   ``f``, the SLM's ``u``, the RVM's weights ``w``), the covariance given as a matrix (``cov``), as a factor
   (``factor``, cov = factor factor^T), by its diagonal alone (``var``, a mean-field approximation), or, for a
   Gaussian known only by its precision operator, by ``sampler(rng, n)`` drawing from it (with ``var`` for the
-  variances); the other canonical variables point-estimated in ``fixed`` (the RVM's ``log_alpha``);
+  variances); the other canonical variables point-estimated in ``fixed`` (the RVM's ``log_alpha``), or drawn
+  with each draw by ``others(rng, draws) -> {name: (n, ...)}`` (an aRVM's f = Phi w, the Gamma factors of the
+  RVM's variational q(alpha) and q(beta));
 * :class:`PointEstimate`: every canonical variable at one value (MAP, type-II maximum likelihood).
 
 Both carry the log evidence the method computes (None where it has none), the traces of the objectives it
@@ -46,6 +48,7 @@ class GaussianApproximation(NamedTuple):
     iterations: int | None = None
     converged: bool | None = None
     sampler: Callable[[np.random.Generator, int], np.ndarray] | None = None
+    others: Callable[[np.random.Generator, np.ndarray], dict] | None = None
 
     def variances(self) -> np.ndarray:
         if self.cov is not None:
@@ -92,12 +95,16 @@ def approximation_fit(model, data, backend: str, result: GaussianApproximation |
     t0 = time.perf_counter()
     extra = {}
     if isinstance(result, GaussianApproximation):
-        values = np.stack([result.draws(numpy_rng(seed, c), draws, owner) for c in range(chains)])
-        dims = model.var_dims(data)[result.variable]
         shape = np.shape(result.mean)
-        posterior = {result.variable: values.reshape(chains, draws, *shape)}
-        posterior.update({k: _repeat(v, chains, draws) for k, v in result.fixed.items()})
-        extra[GAUSSIAN_GROUP] = _gaussian_group(model, data, result, dims)
+        per_chain = []
+        for c in range(chains):   # chain c draws from its own stream: the Gaussian, then what goes with it
+            rng = numpy_rng(seed, c)
+            values = result.draws(rng, draws, owner)
+            with_it = result.others(rng, values) if result.others is not None else {}
+            per_chain.append({result.variable: values.reshape(draws, *shape), **with_it})
+        posterior = {k: _repeat(v, chains, draws) for k, v in result.fixed.items()}
+        posterior.update({k: np.stack([c[k] for c in per_chain]) for k in per_chain[0]})
+        extra[GAUSSIAN_GROUP] = _gaussian_group(model, data, result, model.var_dims(data)[result.variable])
     else:
         posterior = {k: _repeat(v, chains, draws) for k, v in result.values.items()}
     timing = {"compile": 0.0, "tune": 0.0, **timing, "sample": time.perf_counter() - t0}

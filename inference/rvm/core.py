@@ -13,7 +13,7 @@ i.e. Gamma(a, b) / Gamma(c, d) densities on log alpha_i and log beta (the digest
 a, not a - 1, and the Gamma prior on beta, not sigma^2). A basis removed from the model contributes nothing.
 
 The results of the approximations are :class:`~bayeszoo.inference.approximations.GaussianApproximation` s over
-``w`` (:func:`type2_approximation`); :func:`with_draws` adds what a Gaussian over one variable cannot carry.
+``w`` (:func:`type2_approximation`).
 """
 from __future__ import annotations
 
@@ -258,18 +258,3 @@ def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chai
                              info={"n_relevant": int(res["active"].size), **extra_info(res)})
 
 
-def with_draws(fit, values: dict, seconds: float = 0.0):
-    """``fit`` (from ``approximation_fit``) with the posterior variables in ``values`` (name -> (chain, draw, ...))
-    replacing the constants it wrote for them: per-draw values that a Gaussian over one variable cannot carry (an
-    aRVM's f = Phi w, the Gamma factors q(alpha), q(beta) of ``vb``). ``seconds`` spent drawing them count as
-    sampling time."""
-    posterior = fit.idata.posterior
-    for name, value in values.items():
-        value = np.asarray(value, dtype=float)
-        if value.shape != posterior[name].shape or not np.all(np.isfinite(value)):
-            raise ValueError(f"backend {fit.backend!r}: draws of {name} of shape {value.shape} (expected "
-                             f"{posterior[name].shape}) with {int(np.sum(~np.isfinite(value)))} NaN or inf values")
-        posterior[name] = posterior[name].copy(data=value)
-    for key in ("sample", "total"):
-        fit.timing[key] += seconds
-    return fit

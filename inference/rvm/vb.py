@@ -117,27 +117,19 @@ def vb_fit(model, Phi, t, opts):
 
 
 def approximation(res: dict, classifier: bool) -> GaussianApproximation:
-    """q(w) of a :func:`vb_fit` result; log_alpha and log_beta at their means under q (:func:`gamma_draws` gives
-    their draws)."""
-    fixed = {"log_alpha": digamma(res["a_t"]) - np.log(res["b_t"])}
-    if not classifier:
-        fixed["log_beta"] = float(digamma(res["c_t"]) - np.log(res["d_t"]))
-    return GaussianApproximation("w", res["m"], factor=res["R"], fixed=fixed, objective={"elbo": res["elbo"]},
-                                 objective_name="elbo", iterations=res["iterations"], converged=res["converged"])
-
-
-def gamma_draws(res: dict, classifier: bool, *, draws: int, chains: int, seed: int) -> dict:
-    """log alpha ~ log Gamma(a_t, b_t) and log beta ~ log Gamma(c_t, d_t): (chains, draws, ...) per variable."""
+    """q(w) of a :func:`vb_fit` result, with each draw of w a draw of log alpha ~ log Gamma(a_t, b_t) and log beta
+    ~ log Gamma(c_t, d_t) from the factors q(alpha), q(beta)."""
     M = np.size(res["b_t"])
-    out = {"log_alpha": np.empty((chains, draws, M)), "log_beta": np.empty((chains, draws))}
-    for c in range(chains):
-        rng = np.random.default_rng(np.random.SeedSequence([seed, c, 1]))
-        out["log_alpha"][c] = np.log(rng.gamma(res["a_t"], 1.0 / res["b_t"], size=(draws, M)))
+
+    def gammas(rng, w):
+        out = {"log_alpha": np.log(rng.gamma(res["a_t"], 1.0 / res["b_t"], size=(len(w), M)))}
         if not classifier:
-            out["log_beta"][c] = np.log(rng.gamma(res["c_t"], 1.0 / res["d_t"], size=draws))
-    if classifier:
-        del out["log_beta"]
-    return out
+            out["log_beta"] = np.log(rng.gamma(res["c_t"], 1.0 / res["d_t"], size=len(w)))
+        return out
+
+    return GaussianApproximation("w", res["m"], factor=res["R"], objective={"elbo": res["elbo"]},
+                                 objective_name="elbo", iterations=res["iterations"], converged=res["converged"],
+                                 others=gammas)
 
 
 @register("vb", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
@@ -154,9 +146,6 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     info = {"elbo": float(res["elbo"][-1]),
             "classification_bound": (None if not clf else "jaakkola-jordan" if model.link == "logit"
                                      else "probit-auxiliary")}
-    fit = approximation_fit(model, data, "vb", approximation(res, clf), draws=draws, chains=chains, seed=seed,
-                            timing={"tune": seconds}, owner=owner("rvm", "vb"),
-                            limit=f"{opts['max_iter']} iterations", info=info)
-    t0 = time.perf_counter()
-    gammas = gamma_draws(res, clf, draws=draws, chains=chains, seed=0 if seed is None else int(seed))
-    return C.with_draws(fit, gammas, time.perf_counter() - t0)
+    return approximation_fit(model, data, "vb", approximation(res, clf), draws=draws, chains=chains, seed=seed,
+                             timing={"tune": seconds}, owner=owner("rvm", "vb"),
+                             limit=f"{opts['max_iter']} iterations", info=info)
