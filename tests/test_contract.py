@@ -104,6 +104,8 @@ def test_backend_contract(family, name, tmp_path):
         attrs = fit.idata[group].attrs
         assert {"created_at", "inference_library", "inference_library_version"} <= set(attrs), group
         assert attrs["inference_library"] == spec.library
+    if fit.kind == "mcmc":   # every sampler reports per-draw statistics (at least its log density, lp)
+        assert "sample_stats" in fit.idata.groups() and fit.idata.sample_stats.data_vars, name
     if "sample_stats" in fit.idata.groups():
         for var in fit.idata.sample_stats.data_vars.values():
             assert var.dims[:2] == ("chain", "draw")

@@ -30,6 +30,7 @@ from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
+from jax.scipy.special import log_ndtr
 import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, Numbers
@@ -149,7 +150,9 @@ class State(NamedTuple):
 
 
 class Info(NamedTuple):
-    """A conjugate Gibbs sweep accepts every draw: nothing to report."""
+    """What a sweep reports (sample_stats): the unnormalised log posterior of (w, log alpha, log beta) after it."""
+
+    lp: jax.Array
 
 
 class Setup(NamedTuple):
@@ -204,10 +207,17 @@ def kernel(probit: bool, fix_alpha: bool, fix_beta: bool, woodbury: bool) -> cha
             w = _chol_sample(beta * p.G + jnp.diag(alpha), beta * p.Pt, jax.random.normal(k_w, (M,)))
         if not fix_alpha:
             alpha = _gamma(k_a, a + 0.5, (M,)) / (b + 0.5 * w * w)
+        f = p.Phi @ w
+        r = p.t - f      # formed directly: t.t - 2 w.Phi^T t + w.G w cancels for targets far from zero
         if not probit and not fix_beta:
-            r = p.t - p.Phi @ w      # formed directly: t.t - 2 w.Phi^T t + w.G w cancels for targets far from zero
             beta = _gamma(k_b, c + 0.5 * N, ()) / (d + 0.5 * (r @ r))
-        return State(w, alpha, beta, p), Info()
+        # log p(t | w, beta) + log N(w | 0, A^-1) + the Gamma densities of log alpha and log beta (constants dropped)
+        lp = jnp.sum(0.5 * jnp.log(alpha) - 0.5 * alpha * w * w + a * jnp.log(alpha) - b * alpha)
+        if probit:
+            lp += jnp.sum(log_ndtr((2.0 * p.t - 1.0) * f))
+        else:
+            lp += 0.5 * N * jnp.log(beta) - 0.5 * beta * (r @ r) + c * jnp.log(beta) - d * beta
+        return State(w, alpha, beta, p), Info(lp=lp)
 
     def position(state: State) -> dict:
         out = {"w": state.w, "log_alpha": jnp.log(state.alpha)}
