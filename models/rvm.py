@@ -10,6 +10,8 @@ regression, the scalar ``log_beta``.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -170,6 +172,12 @@ class RVM(Model):
     @property
     def is_classifier(self) -> bool:
         return self.task == "classification"
+
+    reference_advice: ClassVar[str] = (
+        "RVM: under the near-improper default priors (a = b = 1e-4) the weights and their precisions form a funnel "
+        "that NUTS cannot sample; compare under a proper prior such as RVM(a=5, b=0.05, c=1, d=1e-3) (the "
+        "catalogue's rvm-sinc) or RVM(a=1, b=1e-2, c=1, d=1e-3), use the gibbs backend as the reference "
+        "(reference='gibbs', long runs), or raise numpyro's target_accept to 0.99 (docs/families/rvm.md).")
 
     @property
     def compare_vars(self) -> tuple[str, ...]:

@@ -31,6 +31,8 @@ Shared helpers for the backends (use these rather than re-deriving them):
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import numbers
 from dataclasses import dataclass
 from operator import index as operator_index
@@ -91,6 +93,10 @@ class SLM(Model):
 
     family = "slm"
     compare_vars = ("u",)
+    reference_advice: ClassVar[str] = (
+        "SLM: the scale-mixture gibbs backend is exact for Laplace, Student's t and logistic potentials and "
+        "mixes well at small n; with NUTS, raise target_accept to 0.95; a sharp potential (large tau) or a "
+        "tiny sigma2 makes the posterior hard for both (docs/families/slm.md).")
 
     def __post_init__(self):
         self.potential = str(checks.choice("SLM", "potential", self.potential, POTENTIALS))

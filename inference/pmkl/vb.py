@@ -26,7 +26,8 @@ when they move. Stopping rule of the thesis: relative increase below ``tol`` (0.
 iterations.
 
 The fit's draws are i.i.d. from the final Q: W from prod_c N(w~_c, V_c) (a ``GaussianApproximation`` of W, whose
-mean and variances ``approximation_fit`` keeps in the ``gaussian`` group), log alpha from Q(A)
+mean and variances ``approximation_fit`` keeps in the ``gaussian`` group) and, drawn with each draw of W (its
+``others``), log alpha from Q(A)
 (Gamma(tau + 1/2, nu + w~^2 / 2), 4.22), beta resampled from the weighted pool (convex, binary, weighted
 product) or fixed (mean, product); theta (per source) and rho resampled from their weighted pools. The means of
 Q(beta), Q(Theta) and Q(rho) are in the ``importance`` group (``beta_mean``, ``theta_mean``, ``rho_mean``), the
@@ -38,7 +39,6 @@ from __future__ import annotations
 import numpy as np
 import xarray as xr
 from scipy import linalg as sla
-from scipy.special import digamma
 
 from bayeszoo import checks
 from bayeszoo.inference._options import Timer
@@ -278,60 +278,60 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """VBpMKL (Algorithm 3); draws are i.i.d. from the final Q."""
     timer = Timer()
     st = vb_fit_state(model, data, seed=seed, progress=progress, **opts)
+    N = st["W"].shape[0]
+    others, fixed, info, group = _other_factors(model, st, model.source_list(data))
+    q = MK.w_gaussian(st["W"], st["Ls"], np.arange(N), N, fixed=fixed, others=others,
+                      objective={"lower_bound": st["bound"]}, objective_name="lower_bound",
+                      iterations=st["iterations"], converged=bool(st["converged"]))
+    return approximation_fit(model, data, "vb", q, draws=draws, chains=chains, seed=seed, timing={"tune": timer()},
+                             owner=owner("pmkl", "vb"), limit=f"{opts['max_iter']} iterations",
+                             info={"lower_bound": float(st["bound"][-1]), **info},
+                             extra_groups={IMPORTANCE_GROUP: group})
+
+
+def _other_factors(model, st, sources):
+    """The factors of Q besides Q(W): ``others(rng, w_draws)`` draws, with each draw of W, log alpha from Q(A)
+    (Gamma(tau + 1/2, nu + w~^2 / 2), 4.22) and beta, theta, rho from their weighted pools; ``fixed`` holds beta
+    for the rules without free weights. Also the effective sample sizes of the pools' weights (for ``info``) and
+    the means of Q(beta), Q(Theta), Q(rho) (the ``importance`` group)."""
     N, C = st["W"].shape
     shape, rate = model.tau + 0.5, model.nu + 0.5 * st["W"] ** 2
-    sources = model.source_list(data)
-    # Q(W) is the Gaussian; Q(A) (Gamma) and Q(beta), Q(Theta), Q(rho) (weighted pools) are drawn below, from the
-    # algorithm's generator; the builder holds their means until then
-    means = {"log_alpha": digamma(shape) - np.log(rate), "beta": st["beta"]}
-    if model.infer_theta:
-        means["theta"] = st["theta"]
-    if model.infer_rho:
-        means["rho"] = st["rho"]
-    q = MK.w_gaussian(st["W"], st["Ls"], np.arange(N), N, fixed=means, objective={"lower_bound": st["bound"]},
-                      objective_name="lower_bound", iterations=st["iterations"], converged=bool(st["converged"]))
-    t_opt = t0 = timer()
-    others, info, group = _other_factors(model, st, sources, shape, rate, chains, draws)
-    t_others = timer() - t0
-    fit = approximation_fit(model, data, "vb", q, draws=draws, chains=chains, seed=seed, timing={"tune": t_opt},
-                            owner=owner("pmkl", "vb"), limit=f"{opts['max_iter']} iterations",
-                            info={"lower_bound": float(st["bound"][-1]), **info},
-                            extra_groups={IMPORTANCE_GROUP: group})
-    for name, values in others.items():
-        fit.idata.posterior[name] = (fit.idata.posterior[name].dims, values)
-    fit.timing["sample"] += t_others
-    fit.timing["total"] += t_others
-    return fit
-
-
-def _other_factors(model, st, sources, shape, rate, chains, draws):
-    """Draws (chains, draws, ...) of log alpha from Q(A) and of beta, theta, rho from their weighted pools (beta fixed
-    for the rules without free weights); the effective sample sizes for ``info``; the means of Q(beta), Q(Theta) and
-    Q(rho) as the ``importance`` group."""
-    rng = st["rng"]
-    N, C = st["W"].shape
     coords = {"source": [s.name for s in sources]}
-    out = {"log_alpha": np.log(np.clip(rng.gamma(shape, 1.0 / rate, (chains, draws, N, C)), 1e-300, None))}
-    info = {"is_ess": None}
+    pools, fixed, info = [], {}, {"is_ess": None}          # pools: (name, members, weights, columns of the draw)
     group = {"beta_mean": xr.DataArray(np.asarray(st["beta"], float), dims=("source",), coords=coords)}
     if st["pool"].shape[0]:
         w = normalised(st["log_wts"])
-        out["beta"] = st["pool"][rng.choice(st["pool"].shape[0], size=(chains, draws), p=w)]
+        pools.append(("beta", st["pool"], w, slice(None)))
         info["is_ess"] = is_ess(w)
+    else:
+        fixed["beta"] = np.asarray(st["beta"], float)
     if model.infer_theta:
-        td = np.empty((chains, draws, st["theta"].size))
         names = [s.name for s in sources if s.kernel == "rbf"]
         info["theta_is_ess"] = {}
-        for (_, sl), pool_s, lw, name in zip(MK.theta_layout(sources), st["theta_pools"], st["theta_log_wts"], names):
+        for (_, sl), members, lw, name in zip(MK.theta_layout(sources), st["theta_pools"], st["theta_log_wts"], names):
             w = normalised(lw)
-            td[:, :, sl] = pool_s[rng.choice(len(pool_s), size=(chains, draws), p=w)]
+            pools.append(("theta", members, w, sl))
             info["theta_is_ess"][name] = is_ess(w)
-        out["theta"] = td
         group["theta_mean"] = xr.DataArray(np.asarray(st["theta"], float), dims=("kernel_param",),
                                            coords={"kernel_param": MK.theta_labels(sources)})
     if model.infer_rho:
         w = normalised(st["rho_log_wts"])
-        out["rho"] = st["rho_pool"][rng.choice(len(w), size=(chains, draws), p=w)]
+        pools.append(("rho", st["rho_pool"], w, slice(None)))
         info["rho_is_ess"] = is_ess(w)
         group["rho_mean"] = xr.DataArray(np.asarray(st["rho"], float), dims=("source",), coords=coords)
-    return out, info, xr.Dataset(group)
+    n_theta = 0 if st["theta"] is None else st["theta"].size
+
+    def others(rng, w_draws):
+        n = len(w_draws)
+        out = {"log_alpha": np.log(np.clip(rng.gamma(shape, 1.0 / rate, (n, N, C)), 1e-300, None))}
+        if model.infer_theta:
+            out["theta"] = np.empty((n, n_theta))
+        for name, members, w, columns in pools:
+            picked = members[rng.choice(len(members), size=n, p=w)]
+            if name == "theta":
+                out["theta"][:, columns] = picked
+            else:
+                out[name] = picked
+        return out
+
+    return others, fixed, info, xr.Dataset(group)
