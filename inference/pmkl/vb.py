@@ -27,9 +27,9 @@ iterations.
 
 The fit's draws are i.i.d. from the final Q: W from prod_c N(w~_c, V_c) (a ``GaussianApproximation`` of W, whose
 mean and variances ``approximation_fit`` keeps in the ``gaussian`` group) and, drawn with each draw of W (its
-``others``), log alpha from Q(A)
-(Gamma(tau + 1/2, nu + w~^2 / 2), 4.22), beta resampled from the weighted pool (convex, binary, weighted
-product) or fixed (mean, product); theta (per source) and rho resampled from their weighted pools. The means of
+``others``), log alpha from Q(A) (Gamma(tau + 1/2, nu + w~^2 / 2), 4.22), beta resampled from the weighted pool
+(convex, binary, weighted product) or fixed (mean, product); theta (per source) and rho resampled from their
+weighted pools. The means of
 Q(beta), Q(Theta) and Q(rho) are in the ``importance`` group (``beta_mean``, ``theta_mean``, ``rho_mean``), the
 effective sample sizes 1 / sum w_i^2 of the final weights in ``fit.info`` (``is_ess``, ``theta_is_ess``,
 ``rho_is_ess``).
