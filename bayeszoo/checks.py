@@ -203,6 +203,18 @@ class Function:
         raise _fail(owner, name, "a callable" + (" or None" if self.none else ""), value)
 
 
+@dataclass(frozen=True)
+class Text:
+    """A string (a file name, a label); ``none`` also admits None."""
+
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if (value is None and self.none) or isinstance(value, str):
+            return value
+        raise _fail(owner, name, "a string" + (" or None" if self.none else ""), value)
+
+
 #: the constraints most options have
 POSITIVE_INT = Interval(int, 1, None, "left")
 NON_NEGATIVE_INT = Interval(int, 0, None, "left")

@@ -4,7 +4,7 @@ A backend is a function ``run(model, data, *, draws, tune, chains, seed, progres
 registered under a name with :func:`register`. Registration declares everything the harness needs to know:
 
 * ``kind``: "mcmc" or "approximation" (draws of an approximation are i.i.d. and not judged by R-hat);
-* ``options``: name -> :class:`Option` (default and a one-line meaning). :func:`bayeszoo.results` merges the user's
+* ``options``: name -> :class:`Option` (default and a one-line meaning). :func:`bayeszoo.fit` merges the user's
   options into these defaults, rejects unknown names and runs ``check`` once, before any work; ``run`` then
   receives every option, resolved;
 * ``defaults``: the draws / tune / chains that suit the backend (a dict, or a function of model and data, e.g.
@@ -40,7 +40,7 @@ class Option(NamedTuple):
 
     default: Any
     meaning: str
-    constraint: Callable | None = None   # TRANSITION: required once every family declares its constraints
+    constraint: Callable
 
 
 def owner(family: str | None, backend: str) -> str:
@@ -87,12 +87,9 @@ class Backend:
         resolved = {name: opt.default for name, opt in self.options.items()}
         resolved.update(options)
         for name, opt in self.options.items():
-            if opt.constraint is not None:
-                resolved[name] = opt.constraint(self.owner, f"option {name!r}", resolved[name])
+            resolved[name] = opt.constraint(self.owner, f"option {name!r}", resolved[name])
         if self.check is not None:
-            import inspect   # TRANSITION: every check takes (options, model, data) once the families are done
-            args = (dict(resolved), model, data)[:len(inspect.signature(self.check).parameters)]
-            checked = self.check(*args)
+            checked = self.check(dict(resolved), model, data)
             if checked is not None:
                 resolved = dict(checked)
         return resolved
@@ -115,15 +112,14 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
     if kind not in KINDS:
         raise ValueError(f"kind must be 'mcmc' or 'approximation'; got {kind!r}")
     for opt_name, opt in (options or {}).items():
-        if not isinstance(opt, Option) or not opt.meaning or not (opt.constraint is None or callable(opt.constraint)):
+        if not isinstance(opt, Option) or not opt.meaning or not callable(opt.constraint):
             raise TypeError(f"backend {name!r}: option {opt_name!r} must be an Option(default, meaning, "
                             f"constraint) with a meaning and a constraint")
-        if opt_name in RENAMED_OPTIONS and family is None:   # TRANSITION: every backend once the families are done
+        if opt_name in RENAMED_OPTIONS:
             raise TypeError(f"backend {name!r}: option {opt_name!r} is a retired name; use "
                             f"{RENAMED_OPTIONS[opt_name]!r}")
         try:
-            if opt.constraint is not None:
-                opt.constraint(owner(family, name), f"option {opt_name!r}", opt.default)
+            opt.constraint(owner(family, name), f"option {opt_name!r}", opt.default)
         except ValueError as exc:
             raise TypeError(f"the default of an option breaks its own constraint: {exc}") from None
 

@@ -38,7 +38,7 @@ ARVIZ_SAMPLE_STATS = ("lp", "acceptance_rate", "step_size", "step_size_bar", "tr
 
 @dataclass
 class Fit:
-    """Result of :func:`bayeszoo.results`.
+    """Result of :func:`bayeszoo.fit`.
 
     Attributes
     ----------

@@ -5,7 +5,7 @@ or DataFrames, so the models run inside ``Pipeline``, ``GridSearchCV`` and ``cro
     reg = RelevanceVectorRegressor(width=3.0).fit(X, y)      # bz.fit(RVM(width=3.0), data, "fast", seed=0)
     reg.predict(X_new)                                       # reg.model_.predict(reg.fit_, X_new)
 
-Each estimator builds its model (``model_``) from its constructor arguments and calls :func:`bayeszoo.results` once
+Each estimator builds its model (``model_``) from its constructor arguments and calls :func:`bayeszoo.fit` once
 with ``backend``, ``seed`` and ``backend_options``; the resulting :class:`~bayeszoo.Fit` is kept as ``fit_``, and
 predictions are exactly the model's ``predict`` on that fit. The arguments are stored unchanged and checked in
 ``fit``, where bad data, options or backend names raise a ``ValueError`` before any inference runs.

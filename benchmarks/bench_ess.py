@@ -3,7 +3,7 @@
 Problem: ``bz.datasets.load("sinc", n=100)``, an RVM with a Gaussian kernel of width 3 and a bias (101 weights),
 under two priors: ``comparison`` = ``RVM(a=1, b=1e-2, c=1, d=1e-3)``, the prior docs/families/rvm.md uses for sampler
 comparisons (NUTS converges there, so the ratio is a real speed ratio), and ``sparse`` = the near-improper
-defaults a = b = c = d = 1e-4 (NUTS does not converge there; the ratio then only says Gibbs works). Every backend with the same ``chains`` / ``tune`` / ``draws`` / ``seed`` through :func:`bayeszoo.results`.
+defaults a = b = c = d = 1e-4 (NUTS does not converge there; the ratio then only says Gibbs works). Every backend with the same ``chains`` / ``tune`` / ``draws`` / ``seed`` through :func:`bayeszoo.fit`.
 
 ESS is ArviZ's rank-normalised bulk ESS (via :func:`bayeszoo.diagnostics.metrics.sampling_diagnostics`), taken
 as the minimum over the components of ``w`` and, separately, over ``log_alpha`` and ``log_beta``; ESS/s

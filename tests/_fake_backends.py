@@ -20,6 +20,7 @@ import time
 import numpy as np
 
 from bayeszoo import registry
+from bayeszoo.checks import NON_NEGATIVE, Text
 from bayeszoo.results import build_fit
 
 FAIL_MESSAGE = "fake backend exploded"
@@ -54,11 +55,11 @@ def _draws(model, data, chains, draws, seed, rho):
     return out
 
 
-_LOG = {"log": registry.Option(None, "file to which each call appends its backend name and seed")}
+_LOG = {"log": registry.Option(None, "file to which each call appends its backend name and seed", Text(none=True))}
 
 
 @registry.register("fake_ok", kind="mcmc", family="rvm", description="fake AR(1) sampler for tests",
-                   options={**_LOG, "sleep": registry.Option(0.0, "seconds to wait before returning")})
+                   options={**_LOG, "sleep": registry.Option(0.0, "seconds to wait before returning", NON_NEGATIVE)})
 def fake_ok(model, data, *, draws, tune, chains, seed, progress, log=None, sleep=0.0):
     _log(log, "fake_ok", seed)
     start = time.perf_counter()
@@ -108,7 +109,8 @@ def fake_fail(model, data, *, draws, tune, chains, seed, progress, log=None):
 
 
 @registry.register("fake_flaky", kind="mcmc", family="rvm", description="fails on its first call",
-                   options={**_LOG, "marker": registry.Option(None, "file path: the first call that finds it missing creates it and fails")})
+                   options={**_LOG, "marker": registry.Option(None, "file path: the first call that finds it missing creates it and fails",
+                                                      Text(none=True))})
 def fake_flaky(model, data, *, draws, tune, chains, seed, progress, log=None, marker=None):
     _log(log, "fake_flaky", seed)
     if marker is not None and not os.path.exists(marker):

@@ -97,11 +97,11 @@ def test_docs_landing_page(driver, site):
 
 
 def test_docs_api_page_of_fit(driver, site):
-    page = _browser.api_page(site, "bayeszoo.results")
+    page = _browser.api_page(site, "bayeszoo.fit")
     problems = _browser.check_page(driver, pathlib.Path(page).as_uri(), tables="article table")
     assert not problems, f"{os.path.relpath(page, site)}:{_problems_text(problems)}"
     # the function's signature is rendered, with its docstring below it
-    signature = driver.find_element("id", "bayeszoo.results")
+    signature = driver.find_element("id", "bayeszoo.fit")
     assert signature.is_displayed() and "backend" in signature.text
     docstring = driver.find_element("xpath", "//dt[@id='bayeszoo.fit']/following-sibling::dd[1]")
     assert docstring.is_displayed() and len(docstring.text) > 40

@@ -131,8 +131,8 @@ def test_site_builds_offline_without_warnings(tmp_path):
     assert result.returncode == 0, result.stderr[-5000:]
     assert (out / "index.html").is_file()
 
-    api = (out / "api" / "generated" / "bayeszoo.results.html").read_text(encoding="utf-8")
-    assert 'id="bayeszoo.results"' in api and "Parameters" in api        # the function, documented by numpydoc
+    api = (out / "api" / "generated" / "bayeszoo.fit.html").read_text(encoding="utf-8")
+    assert 'id="bayeszoo.fit"' in api and "Parameters" in api        # the function, documented by numpydoc
 
     gallery = (out / "gallery" / "own_data.html").read_text(encoding="utf-8")
     assert re.search(r"<img [^>]*src=\"[^\"]+\.png\"", gallery)          # a figure from the saved outputs

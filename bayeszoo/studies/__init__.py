@@ -1,6 +1,6 @@
 """The sources' experiment protocols, each in a module named after what it reproduces.
 
-They use the public API only (``bayeszoo.results``, ``bayeszoo.cross_validate``, the models, datasets and diagnostics),
+They use the public API only (``bayeszoo.fit``, ``bayeszoo.cross_validate``, the models, datasets and diagnostics),
 never a backend's internals; import-linter checks this.
 
 * :mod:`~bayeszoo.studies.fmri`: aRVM activation maps on a synthetic fMRI volume (Tzikas PhD ch. 7).
