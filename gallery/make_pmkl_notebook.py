@@ -74,7 +74,7 @@ CELLS = [
     nbf.v4.new_code_cell(
         "ell = bz.datasets.load('neal_ellipses', n_per_class=30, n_test_per_class=100, seed=0)\n"
         "ard = bz.models.PMKL(kernel_params='infer')\n"
-        "ard_fits = {'gibbs': bz.fit(ard, ell, 'gibbs', draws=400, tune=200, chains=2, seed=0, progress=False),\n"
+        "ard_fits = {'gibbs': bz.fit(ard, ell, 'gibbs', draws=400, tune=500, chains=2, seed=0, progress=False),\n"
         "            'vb': bz.fit(ard, ell, 'vb', draws=200, chains=1, seed=0, progress=False)}\n"
         "fixed_fit = bz.fit(bz.models.PMKL(), ell, 'gibbs', draws=400, tune=200, chains=2, seed=0, progress=False)\n"
         "theta = {k: f.posterior.theta.mean(('chain', 'draw')).values for k, f in ard_fits.items()}\n"
