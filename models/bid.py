@@ -344,8 +344,11 @@ class BID(ImageModel):
     def score(self, fit, data: Dataset) -> dict:
         """``isnr_f`` = 10 log10(|f - g|^2 / |f - f_hat|^2) and ``isnr_h`` = 10 log10(|h - h_in|^2 / |h - h_hat|^2)
         (§5.11; h_in is the initial PSF), from the posterior means, when ``data.meta`` holds the truth (else
-        NaN); ``seconds_per_iter``: a hand-written backend's time per VB iteration / Gibbs sweep, or a generic
-        backend's wall time per draw and chain (warm-up included)."""
+        NaN); ``isnr_f_shift``: the same ISNR up to a shift, the field's measure for a blind estimate (Levin et al.
+        2009: image and PSF are identifiable only up to opposite shifts), 10 log10(SSD(g) / SSD(f_hat at its best
+        sub-pixel shift)) on the truth without a 15-pixel frame (:func:`ssd_upto_shift`; NaN for images of 30
+        pixels or fewer a side); ``seconds_per_iter``: a hand-written backend's time per VB iteration / Gibbs
+        sweep, or a generic backend's wall time per draw and chain (warm-up included)."""
         from bayeszoo.numerics import fft as _fft
 
         self.check_fit(fit)
@@ -355,11 +358,15 @@ class BID(ImageModel):
         if f_hat.shape != shape:
             raise ValueError(f"this fit is of a {f_hat.shape[0]} x {f_hat.shape[1]} image but the data are "
                              f"{shape[0]} x {shape[1]}")
-        out = {"isnr_f": math.nan, "isnr_h": math.nan}
+        out = {"isnr_f": math.nan, "isnr_f_shift": math.nan, "isnr_h": math.nan}
         if "true_image" in data.meta:
             f = np.asarray(data.meta["true_image"], dtype=float)
             g = self.observed_image(data)
             out["isnr_f"] = isnr(f, g, f_hat)
+            if min(shape) > 2 * SHIFT_BORDER:
+                unshifted = ssd_upto_shift(g, f, max_shift=0, border=SHIFT_BORDER)   # the same frame, as observed
+                best = ssd_upto_shift(f_hat, f, border=SHIFT_BORDER)
+                out["isnr_f_shift"] = 10 * math.log10(unshifted / best) if best > 0 else math.inf
         if "true_psf" in data.meta:
             h = _fft.embed(np.asarray(data.meta["true_psf"], dtype=float), shape)
             h_in = _fft.embed(self.initial_psf(shape), shape)
@@ -387,8 +394,11 @@ def isnr(truth: np.ndarray, before: np.ndarray, estimate: np.ndarray) -> float:
     return 10.0 * math.log10(num / den) if num > 0 else -math.inf
 
 
+SHIFT_BORDER = 15   # pixels left out around the frame of the up-to-a-shift measure (more than the largest shift)
+
+
 def ssd_upto_shift(estimate: np.ndarray, truth: np.ndarray, *, max_shift: float = 5.0, step: float = 0.25,
-                   border: int = 15) -> float:
+                   border: int = SHIFT_BORDER) -> float:
     """The error measure of Levin et al. (2009): |shift(estimate) - truth|^2 on the truth without a ``border``-pixel
     frame, minimised over the shifts (dy, dx) on a grid of ``step`` in [-max_shift, max_shift]^2, the estimate
     interpolated bilinearly. A blind estimate is only determined up to a shift of image against PSF, sub-pixel

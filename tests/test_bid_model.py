@@ -228,8 +228,30 @@ def test_score_isnr_on_constructed_fits():
     assert score["isnr_f"] == pytest.approx(20 * np.log10(2), rel=1e-9)
     assert score["isnr_h"] == pytest.approx(20 * np.log10(2), rel=1e-9)
     assert score["seconds_per_iter"] == 0.25
+    assert np.isnan(score["isnr_f_shift"])        # 16 x 16: too small for the measure's 15-pixel frame
     assert isnr(truth, g, g) == pytest.approx(0.0)
     np.testing.assert_allclose(model.predict(fit, [[3, 4], [15, 0]]), [half_f[3, 4], half_f[15, 0]])
+
+
+def test_isnr_up_to_a_shift_forgives_the_shift_a_blind_estimate_cannot_identify():
+    """A restoration that is the truth moved by one pixel: plain ISNR counts the shift as error, isnr_f_shift (Levin
+    et al.'s measure) finds it and sees a perfect image; halving the error of an unshifted estimate gives
+    20 log10 2 on both."""
+    data = bz.datasets.load("cameraman", psf="uniform", snr_db=30, seed=0, size=48)
+    model = BID(psf_size=7)
+    truth, g = data.meta["true_image"], model.observed_image(data)
+    V = model.psf_view_side(truth.shape)
+    psf = np.broadcast_to(np.full((V, V), 1.0 / V**2), (1, 1, V, V))
+
+    def fit_of(image):
+        draws = {"image": np.broadcast_to(image, (1, 1, *image.shape)), "psf": psf}
+        return build_fit(model, data, "vb", "approximation", draws, timing={"total": 1.0})
+
+    moved = np.roll(truth, 1, axis=1)
+    shifted = model.score(fit_of(moved), data)
+    assert shifted["isnr_f_shift"] == np.inf and shifted["isnr_f"] < 5
+    half = model.score(fit_of(0.5 * (truth + g)), data)
+    assert half["isnr_f_shift"] == pytest.approx(20 * np.log10(2), abs=1e-6)
 
 
 def test_ssd_upto_shift_finds_subpixel_and_integer_shifts():
