@@ -7,7 +7,7 @@ from bayeszoo.catalogue import Reference
 from bayeszoo.datasets import Dataset
 from bayeszoo.diagnostics.metrics import reference_errors, sampling_diagnostics
 from bayeszoo.results import build_fit
-from bayeszoo.inference._gaussian import gaussian_draws
+from bayeszoo.inference.approximations import GaussianApproximation
 
 
 def _fit_from(model, data, draws, kind="mcmc", backend="constructed"):
@@ -155,12 +155,19 @@ def test_sampling_diagnostics_known_answers(tiny):
     assert np.isnan(approx["rhat_max"])                    # i.i.d. approximations are not judged by R-hat
 
 
-def test_gaussian_draws_moments():
+@pytest.mark.parametrize("given", ["cov", "factor", "var", "sampler"])
+def test_gaussian_approximation_draws_have_its_moments(given):
     rng = np.random.default_rng(0)
-    cov = np.array([[2.0, 0.9], [0.9, 1.0]])
-    x = gaussian_draws(rng, np.array([1.0, -1.0]), cov, chains=2, draws=50000).reshape(-1, 2)
-    np.testing.assert_allclose(x.mean(0), [1.0, -1.0], atol=0.03)
+    mean = np.array([1.0, -1.0])
+    cov = np.array([[2.0, 0.9], [0.9, 1.0]]) if given != "var" else np.diag([2.0, 1.0])
+    L = np.linalg.cholesky(cov)
+    how = {"cov": {"cov": cov}, "factor": {"factor": L}, "var": {"var": np.diag(cov)},
+           "sampler": {"var": np.diag(cov), "sampler": lambda r, n: mean + r.standard_normal((n, 2)) @ L.T}}[given]
+    q = GaussianApproximation("w", mean, **how)
+    x = q.draws(rng, 50000, "toy")
+    np.testing.assert_allclose(x.mean(0), mean, atol=0.03)    # 4 standard errors at most
     np.testing.assert_allclose(np.cov(x.T), cov, atol=0.04)
+    np.testing.assert_allclose(q.variances(), np.diag(cov))
 
 
 def test_cross_validate_checks_folds(tiny):

@@ -142,11 +142,12 @@ def test_predict_refuses_an_object_that_is_not_a_fit():
 
 
 def test_an_indefinite_gaussian_approximation_is_a_value_error():
-    from bayeszoo.inference._gaussian import gaussian_draws
+    from bayeszoo.inference.approximations import GaussianApproximation
 
-    cov = np.array([[1.0, 0.0], [0.0, -1e6]])           # no jitter up to 1e-5 makes this positive definite
-    with pytest.raises(ValueError, match="not positive definite"):
-        gaussian_draws(np.random.default_rng(0), np.zeros(2), cov, chains=1, draws=3)
+    cov = np.array([[1.0, 0.0], [0.0, -1e6]])           # no jitter up to 1e-3 makes this positive definite
+    q = GaussianApproximation("w", np.zeros(2), cov=cov)
+    with pytest.raises(ValueError, match="toy: the covariance of its Gaussian approximation is not positive definite"):
+        q.draws(np.random.default_rng(0), 3, "toy")
 
 
 def test_the_rvm_picture_does_not_hide_a_fit_made_with_another_model(data):
