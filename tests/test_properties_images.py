@@ -115,7 +115,8 @@ def _check_score(scores: dict, has_truth: bool) -> None:
     for key, value in scores.items():
         assert isinstance(value, (int, float)), (key, value)
         if key.startswith("isnr"):          # +-inf when the estimate (or the observation) equals the truth
-            assert not math.isnan(value) or not has_truth or key == "isnr_h", (key, value)
+            # BID's isnr_f_shift is NaN on images of 30 pixels or fewer a side (its 15-pixel frame), all of these
+            assert not math.isnan(value) or not has_truth or key in ("isnr_h", "isnr_f_shift"), (key, value)
         else:
             assert math.isfinite(value), (key, value)
 
