@@ -97,21 +97,24 @@ def _check_finite(position: dict, owner: str, chain: int, draw: int) -> None:
                              f"the problem's scales are too far apart for this sampler (rescale the inputs)")
 
 
-def _stack(per_chain: list[dict]) -> dict:
-    return {name: np.stack([c[name] for c in per_chain]) for name in per_chain[0]}
-
-
 # --------------------------------------------------------------------------------------------- NumPy
 def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress, desc, owner, chunk):
     sweeps = tune + draws * thin
-    post, stats, states = [], [], []
+    post, stats, states = {}, {}, []   # (chain, draw, ...) arrays, allocated at the first kept draw
+
+    def keep(out, values, c, k):
+        for name, value in values.items():
+            if name not in out:
+                out[name] = np.empty((chains, draws, *np.shape(value)), dtype=np.result_type(value, float))
+            out[name][c, k] = value
+
     t_tune = t_sample = 0.0
     with progress_bar(total=chains * sweeps, desc=desc, disable=not progress) as bar:
         for c in range(chains):
             rng = numpy_rng(seed, c)
             t0 = time.perf_counter()
             state = kernel.init(rng, problem)
-            kept_pos, kept_info = [], []
+            k = 0
             for i in range(sweeps):
                 state, info = kernel.step(rng, state)
                 if i < tune:
@@ -121,17 +124,16 @@ def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress,
                         t_tune += time.perf_counter() - t0
                         t0 = time.perf_counter()
                 elif (i - tune + 1) % thin == 0:
-                    position = {k: np.array(v, dtype=float) for k, v in kernel.position(state).items()}
-                    _check_finite(position, owner, c, len(kept_pos))
-                    kept_pos.append(position)
-                    kept_info.append({k: np.asarray(v) for k, v in info._asdict().items()})
+                    position = kernel.position(state)
+                    _check_finite(position, owner, c, k)
+                    keep(post, position, c, k)
+                    keep(stats, info._asdict(), c, k)
+                    k += 1
                 bar.update()
             t_sample += time.perf_counter() - t0
-            post.append(_stack(kept_pos))
-            stats.append(_stack(kept_info) if kept_info and kept_info[0] else {})
             states.append(state)
-    return Chains(posterior=_stack(post), stats=_stack(stats) if stats[0] else {},
-                  timing={"compile": 0.0, "tune": t_tune, "sample": t_sample}, sweeps=sweeps, states=states)
+    return Chains(posterior=post, stats=stats, timing={"compile": 0.0, "tune": t_tune, "sample": t_sample},
+                  sweeps=sweeps, states=states)
 
 
 # ----------------------------------------------------------------------------------------------- JAX

@@ -428,7 +428,7 @@ def test_samplers_and_type2_through_the_harness():
     data = bz.datasets.load("doppler", n=40, seed=2)
     model = ARVM(n_basis=4)
     cmp = bz.compare(model, data, backends=["arvm", "advi"], reference="arvm", draws=200, chains=1, seed=0,
-                     progress=False, options={"advi": {"n_iter": 3000}})
+                     progress=False, options={"advi": {"max_iter": 3000}})
     table = cmp.table().set_index("backend")
     assert not table["error"].any(), table["error"]
     assert set(table.index) == {"arvm", "advi"}

@@ -91,7 +91,7 @@ def test_advi_converges_and_shows_the_known_mean_field_bias(method, nuts_fit, si
     0.009. The test pins the plumbing (ELBO climbs to a plateau, i.i.d. draws with canonical names) and that
     bias direction, with tolerances wide enough for the optimiser's noise.
     """
-    fit = bz.fit(MODEL, sinc, method, draws=250, chains=2, seed=0, progress=False, n_iter=8000, learning_rate=0.01)
+    fit = bz.fit(MODEL, sinc, method, draws=250, chains=2, seed=0, progress=False, max_iter=8000, learning_rate=0.01)
     assert fit.kind == "approximation" and fit.posterior.sizes["chain"] == 2 and fit.posterior.sizes["draw"] == 250
     assert set(fit.posterior.data_vars) == {"w", "log_alpha", "log_beta"}
     elbo = fit.idata.objective["elbo"].values
