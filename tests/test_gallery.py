@@ -6,6 +6,7 @@ notebooks themselves.
 import ast
 import importlib.util
 import os
+import tomllib
 import sys
 
 import pytest
@@ -67,8 +68,13 @@ def test_notebook_reads_like_a_tutorial(name):
 
 
 def _module_file(module):
-    """The source file of a bayeszoo module, or None if there is none."""
-    base = os.path.join(ROOT, *module.split("."))
+    """The source file of a bayeszoo module, or None if there is none (through pyproject.toml's package-dir: the
+    card's top-level models/, inference/ and diagnostics/ are bayeszoo's subpackages)."""
+    with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
+        mapping = tomllib.load(fh)["tool"]["setuptools"]["package-dir"]
+    package = max((p for p in mapping if module == p or module.startswith(p + ".")), key=len)
+    rest = module[len(package):].lstrip(".")
+    base = os.path.join(ROOT, mapping[package], *(rest.split(".") if rest else []))
     for path in (base + ".py", os.path.join(base, "__init__.py")):
         if os.path.isfile(path):
             return path
