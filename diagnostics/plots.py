@@ -308,6 +308,17 @@ def _ranking_bars(ax, table, skip=None):
     _kind_legend(ax)
 
 
+def _panels(n: int, width: float, height: float, ncols: int = 3):
+    """A figure with ``n`` panels of ``width`` x ``height`` inches, at most ``ncols`` a row; (figure, the n axes)."""
+    ncols = min(ncols, n)
+    nrows = math.ceil(n / ncols)
+    fig = new_figure(width * ncols, height * nrows)
+    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
+    for ax in axes[n:]:
+        ax.set_visible(False)
+    return fig, axes[:n]
+
+
 def trace_figure(fit, components) -> Figure | None:
     """``az.plot_trace`` of the chosen components (density left, trace right)."""
     import arviz as az
@@ -341,13 +352,8 @@ def rank_figure(fit, components) -> Figure | None:
     keep = [v for v in ds.data_vars if _finite_varying(ds[v].values)]
     if not keep:
         return None
-    ncols = min(3, len(keep))
-    nrows = math.ceil(len(keep) / ncols)
-    fig = new_figure(3.4 * ncols, 2.3 * nrows)
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax in axes[len(keep):]:
-        ax.set_visible(False)
-    az.plot_rank(ds[keep], ax=axes[: len(keep)], show=False)
+    fig, axes = _panels(len(keep), 3.4, 2.3)
+    az.plot_rank(ds[keep], ax=axes, show=False)
     fig.tight_layout()
     return fig
 
@@ -417,12 +423,7 @@ def objective_figure(comparison) -> Figure | None:
             traces.append((label, name, group[name]))
     if not traces:
         return None
-    ncols = min(3, len(traces))
-    nrows = math.ceil(len(traces) / ncols)
-    fig = new_figure(4.2 * ncols, 2.9 * nrows)
-    axes = fig.subplots(nrows, ncols, squeeze=False).ravel()
-    for ax in axes[len(traces):]:
-        ax.set_visible(False)
+    fig, axes = _panels(len(traces), 4.2, 2.9)
     for ax, (label, name, da) in zip(axes, traces):
         values = np.asarray(da.values, dtype=float)
         values = values.reshape(-1, values.shape[-1]) if values.ndim > 1 else values[None, :]
