@@ -36,10 +36,10 @@ from bayeszoo import checks
 from bayeszoo.api import fit as fit_model
 from bayeszoo.datasets import Dataset
 from bayeszoo.numerics.lanczos import lanczos
+from bayeszoo.numerics.linalg import DENSE_N   # largest n whose precision matrix is factorised densely
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.progress import progress_bar
 
-DENSE_N = 2000            # largest n whose precision matrix is factorised densely
 GAUSSIAN_BACKENDS = ("ep", "dloop")   # the backends whose fits carry a Gaussian approximation of the posterior
 OWNER = "bz.design"
 STEP_DRAWS = 2            # draws of the fits between steps: only their Gaussian approximation is used
