@@ -20,6 +20,8 @@ the sampled and variational posteriors be compared (the thesis imposes none, dig
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import math
 import re
 from dataclasses import dataclass
@@ -105,6 +107,10 @@ class BID(ImageModel):
 
     family = "bid"
     compare_vars = ("image", "psf")
+    reference_advice: ClassVar[str] = (
+        "BID: the blind posterior is multimodal (image and PSF trade off along the blur / scale direction) and no "
+        "engine has converged on it in hours, even on a 32 x 32 crop: read the fits as estimates, not samples, and "
+        "judge them by isnr_f / isnr_f_shift against the true image (docs/families/bid.md).")
 
     def __post_init__(self):
         parse_variant(self.variant)

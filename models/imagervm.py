@@ -16,6 +16,8 @@ write pruned weights as w = 0, log_alpha = log(1e12), as the RVM does.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 import math
 from dataclasses import dataclass
 
@@ -81,6 +83,10 @@ class ImageRVM(ImageModel):
 
     family = "imagervm"
     compare_vars = ("w", "log_beta")
+    reference_advice: ClassVar[str] = (
+        "image RVM: as for the RVM, the near-improper default priors make a funnel NUTS cannot sample; compare "
+        "under ImageRVM(a=5, b=0.05, c=1, d=1e-3) (the catalogue's imagervm-sinc) with numpyro at "
+        "target_accept 0.99, on images small enough for the dense declaration (docs/families/imagervm.md).")
 
     def __post_init__(self):
         if isinstance(self.kernels, (str, bytes)) or not hasattr(self.kernels, "__len__"):

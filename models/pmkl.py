@@ -21,6 +21,8 @@ whole X is one source.
 """
 from __future__ import annotations
 
+from typing import ClassVar
+
 from dataclasses import dataclass
 
 import numpy as np
@@ -85,6 +87,10 @@ class PMKL(Model):
 
     family = "pmkl"
     compare_vars = ("W", "beta")
+    reference_advice: ClassVar[str] = (
+        "pMKL: under the default alpha ~ Gamma(1, 1) the weights are Student-t(2) and NUTS diverges; compare under "
+        "PMKL(tau=5, nu=5) (the catalogue's pmkl-sources), or use the gibbs backend as the reference with long "
+        "runs and thin=5 (docs/families/pmkl.md).")
 
     def __post_init__(self):
         checks.choice("PMKL", "rule", _text(self.rule), kernels.RULES)
