@@ -558,8 +558,11 @@ def write_report(comparison, path: str) -> str:
 
     # family picture
     out.append("<h2>The model's picture</h2>")
-    out.append(images.render("family picture", lambda: plots.family_picture(comparison))
-               or note(f"no picture for the {getattr(model, 'family', '?')} family"))
+    family = getattr(model, "family", "?")
+    why = (f"the {family} family's picture compares every fit with the reference posterior, and this comparison "
+           f"has none (see the banner for how to get one)" if reference is None else
+           f"no picture for the {family} family")
+    out.append(images.render("family picture", lambda: plots.family_picture(comparison)) or note(why))
 
     # objective traces
     obj = images.render("objective traces", lambda: plots.objective_figure(comparison))

@@ -155,3 +155,19 @@ def test_gpc_marginals_picture_against_the_reference(tmp_path):
     assert len(axes[2].collections[0].get_offsets()) == data.X_test.shape[0]
     path = cmp.report(tmp_path / "gpc.html")
     assert "The model&#x27;s picture" in open(path).read() or "The model's picture" in open(path).read()
+
+
+def test_a_comparison_without_reference_says_why_and_how_to_get_one(tmp_path):
+    """The user's own data and reference="auto": no catalogue entry, so no reference. The report says so plainly
+    (verdict, banner, the family picture's note) instead of blaming the family."""
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(40, 2))
+    data = bz.datasets.Dataset(X, (X[:, 0] > 0).astype(float), name="mine", meta={"task": "classification"})
+    cmp = bz.compare(bz.models.GPC(), data, backends=["laplace", "ep"], draws=50, chains=2, progress=False)
+    assert cmp.reference is None
+    assert cmp.verdict() == ("There is no reference posterior, so nothing is measured for accuracy and nothing is "
+                             "ranked.")
+    text = open(write_report(cmp, str(tmp_path / "r.html")), encoding="utf-8").read()
+    assert 'class="banner none"' in text and 'reference="nuts"' in text
+    assert "picture compares every fit with the reference posterior, and this comparison has none" in text
+    assert "no picture for the gpc family" not in text
