@@ -1,8 +1,9 @@
 """The design card's top level: models/, inference/ and diagnostics/ beside bayeszoo/, installed as its subpackages.
 
-Checked three ways: the package list in pyproject.toml names every package folder; a built wheel installed in a
-fresh virtual environment imports every subpackage and runs a fit; and the layer contracts, run on that wheel's
-files, see every module (an upward import planted in ``models`` is reported).
+Checked four ways: the package list in pyproject.toml names every package folder; a built wheel installed in a
+fresh virtual environment imports every subpackage and runs a fit; the layer contracts see every module of the
+source tree (through the links in bayeszoo/) and of that wheel's files, where an upward import planted in
+``models`` is reported.
 """
 from __future__ import annotations
 
@@ -44,7 +45,21 @@ def test_the_card_top_level_is_the_repository_root():
         assert os.path.exists(os.path.join(ROOT, name)), name
     for package, folder in TOP_LEVEL.items():
         assert SETUPTOOLS["package-dir"][package] == folder
-        assert not os.path.exists(os.path.join(ROOT, "bayeszoo", package.split(".")[1]))
+        # inside bayeszoo/ only a link to the top-level folder, for the tools that walk bayeszoo/ (import-linter)
+        link = os.path.join(ROOT, "bayeszoo", package.split(".")[1])
+        assert os.path.islink(link) and os.readlink(link) == os.path.join("..", folder)
+
+
+def test_the_layer_contracts_see_every_module_of_the_source_tree():
+    """``make lint`` runs import-linter on the source tree: through the links it sees every mapped module, and
+    ``from bayeszoo import models`` is an import of bayeszoo.models, not of the package (which would break the
+    layers)."""
+    import grimp
+
+    graph = grimp.build_graph("bayeszoo", cache_dir=None)
+    assert {"bayeszoo.models.rvm", "bayeszoo.inference.rvm.gibbs", "bayeszoo.diagnostics.metrics"} <= graph.modules
+    assert graph.find_modules_directly_imported_by("bayeszoo.catalogue.problems") >= {"bayeszoo.models"}
+    assert "bayeszoo" not in graph.find_modules_directly_imported_by("bayeszoo.catalogue.problems")
 
 
 def test_the_package_list_names_every_package_folder():
@@ -57,7 +72,7 @@ def test_the_installed_package_imports_every_subpackage_from_its_folder():
         module = importlib.import_module(package)
         assert os.path.dirname(module.__file__).endswith(os.sep + folder)
     names = set()
-    for package in SETUPTOOLS["packages"]:   # an editable install's hook hides the mapped folders from walking
+    for package in SETUPTOOLS["packages"]:
         module = importlib.import_module(package)
         names |= {m.name for m in pkgutil.iter_modules(module.__path__, f"{package}.")}
     assert {"bayeszoo.models.rvm", "bayeszoo.inference.rvm.gibbs", "bayeszoo.diagnostics.metrics"} <= names

@@ -1,0 +1,21 @@
+"""bayeszoo: a model zoo for Bayesian kernel and sparse models.
+
+    import bayeszoo as bz
+    data = bz.datasets.load("sinc")
+    model = bz.models.RVM(width=3.0)
+    fit = bz.fit(model, data, backend="gibbs", seed=0)
+    cmp = bz.compare(model, data, backends=["nuts", "numpyro", "gibbs", "vb", "em"], reference="nuts")
+"""
+from bayeszoo import _config  # noqa: F401  (float64 JAX, PyTensor BLAS: once, before anything else)
+from bayeszoo import datasets  # noqa: E402
+from bayeszoo import models  # noqa: E402
+from bayeszoo.api import backends, compare, cross_validate, fit  # noqa: E402
+from bayeszoo.comparison import Comparison, load_comparison  # noqa: E402
+from bayeszoo.results import Fit, load_fit  # noqa: E402
+from bayeszoo import design  # noqa: E402
+from bayeszoo import active_learning  # noqa: E402
+
+__version__ = "0.1.0"
+
+__all__ = ["datasets", "models", "fit", "compare", "backends", "cross_validate", "design", "active_learning", "Fit", "Comparison",
+           "load_fit", "load_comparison", "__version__"]

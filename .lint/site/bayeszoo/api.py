@@ -1,0 +1,483 @@
+"""Public entry points: ``fit``, ``backends``, ``compare``, ``cross_validate``."""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import traceback
+import warnings
+from concurrent.futures import Executor
+from importlib import metadata
+
+import numpy as np
+
+import pandas as pd
+
+from bayeszoo import inference  # noqa: F401  (importing it registers every backend)
+from bayeszoo import catalogue, checks, registry
+from bayeszoo.catalogue import Reference
+from bayeszoo.comparison import Comparison, fit_filename
+from bayeszoo.datasets import Dataset
+from bayeszoo.results import Fit, jsonable, load_fit, recording
+from bayeszoo.models import Model
+from bayeszoo.progress import progress_bar
+
+
+def _check_model(model):
+    if not isinstance(model, Model):
+        raise ValueError(f"model must be a bayeszoo model (e.g. bz.models.RVM()), got {type(model).__name__}")
+
+
+def _check_positive_int(value, what, minimum=1):
+    checks.number("bayeszoo", what, value, low=minimum, low_inclusive=True, integer=True)
+
+
+def backends(model, details: bool = False) -> list[str] | pd.DataFrame:
+    """The backends that apply to a model.
+
+    Parameters
+    ----------
+    model : bayeszoo.models.Model
+        A model of any family, e.g. ``bz.models.RVM()``.
+    details : bool, default False
+        Return the table of the backends' options instead of their names.
+
+    Returns
+    -------
+    list of str or pandas.DataFrame
+        The backend names; with ``details=True`` one row per option of each backend: ``backend``, ``family``,
+        ``kind``, ``library``, ``description``, ``defaults`` (its own draws / tune / chains), ``option``,
+        ``default`` and ``meaning``.
+    """
+    _check_model(model)
+    names = registry.backends_for(model)
+    if not details:
+        return names
+    return backend_table([registry.get(model, name) for name in names])
+
+
+def backend_table(specs: list[registry.Backend], model=None, data=None) -> pd.DataFrame:
+    """One row per option of each backend (a backend without options has one row with ``option`` None)."""
+    rows = []
+    for spec in specs:
+        own = spec.defaults if isinstance(spec.defaults, dict) else {}
+        common = {"backend": spec.name, "family": spec.family or "generic", "kind": spec.kind,
+                  "library": spec.library, "description": spec.description,
+                  "defaults": "per problem" if callable(spec.defaults) else
+                  ", ".join(f"{k}={v}" for k, v in {**registry.HARNESS_DEFAULTS, **own}.items())}
+        if not spec.options:
+            rows.append({**common, "option": None, "default": None, "meaning": ""})
+        for name, opt in spec.options.items():
+            rows.append({**common, "option": name, "default": repr(opt.default), "meaning": opt.meaning})
+    return pd.DataFrame(rows, columns=["backend", "family", "kind", "library", "description", "defaults", "option",
+                                       "default", "meaning"])
+
+
+def _check_counts(draws, tune, chains, seed) -> None:
+    if draws is not None:
+        _check_positive_int(draws, "draws")
+    if tune is not None:
+        _check_positive_int(tune, "tune", minimum=0)
+    if chains is not None:
+        _check_positive_int(chains, "chains")
+    if seed is not None:
+        _check_positive_int(seed, "seed", minimum=0)
+
+
+def fit(model, data: Dataset, backend: str = "nuts", *, draws: int | None = None, tune: int | None = None,
+        chains: int | None = None, seed: int | None = 0, progress: bool = True, **options) -> Fit:
+    """Fit ``model`` to ``data`` with one backend and return a :class:`Fit`.
+
+    Inputs are checked (model, data, backend name, counts, options) before any compilation or sampling starts.
+
+    Parameters
+    ----------
+    model : bayeszoo.models.Model
+        The model, e.g. ``bz.models.RVM(width=3.0)``.
+    data : bayeszoo.datasets.Dataset
+        Training (and test) data; ``bz.datasets.load(name)`` or a ``Dataset`` of one's own arrays.
+    backend : str, default "nuts"
+        A backend that applies to the model (``bz.backends(model)``).
+    draws, tune, chains : int, optional
+        Draws per chain, warm-up iterations and chains; by default what the backend declares
+        (``bz.backends(model, details=True)``).
+    seed : int, default 0
+        The same seed gives the same draws.
+    progress : bool, default True
+        Show a progress bar on long work.
+    **options
+        Options of the backend (e.g. ``max_iter`` for ``em``); an option it does not know is an error.
+
+    Returns
+    -------
+    Fit
+        The posterior as an ArviZ ``InferenceData`` (``fit.idata``), with timing and the backend's information.
+
+    Raises
+    ------
+    ValueError
+        A bad model, dataset, backend name, count or option, before anything runs.
+    """
+    _check_model(model)
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+    model.validate(data)
+    spec = registry.get(model, backend)
+    _check_counts(draws, tune, chains, seed)
+    opts = spec.resolve(options, model, data)
+    given = {"draws": draws, "tune": tune, "chains": chains}
+    counts = {k: (v if v is not None else spec.harness_defaults(model, data)[k]) for k, v in given.items()}
+    with recording(seed=seed, settings=_settings(**counts, seed=seed, **options),
+                   provenance=_provenance(model, data, backend)):
+        return spec.run(model, data, **counts, seed=seed, progress=progress, **opts)
+
+
+def _provenance(model, data: Dataset, backend: str) -> dict:
+    """What else a fit depends on besides its settings: a resumed grid reuses a saved fit only when all match."""
+    try:
+        version = metadata.version("bayeszoo")
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"model": jsonable(model.spec()), "data": data.fingerprint(), "backend": backend, "version": version}
+
+
+def _settings(**kwargs) -> dict:
+    """What a fit was asked for (minus ``progress``), so a resumed grid can tell a stale fit from a current one."""
+    kwargs.pop("progress", None)
+    return {k: _setting(v) for k, v in kwargs.items()}
+
+
+def _setting(value):
+    """A JSON value standing for one setting: scalars as they are, arrays (a dictionary of kernels, a whitening
+    matrix) by their shape and a digest of their bytes, anything else by its repr."""
+    value = jsonable(value)
+    if isinstance(value, (int, float, str, bool, type(None))):
+        return value
+    text = repr(value)
+    if len(text) <= 200:
+        return text
+    try:
+        array = np.ascontiguousarray(np.asarray(value, dtype=float))
+        return f"array{array.shape} sha1:{hashlib.sha1(array.tobytes()).hexdigest()[:16]}"
+    except (TypeError, ValueError):
+        return f"{text[:80]}... sha1:{hashlib.sha1(text.encode()).hexdigest()[:16]}"
+
+
+# --------------------------------------------------------------------------------------------- compare
+def _run_one(model, data, backend, kwargs, path):
+    """One cell of a grid; runs in the caller's process or on an executor worker. Never raises.
+    Returns (fit or None, error or None, note): a fit that could not be saved is still returned, with a note."""
+    from bayeszoo import _config  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
+
+    try:
+        result = fit(model, data, backend, **kwargs)
+    except Exception as exc:  # one failing backend must not sink the grid
+        return None, f"{type(exc).__name__}: {exc}\n{traceback.format_exc(limit=4)}", ""
+    if path is None:
+        return result, None, ""
+    try:
+        result.save(path)
+    except Exception as exc:
+        return result, None, f"not saved to {path}: {type(exc).__name__}: {exc}"
+    return result, None, ""
+
+
+def compare(model, data: Dataset, backends: list[str] | None = None,
+            reference: str | Fit | Reference | os.PathLike | None = "auto", *,
+            draws: int | None = None, tune: int | None = None, chains: int | None = None, seed: int = 0,
+            progress: bool = True, executor: Executor | None = None, out: str | os.PathLike | None = None,
+            options: dict[str, dict] | None = None, reference_draws: int | None = None):
+    """Run a grid of backends on one model and dataset and return a :class:`Comparison`.
+
+    Every cell's counts and options are resolved and checked before anything runs. A backend that fails gives a
+    table row with its error; the others still run.
+
+    Parameters
+    ----------
+    model : bayeszoo.models.Model
+        The model every backend fits.
+    data : bayeszoo.datasets.Dataset
+        The data every backend fits.
+    backends : list of str, optional
+        The grid; by default every backend that applies to the model.
+    reference : str, Fit, Reference, path or None, default "auto"
+        What the errors are measured against (a :class:`~bayeszoo.catalogue.Reference`; one that breaks the
+        rules of :mod:`bayeszoo.catalogue.reference` is flagged as untrusted):
+
+        * ``"auto"``: the catalogue's reference when (model, data) is one of its problems, else none;
+        * ``"catalogue"`` or ``"catalogue:<key>"``: the catalogue's entry (a ValueError if there is none);
+        * a backend name: its fit in the grid; a backend not in ``backends``, or any with ``reference_draws``,
+          runs on its own for the reference (e.g. a long NUTS run);
+        * a Fit, a Reference, or the path of a saved fit or reference; None: no reference.
+    draws, tune, chains : int, optional
+        The same for every backend; where None, each backend's own default.
+    seed : int, default 0
+        The seed of every cell.
+    progress : bool, default True
+        Show progress bars.
+    executor : concurrent.futures.Executor, optional
+        Runs the cells, e.g. ``distributed.Client(...).get_executor()``; by default the grid runs here, one
+        backend after another.
+    out : path, optional
+        Folder; each finished fit is saved there at once, and a grid started again with the same ``out`` loads
+        those fits instead of recomputing them (resume). The table and report are written at the end.
+    options : dict of dict, optional
+        Per-backend keyword options, e.g. ``{"em": {"max_iter": 500}}``; ``draws``, ``tune`` and ``chains``
+        there override the grid's for that backend.
+    reference_draws : int, optional
+        Draws of a reference backend run on its own.
+
+    Returns
+    -------
+    Comparison
+        The fits, the errors of the cells that failed, and the reference; ``table()`` tabulates them.
+    """
+    _check_model(model)
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+    model.validate(data)
+    if backends is None:
+        backends = registry.backends_for(model)
+    elif isinstance(backends, str) or not isinstance(backends, (list, tuple)):
+        raise ValueError(f"backends must be a list of backend names, got {backends!r}")
+    backends = list(backends)
+    if not backends:
+        raise ValueError("compare needs at least one backend")
+    for name in backends:
+        registry.get(model, name)  # unknown names fail here, before anything runs
+    if len(set(backends)) != len(backends):
+        raise ValueError(f"backends has duplicates: {backends}")
+    if options is not None and (not isinstance(options, dict)
+                                or not all(isinstance(v, dict) for v in options.values())):
+        raise ValueError(f"options must map backend names to dicts of options, got {options!r}")
+    options = dict(options or {})
+    ref_backend, ref_summary = _reference(model, data, reference, reference_draws)
+    unknown = set(options) - set(backends) - {ref_backend}
+    if unknown:
+        raise ValueError(f"options given for backends not in the grid: {sorted(unknown)}")
+    _check_counts(draws, tune, chains, seed)
+    asked = {"draws": draws, "tune": tune, "chains": chains}
+
+    def job(name: str) -> dict:
+        """The full keyword arguments of one cell (counts resolved, options checked), before anything runs."""
+        spec = registry.get(model, name)
+        own = dict(options.get(name, {}))
+        counts = {k: own.pop(k, v) for k, v in asked.items()}   # a cell may set its own draws / tune / chains
+        _check_counts(counts["draws"], counts["tune"], counts["chains"], None)
+        spec.resolve(own, model, data)
+        defaults = spec.harness_defaults(model, data)
+        counts = {k: (v if v is not None else defaults[k]) for k, v in counts.items()}
+        return {**counts, "seed": seed, "progress": progress, **own}
+
+    jobs = {name: job(name) for name in backends}
+    ref_label = ref_summary.name if ref_summary is not None else None
+    if ref_backend is not None:
+        if ref_backend in backends and reference_draws is None:
+            ref_label = ref_backend
+        else:
+            ref_label = f"{ref_backend} (reference)"
+            ref_kwargs = job(ref_backend)
+            if reference_draws is not None:
+                ref_kwargs["draws"] = reference_draws
+            jobs[ref_label] = ref_kwargs
+
+    fits, errors, notes = {}, {}, {}
+    fits_dir = os.path.join(os.fspath(out), "fits") if out is not None else None
+    if fits_dir is not None:
+        _check_writable(fits_dir)
+    pending = {}
+    for label, kwargs in jobs.items():
+        name = label.replace(" (reference)", "")
+        path = os.path.join(fits_dir, fit_filename(label)) if fits_dir else None
+        if path and os.path.exists(path):
+            saved, notes[label] = _resume(path, _settings(**kwargs), _provenance(model, data, name))
+            if saved is not None:
+                fits[label] = saved
+                continue
+        pending[label] = (name, kwargs, path)
+
+    with progress_bar(total=len(jobs), initial=len(fits), desc="grid", disable=not progress) as bar:
+        if executor is None:
+            for label, (name, kwargs, path) in pending.items():
+                bar.set_postfix_str(label)
+                _store(fits, errors, notes, label, *_run_one(model, data, name, kwargs, path))
+                bar.update()
+        else:
+            futures = {executor.submit(_run_one, model, data, name, {**kwargs, "progress": False}, path): label
+                       for label, (name, kwargs, path) in pending.items()}
+            from concurrent.futures import as_completed
+
+            for future in as_completed(futures):
+                label = futures[future]
+                try:
+                    outcome = future.result()
+                except Exception as exc:  # the worker itself died
+                    outcome = None, f"{type(exc).__name__}: {exc}", ""
+                _store(fits, errors, notes, label, *outcome)
+                bar.update()
+
+    if ref_backend is not None:   # the reference is a cell's run: summarised once it has run
+        if ref_label in fits:
+            ref_summary = Reference.from_fit(fits[ref_label], list(model.var_dims(data)), name=ref_label)
+        else:
+            errors.setdefault(ref_label, "reference fit failed")
+    order = [label for label in jobs]
+    cmp = Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
+                     errors={k: errors[k] for k in order if k in errors}, reference=ref_summary, order=order,
+                     notes={k: v for k, v in notes.items() if v})
+    if out is not None:
+        try:
+            cmp.save(out)
+        except Exception as exc:   # the fits are in memory: return them rather than lose the whole grid
+            warnings.warn(f"compare: the comparison could not be saved to {os.fspath(out)!r} "
+                          f"({type(exc).__name__}: {exc}); the returned Comparison holds every fit", stacklevel=2)
+    return cmp
+
+
+REFERENCE_KINDS = ("'auto', 'catalogue', 'catalogue:<key>', a backend name, a Fit, a Reference or the path of a "
+                   "saved fit or reference")
+
+
+def _reference(model, data: Dataset, reference, reference_draws) -> tuple[str | None, Reference | None]:
+    """(the backend whose fit is the reference, or None; the ready Reference, or None), checked before anything
+    runs. A Reference made for another model or other data is refused."""
+    if reference_draws is not None:
+        _check_positive_int(reference_draws, "reference_draws")
+    if isinstance(reference, str) and reference in registry.backends_for(model):
+        return reference, None
+    if reference_draws is not None:
+        raise ValueError(f"reference_draws needs a backend name as the reference, got reference={reference!r}")
+    if reference is None:
+        return None, None
+    names = list(model.var_dims(data))
+    if isinstance(reference, Reference):
+        summary = reference
+    elif isinstance(reference, Fit):
+        model.check_fit(reference)
+        summary = Reference.from_fit(reference, names, name=f"{reference.backend} (given)")
+    elif isinstance(reference, str) and reference == "auto":
+        return None, catalogue.lookup(model, data)
+    elif isinstance(reference, str) and (reference == "catalogue" or reference.startswith("catalogue:")):
+        key = reference.partition(":")[2]
+        if not key:
+            found = catalogue.find(model, data)
+            if found is None:
+                raise ValueError("reference='catalogue': this model and dataset are not a catalogue problem "
+                                 f"({', '.join(catalogue.keys())}); see bayeszoo.catalogue.problems")
+            key = found.key
+        summary = catalogue.load(key)
+    elif isinstance(reference, (str, os.PathLike)) and os.path.isfile(reference):
+        summary = Reference.load(reference, names)
+    elif isinstance(reference, str):
+        raise ValueError(f"reference {reference!r} is not a backend of {type(model).__name__} "
+                         f"({', '.join(registry.backends_for(model))}) nor a file; it must be {REFERENCE_KINDS}")
+    else:
+        raise ValueError(f"reference must be {REFERENCE_KINDS}, got {type(reference).__name__}")
+    differ = summary.matches(model, data)
+    if differ:
+        raise ValueError(f"reference {summary.name!r} was made for another {' and '.join(differ)} than this "
+                         f"comparison's")
+    return None, summary
+
+
+def _store(fits, errors, notes, label, result, error, note):
+    if error is None:
+        fits[label] = result
+    else:
+        errors[label] = error
+    if note:
+        notes[label] = f"{notes[label]}; {note}" if notes.get(label) else note
+
+
+def _check_writable(directory: str) -> None:
+    """A ValueError naming ``directory`` unless files can be written there (checked before any work)."""
+    try:
+        os.makedirs(directory, exist_ok=True)
+        with tempfile.NamedTemporaryFile(dir=directory, prefix=".write-check-"):
+            pass
+    except OSError as exc:
+        raise ValueError(f"compare: cannot write fits to {directory!r} ({type(exc).__name__}: {exc})") from None
+
+
+def _resume(path: str, settings: dict, provenance: dict) -> tuple[Fit | None, str]:
+    """The fit saved at ``path`` if it was made with these settings and provenance, and a note for the table.
+    A file that cannot be read is moved aside (kept) and the cell refitted; a stale one is refitted."""
+    try:
+        saved = load_fit(path)
+    except ValueError as exc:
+        aside = _move_aside(path)
+        return None, f"refitted: the saved fit could not be read and was moved to {aside} ({exc})"
+    changed = [key for key in ("model", "data", "backend", "version")
+               if saved.info.get("provenance", {}).get(key) != provenance[key]]
+    if saved.info.get("settings") != settings:
+        changed.append("settings")
+    if not changed:
+        return saved, "resumed"
+    return None, f"refitted: the saved fit was made with another {', '.join(changed)}"
+
+
+def _move_aside(path: str) -> str:
+    aside, k = f"{path}.unreadable", 1
+    while os.path.exists(aside):
+        k += 1
+        aside = f"{path}.unreadable{k}"
+    os.replace(path, aside)
+    return aside
+
+
+# ------------------------------------------------------------------------------------- cross-validation
+def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10, repeats: int = 1, seed: int = 0,
+                   draws: int = 500, tune: int = 500, chains: int = 2, progress: bool = True,
+                   **options) -> dict[str, np.ndarray]:
+    """K-fold cross-validation on the training set (the test set is ignored).
+
+    Parameters
+    ----------
+    model : bayeszoo.models.Model
+        The model refitted on each fold.
+    data : bayeszoo.datasets.Dataset
+        Its training set is split into ``folds`` parts, each held out once.
+    backend : str, default "em"
+        The backend of every fit.
+    folds : int, default 10
+        Number of folds, at least 2 and at most the number of training points.
+    repeats : int, default 1
+        Repetitions with a new random split each.
+    seed : int, default 0
+        Seeds the splits and the fits.
+    draws, tune, chains : int
+        Counts of every fit.
+    progress : bool, default True
+        Show a progress bar over the folds.
+    **options
+        Options of the backend.
+
+    Returns
+    -------
+    dict of str to numpy.ndarray
+        One array per metric of ``model.score`` (and ``seconds``), one entry per fold and repeat.
+    """
+    _check_model(model)
+    if not isinstance(data, Dataset):
+        raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+    model.validate(data)
+    registry.get(model, backend)
+    _check_positive_int(folds, "folds", minimum=2)
+    _check_positive_int(repeats, "repeats")
+    if folds > data.n:
+        raise ValueError(f"folds={folds} is more than the {data.n} training points")
+    rng = np.random.default_rng(seed)
+    results: dict[str, list] = {}
+    with progress_bar(total=folds * repeats, desc=f"cv {backend}", disable=not progress) as bar:
+        for r in range(repeats):
+            perm = rng.permutation(data.n)
+            for k, test_idx in enumerate(np.array_split(perm, folds)):
+                train_idx = np.setdiff1d(perm, test_idx)
+                split = data.subset(train_idx, test_idx, name=f"{data.name}[cv{r}.{k}]")
+                result = fit(model, split, backend, draws=draws, tune=tune, chains=chains,
+                             seed=seed + 1000 * r + k, progress=False, **options)
+                for key, value in model.score(result, split).items():
+                    results.setdefault(key, []).append(value)
+                results.setdefault("seconds", []).append(result.seconds)
+                bar.update()
+    return {k: np.asarray(v) for k, v in results.items()}

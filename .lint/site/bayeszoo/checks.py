@@ -1,0 +1,223 @@
+"""Validation of user input: one vocabulary for model options, dataset-loader options, backend options and the
+API's arguments. Every check returns the value (converted where that is safe) or raises a ``ValueError`` that
+names whose option it is, the option, what it must be and what it got, before any work starts.
+
+    from bayeszoo import checks
+    width = checks.positive("RVM", "width", width)
+    kernel = checks.choice("RVM", "kernel", kernel, KERNELS)
+"""
+from __future__ import annotations
+
+import numbers
+from dataclasses import dataclass
+
+import numpy as np
+
+
+def _fail(owner: str, name: str, what: str, value) -> ValueError:
+    shown = repr(value)
+    if len(shown) > 80:
+        shown = shown[:77] + "..."
+    return ValueError(f"{owner}: {name} must be {what}; got {shown}")
+
+
+def number(owner: str, name: str, value, *, low: float | None = None, high: float | None = None,
+           low_inclusive: bool = False, high_inclusive: bool = True, integer: bool = False,
+           allow_none: bool = False):
+    """A finite real (or integer) number within (low, high]; bool and strings are refused."""
+    if value is None and allow_none:
+        return None
+    kind = "an integer" if integer else "a finite number"
+    ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
+    if isinstance(value, (bool, np.bool_)) or not ok_type or not np.isfinite(float(value)):
+        raise _fail(owner, name, kind + (" or None" if allow_none else ""), value)
+    if low is not None and (value < low or (value == low and not low_inclusive)):
+        raise _fail(owner, name, f"{kind} {'>=' if low_inclusive else '>'} {low}", value)
+    if high is not None and (value > high or (value == high and not high_inclusive)):
+        raise _fail(owner, name, f"{kind} {'<=' if high_inclusive else '<'} {high}", value)
+    return int(value) if integer else float(value)
+
+
+def number_sequence(owner: str, name: str, value, *, allow_scalar: bool = False,
+                    **bounds) -> tuple[float, ...]:
+    """A non-empty sequence (list, tuple or 1-d array) of numbers, each checked by ``number`` with ``bounds``; with
+    ``allow_scalar`` one number is accepted as a sequence of one. Returned as a tuple of floats."""
+    if allow_scalar and isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_)):
+        value = (value,)
+    if isinstance(value, np.ndarray) and value.ndim == 1:
+        value = value.tolist()
+    if not isinstance(value, (list, tuple)) or len(value) == 0:
+        raise _fail(owner, name, "a non-empty sequence of numbers" + (" or a number" if allow_scalar else ""), value)
+    return tuple(number(owner, name, v, **bounds) for v in value)
+
+
+def positive(owner: str, name: str, value, *, integer: bool = False, allow_none: bool = False):
+    """A finite number > 0 (an integer >= 1 with ``integer``)."""
+    return number(owner, name, value, low=0, integer=integer, allow_none=allow_none)
+
+
+def non_negative(owner: str, name: str, value, *, integer: bool = False, allow_none: bool = False):
+    return number(owner, name, value, low=0, low_inclusive=True, integer=integer, allow_none=allow_none)
+
+
+def probability(owner: str, name: str, value):
+    """A number strictly between 0 and 1."""
+    return number(owner, name, value, low=0, high=1, high_inclusive=False)
+
+
+def choice(owner: str, name: str, value, choices):
+    """One of ``choices`` (compared by equality; unhashable values are refused)."""
+    try:
+        ok = value in tuple(choices)
+    except TypeError:
+        ok = False
+    if not ok:
+        raise _fail(owner, name, f"one of {tuple(choices)}", value)
+    return value
+
+
+def flag(owner: str, name: str, value) -> bool:
+    """True or False (not 0 / 1 or strings)."""
+    if not isinstance(value, (bool, np.bool_)):
+        raise _fail(owner, name, "True or False", value)
+    return bool(value)
+
+
+def finite_array(owner: str, name: str, value, *, ndim: int | None = None, columns: int | None = None,
+                 min_rows: int = 0) -> np.ndarray:
+    """A float array with no NaN or inf; ``ndim`` and the number of ``columns`` (last axis) when given.
+    pandas objects are accepted (their values are used)."""
+    try:
+        array = np.asarray(getattr(value, "to_numpy", lambda: value)(), dtype=float)
+    except (TypeError, ValueError):
+        raise _fail(owner, name, "an array of numbers", value) from None
+    if ndim is not None and array.ndim != ndim:
+        raise ValueError(f"{owner}: {name} must have {ndim} dimension(s); got shape {array.shape}")
+    if columns is not None and (array.ndim < 1 or array.shape[-1] != columns):
+        raise ValueError(f"{owner}: {name} must have {columns} column(s); got shape {array.shape}")
+    if array.ndim and array.shape[0] < min_rows:
+        raise ValueError(f"{owner}: {name} needs at least {min_rows} row(s); got shape {array.shape}")
+    if not np.all(np.isfinite(array)):
+        raise ValueError(f"{owner}: {name} contains NaN or inf ({int(np.sum(~np.isfinite(array)))} values)")
+    return array
+
+
+def iterations(who: str, opts: dict, *names: str) -> dict:
+    """A copy of a backend's ``opts`` with each of ``names`` checked as a positive integer and ``tol`` (when
+    present) as a positive number."""
+    opts = dict(opts)
+    for name in names:
+        opts[name] = positive(who, name, opts[name], integer=True)
+    if "tol" in opts:
+        opts["tol"] = positive(who, "tol", opts["tol"])
+    return opts
+
+
+# ------------------------------------------------------------------------------- declarative constraints
+# What a backend option may be, declared with the option (``registry.Option``) rather than checked by hand, after
+# scikit-learn's ``_parameter_constraints``. Each constraint is called as ``constraint(owner, name, value)`` and
+# returns the value (converted where that is safe) or raises the ValueError of the functions above.
+@dataclass(frozen=True)
+class Interval:
+    """A number of ``kind`` (``int`` or ``float``) in the interval from ``low`` to ``high`` (None: unbounded),
+    ``closed`` "left", "right", "both" or "neither"; ``none`` also admits None."""
+
+    kind: type
+    low: float | None = None
+    high: float | None = None
+    closed: str = "left"
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        return number(owner, name, value, low=self.low, high=self.high, integer=self.kind is int,
+                      low_inclusive=self.closed in ("left", "both"), high_inclusive=self.closed in ("right", "both"),
+                      allow_none=self.none)
+
+
+@dataclass(frozen=True)
+class OneOf:
+    """One of ``choices``; ``none`` also admits None."""
+
+    choices: tuple
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if value is None and self.none:
+            return None
+        return choice(owner, name, value, self.choices)
+
+
+@dataclass(frozen=True)
+class Flag:
+    """True or False."""
+
+    def __call__(self, owner: str, name: str, value) -> bool:
+        return flag(owner, name, value)
+
+
+@dataclass(frozen=True)
+class Numbers:
+    """A non-empty sequence of numbers, each in ``element`` (an :class:`Interval`), of ``length`` when given;
+    ``scalar`` also admits one number (a sequence of one), ``none`` None. Returned as a tuple."""
+
+    element: Interval = Interval(float)
+    length: int | None = None
+    scalar: bool = False
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if value is None and self.none:
+            return None
+        e = self.element
+        values = number_sequence(owner, name, value, allow_scalar=self.scalar, low=e.low, high=e.high,
+                                 integer=e.kind is int, low_inclusive=e.closed in ("left", "both"),
+                                 high_inclusive=e.closed in ("right", "both"))
+        if self.length is not None and len(values) != self.length:
+            raise _fail(owner, name, f"a sequence of {self.length} numbers", value)
+        return values
+
+
+@dataclass(frozen=True)
+class Array:
+    """A finite float array with ``ndim`` dimensions when given; ``none`` also admits None. Shapes that depend on
+    the data are checked by the backend's ``check(options, model, data)``."""
+
+    ndim: int | None = None
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if value is None and self.none:
+            return None
+        return finite_array(owner, name, value, ndim=self.ndim)
+
+
+@dataclass(frozen=True)
+class Function:
+    """A callable (a user's function)."""
+
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if (value is None and self.none) or callable(value):
+            return value
+        raise _fail(owner, name, "a callable" + (" or None" if self.none else ""), value)
+
+
+@dataclass(frozen=True)
+class Text:
+    """A string (a file name, a label); ``none`` also admits None."""
+
+    none: bool = False
+
+    def __call__(self, owner: str, name: str, value):
+        if (value is None and self.none) or isinstance(value, str):
+            return value
+        raise _fail(owner, name, "a string" + (" or None" if self.none else ""), value)
+
+
+#: the constraints most options have
+POSITIVE_INT = Interval(int, 1, None, "left")
+NON_NEGATIVE_INT = Interval(int, 0, None, "left")
+POSITIVE = Interval(float, 0, None, "neither")
+NON_NEGATIVE = Interval(float, 0, None, "left")
+PROBABILITY = Interval(float, 0, 1, "neither")

@@ -1,0 +1,291 @@
+"""Datasets that load offline.
+
+``load(name, **options)`` returns a frozen :class:`Dataset`; ``names()`` lists what is available.
+Every built-in dataset is either generated (with a seed) or read from a file shipped inside the
+package, with its source, licence and preprocessing in ``meta``. Users wrap their own arrays in
+``Dataset(X=..., y=..., X_test=..., y_test=..., name=..., meta={})``.
+"""
+from __future__ import annotations
+
+import hashlib
+import html
+import inspect
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from bayeszoo import checks
+
+__all__ = ["Dataset", "load", "names", "register", "describe"]
+
+TASKS = ("regression", "classification", "multiclass", "image")
+
+
+@dataclass(frozen=True, eq=False)
+class Dataset:
+    """Training and (possibly empty) test arrays plus provenance.
+
+    ``X`` is (n, d) float64, ``y`` is (n,); the test arrays follow the same layout and may have zero rows.
+    ``meta`` holds at least ``task`` (one of ``regression``, ``classification``, ``multiclass``,
+    ``image``) when known, and for built-in data ``source``, ``licence``, ``citation`` and ``preprocessing``.
+    Construction checks shapes and finiteness and raises a ValueError naming the problem.
+    """
+
+    X: np.ndarray
+    y: np.ndarray
+    X_test: np.ndarray | None = None
+    y_test: np.ndarray | None = None
+    name: str = "data"
+    meta: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        names = getattr(self.X, "columns", None)   # a DataFrame's column names become meta["feature_names"]
+        if names is not None and "feature_names" not in self.meta:
+            object.__setattr__(self, "meta", {**self.meta, "feature_names": [str(c) for c in names]})
+        X = _as_matrix(self.X, "X")
+        y = _as_vector(self.y, "y")
+        if X.shape[0] == 0:
+            raise ValueError(f"dataset {self.name!r} is empty: X has no rows")
+        if X.shape[0] != y.shape[0]:
+            raise ValueError(f"dataset {self.name!r}: X has {X.shape[0]} rows but y has {y.shape[0]} entries")
+        if self.X_test is None or (np.size(self.X_test) == 0):
+            X_test = np.empty((0, X.shape[1]))
+            y_test = np.empty((0,), dtype=y.dtype)
+        else:
+            X_test = _as_matrix(self.X_test, "X_test")
+            if self.y_test is None:
+                raise ValueError(f"dataset {self.name!r}: X_test given without y_test")
+            y_test = _as_vector(self.y_test, "y_test")
+            if X_test.shape[1] != X.shape[1]:
+                raise ValueError(f"dataset {self.name!r}: X_test has {X_test.shape[1]} columns but X has {X.shape[1]}")
+            if X_test.shape[0] != y_test.shape[0]:
+                raise ValueError(f"dataset {self.name!r}: X_test has {X_test.shape[0]} rows but y_test has "
+                                 f"{y_test.shape[0]} entries")
+        task = self.meta.get("task")
+        if task is not None and task not in TASKS:
+            raise ValueError(f"dataset {self.name!r}: meta['task'] must be one of {TASKS}, got {task!r}")
+        object.__setattr__(self, "X", X)
+        object.__setattr__(self, "y", y)
+        object.__setattr__(self, "X_test", X_test)
+        object.__setattr__(self, "y_test", y_test)
+        object.__setattr__(self, "meta", dict(self.meta))
+
+    @property
+    def n(self) -> int:
+        return self.X.shape[0]
+
+    @property
+    def d(self) -> int:
+        return self.X.shape[1]
+
+    @property
+    def has_test(self) -> bool:
+        return self.X_test.shape[0] > 0
+
+    @property
+    def task(self) -> str | None:
+        return self.meta.get("task")
+
+    def fingerprint(self) -> str:
+        """A digest of the name, the task and every array: equal for equal data, different after any change."""
+        digest = hashlib.sha1(f"{self.name}|{self.task}".encode())
+        for array in (self.X, self.y, self.X_test, self.y_test):
+            array = np.ascontiguousarray(array)
+            digest.update(f"{array.dtype}{array.shape}".encode())
+            digest.update(array.tobytes())
+        return digest.hexdigest()
+
+    def subset(self, train_idx, test_idx=None, name: str | None = None) -> "Dataset":
+        """A new dataset whose training (and test) rows are rows of this one's training set."""
+        train_idx = np.asarray(train_idx)
+        if test_idx is None:
+            X_t, y_t = None, None
+        else:
+            test_idx = np.asarray(test_idx)
+            X_t, y_t = self.X[test_idx], self.y[test_idx]
+        return Dataset(self.X[train_idx], self.y[train_idx], X_t, y_t, name or self.name, dict(self.meta))
+
+    def __repr__(self) -> str:
+        return (f"Dataset(name={self.name!r}, task={self.task!r}, n={self.n}, d={self.d}, "
+                f"n_test={self.X_test.shape[0]})")
+
+    def _repr_html_(self) -> str:
+        """The dataset in a notebook: name, task, array shapes, class counts (classification) and provenance."""
+        return _dataset_html(self)
+
+
+# ------------------------------------------------------------------------------------- notebook display
+# Scoped to the dataset's own block so that a notebook's or a documentation page's styles are left alone; the
+# block is a light card so that it stays readable under a dark theme.
+_HTML_CSS = """
+div.bz-dataset{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:13px;line-height:1.4;
+ color:#222;background:#fff;border:1px solid #ddd;border-radius:4px;padding:.5em .8em;margin:.3em 0;
+ max-width:100%;overflow-x:auto}
+div.bz-dataset table{border-collapse:collapse;margin:.4em 0;font-size:12px;color:#222}
+div.bz-dataset th,div.bz-dataset td{border:1px solid #ddd;padding:.15em .5em;text-align:left;background:#fff;
+ color:#222;vertical-align:top}
+div.bz-dataset th{background:#f6f6f6} div.bz-dataset td.num{text-align:right}
+div.bz-dataset code{background:#f4f4f4;border-radius:3px;padding:0 .25em;color:#222}
+div.bz-dataset p{margin:.3em 0} div.bz-dataset summary{cursor:pointer;color:#555}
+"""
+_PROVENANCE = ("source", "licence", "license", "citation", "preprocessing", "split")
+_CLASS_TASKS = ("classification", "multiclass")
+
+
+def _meta_text(value, limit: int = 100) -> str:
+    """A meta value in a few words: an array's shape and dtype, a long list's length and start."""
+    if isinstance(value, np.ndarray):
+        return f"array {' × '.join(map(str, value.shape))} ({value.dtype})"
+    text = str(value)
+    if len(text) <= limit:
+        return text
+    count = f"{len(value)} items: " if isinstance(value, (list, tuple, dict)) else ""
+    return f"{count}{text[:limit]}…"
+
+
+def _class_names(meta: dict) -> dict[float, str]:
+    """``meta["classes"]`` keyed by the label as a float; after a JSON round trip (a saved comparison) its keys are
+    strings."""
+    out = {}
+    for key, name in (meta.get("classes") if isinstance(meta.get("classes"), dict) else {}).items():
+        try:
+            out[float(key)] = name
+        except (TypeError, ValueError):
+            continue
+    return out
+
+
+def _label(value: float) -> str:
+    return str(int(value)) if float(value).is_integer() else f"{value:g}"
+
+
+def _dataset_html(data: Dataset) -> str:
+    esc = html.escape
+    meta = data.meta
+    shapes = "".join(f"<tr><th><code>{name}</code></th><td class=\"num\">{esc(str(array.shape))}</td></tr>"
+                     for name, array in (("X", data.X), ("y", data.y), ("X_test", data.X_test),
+                                         ("y_test", data.y_test)))
+    task = esc(str(data.task or "not given"))
+    out = [f'<div class="bz-dataset"><style>{_HTML_CSS}</style>',
+           f"<p><strong>Dataset</strong> <code>{esc(str(data.name))}</code> · task: {task}</p>",
+           f'<table class="shapes"><thead><tr><th>array</th><th>shape</th></tr></thead><tbody>{shapes}</tbody></table>']
+    if data.task in _CLASS_TASKS:
+        names = _class_names(meta)
+        labels = np.union1d(data.y, data.y_test)
+        train = {v: int(c) for v, c in zip(*np.unique(data.y, return_counts=True))}
+        test = {v: int(c) for v, c in zip(*np.unique(data.y_test, return_counts=True))}
+        rows = "".join(f'<tr><td class="num">{esc(_label(v))}</td><td>{esc(str(names.get(float(v), "")))}</td>'
+                       f'<td class="num">{train.get(v, 0)}</td><td class="num">{test.get(v, 0)}</td></tr>'
+                       for v in labels)
+        out.append(f'<table class="classes"><thead><tr><th>class</th><th>name</th><th>training</th>'
+                   f'<th>test</th></tr></thead><tbody>{rows}</tbody></table>')
+    provenance = [(k, meta[k]) for k in _PROVENANCE if meta.get(k) not in (None, "")]
+    if provenance:
+        rows = "".join(f"<tr><th>{esc(k)}</th><td>{esc(str(v))}</td></tr>" for k, v in provenance)
+        out.append(f'<table class="provenance">{rows}</table>')
+    others = {k: v for k, v in meta.items() if k not in _PROVENANCE and k not in ("task", "classes")}
+    if others:
+        rows = "".join(f"<tr><th>{esc(str(k))}</th><td>{esc(_meta_text(v))}</td></tr>" for k, v in others.items())
+        out.append(f"<details><summary>more: {esc(', '.join(map(str, others)))}</summary>"
+                   f'<table class="meta">{rows}</table></details>')
+    out.append("</div>")
+    return "".join(out)
+
+
+def _as_matrix(a, what: str) -> np.ndarray:
+    try:
+        a = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numeric: {exc}") from exc
+    if a.ndim == 1:
+        a = a[:, None]
+    if a.ndim != 2:
+        raise ValueError(f"{what} must be 2-D (n, d), got shape {a.shape}")
+    _check_finite(a, what)
+    return a
+
+
+def _as_vector(a, what: str) -> np.ndarray:
+    try:
+        a = np.asarray(a, dtype=np.float64)
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{what} must be numeric: {exc}") from exc
+    if a.ndim == 2 and a.shape[1] == 1:
+        a = a[:, 0]
+    if a.ndim != 1:
+        raise ValueError(f"{what} must be 1-D (n,), got shape {a.shape}")
+    _check_finite(a, what)
+    return a
+
+
+def _check_finite(a: np.ndarray, what: str) -> None:
+    if np.isnan(a).any():
+        raise ValueError(f"{what} contains NaN ({int(np.isnan(a).sum())} entries)")
+    if np.isinf(a).any():
+        raise ValueError(f"{what} contains inf ({int(np.isinf(a).sum())} entries)")
+
+
+# ---------------------------------------------------------------------------------------------- registry
+_LOADERS: dict[str, Callable[..., Dataset]] = {}
+
+
+def register(name: str):
+    """Decorator registering a loader ``fn(**options) -> Dataset`` under ``name``."""
+
+    def deco(fn):
+        _LOADERS[name] = fn
+        return fn
+
+    return deco
+
+
+def _ensure_loaded():
+    from bayeszoo.datasets import synthetic, real, gpc_data  # noqa: F401  (importing registers the loaders)
+    from bayeszoo.datasets import bid_data  # noqa: F401
+    from bayeszoo.datasets import pmkl_data  # noqa: F401
+    from bayeszoo.datasets import imagervm_data  # noqa: F401
+    from bayeszoo.datasets import slm_data  # noqa: F401
+
+
+def names() -> list[str]:
+    """Names accepted by :func:`load`."""
+    _ensure_loaded()
+    return sorted(_LOADERS)
+
+
+def load(name: str, **options) -> Dataset:
+    """Load a built-in dataset by name (offline). Options are passed to its loader (e.g. ``seed``)."""
+    _ensure_loaded()
+    if not isinstance(name, str) or name not in _LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; available: {', '.join(names())}")
+    loader = _LOADERS[name]
+    accepted = inspect.signature(loader).parameters
+    unknown = [k for k in options if k not in accepted]
+    if unknown:
+        raise ValueError(f"dataset {name!r} does not take option(s) {unknown}; it takes {list(accepted)}")
+    for key, value in options.items():
+        _check_like_default(f"dataset {name!r}", key, value, accepted[key].default)
+    return loader(**options)
+
+
+def _check_like_default(owner: str, key: str, value, default) -> None:
+    """A loader option must have the type of its default (an int where the default is an int, ...); a seed is a
+    non-negative integer. Ranges are the loader's own to check."""
+    if key == "seed":
+        checks.non_negative(owner, key, value, integer=True)
+    elif isinstance(default, bool):
+        checks.flag(owner, key, value)
+    elif isinstance(default, int):
+        checks.number(owner, key, value, integer=True)
+    elif isinstance(default, float):
+        checks.number(owner, key, value)
+    elif isinstance(default, str) and not isinstance(value, str):
+        raise ValueError(f"{owner}: {key} must be a string, got {value!r}")
+
+
+def describe(name: str) -> str:
+    """One line on where a dataset comes from."""
+    _ensure_loaded()
+    doc = (_LOADERS[name].__doc__ or "").strip().split("\n")[0]
+    return doc

@@ -1,0 +1,609 @@
+"""Self-contained HTML report of a :class:`~bayeszoo.Comparison`.
+
+One file, readable offline: inline CSS, figures embedded as base64 PNG (matplotlib Agg, no pyplot
+state), no scripts and no external links to resources. Any figure that cannot be drawn becomes a short
+note in the report instead of an exception. A banner at the top names the reference posterior and says whether
+it passes its validation rules; the speed figure plots accuracy against wall time
+(``bayeszoo.diagnostics.metrics`` defines the accuracy columns).
+"""
+from __future__ import annotations
+
+import html
+import math
+import os
+import time
+
+import numpy as np
+
+from bayeszoo.diagnostics.metrics import RHAT_MAX
+
+MAX_IMAGE_BYTES = 4_500_000  # images stop being embedded past this total, keeping the file under ~5 MB
+
+CSS = """
+body{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;margin:2em auto;max-width:1200px;color:#222;
+     line-height:1.45;padding:0 1em}
+h1{font-size:1.6em;margin-bottom:.2em} h2{border-bottom:1px solid #ccc;padding-bottom:.2em;margin-top:1.8em}
+h3{margin-bottom:.3em} code,pre{background:#f4f4f4;border-radius:3px;padding:.1em .3em;font-size:.92em}
+pre{padding:.6em;overflow-x:auto;white-space:pre-wrap}
+table{border-collapse:collapse;font-size:.85em;margin:.6em 0}
+th,td{border:1px solid #ddd;padding:.25em .5em;text-align:right;white-space:nowrap}
+table.cmp{font-size:.82em} table.cmp th,table.cmp td{padding:.2em .4em}
+th{background:#f0f0f0;position:sticky;top:0;white-space:normal;vertical-align:bottom;min-width:3.2em}
+td.txt,th.txt{text-align:left} td.wrap{white-space:normal;text-align:left;max-width:22em}
+table.cmp td:first-child{white-space:normal;min-width:6em}
+td.err{color:#a00;text-align:left;white-space:normal}
+.scroll{overflow-x:auto}
+tr.failed td{background:#fff0f0}
+td.flag{background:#ffd9d9;color:#900;font-weight:bold}
+th.group{text-align:center;border-bottom:2px solid #36c;font-size:.95em;background:#f4f8ff}
+th[title]{cursor:help;text-decoration:underline dotted}
+details.glossary dt{font-weight:bold;margin-top:.3em}
+details.glossary dd{margin:0 0 0 1.5em}
+p.verdict{font-size:15px;background:#f4f8ff;border-left:4px solid #36c;padding:.4em .8em}
+td.na{color:#888;font-style:italic}
+td.untrusted{background:#f6f0f0;color:#999;font-style:italic}
+td.untrusted[colspan],td.na[colspan]{text-align:center}
+.meta td{text-align:left;white-space:normal;overflow-wrap:anywhere} .meta th{text-align:left}
+details.more{margin:.3em 0 .8em} details.more summary{cursor:pointer;color:#555;font-size:.9em}
+.banner{border-radius:4px;padding:.5em 1em;margin:.8em 0;border-left:5px solid}
+.banner.ok{background:#eef6ee;border-color:#3a8a3a} .banner.unchecked{background:#fff8e6;border-color:#e0a800}
+.banner.bad{background:#fde8e8;border-color:#c00000;color:#700} .banner.none{background:#f4f4f4;border-color:#999}
+.banner ul{margin:.3em 0 .2em 1.2em;padding:0}
+.note{color:#8a5a00;background:#fff8e6;border-left:3px solid #e0a800;padding:.3em .6em;font-size:.9em}
+.fig{margin:.5em 0} .fig img{max-width:100%;border:1px solid #eee}
+.backend{border:1px solid #e2e2e2;border-radius:4px;padding:.2em 1em .8em;margin:1em 0}
+.small{font-size:.85em;color:#555}
+"""
+
+_INT_COLUMNS = {"divergences", "n_relevant"}
+_TEXT_COLUMNS = {"backend", "kind", "error"}
+
+
+# ------------------------------------------------------------------------------------------ helpers
+class Images:
+    """Embeds figures while keeping count of the bytes spent."""
+
+    def __init__(self, budget: int = MAX_IMAGE_BYTES):
+        self.budget = budget
+        self.used = 0
+
+    def render(self, what: str, make) -> str:
+        """HTML for the figure ``make()`` returns; a note if it fails, returns None, or is over budget."""
+        from bayeszoo.diagnostics.plots import _close, figure_to_base64
+
+        try:
+            fig = make()
+        except Exception as exc:
+            return note(f"{what}: could not be drawn ({type(exc).__name__}: {first_line(exc)})")
+        if fig is None:
+            return ""
+        if self.used >= self.budget:
+            _close(fig)
+            return note(f"{what}: left out to keep the report small")
+        try:
+            data = figure_to_base64(fig)
+        except Exception as exc:
+            return note(f"{what}: could not be rendered ({type(exc).__name__}: {first_line(exc)})")
+        self.used += len(data)
+        return (f'<div class="fig"><img alt="{html.escape(what)}" '
+                f'src="data:image/png;base64,{data}"></div>')
+
+
+def note(text: str) -> str:
+    return f'<p class="note">{html.escape(text)}</p>'
+
+
+def first_line(exc, n: int = 200) -> str:
+    """The first line of an error message, cut to ``n`` characters."""
+    text = str(exc).strip().split("\n")[0]
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def _is_missing(value) -> bool:
+    if value is None:
+        return True
+    try:
+        return isinstance(value, float) and math.isnan(value) or (np.ndim(value) == 0 and np.isnan(value))
+    except TypeError:
+        return False
+
+
+def _fmt(column: str, value) -> str:
+    if _is_missing(value) or (isinstance(value, str) and value == ""):
+        return "–"
+    if isinstance(value, (bool, np.bool_)):
+        return str(bool(value))
+    if isinstance(value, (int, np.integer)) or (column in _INT_COLUMNS and float(value).is_integer()):
+        return f"{int(value):d}"
+    if isinstance(value, (float, np.floating)):
+        v = float(value)
+        if math.isinf(v):
+            return "∞" if v > 0 else "−∞"
+        if column == "seconds":
+            return f"{v:.2f}"
+        if column == "rhat_max":
+            return f"{v:.3f}"
+        if v != 0 and (abs(v) >= 1e5 or abs(v) < 1e-3):
+            return f"{v:.2e}"
+        return f"{v:.3g}" if abs(v) < 1000 else f"{v:.0f}"
+    return str(value)
+
+
+NOT_APPLICABLE = "n/a"
+_TIPS = {NOT_APPLICABLE: "an approximation's draws are i.i.d.: neither R-hat nor their ESS per second applies",
+         "untrusted": "measured against a reference that fails its validation rules (see the banner)",
+         "reference": "the reference's own run: zero error by construction"}
+_HIDDEN_COLUMNS = {"error", "reference_trusted", "convergence_problems"}   # the verdict names the problems   # the error spans its row; the banner says whether to trust
+
+
+#: the report's main table: its columns in groups, each with a short header and what it means in plain words
+#: (the header's tooltip and the glossary under the table). ``Comparison.table()`` and table.csv keep every column.
+COLUMN_GROUPS = {
+    "": {"backend": ("backend", "the grid cell: a backend (with the options it was given)"),
+         "kind": ("kind", "mcmc: a Markov chain sampler; approximation: i.i.d. draws from an approximating "
+                          "distribution, or a point estimate repeated")},
+    "Sampling": {
+        "seconds": ("seconds", "wall time of the fit: compile + warm-up + sampling"),
+        "ess_bulk_min": ("bulk ESS", "smallest bulk effective sample size over the components (ArviZ's "
+                                     "rank-normalised estimator); for an approximation just its number of draws"),
+        "ess_bulk_per_s": ("ESS / s", "bulk ESS per second of wall time (MCMC only)"),
+        "rhat_max": ("R-hat", "largest rank-normalised split R-hat over the components (MCMC, two or more "
+                              "chains); 1.01 or more is flagged"),
+        "divergences": ("divergent", "divergent transitions after warm-up (gradient-based samplers); any is "
+                                     "flagged"),
+        "converged": ("converged", "an MCMC fit whose R-hat, bulk ESS (100 per chain) and divergences pass; one "
+                                   "that fails is never ranked")},
+    "Accuracy against the reference": {
+        "mean_err": ("mean error", "largest |mean − reference mean| over the compared components, in reference "
+                                   "sds"),
+        "sd_err": ("sd error", "largest |sd − reference sd| over the compared components, in reference sds"),
+        "ess_ref": ("worth N draws", "how many exact posterior draws the fit's error is worth, at most its own "
+                                     "ESS (MCMC) or its draws (approximation); 0 below one draw"),
+        "seconds_to_target": ("s to target", "wall time after which the estimate is worth 10 exact draws and "
+                                             "stays so; ∞: never. The ranking")},
+}
+_GROUP_OF = {c: g for g, cols in COLUMN_GROUPS.items() for c in cols}
+_SHORT = {c: v[0] for cols in COLUMN_GROUPS.values() for c, v in cols.items()}
+_MEANING = {c: v[1] for cols in COLUMN_GROUPS.values() for c, v in cols.items()}
+
+
+def glossary_html() -> str:
+    """The glossary under the main table: every header in plain words, and where the other columns are."""
+    items = "".join(f"<dt>{html.escape(_SHORT[c])}</dt><dd>{html.escape(_MEANING[c])}</dd>"
+                    for cols in COLUMN_GROUPS.values() for c in cols if c not in ("backend", "kind"))
+    return (f'<details class="glossary"><summary>What the columns mean</summary><dl>{items}</dl>'
+            f"<p>More columns (tail ESS, ESS per gradient, the squared biases, worth per second) are in "
+            f"<code>table.csv</code> and <code>Comparison.table()</code>.</p></details>")
+
+
+def _header(column: str) -> str:
+    # long column names may break after an underscore (or, for a long word, in its middle with a hyphen), so
+    # the numbers rather than the names set the columns' widths and the table fits the page
+    parts = [html.escape(p) for p in column.split("_")]
+    return "_<wbr>".join(p if len(p) < 9 else f"{p[:len(p) // 2]}&shy;{p[len(p) // 2:]}" for p in parts)
+
+
+def _head_rows(cols: list[str]) -> str:
+    """The table's header: a row of group names over the grouped columns (when any are), then one header per
+    column, its short name with the plain-words meaning as a tooltip."""
+    cells = []
+    for c in cols:
+        cls = "txt" if c in _TEXT_COLUMNS else ""
+        tip = f' title="{html.escape(_MEANING[c])}"' if c in _MEANING else ""
+        name = html.escape(_SHORT[c]) if c in _SHORT else _header(c)
+        cells.append(f'<th class="{cls}"{tip}>{name}</th>')
+    row = f"<tr>{''.join(cells)}</tr>"
+    if not any(_GROUP_OF.get(c) for c in cols):
+        return row
+    groups, spans = [], []
+    for c in cols:
+        g = _GROUP_OF.get(c, "")
+        if groups and groups[-1] == g:
+            spans[-1] += 1
+        else:
+            groups.append(g)
+            spans.append(1)
+    top = "".join(f'<th class="group" colspan="{n}">{html.escape(g)}</th>' for g, n in zip(groups, spans))
+    return f"<tr>{top}</tr>{row}"
+
+
+def _merged(cells: list[tuple[str, str, str]]) -> str:
+    """``<td>``s of (column, class, text), runs of the same "untrusted" / "reference" text merged into one cell;
+    an error cell spans the rest of its row (its "column" is the span)."""
+    out, i = [], 0
+    while i < len(cells):
+        column, cls, text = cells[i]
+        span = 1
+        if cls == "err":
+            out.append(f'<td class="err" colspan="{column}">{html.escape(text)}</td>')
+            break
+        if text in ("untrusted", "reference"):
+            while i + span < len(cells) and cells[i + span][1:] == (cls, text):
+                span += 1
+        tip_text = _TIPS.get(text) or _TIPS.get(cls)
+        tip = f' title="{html.escape(tip_text)}"' if tip_text else ""
+        colspan = f' colspan="{span}"' if span > 1 else ""
+        out.append(f'<td class="{cls}"{colspan}{tip}>{html.escape(text)}</td>')
+        i += span
+    return "".join(out)
+
+
+def split_columns(table) -> tuple[list[str], list[str]]:
+    """The report's two tables: sampling and accuracy (``metrics.TABLE_COLUMNS``), then the family's predictive
+    scores and notes, each headed by backend and kind, so that neither needs a horizontal scroll at 1280 px."""
+    from bayeszoo.diagnostics.metrics import TABLE_COLUMNS
+
+    keys = ["backend", "kind"]
+    sampling = [c for c in table.columns if c in _GROUP_OF]
+    scores = keys + [c for c in table.columns if c not in TABLE_COLUMNS and c not in _HIDDEN_COLUMNS]
+    return sampling + ["error"], (scores + ["error"] if len(scores) > len(keys) else [])
+
+
+def table_html(table, comparison=None, columns=None) -> str:
+    """The comparison table (or its ``columns``) as HTML with flags: R-hat > 1.01 and divergences > 0
+    highlighted, R-hat and ESS per second of approximations shown as not applicable, the accuracy columns shown as
+    "untrusted" when the reference fails its validation rules and as "reference" in the reference's own row, a
+    failed backend's row holding its error message."""
+    from bayeszoo.diagnostics.metrics import ACCURACY_COLUMNS
+
+    columns = columns or split_columns(table)[0]
+    cols = [c for c in columns if c in table.columns and c not in _HIDDEN_COLUMNS]
+    head = _head_rows(cols)
+    reference_label = getattr(comparison, "reference_cell", None)
+    reference = getattr(comparison, "reference", None)
+    untrusted_reference = getattr(reference, "trusted", None) is False
+    rows = []
+    for _, row in table.iterrows():
+        error = str(row.get("error", "") or "").strip()
+        flag = row.get("reference_trusted")
+        untrusted = untrusted_reference or (isinstance(flag, (bool, np.bool_)) and not flag)
+        cells = []
+        for i, c in enumerate(cols):
+            value = row[c]
+            if error and c not in ("backend", "kind"):  # failed: the rest of the row is the message
+                cells.append((str(len(cols) - i), "err", f"error: {error}"))
+                break
+            cls = "txt" if c in _TEXT_COLUMNS else "wrap" if c == "note" else ""
+            text = _fmt(c, value)
+            if c in ACCURACY_COLUMNS and reference_label is not None and row.get("backend") == reference_label:
+                cls, text = "na", "reference"
+            elif c in ACCURACY_COLUMNS and untrusted:
+                cls = "untrusted"   # the number, greyed: measured against a posterior that may be wrong
+            elif c in ("rhat_max", "ess_bulk_per_s") and row.get("kind") == "approximation":
+                cls, text = "na", NOT_APPLICABLE
+            elif c == "rhat_max" and not _is_missing(value) and float(value) >= RHAT_MAX:
+                cls = "flag"
+                text += " ⚠"
+            elif c == "divergences" and not _is_missing(value) and float(value) > 0:
+                cls = "flag"
+                text += " ⚠"
+            elif c == "converged" and value is False:
+                cls = "flag"
+                text += " ⚠"
+            cells.append((c, cls, text))
+        rows.append(f'<tr class="{"failed" if error else ""}">{_merged(cells)}</tr>')
+    return (f'<div class="scroll"><table class="cmp"><thead>{head}</thead>'
+            f'<tbody>{"".join(rows)}</tbody></table></div>')
+
+
+def _truncated(value, limit: int = 120) -> str:
+    """A meta value as text, long ones (per-feature statistics, name lists) cut to ``limit`` characters."""
+    text = str(value)
+    return text if len(text) <= limit else text[:limit] + f"… ({len(text)} characters)"
+
+
+SHORT_VALUE = 40   # meta values longer than this (arrays, name lists) go to a folded block
+
+
+def _describe(value) -> str:
+    """A long meta value in a few words: an array's shape, a list's length, then its start."""
+    if isinstance(value, np.ndarray):
+        flat = np.ravel(value)
+        head = np.array2string(flat[:6], precision=4, separator=", ")[1:-1] + (", …" if flat.size > 6 else "")
+        return f"array {' × '.join(map(str, value.shape))} ({value.dtype}): [{head}]"
+    if isinstance(value, (list, tuple)):
+        return f"{len(value)} items: {_truncated(value, 100)}"
+    return _truncated(value, 160)
+
+
+def _is_short(value) -> bool:
+    return not isinstance(value, (np.ndarray, list, tuple, dict)) and len(str(value)) <= SHORT_VALUE
+
+
+def _meta_html(comparison) -> str:
+    data, model = comparison.data, comparison.model
+    meta = dict(data.meta or {})
+    items = [("dataset", data.name), ("training points", f"{data.n} × {data.d}"),
+             ("test points", str(data.X_test.shape[0]))]
+    described = ("task", "source", "licence", "license", "citation", "preprocessing")
+    for key in described:
+        if key in meta and meta[key] not in (None, ""):
+            items.append((key, str(meta[key])))
+    others = {k: v for k, v in meta.items() if k not in described}
+    short = {k: v for k, v in others.items() if _is_short(v)}
+    long = {k: v for k, v in others.items() if k not in short}
+    if short:
+        items.append(("options", ", ".join(f"{k}={v}" for k, v in short.items())))
+    try:
+        spec = model.spec()
+        items.insert(0, ("model", ", ".join(f"{k}={_truncated(repr(v), 80)}" for k, v in spec.items())))
+    except Exception:
+        items.insert(0, ("model", type(model).__name__))
+    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in items)
+    out = f'<table class="meta">{rows}</table>'
+    if long:
+        inner = "".join(f"<tr><th>{html.escape(str(k))}</th><td><code>{html.escape(_describe(v))}</code></td></tr>"
+                        for k, v in long.items())
+        out += (f'<details class="more"><summary>more about the data: {html.escape(", ".join(map(str, long)))}'
+                f'</summary><table class="meta">{inner}</table></details>')
+    return out
+
+
+def verdict_html(comparison) -> str:
+    """The comparison's verdict (``Comparison.verdict``) as the report's and the notebook block's first lines."""
+    try:
+        text = comparison.verdict()
+    except Exception as exc:  # the rest of the report is still worth showing
+        return note(f"verdict could not be computed ({type(exc).__name__}: {first_line(exc)})")
+    return f'<p class="verdict"><strong>Verdict.</strong> {html.escape(text)}</p>' if text else ""
+
+
+def _num(value, digits: int = 4) -> str:
+    if value is None or _is_missing(value):
+        return "?"
+    return f"{value:.{digits}g}" if isinstance(value, (float, np.floating)) else str(value)
+
+
+def _provenance_parts(prov: dict) -> list[str]:
+    """Engine, draws, R-hat max and smallest ESS of a reference's run, as short phrases."""
+    run = prov.get("run", {}) or {}
+    diag = prov.get("diagnostics", {}) or {}
+    pick = lambda key: run.get(key, prov.get(key))   # noqa: E731  (flat provenance dicts too)
+    parts = []
+    engine = pick("engine")
+    if engine is not None:
+        chains = pick("chains")
+        draws = f"{chains} chain{'' if chains == 1 else 's'} × {pick('draws')} draws" if pick("draws") else ""
+        counts = ", ".join(p for p in (str(pick("kind") or ""), draws) if p)
+        parts.append(f"engine {engine}" + (f" ({counts})" if counts else ""))
+    if diag or "rhat_max" in prov:   # None there: not computable (one chain, an approximation)
+        rhat = diag.get("rhat_max", prov.get("rhat_max"))
+        ess, tail = diag.get("ess_bulk_min", prov.get("ess_bulk_min")), diag.get("ess_tail_min")
+        parts.append(f"R-hat max {'n/a' if rhat is None or _is_missing(rhat) else f'{float(rhat):.4f}'}")
+        parts.append(f"min bulk ESS {'n/a' if ess is None else _num(ess, 5)}"
+                     + (f", tail {_num(tail, 5)}" if tail is not None else ""))
+    check = prov.get("crosscheck")
+    if isinstance(check, dict) and check.get("run"):
+        agree = check.get("agreement", {}) or {}
+        parts.append(f"cross-checked by {check['run'].get('engine', '?')} (largest difference "
+                     f"{_num(agree.get('z_max'), 3)} combined MCSEs, limit {_num(agree.get('z_limit'), 3)})")
+    elif prov.get("cross_checked") is False:
+        parts.append("not cross-checked by a second engine")
+    if prov.get("source"):
+        parts.append(f"source: {prov['source']}")
+    return parts
+
+
+#: what to try when a reference breaks its rules, for any family (the model's ``reference_advice`` adds its own)
+UNTRUSTED_ADVICE = (
+    "Run the reference longer: more draws and tune (reference_draws=, or options={'nuts': {...}}), four chains.",
+    "Divergences: raise target_accept (options={'nuts': {'target_accept': 0.95}}) or use a reparameterised or "
+    "better-conditioned model (its family page says how).",
+    "Use a catalogue problem, whose reference two engines have validated (bayeszoo.catalogue), or build one "
+    "with bayeszoo.catalogue's rules for your own model and data.")
+
+
+def reference_banner(reference, advice: str = "") -> str:
+    """The box at the top of the report: the reference's name and provenance, and whether its numbers can be
+    trusted (red, with every rule it breaks and what to try, ``advice`` the family's own, when they cannot)."""
+    from bayeszoo.diagnostics.metrics import ACCURACY_COLUMNS
+
+    if reference is None:
+        return ('<div class="banner none"><strong>No reference posterior.</strong> The accuracy columns are '
+                'empty, nothing is ranked, and the speed figure shows ESS per second of the MCMC fits only. To get '
+                'one: <code>reference="nuts"</code> (or another backend) runs it in the grid; a Fit or a saved '
+                'reference can be given; a catalogue problem brings its own (<code>bayeszoo.catalogue</code>).'
+                '</div>')
+    parts = _provenance_parts(dict(getattr(reference, "provenance", {}) or {}))
+    head = (f"<strong>Reference posterior: {html.escape(str(reference.name))}</strong>"
+            + (f" — {html.escape(' · '.join(parts))}" if parts else ""))
+    trusted = getattr(reference, "trusted", None)
+    columns = ", ".join(f"<code>{c}</code>" for c in ACCURACY_COLUMNS)
+    if trusted is False:
+        problems = "".join(f"<li>{html.escape(str(p))}</li>" for p in getattr(reference, "problems", []))
+        tries = "".join(f"<li>{html.escape(t)}</li>" for t in (*UNTRUSTED_ADVICE, *([advice] if advice else [])))
+        return (f'<div class="banner bad">{head}<p><strong>UNTRUSTED REFERENCE</strong>: it breaks the validation '
+                f'rules below, so the accuracy columns ({columns}) are greyed (measured against a posterior that '
+                f'may be wrong) and nothing is ranked.</p><ul>{problems}</ul><p><strong>What to try</strong></p>'
+                f'<ul>{tries}</ul></div>')
+    if trusted is None:
+        return (f'<div class="banner unchecked">{head}<p>A fit given as the reference: its draws\' means and sds '
+                f'are used as they are, and no validation rule (R-hat, ESS, MCSE, divergences, a second engine) '
+                f'has checked them.</p></div>')
+    return f'<div class="banner ok">{head} · passes the validation rules.</div>'
+
+
+def _reference_sentence(comparison, reference) -> str:
+    from bayeszoo.diagnostics.metrics import TARGET_DRAWS, compared_components, noise_max
+
+    if reference is None:
+        return ("There is no reference posterior, so the accuracy columns are empty and nothing is ranked. To get "
+                "one: <code>reference=\"nuts\"</code> (or another backend) runs it in the grid, a Fit or a saved "
+                "reference can be given, and a catalogue problem brings its own "
+                "(<code>bayeszoo.catalogue</code>).")
+    variables = ", ".join(f"<code>{html.escape(v)}</code>" for v in comparison.model.compare_vars)
+    names = list(comparison.model.compare_vars) or list(comparison.model.var_dims(comparison.data))
+    d = compared_components(reference, names)
+    c = noise_max(d)
+    return (f"Accuracy is measured against the reference <code>{html.escape(str(reference.name))}</code> over all "
+            f"components of {variables or 'the canonical variables'}: b² of a mean is "
+            f"(mean − mean<sub>ref</sub>)² / var<sub>ref</sub>, of an sd (sd − sd<sub>ref</sub>)² / "
+            f"var<sub>ref</sub>; <code>bias2_mean_max</code> and <code>bias2_sd_max</code> are their largest values "
+            f"and <code>mean_err</code>, <code>sd_err</code> their square roots (in reference sds). "
+            f"<code>ess_ref</code> is the number of exact posterior draws the fit's error is worth, "
+            f"c / max(b²<sub>mean</sub>, 2·b²<sub>sd</sub>) with c = {c:.3g}, the median of that maximum for one "
+            f"exact draw over these {d} components (so n exact draws are worth n), at most the fit's own bulk ESS "
+            f"(MCMC) or its number of draws (approximation), and 0 when below one draw: a biased approximation is "
+            f"worth little however fast it ran. <code>ess_ref_per_s</code> divides it by the total wall time; "
+            f"<code>seconds_to_target</code> is the wall time after which the fit's estimate is worth "
+            f"{TARGET_DRAWS} exact draws (b² ≤ {c / TARGET_DRAWS:.3g}) and stays so (∞: never), what the figure "
+            f"ranks by; "
+            f"<code>ess_per_grad</code> is an MCMC fit's bulk ESS per gradient evaluation.")
+
+
+def _components_sentence(comparison, components) -> str:
+    """What the per-backend plots show, in words that fit this comparison."""
+    from bayeszoo.diagnostics import plots
+
+    names = ", ".join(plots.component_label(n, s) for n, s in components)
+    vectors = sorted({n for n, sel in components if sel})
+    scalars = [n for n, sel in components if not sel]
+    parts = []
+    if scalars:
+        parts.append("the scalar variables " + ", ".join(scalars))
+    for name in vectors:
+        k = sum(1 for n, sel in components if n == name)
+        source = "the reference" if comparison.reference is not None else "the first fit"
+        parts.append(f"the {k} components of {name} with the largest posterior |mean| in {source}")
+    text = f"Components shown: {names} ({'; '.join(parts)})."
+    if comparison.reference is not None:
+        text += " Each fit's marginal histograms are drawn over the reference's, in grey."
+    return text
+
+
+def _fit_summary(fit) -> str:
+    timing = ", ".join(f"{k} {float(v):.2f}s" for k, v in fit.timing.items() if isinstance(v, (int, float)))
+    parts = [f"{fit.kind}", f"{fit.n_chains} chain(s) × {fit.n_draws} draws", timing]
+    info = fit.info   # a Fit always carries the keys of bayeszoo.results.INFO_KEYS
+    for key in ("converged", "iterations", "n_grad", "divergences"):
+        if info[key] is not None:
+            parts.append(f"{key} = {info[key]}")
+    text = " · ".join(html.escape(p) for p in parts if p)
+    if info["warnings"]:
+        text += "".join(note(f"warning: {w}") for w in info["warnings"][:5])
+    return f'<p class="small">{text}</p>'
+
+
+# --------------------------------------------------------------------------------------------- main
+def write_report(comparison, path: str) -> str:
+    """Write the HTML report of ``comparison`` to ``path`` and return the path."""
+    from bayeszoo.diagnostics import plots
+    from bayeszoo.diagnostics.metrics import ESS_METHOD, ESS_PER_CHAIN_MIN, TARGET_DRAWS
+
+    path = os.fspath(path)
+    images = Images()
+    model, data = comparison.model, comparison.data
+    reference = comparison.reference
+    title = f"{type(model).__name__} on {data.name}"
+    out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+           f"<title>bayeszoo: {html.escape(title)}</title><style>{CSS}</style></head><body>",
+           f"<h1>bayeszoo comparison: {html.escape(title)}</h1>",
+           f"<p class='small'>written {time.strftime('%Y-%m-%d %H:%M')} · backends: "
+           f"{html.escape(', '.join(comparison.order or list(comparison.fits)))}</p>",
+           verdict_html(comparison),
+           reference_banner(reference, getattr(model, "reference_advice", "")),
+           _meta_html(comparison)]
+
+    # table
+    out.append("<h2>Comparison table</h2>")
+    try:
+        table = comparison.table()
+        sampling, scores = split_columns(table)
+        out.append(table_html(table, comparison, sampling))
+        out.append(glossary_html())
+    except Exception as exc:
+        table, scores = None, []
+        out.append(note(f"table could not be computed ({type(exc).__name__}: {first_line(exc)})"))
+    out.append(f"<p>ESS estimator: {html.escape(ESS_METHOD)}. <code>ess_bulk_per_s</code> divides the smallest "
+               f"bulk ESS over all components of the canonical variables by the fit's total wall time "
+               f"(compile + tune + sample). R-hat (rank-normalised, split) is computed for MCMC fits with "
+               f"two or more chains only. Both are {NOT_APPLICABLE} for an approximation: its draws are i.i.d., "
+               f"so R-hat cannot judge them and their ESS only counts them, whatever the approximation's bias. "
+               f"R-hat &ge; {RHAT_MAX} and divergences &gt; 0 are flagged in red. An MCMC fit is "
+               f"<code>converged</code> when its R-hat is below {RHAT_MAX}, its smallest bulk ESS at least "
+               f"{ESS_PER_CHAIN_MIN} per chain and it has no divergences; one that is not is never ranked.</p>")
+    out.append(f"<p>{_reference_sentence(comparison, reference)}</p>")
+    if scores:
+        out.append("<h3>Predictive scores</h3>")
+        out.append(table_html(table, comparison, scores))
+        out.append(f"<p>The {html.escape(str(getattr(model, 'family', '?')))} family's own metrics on the test set "
+                   f"(the training set if there is none), computed by the model's <code>score</code> from each "
+                   f"fit's draws.</p>")
+    if comparison.errors:
+        out.append("<h3>Failed backends</h3>")
+        for label, err in comparison.errors.items():
+            out.append(f"<details open><summary><code>{html.escape(label)}</code>: "
+                       f"{html.escape(str(err).strip().splitlines()[0] if str(err).strip() else 'failed')}"
+                       f"</summary><pre>{html.escape(str(err))}</pre></details>")
+
+    # speed: accuracy against time when there is a reference, else the samplers' ESS per second
+    if reference is not None:
+        out.append("<h2>Accuracy against wall time</h2>")
+        out.append(images.render("accuracy against wall time",
+                                 lambda: plots.accuracy_figure(comparison, reference, table))
+                   or note("no fit other than the reference's own could be measured against it"))
+        out.append("<p>Left, log-log: the worst squared bias max(b²<sub>mean</sub>, 2·b²<sub>sd</sub>) over the "
+                   "compared components against wall time; the right axis reads it as the number of exact "
+                   "posterior draws the estimate is worth (<code>ess_ref</code> without its bound). Each MCMC fit is a line: its running means and sds over "
+                   "the kept draws, chains pooled, at compile + tune + the matching fraction of its sampling time. "
+                   "Each approximation is one marker at its total time; it does not improve with more time. The "
+                   "reference's own run is not drawn. Right, the ranking: <code>seconds_to_target</code>, the "
+                   f"wall time after which a fit's estimate is worth {TARGET_DRAWS} exact draws "
+                   "(the dotted green line) and stays so, fastest first; a fit that never gets there ranks below, "
+                   "with what it is worth, and an MCMC fit whose own diagnostics fail ranks last.</p>")
+    elif table is not None:
+        out.append("<h2>ESS per second</h2>")
+        out.append(images.render("ESS per second", lambda: plots.ess_per_second_bars(table))
+                   or note("no MCMC fit has a finite ESS per second"))
+
+    # family picture
+    out.append("<h2>The model's picture</h2>")
+    family = getattr(model, "family", "?")
+    why = (f"the {family} family's picture compares every fit with the reference posterior, and this comparison "
+           f"has none (see the banner for how to get one)" if reference is None else
+           f"no picture for the {family} family")
+    out.append(images.render("family picture", lambda: plots.family_picture(comparison)) or note(why))
+
+    # objective traces
+    obj = images.render("objective traces", lambda: plots.objective_figure(comparison))
+    if obj:
+        out.append("<h2>Objective traces (ELBO / log evidence)</h2>")
+        out.append(obj)
+
+    # per backend
+    out.append("<h2>Per backend</h2>")
+    try:
+        components = plots.select_components(comparison)
+    except Exception as exc:
+        components = []
+        out.append(note(f"components to plot could not be chosen ({type(exc).__name__}: {first_line(exc)})"))
+    if components:
+        out.append(f"<p>{html.escape(_components_sentence(comparison, components))}</p>")
+    colors = plots.backend_colors([lbl for lbl in (comparison.order or list(comparison.fits))
+                                   if lbl in comparison.fits])
+    ref = plots.reference_fit(comparison)
+    for label in comparison.order or list(comparison.fits):
+        if label not in comparison.fits:
+            continue
+        fit = comparison.fits[label]
+        out.append(f'<div class="backend"><h3>{html.escape(label)}</h3>{_fit_summary(fit)}')
+        if components:
+            out.append(images.render(f"{label}: trace plot", lambda: plots.trace_figure(fit, components))
+                       or note(f"{label}: no varying component to trace (point estimates)"))
+            if fit.kind == "mcmc" and fit.n_chains >= 2:
+                out.append(images.render(f"{label}: rank plot", lambda: plots.rank_figure(fit, components)))
+            if ref is not None and fit is not ref:
+                out.append(images.render(f"{label}: marginals vs reference",
+                                         lambda: plots.marginals_figure(fit, ref, components,
+                                                                        color=colors.get(label, "#1f77b4"),
+                                                                        label=label)))
+        out.append("</div>")
+    out.append("<p class='small'>Generated by bayeszoo. Self-contained: figures are embedded PNG images.</p>")
+    out.append("</body></html>")
+
+    os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    tmp = path + ".part"
+    with open(tmp, "w", encoding="utf-8") as fh:
+        fh.write("\n".join(out))
+    os.replace(tmp, path)
+    return path

@@ -1,0 +1,12 @@
+"""Inference backends. Importing this package registers all of them (see :mod:`bayeszoo.registry`)."""
+from __future__ import annotations
+
+from bayeszoo.inference import generic  # noqa: F401
+from bayeszoo.inference import blackjax_engines  # noqa: F401
+from bayeszoo.inference import rvm  # noqa: F401
+from bayeszoo.inference import gpc  # noqa: F401
+from bayeszoo.inference import arvm  # noqa: F401
+from bayeszoo.inference import pmkl  # noqa: F401
+from bayeszoo.inference import bid  # noqa: F401
+from bayeszoo.inference import imagervm  # noqa: F401
+from bayeszoo.inference import slm  # noqa: F401

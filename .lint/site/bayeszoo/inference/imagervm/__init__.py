@@ -1,0 +1,2 @@
+"""DFT-domain multikernel RVM for images (Tzikas PhD ch. 4): the ``dft`` backend and the object detector."""
+from bayeszoo.inference.imagervm import dft  # noqa: F401  (registers the backend)

@@ -1,0 +1,257 @@
+"""``dft``: the DFT-domain multikernel RVM ("DFT-RVM", Tzikas PhD §4.2; digest §4.1-4.2).
+
+Type-II maximum likelihood (MAP with the model's Gamma hyperpriors) of the weight precisions alpha_mi and the
+noise precision beta by the fixed-point updates, repeated until no log-precision moves by more than ``tol``:
+
+1. posterior mean: solve (beta Phi^T Phi + A) mu = beta Phi^T t (4.19-4.20) by conjugate gradients, every
+   product with Phi / Phi^T done in the DFT domain (4.17-4.18), Jacobi-preconditioned by the diagonal
+   approximation and warm-started at the previous mu;
+2. diag(Sigma) by ``approx``: ``"diagonal"`` (4.22) 1 / (beta |phi_m|^2 + alpha_i), ``"circulant"`` (4.23, digest
+   reading) the diagonal of (beta Phi_m^T Phi_m + alpha_i I)^-1, or ``"exact"`` (dense Cholesky of the
+   precision, small images only: the reference; the mean then comes from the same factorisation);
+3. gamma_i = 1 - alpha_i Sigma_ii; alpha_i = (gamma_i + 2a) / (mu_i^2 + 2b) (4.15; a = b = 0 is the thesis's) and
+   beta = (N - sum_i gamma_i + 2c) / (|t - Phi mu|^2 + 2d) (4.16, corrected: the sum runs over all MN weights).
+   The approximations understate Sigma_ii, so sum gamma can exceed N and (4.16) turn negative; then the EM step
+   beta = (N + 2c) / (|t - Phi mu|^2 + sum gamma / beta + 2d) is taken instead (counted in ``beta_em_steps``);
+4. a weight whose alpha exceeds ``prune_alpha`` (1e12, as the RVM) is pruned: w = 0, left out of the solves.
+
+The same initial values as the RVM's ``em`` (alpha = mean |phi|^2 / (N var t), beta = 10 / var t), so with
+``approx="exact"`` the iterates are those of ``em`` on the dense design (a test). The thesis gives neither the
+initial values nor the stopping rule. Traced in the ``objective`` group: ``log_evidence``, log N(t | 0,
+beta^-1 I + Phi A^-1 Phi^T), and ``objective``, the log evidence plus the log hyperpriors (what the updates
+maximise, ``fit.info["objective"]``), with log|beta Phi^T Phi + A| exact for ``"exact"`` and approximated by
+-sum log Sigma_ii for the two approximations (the thesis traces nothing; treat those traces as indicative only).
+The fit's ``w`` draws come from N(mu, Sigma) for ``"exact"`` and from N(mu, diag(Sigma_approx)) otherwise (the
+approximations carry no correlations), or all sit at mu with ``w_draws="mean"``; ``log_alpha`` and ``log_beta``
+are constant at the estimates.
+"""
+from __future__ import annotations
+
+import math
+import time
+import warnings
+
+import numpy as np
+
+from bayeszoo import registry
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
+from bayeszoo.inference.approximations import GaussianApproximation, PointEstimate, approximation_fit
+from bayeszoo.inference.rvm import core as rvm_core
+from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
+from bayeszoo.numerics import allocator
+from bayeszoo.numerics import fft as _fft
+from bayeszoo.progress import progress_bar
+from bayeszoo.registry import Option, owner, register
+
+from ._operators import ImageDesign
+
+APPROXIMATIONS = ("diagonal", "circulant", "exact")
+W_DRAWS = ("gaussian", "mean")
+EXACT_MAX_WEIGHTS = 4096          # "exact" factorises the dense MN x MN posterior precision
+POSITIVE_OR_NONE = Interval(float, 0, None, "neither", none=True)
+OPTIONS = {
+    "approx": Option("diagonal", "diag(Sigma) by 'diagonal' (4.22), 'circulant' (4.23) or 'exact' (dense Cholesky, "
+                                 f"at most {EXACT_MAX_WEIGHTS} weights)", OneOf(APPROXIMATIONS)),
+    "max_iter": Option(200, "largest number of fixed-point iterations", POSITIVE_INT),
+    "tol": Option(1e-3, "stop when no log precision (alpha or beta) moves by more than this", POSITIVE),
+    "prune_alpha": Option(1e12, "a weight whose precision alpha exceeds this is pruned (w = 0)", POSITIVE),
+    "cg_tol": Option(1e-6, "relative residual at which the conjugate-gradient solve for the mean stops", POSITIVE),
+    "cg_max_iter": Option(500, "largest number of conjugate-gradient iterations per solve", POSITIVE_INT),
+    "init_alpha": Option(None, "initial alpha of every weight (None: mean |phi_m|^2 / (N var t))", POSITIVE_OR_NONE),
+    "init_beta": Option(None, "initial noise precision beta (None: 10 / var t)", POSITIVE_OR_NONE),
+    "max_draw_values": Option(5e7, "largest chains x draws x weights the fit may hold; more is refused before work",
+                              POSITIVE),
+    "w_draws": Option("gaussian", "draws of w: 'gaussian' from the posterior (diagonal for the approximations) or "
+                                  "'mean' (every draw at the posterior mean mu)", OneOf(W_DRAWS)),
+}
+DEFAULT_DRAW_VALUES = 5_000_000   # chains x draws x weights of a run whose counts are not given (40 MB of float64)
+MAX_DEFAULT_DRAWS = 1000
+LOG_2PI = math.log(2.0 * math.pi)
+
+
+def check(options: dict, model, data) -> dict:
+    """``approx="exact"`` factorises the dense MN x MN posterior precision: at most EXACT_MAX_WEIGHTS weights."""
+    R, C = model.image_shape(data)
+    if options["approx"] == "exact" and model.n_kernels * R * C > EXACT_MAX_WEIGHTS:
+        raise ValueError(f"{owner('imagervm', 'dft')}: approx='exact' factorises the dense {model.n_kernels * R * C} x "
+                         f"{model.n_kernels * R * C} posterior precision; at most {EXACT_MAX_WEIGHTS} weights (kernels "
+                         f"x pixels) are allowed, use 'diagonal' or 'circulant'")
+    return options
+
+
+def default_counts(model, data) -> dict:
+    """One chain of i.i.d. draws, as many as fit DEFAULT_DRAW_VALUES weights (at most MAX_DEFAULT_DRAWS); no warm-up."""
+    R, C = model.image_shape(data)
+    draws = int(min(MAX_DEFAULT_DRAWS, max(1, DEFAULT_DRAW_VALUES // (model.n_kernels * R * C))))
+    return {"draws": draws, "tune": 0, "chains": 1}
+
+
+def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: bool = False) -> dict:
+    """Run the DFT-RVM on one observed image (R, C) with ``options`` (the ``dft`` backend's, checked as ``bz.fit``
+    does). Returns the estimates and traces:
+
+    ``mu`` (M, R, C) posterior mean weights (0 where pruned), ``sigma_diag`` (diag Sigma, 0 where pruned),
+    ``alpha`` (M, R, C; inf where pruned), ``beta``, ``active`` mask, ``restored`` = Phi mu, ``log_evidence`` and
+    ``objective`` traces, ``iterations``, ``converged``, ``cg_iterations`` (total), ``chol_cov`` (exact only).
+    """
+    from bayeszoo.datasets.bid_data import image_problem
+
+    data = image_problem(image, name="observed image")
+    options = registry.get(model, "dft").resolve(dict(options or {}), model, data)
+    return _dft_rvm(model, model.observed_image(data), options, progress)
+
+
+def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
+    from bayeszoo.datasets.bid_data import check_image, check_intensities
+    from bayeszoo.models.imagervm import ZERO_IMAGE
+
+    t = check_image(image, "observed image")
+    check_intensities(t, "ImageRVM: the observed image", zero=ZERO_IMAGE)
+    shape = t.shape
+    model.check_kernels_fit(shape)
+    allocator.keep_temporaries_on_the_heap()     # image-sized temporaries in every CG product
+    design = ImageDesign(model.kernel_images(shape))
+    M, N = design.M, design.N
+    exact = opts["approx"] == "exact"
+    a, b, c, d = (float(v) for v in (model.a, model.b, model.c, model.d))
+    var_t = float(np.var(t)) or 1.0
+    alpha = np.full((M, *shape), float(opts["init_alpha"] or np.mean(design.norms2) / N / var_t))
+    beta = float(opts["init_beta"] or 10.0 / var_t)
+    active = np.ones(alpha.shape, dtype=bool)
+    mu = np.zeros(alpha.shape)
+    Pt = design.adjoint(t)                                        # Phi^T t
+    if exact:
+        Phi = model.dense_design(shape)
+        G, Pt_flat = Phi.T @ Phi, Phi.T @ t.ravel()
+    cg_total = 0
+    chol_cov = None
+    trace_ev, trace_obj = [], []
+
+    def posterior(mu0):
+        """mu, diag Sigma (0 on pruned weights), log|beta Phi^T Phi + A| over the active weights."""
+        nonlocal cg_total, chol_cov
+        if exact:
+            idx = np.flatnonzero(active.ravel())
+            H = beta * G[np.ix_(idx, idx)]
+            H[np.diag_indices(idx.size)] += alpha.ravel()[idx]
+            post = rvm_core.Gaussian(H, beta * Pt_flat[idx])
+            mu_new, sd = np.zeros(M * N), np.zeros(M * N)
+            mu_new[idx], sd[idx] = post.mu, np.diag(post.Sigma)
+            chol_cov = (idx, post)
+            return mu_new.reshape(alpha.shape), sd.reshape(alpha.shape), post.logdet_H
+        alpha_act = np.where(active, alpha, 0.0)
+        jacobi = np.where(active, 1.0 / (beta * design.norms2[:, None, None] + alpha_act), 0.0)
+        flat = (M * shape[0], shape[1])                           # one vector for pcg's inner products
+
+        def apply_H(x):
+            x = x.reshape(alpha.shape)
+            return (np.where(active, beta * design.normal(x), 0.0) + alpha_act * x).reshape(flat)
+
+        x, its, _ = _fft.pcg(apply_H, np.where(active, beta * Pt, 0.0).reshape(flat),
+                             lambda r: (jacobi.reshape(flat) * r), np.where(active, mu0, 0.0).reshape(flat),
+                             max_iter=opts["cg_max_iter"], tol=opts["cg_tol"])
+        cg_total += int(its)
+        mu_new = np.where(active, x.reshape(alpha.shape), 0.0)
+        if opts["approx"] == "diagonal":
+            sd = design.sigma_diagonal(alpha_act, beta)
+        else:
+            sd = design.sigma_circulant(np.where(active, alpha, np.min(alpha[active])), beta)
+        sd = np.where(active, sd, 0.0)
+        return mu_new, sd, -float(np.sum(np.log(sd[active])))
+
+    def evidence(mu, logdet_H, rr):
+        al = alpha[active]
+        # log N(t | 0, C): log|C| = log|H| - N log beta - sum log alpha;  t^T C^-1 t = beta |t - Phi mu|^2 + mu^T A mu
+        quad = beta * rr + float(np.sum(al * mu[active] ** 2))
+        ev = -0.5 * (N * LOG_2PI + logdet_H - N * math.log(beta) - float(np.sum(np.log(al))) + quad)
+        return ev, ev + rvm_core.log_prior_terms(al, beta, model)
+
+    converged = False
+    it = beta_em_steps = 0
+    bar = progress_bar(total=opts["max_iter"], desc=f"dft-rvm ({opts['approx']})", disable=not progress)
+    try:
+        mu, sd, logdet_H = posterior(mu)
+        resid = t - design.forward(mu)
+        rr = float(np.sum(resid**2))
+        for name, value in zip(("log_evidence", "objective"), evidence(mu, logdet_H, rr)):
+            (trace_ev if name == "log_evidence" else trace_obj).append(value)
+        for it in range(1, opts["max_iter"] + 1):
+            with np.errstate(divide="ignore", invalid="ignore"):     # pruned weights: inf * 0, 0 / 0
+                gamma = np.where(active, 1.0 - alpha * sd, 0.0)
+                new_alpha = (gamma + 2 * a) / (mu**2 + 2 * b)                       # (4.15), Gamma prior as [T 2.25]
+            new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, 10 * opts["prune_alpha"])
+            dof = N - float(np.sum(gamma)) + 2 * c
+            if dof > 0:
+                new_beta = dof / (rr + 2 * d)                                       # (4.16), corrected: sum over all MN
+            else:
+                # only with the approximations: Sigma_ii <= true Sigma_ii overstates gamma, and sum gamma can pass N
+                # (impossible exactly: it is tr(beta Phi Sigma Phi^T) < N); the EM step for beta stays positive
+                new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
+                beta_em_steps += 1
+            change = max(float(np.max(np.abs(np.log(new_alpha[active]) - np.log(alpha[active])))),
+                         abs(math.log(new_beta) - math.log(beta)))
+            alpha = np.where(active, new_alpha, np.inf)
+            beta = new_beta
+            active = active & (alpha <= opts["prune_alpha"])
+            if not np.any(active):                                                 # keep the most relevant weight
+                keep = np.unravel_index(np.argmin(new_alpha), alpha.shape)
+                active[keep], alpha[keep] = True, new_alpha[keep]
+            mu, sd, logdet_H = posterior(mu)
+            resid = t - design.forward(mu)
+            rr = float(np.sum(resid**2))
+            ev, obj = evidence(mu, logdet_H, rr)
+            trace_ev.append(ev)
+            trace_obj.append(obj)
+            bar.update(1)
+            bar.set_postfix(active=int(active.sum()), beta=f"{beta:.3g}")
+            if change < opts["tol"]:
+                converged = True
+                break
+    finally:
+        bar.close()
+    return dict(mu=mu, sigma_diag=sd, alpha=np.where(active, alpha, np.inf), beta=beta, active=active,
+                restored=t - resid, log_evidence=np.array(trace_ev), objective=np.array(trace_obj),
+                iterations=it, converged=converged, cg_iterations=cg_total, beta_em_steps=beta_em_steps, chol_cov=chol_cov if exact else None,
+                approx=opts["approx"])
+
+
+def approximation(res: dict, w_draws: str) -> GaussianApproximation | PointEstimate:
+    """The posterior of the weights at the estimates: N(mu, Sigma) (exact) or N(mu, diag Sigma_approx), 0 on the
+    pruned weights; a point estimate at mu with ``w_draws="mean"``; log_alpha and log_beta fixed."""
+    mu, active = res["mu"], res["active"]
+    log_alpha = np.where(active, np.minimum(np.log(res["alpha"]), LOG_ALPHA_PRUNED), LOG_ALPHA_PRUNED)
+    fixed = {"log_alpha": log_alpha, "log_beta": math.log(res["beta"])}
+    common = dict(log_evidence=float(res["log_evidence"][-1]), objective_name="objective",
+                  objective={"log_evidence": res["log_evidence"], "objective": res["objective"]},
+                  iterations=res["iterations"], converged=res["converged"])
+    if w_draws == "mean":
+        return PointEstimate({"w": mu, **fixed}, **common)
+    if res["chol_cov"] is None:
+        return GaussianApproximation("w", mu, var=res["sigma_diag"], fixed=fixed, **common)
+    idx, post = res["chol_cov"]
+    factor = np.zeros((mu.size, idx.size))
+    factor[idx] = post.chol_cov()
+    return GaussianApproximation("w", mu, factor=factor, fixed=fixed, **common)
+
+
+@register("dft", kind="approximation", family="imagervm", options=OPTIONS, check=check, defaults=default_counts,
+          description="DFT-RVM: type-II ML of alpha, beta with Fourier-domain CG means and diagonal / circulant / exact "
+                      "diag(Sigma)")
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """DFT-domain multikernel RVM (Tzikas PhD §4.2): point estimates of alpha, beta; Gaussian draws of w."""
+    R, C = model.image_shape(data)
+    size = chains * draws * model.n_kernels * R * C
+    if size > opts["max_draw_values"]:
+        raise ValueError(f"{chains} chains x {draws} draws of {model.n_kernels} x {R} x {C} weights would store "
+                         f"{size:.3g} values (max_draw_values={opts['max_draw_values']:.3g}); ask for fewer draws, "
+                         f"e.g. draws=10, chains=1, for large images")
+    t0 = time.perf_counter()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = _dft_rvm(model, model.observed_image(data), opts, progress)
+    seconds = time.perf_counter() - t0
+    info = {"approx": opts["approx"], "n_active": int(res["active"].sum()), "cg_iterations": res["cg_iterations"],
+            "beta_em_steps": res["beta_em_steps"], "seconds_per_iteration": seconds / max(res["iterations"], 1)}
+    return approximation_fit(model, data, "dft", approximation(res, opts["w_draws"]), draws=draws, chains=chains,
+                             seed=seed, timing={"tune": seconds}, owner=owner("imagervm", "dft"),
+                             limit=f"{opts['max_iter']} iterations", info=info)

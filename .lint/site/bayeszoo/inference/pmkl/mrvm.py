@@ -1,0 +1,255 @@
+"""``mrvm1`` and ``mrvm2``: the multiclass relevance vector machines of Damoulas ch. 5 (convex or mean rule).
+
+mRVM1 (Algorithms 6-7): one precision alpha_i per training object, shared by the classes; fast type-II ML of
+log p(Y | K, A) = sum_c log N(y_c | 0, I + K^T A^-1 K) (5.13), constructive. Per iteration, with the active
+rows K_o of the composite kernel, S_m and Q_cm for every object by Woodbury (5.24-5.25), the sparsity and
+quality factors s_m, q_cm (5.23), the contribution theta_i = sum_c q_ci^2 - C s_i (5.19-5.20 with the square,
+erratum 9); informative selection (Algorithm 7): add the inactive object of largest theta > 0, else delete the
+active one of smallest theta <= 0, else re-estimate a random active one; then the M-step for W_o (5.21), the
+QP for beta (5.10) and the E-step for Y (5.4-5.5), all on the active set. Stops by Criterion 2 (§5.4.4):
+|Delta log alpha_m| < ``threshold`` for every active m, theta_i <= 0 for every inactive i, and at least
+``min_iter`` (default N) iterations; or after ``max_iter``.
+
+mRVM2 (Algorithm 8): per-object, per-class precisions with the flat Gamma(tau, nu) prior (options of this
+backend), A started at 1 (not from the diffuse prior). The thesis's tau = nu = 1e-5 cannot work with its own
+threshold: the E-step mean (2 tau + 1) / (w^2 + 2 nu) never exceeds (2 tau + 1) / (2 nu) = 5e4 < 1e6, so nothing
+would ever be pruned. The default is tau = 1e-5, nu = 1e-8 (cap 5e7), with which objects are pruned in the first
+few iterations as the thesis reports. Each iteration runs the M-step for W_o, the beta QP, the E-step for Y, the
+E-step (mean) for alpha, and objects with alpha_ic > ``prune`` for every c are pruned for good. Stops when the
+relative change of W and Y is below ``tol`` or after ``max_iter``.
+
+Both report the relevance vectors (the ``relevance`` group: ``fit.idata.relevance["relevance_vectors"]``, the
+indices of the training objects); pruned objects have W = 0 and log_alpha = log(1e12). Draws of W come from the
+Gaussian conditional at the estimates on the active set (a ``GaussianApproximation`` of W, log_alpha and beta
+fixed). The ``objective`` group traces the training log likelihood and the number of relevance vectors; neither is
+the quantity the iterations maximise, so ``fit.info["objective"]`` is None.
+"""
+from __future__ import annotations
+
+import numpy as np
+import xarray as xr
+from scipy import linalg as sla
+
+from bayeszoo import checks
+from bayeszoo.inference._options import Timer
+from bayeszoo.inference.approximations import approximation_fit
+from bayeszoo.numerics.linalg import jittered_cholesky
+from bayeszoo.progress import progress_bar
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+
+from . import _common as MK
+
+_LEARN_BETA = Option(True, "estimate the kernel weights beta by the simplex QP (convex rule; the mean rule keeps "
+                           "them equal)", checks.Flag())
+S_RTOL = 1e-10        # relative size below which S_m (alpha_m - S_m when active) is rounding noise
+RELEVANCE_GROUP = "relevance"
+
+OPTIONS1 = {
+    "max_iter": Option(None, "largest number of iterations (None: 20 N)", checks.Interval(int, 1, None, none=True)),
+    "min_iter": Option(None, "fewest iterations before Criterion 2 may stop the run (None: N)",
+                       checks.Interval(int, 1, None, none=True)),
+    "threshold": Option(1e-6, "Criterion 2: largest |change of log alpha| of an active object at convergence",
+                        checks.POSITIVE),
+    "learn_beta": _LEARN_BETA,
+}
+OPTIONS2 = {
+    "max_iter": Option(200, "largest number of iterations", checks.POSITIVE_INT),
+    "tol": Option(1e-4, "stop when the relative change of W and of Y falls below this (and nothing is pruned)",
+                  checks.POSITIVE),
+    "tau": Option(1e-5, "shape of the flat Gamma(tau, nu) prior on the precisions alpha_ic", checks.POSITIVE),
+    "nu": Option(1e-8, "rate of the flat Gamma(tau, nu) prior on the precisions alpha_ic", checks.POSITIVE),
+    "prune": Option(1e6, "an object is pruned once alpha_ic exceeds this for every class", checks.POSITIVE),
+    "learn_beta": _LEARN_BETA,
+}
+
+
+def _reduced_posterior(Ko, Y, alpha_o):
+    """Cholesky of Sigma^-1 = K_o K_o^T + A_o (M x M) and W_o = Sigma K_o Y (5.21)."""
+    L = jittered_cholesky(Ko @ Ko.T + np.diag(alpha_o), what="K_o K_o^T + A_o (the relevance vectors' precision)")
+    return L, sla.cho_solve((L, True), Ko @ Y, check_finite=False)
+
+
+_PRECISION = "K_o K_o^T + A_o,{c} (the relevance vectors' precision of class {c})"
+
+
+def sparsity_quality(K, active, alpha_active, Y):
+    """S_m = k_m^T C^-1 k_m and Q_cm = k_m^T C^-1 y_c for every object m, C = I + K_o^T A_o^-1 K_o (5.22),
+    by Woodbury with the M x M matrix K_o K_o^T + A_o (5.24-5.25). Returns (S (N,), Q (N, C), L, W_o)."""
+    Ko = K[active]
+    L, Wo = _reduced_posterior(Ko, Y, alpha_active)
+    B = Ko @ K                                            # (M, N): K_o k_m for every m
+    SB = sla.cho_solve((L, True), B, check_finite=False)
+    S = np.sum(K * K, 0) - np.sum(B * SB, 0)
+    Q = K.T @ Y - SB.T @ (Ko @ Y)
+    return S, Q, L, Wo
+
+
+def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6, learn_beta=True, seed=0,
+                   progress=False):
+    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 31]))
+    Ks = model.train_kernels(data)
+    S, N = Ks.shape[:2]
+    C = model.n_classes(data)
+    y = data.y.astype(int)
+    onehot = np.eye(C, dtype=bool)[y]
+    max_iter = 20 * N if max_iter is None else max_iter
+    min_iter = N if min_iter is None else min_iter
+    learn_beta = learn_beta and model.rule == "convex"
+    beta = model.default_beta(S)
+    Y = np.where(onehot, 1.0, 0.0)
+    K = MK.combine(Ks, beta, model.rule)
+    # start from the object with the largest projection sum_c (k_i^T y_c)^2 / |k_i|^2 (Tipping-Faul)
+    kk = np.sum(K * K, 0)
+    if not np.any(kk > 0):
+        raise ValueError(f"{owner('pmkl', 'mrvm1')}: the composite kernel is zero on the training objects (to working "
+                         f"precision, e.g. a linear kernel on zero or tiny columns), so no relevance vector can be "
+                         f"selected; standardise the inputs or use another kernel")
+    with np.errstate(divide="ignore", invalid="ignore"):
+        proj = np.where(kk > 0, np.sum((K.T @ Y) ** 2, 1) / kk, -np.inf)   # a zero column explains nothing
+    i0 = int(np.argmax(proj))
+    alpha = np.full(N, np.inf)
+    denom = proj[i0] / C - 1.0
+    alpha[i0] = kk[i0] / denom if denom > 0 else 1.0 / kk[i0]   # 5.19 with C = I
+    trace, n_rv, converged = [], [], False
+    with progress_bar(total=max_iter, desc="mrvm1", disable=not progress) as bar:
+        for it in range(max_iter):
+            act = np.nonzero(np.isfinite(alpha))[0]
+            Sm, Qm, L, Wo = sparsity_quality(K, act, alpha[act], Y)
+            s, q = Sm.copy(), Qm.copy()
+            fin = np.isfinite(alpha)
+            # S_m = |k_m|^2 - (the part the active set explains) loses its digits when k_m lies (numerically) in the
+            # span of the active columns. Such an inactive object is not added (its s_m is lost to rounding); for an
+            # active one alpha_m - S_m = alpha_m^2 / (alpha_m + s_m) vanishes as s_m grows, theta_m -> -inf: deleted
+            resolved = np.where(fin, alpha - Sm > S_RTOL * np.where(fin, alpha, 0.0), Sm > S_RTOL * kk)
+            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+                s[fin] = alpha[fin] * Sm[fin] / (alpha[fin] - Sm[fin])             # 5.23
+                q[fin] = (alpha[fin] / (alpha[fin] - Sm[fin]))[:, None] * Qm[fin]
+                theta = np.where(resolved, np.sum(q**2, 1) - C * s, -np.inf)
+                alpha_star = np.where(theta > 0, C * s**2 / theta, np.inf)     # 5.19-5.20
+            alpha_star = np.where(alpha_star > 0, alpha_star, np.inf)          # s underflowed: nothing to add
+            # convergence (Criterion 2): stationary active alphas, nothing to add, enough iterations
+            d_log = np.abs(np.log(alpha_star[fin]) - np.log(alpha[fin]))
+            if it >= min_iter and np.all(d_log < threshold) and np.all(theta[~fin] <= 0):
+                converged = True
+                break
+            # informative selection (Algorithm 7)
+            inactive_pos = np.nonzero(~fin & (theta > 0))[0]
+            active_neg = np.nonzero(fin & (theta <= 0))[0]
+            if inactive_pos.size:
+                i = inactive_pos[np.argmax(theta[inactive_pos])]
+                alpha[i] = alpha_star[i]
+            elif active_neg.size and fin.sum() > 1:
+                alpha[active_neg[np.argmin(theta[active_neg])]] = np.inf
+            else:
+                i = rng.choice(np.nonzero(fin)[0])
+                if np.isfinite(alpha_star[i]):
+                    alpha[i] = alpha_star[i]
+            act = np.nonzero(np.isfinite(alpha))[0]
+            Ko = K[act]
+            L, Wo = _reduced_posterior(Ko, Y, alpha[act])
+            W = np.zeros((N, C))
+            W[act] = Wo
+            if learn_beta:
+                beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W, Y), x0=beta)
+                K = MK.combine(Ks, beta, model.rule)
+            Y = MK.cone_moments(K.T @ W, onehot)[0]
+            trace.append(MK.train_loglik(K, W, y))
+            n_rv.append(len(act))
+            bar.update()
+    act = np.nonzero(np.isfinite(alpha))[0]
+    K = MK.combine(Ks, beta, model.rule)
+    L, Wo = _reduced_posterior(K[act], Y, alpha[act])
+    W = np.zeros((N, C))
+    W[act] = Wo
+    return {"W": W, "L": L, "active": act, "alpha": alpha[act], "beta": beta, "trace": np.asarray(trace),
+            "n_rv": np.asarray(n_rv), "iterations": len(trace), "converged": converged}
+
+
+def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, prune=1e6, learn_beta=True,
+                   progress=False):
+    Ks = model.train_kernels(data)
+    S, N = Ks.shape[:2]
+    C = model.n_classes(data)
+    y = data.y.astype(int)
+    onehot = np.eye(C, dtype=bool)[y]
+    learn_beta = learn_beta and model.rule == "convex"
+    beta = model.default_beta(S)
+    Y = np.where(onehot, 1.0, 0.0)
+    A = np.ones((N, C))
+    act = np.arange(N)
+    W = np.zeros((N, C))
+    trace, n_rv, converged = [], [], False
+    with progress_bar(total=max_iter, desc="mrvm2", disable=not progress) as bar:
+        for it in range(max_iter):
+            K = MK.combine(Ks, beta, model.rule)
+            Ko = K[act]
+            W_new = np.zeros((N, C))
+            for c in range(C):
+                L = jittered_cholesky(Ko @ Ko.T + np.diag(A[act, c]), what=_PRECISION.format(c=c))
+                W_new[act, c] = sla.cho_solve((L, True), Ko @ Y[:, c], check_finite=False)
+            if learn_beta:
+                beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W_new, Y), x0=beta)
+                K = MK.combine(Ks, beta, model.rule)
+            Y_new = MK.cone_moments(K.T @ W_new, onehot)[0]
+            A[act] = (2 * tau + 1) / (W_new[act] ** 2 + 2 * nu)       # E-step (5.9)
+            keep = ~np.all(A[act] > prune, axis=1)
+            if keep.sum() == 0:
+                keep[np.argmin(A[act].min(1))] = True
+            change = max(np.linalg.norm(W_new - W) / max(np.linalg.norm(W_new), 1e-300),
+                         np.linalg.norm(Y_new - Y) / max(np.linalg.norm(Y_new), 1e-300))
+            W, Y = W_new, Y_new
+            trace.append(MK.train_loglik(K, W, y))
+            act = act[keep]
+            W[np.setdiff1d(np.arange(N), act)] = 0.0
+            n_rv.append(len(act))
+            bar.update()
+            if change < tol and keep.all():
+                converged = True
+                break
+    K = MK.combine(Ks, beta, model.rule)
+    Ko = K[act]
+    Ls = np.stack([jittered_cholesky(Ko @ Ko.T + np.diag(A[act, c]), what=_PRECISION.format(c=c)) for c in range(C)])
+    W = np.zeros((N, C))
+    for c in range(C):
+        W[act, c] = sla.cho_solve((Ls[c], True), Ko @ Y[:, c], check_finite=False)
+    return {"W": W, "Ls": Ls, "active": act, "A": A[act], "beta": beta, "trace": np.asarray(trace),
+            "n_rv": np.asarray(n_rv), "iterations": len(trace), "converged": converged}
+
+
+def _fit(backend, model, data, res, Ls, A, *, draws, chains, seed, timer, limit):
+    """The Gaussian conditional of W on the relevance vectors as a Fit, their indices in the ``relevance`` group."""
+    active = res["active"]
+    q = MK.conditional_w(model, data, res["W"][active], Ls, A, res["beta"], active=active,
+                         objective={"train_loglik": res["trace"], "n_relevant": res["n_rv"]},
+                         iterations=res["iterations"], converged=res["converged"])
+    relevance = xr.Dataset({"relevance_vectors": xr.DataArray(np.asarray(active, int), dims=("relevance_vector",))})
+    return approximation_fit(model, data, backend, q, draws=draws, chains=chains, seed=seed,
+                             timing={"tune": timer()}, owner=owner("pmkl", backend), limit=limit,
+                             info={"n_relevance_vectors": int(len(active))},
+                             extra_groups={RELEVANCE_GROUP: relevance})
+
+
+@register("mrvm1", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS1,
+          check=MK.check_rule("mrvm1"), defaults=APPROXIMATION_DEFAULTS,
+          description="mRVM1: fast constructive multiclass RVM with shared precisions (Algorithms 6-7)")
+def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """mRVM1: constructive type-II ML with informative sample selection."""
+    timer = Timer()
+    res = mrvm1_estimate(model, data, seed=seed, progress=progress, **opts)
+    C = res["W"].shape[1]
+    Ls = np.broadcast_to(res["L"], (C,) + res["L"].shape)
+    A = np.repeat(res["alpha"][:, None], C, axis=1)
+    cap = opts["max_iter"] if opts["max_iter"] is not None else 20 * data.n
+    return _fit("mrvm1", model, data, res, Ls, A, draws=draws, chains=chains, seed=seed, timer=timer,
+                limit=f"{cap} iterations (Criterion 2 did not hold)")
+
+
+@register("mrvm2", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS2,
+          check=MK.check_rule("mrvm2"), defaults=APPROXIMATION_DEFAULTS,
+          description="mRVM2: flat-prior multiclass RVM with top-down pruning (Algorithm 8)")
+def run_mrvm2(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """mRVM2: EM with per-class precisions under a flat prior, pruning at alpha > ``prune``."""
+    timer = Timer()
+    res = mrvm2_estimate(model, data, progress=progress, **opts)
+    return _fit("mrvm2", model, data, res, res["Ls"], res["A"], draws=draws, chains=chains, seed=seed, timer=timer,
+                limit=f"{opts['max_iter']} iterations")

@@ -1,0 +1,260 @@
+"""The Gaussian RVM core that the rvm, arvm and imagervm backends share.
+
+Notation follows the Tzikas digest: Phi (N x M) design, A = diag(alpha) weight precisions, B = diag(beta_n)
+noise precisions (beta * I for regression, the IRLS weights for classification), t (or t-hat) targets,
+Sigma = (Phi^T B Phi + A)^-1 and mu = Sigma Phi^T B t [T 2.13-2.14]. Only the M x M posterior precision is
+ever factorised (Cholesky after symmetric diagonal scaling, with jitter); kernel matrices are never inverted.
+
+The type-II / MAP objective of ``em`` and ``fast`` is [T 2.21] over the bases currently in the model,
+
+    J = log N(t | 0, B^-1 + Phi A^-1 Phi^T) + sum_active (a log alpha_i - b alpha_i) + c log beta - d beta,
+
+i.e. Gamma(a, b) / Gamma(c, d) densities on log alpha_i and log beta (the digest's corrected form: coefficient
+a, not a - 1, and the Gamma prior on beta, not sigma^2). A basis removed from the model contributes nothing.
+
+The results of the approximations are :class:`~bayeszoo.inference.approximations.GaussianApproximation` s over
+``w`` (:func:`type2_approximation`).
+"""
+from __future__ import annotations
+
+import time
+import warnings
+
+import numpy as np
+from scipy import linalg as sla
+from scipy.special import expit, log_expit, log_ndtr
+
+from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
+from bayeszoo.numerics.linalg import jittered_cholesky
+from bayeszoo.registry import owner
+
+LOG_2PI = float(np.log(2.0 * np.pi))
+
+
+# ------------------------------------------------------------------------------------------------ Cholesky
+def spd_cholesky(H: np.ndarray):
+    """Cholesky of a symmetric positive definite matrix after scaling it to unit diagonal (with jitter).
+
+    Returns ``(L, d)`` with ``H = D L L^T D``, ``D = diag(d)``. Scaling makes precisions whose diagonal spans
+    many orders of magnitude (alpha_i from 1e-3 to 1e12) factorise to working precision.
+    """
+    diag = np.diag(H).copy()
+    if np.any(~np.isfinite(diag)) or np.any(diag <= 0):
+        raise np.linalg.LinAlgError("posterior precision has a non-positive or non-finite diagonal")
+    d = np.sqrt(diag)
+    return jittered_cholesky(H / d[:, None] / d[None, :], what="the posterior precision of the weights"), d
+
+
+class Gaussian:
+    """N(mu, Sigma) with Sigma = H^-1, H = Phi^T B Phi + A, from the factor of H; mu = Sigma h."""
+
+    def __init__(self, H: np.ndarray, h: np.ndarray | None = None):
+        self.L, self.d = spd_cholesky(H)
+        self.M = H.shape[0]
+        self.logdet_H = 2.0 * np.sum(np.log(np.diag(self.L))) + 2.0 * np.sum(np.log(self.d))
+        self.mu = self.solve(h) if h is not None else None
+        self._Sigma = None
+
+    def solve(self, rhs):
+        x = rhs / self.d if rhs.ndim == 1 else rhs / self.d[:, None]
+        x = sla.cho_solve((self.L, True), x, check_finite=False)
+        return x / self.d if rhs.ndim == 1 else x / self.d[:, None]
+
+    @property
+    def Sigma(self) -> np.ndarray:
+        if self._Sigma is None:
+            Li = self._L_inv() / self.d[None, :]
+            self._Sigma = Li.T @ Li
+        return self._Sigma
+
+    @property
+    def logdet_Sigma(self) -> float:
+        return -self.logdet_H
+
+    def chol_cov(self) -> np.ndarray:
+        """A square root R of Sigma (Sigma = R R^T), for i.i.d. draws."""
+        return self._L_inv().T / self.d[:, None]
+
+    def _L_inv(self) -> np.ndarray:
+        # LAPACK's triangular inverse, not solve_triangular(L, I), which is much slower on small M
+        L_inv, info = sla.lapack.dtrtri(self.L, lower=1)
+        if info != 0:
+            raise np.linalg.LinAlgError(f"triangular inverse failed (dtrtri info={info})")
+        return L_inv
+
+
+# ------------------------------------------------------------------------------------------------ evidence
+def log_evidence(post: Gaussian, tBt: float, PtBt: np.ndarray, alpha: np.ndarray, logdet_B: float, N: int) -> float:
+    """log N(t | 0, C), C = B^-1 + Phi A^-1 Phi^T, through the M x M factor.
+
+    # [T 2.22], corrected: log|C| = -log|Sigma| - log|B| - log|A|  and  t^T C^-1 t = t^T B (t - Phi mu)
+    """
+    quad = tBt - float(post.mu @ PtBt)
+    logdet_C = -post.logdet_Sigma - logdet_B - np.sum(np.log(alpha))
+    return -0.5 * (N * LOG_2PI + logdet_C + quad)
+
+
+def log_prior_terms(alpha, beta, model) -> float:
+    """sum_i (a log alpha_i - b alpha_i) + c log beta - d beta.  # [T 2.21], corrected: Gamma prior on beta"""
+    out = float(np.sum(model.a * np.log(alpha) - model.b * alpha))
+    if beta is not None:
+        out += model.c * np.log(beta) - model.d * beta
+    return out
+
+
+def basis_contribution(alpha, s, q2, a, b):
+    """f_i(alpha) = l(alpha_i) + a log alpha_i - b alpha_i with l of [T 3.5]: basis i's share of J."""
+    return 0.5 * (np.log(alpha) - np.log(alpha + s) + q2 / (alpha + s)) + a * np.log(alpha) - b * alpha
+
+
+def best_alpha(s, q2, a, b, alpha_max=1e12):
+    """Maximise f_i(alpha) over alpha for every basis at once; returns ``(alpha*, f*)``.
+
+    With a = b = 0 this is [T 3.7-3.8] (alpha = s^2 / (q^2 - s), or infinity). With the Gamma hyperprior
+    the stationarity condition is a cubic, which can have two local maxima; they are bracketed on a log grid
+    of d f / d log alpha and refined by bisection. Where no finite maximum exists, or the best lies above
+    ``alpha_max``, alpha* = inf and f* = 0 (the basis is better left out).
+    """
+    s = np.atleast_1d(np.asarray(s, float))
+    q2 = np.atleast_1d(np.asarray(q2, float))
+    K = s.shape[0]
+
+    def dlog(u):  # d f / d log alpha at alpha = s * exp(u)
+        al = s[:, None] * np.exp(u)
+        ss = s[:, None]
+        return 0.5 * (ss / (al + ss) - q2[:, None] * al / (al + ss) ** 2) + a - b * al
+
+    grid = np.linspace(-30.0, 36.0, 89)
+    F = dlog(np.broadcast_to(grid, (K, grid.size)))
+    down = (F[:, :-1] > 0) & (F[:, 1:] <= 0)                  # + to -: a local maximum of f
+    best_f = np.zeros(K)
+    best_a = np.full(K, np.inf)
+    rows, cols = np.nonzero(down)
+    if rows.size:
+        lo = grid[cols].astype(float)
+        hi = grid[cols + 1].astype(float)
+        ss = s[rows]
+        qq = q2[rows]
+        for _ in range(44):
+            mid = 0.5 * (lo + hi)
+            al = ss * np.exp(mid)
+            fm = 0.5 * (ss / (al + ss) - qq * al / (al + ss) ** 2) + a - b * al
+            pos = fm > 0
+            lo = np.where(pos, mid, lo)
+            hi = np.where(pos, hi, mid)
+        al = ss * np.exp(0.5 * (lo + hi))
+        fv = basis_contribution(al, ss, qq, a, b)
+        ok = (al <= alpha_max) & (fv > 0)
+        for r, x, f in zip(rows[ok], al[ok], fv[ok]):
+            if f > best_f[r]:
+                best_f[r], best_a[r] = f, x
+    return best_a, best_f
+
+
+# ------------------------------------------------------------------------------------------------ links
+def link_terms(f, t, link):
+    """Bernoulli log likelihood sum, its gradient and minus its second derivative in f (IRLS weights)."""
+    sgn = 2.0 * t - 1.0
+    if link == "logit":
+        y = expit(f)
+        ll = float(np.sum(log_expit(sgn * f)))
+        return ll, t - y, np.maximum(y * (1.0 - y), 1e-300)
+    z = sgn * f
+    logcdf = log_ndtr(z)
+    lam = np.exp(-0.5 * z * z - 0.5 * LOG_2PI - logcdf)       # N(z) / Phi(z), stable in the tails
+    return float(np.sum(logcdf)), sgn * lam, np.maximum(lam * (lam + z), 1e-300)
+
+
+def laplace_mode(Phi, t, alpha, link, w0=None, max_iter=100, tol=1e-9):
+    """IRLS / Newton for the mode of p(w | t, alpha) ([P 18-20], digest 2.5), with step halving.
+
+    Returns ``(post, W, g, loglik, iters)``: ``post`` is the Laplace Gaussian (mu = mode), ``W`` the weights B,
+    ``g`` the likelihood gradient in f, so B t-hat = W f + g  ([P 20]: t-hat = Phi w + B^-1 (t - y)).
+    """
+    N, M = Phi.shape
+    w = np.zeros(M) if w0 is None else np.asarray(w0, float).copy()
+
+    def psi(w):
+        ll, g, W = link_terms(Phi @ w, t, link)
+        return ll - 0.5 * float(np.sum(alpha * w * w)), ll, g, W
+
+    val, ll, g, W = psi(w)
+    it = 0
+    for it in range(1, max_iter + 1):
+        grad = Phi.T @ g - alpha * w
+        H = (Phi.T * W) @ Phi
+        H[np.diag_indices(M)] += alpha
+        step = Gaussian(H).solve(grad)
+        lr = 1.0
+        while True:
+            w_new = w + lr * step
+            v_new, ll_n, g_n, W_n = psi(w_new)
+            if v_new >= val - 1e-12 * abs(val):
+                break
+            if lr < 1e-8:
+                # no step along the Newton direction raises psi: w is the mode to working precision. Taking the step
+                # anyway (as before) let tiny alphas on separable data throw w to overflow (NaN IRLS weights)
+                w_new = None
+                break
+            lr *= 0.5
+        if w_new is None:
+            break
+        done = np.max(np.abs(w_new - w)) < tol * (1.0 + np.max(np.abs(w)))
+        w, val, ll, g, W = w_new, v_new, ll_n, g_n, W_n
+        if done:
+            break
+    H = (Phi.T * W) @ Phi
+    H[np.diag_indices(M)] += alpha
+    post = Gaussian(H)
+    post.mu = w
+    return post, W, g, ll, it
+
+
+def laplace_log_evidence(post: Gaussian, alpha, loglik) -> float:
+    """log p(t | alpha) ~ log p(t | w*) + log p(w* | alpha) + M/2 log 2 pi + 1/2 log|Sigma|."""
+    w = post.mu
+    return loglik - 0.5 * float(np.sum(alpha * w * w)) + 0.5 * float(np.sum(np.log(alpha))) + 0.5 * post.logdet_Sigma
+
+
+# ------------------------------------------------------------------------------------------------ output
+def type2_approximation(M: int, res: dict, *, classifier: bool) -> GaussianApproximation:
+    """The Gaussian posterior of all ``M`` weights at a type-II ML / MAP estimate ``res`` (see :func:`run_type2`):
+    N(mu, Sigma) on the kept bases, w = 0 exactly on the pruned ones (zero rows of the covariance factor);
+    ``log_alpha`` (LOG_ALPHA_PRUNED on the pruned bases) and ``log_beta`` fixed at the estimates."""
+    active, post = res["active"], res["post"]
+    mean = np.zeros(M)
+    mean[active] = post.mu
+    factor = np.zeros((M, active.size))
+    factor[active] = post.chol_cov()
+    log_alpha = np.full(M, LOG_ALPHA_PRUNED)
+    log_alpha[active] = np.minimum(np.log(res["alpha"]), LOG_ALPHA_PRUNED)
+    fixed = {"log_alpha": log_alpha}
+    if not classifier:
+        fixed["log_beta"] = float(np.log(res["beta"]))
+    return GaussianApproximation("w", mean, factor=factor, fixed=fixed, log_evidence=float(res["log_evidence"][-1]),
+                                 objective={"log_evidence": res["log_evidence"], "objective": res["objective"]},
+                                 objective_name="objective", iterations=res["iterations"], converged=res["converged"])
+
+
+def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chains: int, seed, extra_info):
+    """Shared driver of the type-II backends (``em``, ``fast``): design matrix, ``solver``, Fit of the Gaussian.
+
+    ``solver(model, Phi, t, opts)`` returns a dict with ``active``, ``alpha``, ``beta``, ``post``,
+    ``log_evidence`` / ``objective`` traces, ``iterations`` and ``converged``; ``extra_info(res)`` adds the
+    backend's own entries to ``fit.info``. The optimised quantity is the ``objective`` trace (J); its last value is
+    ``fit.idata.objective["objective"][-1]`` and the final log evidence is ``fit.info["log_evidence"]``.
+    """
+    t0 = time.perf_counter()
+    Phi = model.training_design(data)
+    t = np.asarray(data.y, float)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        res = solver(model, Phi, t, opts)
+    q = type2_approximation(Phi.shape[1], res, classifier=model.is_classifier)
+    return approximation_fit(model, data, backend, q, draws=draws, chains=chains, seed=seed,
+                             timing={"tune": time.perf_counter() - t0}, owner=owner("rvm", backend),
+                             limit=f"{opts['max_iter']} iterations",
+                             info={"n_relevant": int(res["active"].size), **extra_info(res)})
+
+

@@ -1,0 +1,161 @@
+"""``em``: type-II maximum likelihood / MAP of (log alpha, log beta) for the RVM (Tipping 2001; [T 2.4-2.5]).
+
+Maximises the log-space MAP objective J of :mod:`.core` ([T 2.21], corrected) over all N + 1 bases:
+
+* ``update="mackay"`` (default): alpha_i = (gamma_i + 2a) / (mu_i^2 + 2b)  [T 2.25-2.26], gamma_i = 1 - alpha_i
+  Sigma_ii, and beta = (N - sum gamma + 2c) / (|t - Phi mu|^2 + 2d)  [T 2.27], corrected: Gamma prior on beta.
+  The fixed point of the gradient; converges in tens of iterations where EM needs thousands, but is not
+  guaranteed to increase J at every step.
+* ``update="em"``: alpha_i = (1 + 2a) / (mu_i^2 + Sigma_ii + 2b)  [T 2.24] and the matching EM step for beta,
+  beta = (N + 2c) / (|t - Phi mu|^2 + tr(Phi Sigma Phi^T) + 2d). A true EM algorithm (w is the latent
+  variable), so J never decreases.
+
+Pruning: a basis is removed when alpha_i > ``prune_alpha`` (1e12, [P] step 4) or, once the updates have
+converged, when taking it out of the model increases J (its best share f_i = l_i + a log alpha_i - b alpha_i is
+not positive; with the Gamma hyperprior alpha_i stays below (1 + 2a) / 2b, so the threshold alone would never
+fire). Both checks only increase J. Classification (no beta): Laplace approximation at the IRLS mode,
+logit or probit after ``model.link`` ([P 18-20], digest 2.5), with the Laplace log evidence traced.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
+
+from . import core as C
+
+POSITIVE_OR_NONE = Interval(float, 0, None, "neither", none=True)
+OPTIONS = {
+    "update": Option("mackay", "alpha / beta update: 'mackay' (gradient fixed point) or 'em' (never decreases J)",
+                     OneOf(("mackay", "em"))),
+    "max_iter": Option(2000, "largest number of update iterations", POSITIVE_INT),
+    "tol": Option(1e-6, "converged when no log alpha_i (or log beta) changes by more than this in an iteration",
+                  POSITIVE),
+    "prune_alpha": Option(1e12, "a basis whose alpha exceeds this is removed from the model", POSITIVE),
+    "init_alpha": Option(None, "starting alpha of every basis; None: from the targets' variance and the basis norms",
+                         POSITIVE_OR_NONE),
+    "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)", POSITIVE_OR_NONE),
+}
+#: the defaults, for calling :func:`type2_fit` directly
+DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}
+
+
+def type2_fit(model, Phi, t, opts):
+    """The optimiser, on an explicit design ``Phi``. Returns a dict with active, alpha, beta, post, traces."""
+    N, M = Phi.shape
+    a, b, c, d = model.a, model.b, model.c, model.d
+    clf = model.is_classifier
+    var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
+    beta = None if clf else float(opts["init_beta"] or 10.0 / var_t)
+    alpha = np.full(M, float(opts["init_alpha"] or 1.0 / var_t * np.mean(np.sum(Phi**2, 0)) / N))
+    active = np.arange(M)
+    G = None if clf else Phi.T @ Phi
+    Pt = None if clf else Phi.T @ t
+    tt = float(t @ t)
+    trace_ev, trace_obj = [], []
+    w_mode = None
+    converged = False
+    n_deleted = 0
+    it = 0
+
+    def posterior():
+        nonlocal w_mode
+        if clf:
+            wa0 = None if w_mode is None else w_mode
+            post, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, alpha[active], model.link, w0=wa0)
+            w_mode = post.mu
+            ev = C.laplace_log_evidence(post, alpha[active], ll)
+            return post, ev
+        H = beta * G[np.ix_(active, active)]
+        H[np.diag_indices(active.size)] += alpha[active]
+        post = C.Gaussian(H, beta * Pt[active])
+        ev = C.log_evidence(post, beta * tt, beta * Pt[active], alpha[active], N * np.log(beta), N)
+        return post, ev
+
+    post, ev = posterior()
+    trace_ev.append(ev)
+    trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
+    for it in range(1, opts["max_iter"] + 1):
+        mu = post.mu
+        Sd = np.diag(post.Sigma)
+        al = alpha[active]
+        gamma = 1.0 - al * Sd
+        if opts["update"] == "em":
+            new_al = (1.0 + 2 * a) / (mu**2 + Sd + 2 * b)                       # [T 2.24]
+        else:
+            new_al = (gamma + 2 * a) / (mu**2 + 2 * b)                           # [T 2.25-2.26]
+            new_al = np.where(new_al > 0, new_al, opts["prune_alpha"] * 10)
+        new_beta = beta
+        if not clf:
+            r = t - Phi[:, active] @ mu
+            rr = float(r @ r)
+            if opts["update"] == "em":
+                new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)   # EM step; tr(Phi Sigma Phi^T) = sum gamma / beta
+            else:
+                # [T 2.27], corrected: Gamma on beta; N - sum gamma >= 0 exactly, but not in rounding when the bases
+                # interpolate the targets, which would make beta negative
+                new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (rr + 2 * d)
+        change = float(np.max(np.abs(np.log(new_al) - np.log(al))))
+        if not clf:
+            change = max(change, abs(np.log(new_beta) - np.log(beta)))
+        alpha[active] = new_al
+        beta = new_beta
+        keep = alpha[active] <= opts["prune_alpha"]
+        if not np.any(keep):
+            keep[np.argmin(alpha[active])] = True
+        if not np.all(keep):
+            active = active[keep]
+            if clf and w_mode is not None:
+                w_mode = w_mode[keep]
+        post, ev = posterior()
+        obj = ev + C.log_prior_terms(alpha[active], beta, model)
+        settled = abs(obj - trace_obj[-1]) < 1e-4 * max(1.0, abs(obj))
+        trace_ev.append(ev)
+        trace_obj.append(obj)
+        if (change < opts["tol"] or settled) and active.size > 1:
+            # settled for this active set: remove bases whose share of J is not positive ([T 3.5] + prior)
+            Sd = np.diag(post.Sigma)
+            al = alpha[active]
+            s = np.maximum(1.0 / Sd - al, 1e-300)
+            q2 = (post.mu / Sd) ** 2
+            f = C.basis_contribution(al, s, q2, a, b)
+            _, fbest = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
+            drop = (fbest <= 0) & (f < 0)
+            if np.all(drop):
+                drop[np.argmax(f)] = False
+            if np.any(drop):
+                # remove the worst k bases, halving k until J does not decrease (each alone has gain -f_i > 0)
+                saved = (active, w_mode)
+                order = np.argsort(np.where(drop, f, np.inf))[:int(np.sum(drop))]
+                k = order.size
+                while True:
+                    out = np.zeros(saved[0].size, bool)
+                    out[order[:k]] = True
+                    active = saved[0][~out]
+                    if clf and saved[1] is not None:
+                        w_mode = saved[1][~out]
+                    post2, ev2 = posterior()
+                    obj2 = ev2 + C.log_prior_terms(alpha[active], beta, model)
+                    if obj2 >= obj - 1e-9 * abs(obj) or k == 1:
+                        break
+                    k = max(1, k // 2)
+                n_deleted += int(saved[0].size - active.size)
+                post, ev = post2, ev2
+                trace_ev.append(ev)
+                trace_obj.append(obj2)
+                continue
+            if change < opts["tol"]:
+                converged = True
+                break
+    return dict(active=active, alpha=alpha[active], beta=beta, post=post, log_evidence=np.array(trace_ev),
+                objective=np.array(trace_obj), iterations=it, converged=converged,
+                n_deleted=n_deleted)
+
+
+@register("em", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
+          description="type-II ML / MAP of log alpha, log beta by MacKay or EM updates; Laplace/IRLS for classification")
+def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+    """Type-II ML / MAP (MacKay or EM updates), Gaussian (or Laplace) posterior of w at the estimate."""
+    return C.run_type2("em", type2_fit, model, data, opts, draws=draws, chains=chains, seed=seed,
+                       extra_info=lambda res: {"update": opts["update"]})

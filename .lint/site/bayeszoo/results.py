@@ -1,0 +1,412 @@
+"""The :class:`Fit` type (one backend's answer for one model on one dataset) and :func:`build_fit`, the one
+place where every backend's arrays become a Fit (docs/architecture.md, "Fit and InferenceData")."""
+from __future__ import annotations
+
+import contextlib
+import contextvars
+import datetime
+import html
+import json
+import math
+import os
+import warnings
+from dataclasses import dataclass, field
+from importlib import metadata
+from typing import Any
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+KINDS = ("mcmc", "approximation")
+_ATTR = "bayeszoo_fit"  # JSON blob stored in idata.posterior.attrs so a saved fit is self-describing
+
+#: The info keys every fit carries, with their value when a backend has nothing to say. The report, the
+#: comparison table and the CLI read these and nothing else; a backend may add its own keys beside them.
+INFO_KEYS: dict[str, Any] = {
+    "iterations": None,   # optimisation iterations, EP sweeps or sampler sweeps (warm-up included)
+    "converged": None,    # True / False where the algorithm has a stopping rule, else None
+    "objective": None,    # name of the variable in the ``objective`` group the algorithm optimises
+    "n_grad": None,       # gradient evaluations (leapfrog steps, ADVI steps x MC samples); None without gradients
+    "divergences": None,  # divergent transitions after warm-up (gradient-based samplers)
+    "warnings": [],       # messages for the user: non-convergence, divergences, uneven weights
+}
+#: sample_stats names of ArviZ's schema; a backend uses these for the quantities they name.
+ARVIZ_SAMPLE_STATS = ("lp", "acceptance_rate", "step_size", "step_size_bar", "tree_depth", "n_steps", "diverging",
+                      "energy", "energy_error", "max_energy_error", "largest_eigval", "smallest_eigval")
+
+
+@dataclass
+class Fit:
+    """Result of :func:`bayeszoo.fit`.
+
+    Attributes
+    ----------
+    idata : arviz.InferenceData
+        ``posterior`` (``chain`` x ``draw`` x the model's canonical variables), ``sample_stats``,
+        ``observed_data``, ``constant_data`` and, for optimisation-based methods, an ``objective``
+        group holding the trace of the ELBO or log evidence over iterations.
+    backend : str
+        Registered backend name that produced it.
+    kind : {"mcmc", "approximation"}
+        Draws of an approximation are i.i.d. from the approximating distribution and are not judged by R-hat.
+    timing : dict
+        Seconds spent in ``compile``, ``tune`` and ``sample``, and ``total``.
+    model_spec : dict
+        ``model.spec()``: enough to rebuild the model with :func:`bayeszoo.models.from_spec`.
+    info : dict
+        The standard keys of :data:`INFO_KEYS` (``iterations``, ``converged``, ``objective``, ``n_grad``,
+        ``divergences``, ``warnings``), plus ``seed`` and ``settings`` (what the fit was asked for) and any
+        backend-specific counts and flags.
+    """
+
+    idata: az.InferenceData
+    backend: str
+    kind: str
+    timing: dict = field(default_factory=dict)
+    model_spec: dict = field(default_factory=dict)
+    info: dict = field(default_factory=dict)
+
+    def __post_init__(self):
+        if self.kind not in KINDS:
+            raise ValueError(f"Fit.kind must be one of {KINDS}, got {self.kind!r}")
+        for key in ("compile", "tune", "sample"):
+            self.timing.setdefault(key, 0.0)
+        for key, default in INFO_KEYS.items():
+            self.info.setdefault(key, list(default) if isinstance(default, list) else default)
+        if isinstance(self.info["warnings"], str):
+            self.info["warnings"] = [self.info["warnings"]]
+        self.timing.setdefault("total", self.timing["compile"] + self.timing["tune"] + self.timing["sample"])
+
+    @property
+    def posterior(self):
+        return self.idata.posterior
+
+    @property
+    def seconds(self) -> float:
+        return float(self.timing["total"])
+
+    @property
+    def n_chains(self) -> int:
+        return int(self.idata.posterior.sizes["chain"])
+
+    @property
+    def n_draws(self) -> int:
+        return int(self.idata.posterior.sizes["draw"])
+
+    def model(self):
+        """Rebuild the model object that produced this fit."""
+        from bayeszoo.models import from_spec
+
+        return from_spec(self.model_spec)
+
+    def save(self, path: str | os.PathLike) -> str:
+        """Write the fit to one NetCDF file (``.nc``); read it back with :func:`bayeszoo.load_fit`."""
+        path = os.fspath(path)
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        meta = {"backend": self.backend, "kind": self.kind, "timing": self.timing,
+                "model_spec": self.model_spec, "info": jsonable(self.info)}
+        self.idata.posterior.attrs[_ATTR] = json.dumps(meta)
+        tmp = path + ".part"
+        self.idata.to_netcdf(tmp, engine="h5netcdf")
+        os.replace(tmp, path)  # atomic: an interrupted save never leaves a half-written fit behind
+        return path
+
+    def __repr__(self) -> str:
+        shapes = {k: tuple(v.shape[2:]) for k, v in self.idata.posterior.data_vars.items()}
+        return (f"Fit(backend={self.backend!r}, kind={self.kind!r}, chains={self.n_chains}, "
+                f"draws={self.n_draws}, seconds={self.seconds:.2f}, vars={shapes})")
+
+    def _repr_html_(self) -> str:
+        """The fit in a notebook: backend, library, timing, counts, the standard info keys and warnings, then
+        ``az.summary`` of the canonical variables (the first :data:`HTML_ROWS_PER_VARIABLE` components of each)."""
+        return _fit_html(self)
+
+
+# ------------------------------------------------------------------------------------- notebook display
+#: Rows of ``az.summary`` shown per variable in a notebook; a larger variable (an image, hundreds of weights)
+#: shows its first components in C order and says how many were left out, so the cell stays small.
+HTML_ROWS_PER_VARIABLE = 10
+HTML_WARNINGS = 10   # warnings listed; the rest are counted
+
+# Scoped to the fit's own block so that a notebook's or a documentation page's styles are left alone; the block
+# is a light card so that it stays readable under a dark theme.
+_HTML_CSS = """
+div.bz-fit{font-family:-apple-system,Segoe UI,Helvetica,Arial,sans-serif;font-size:13px;line-height:1.4;
+ color:#222;background:#fff;border:1px solid #ddd;border-radius:4px;padding:.5em .8em;margin:.3em 0;
+ max-width:100%;overflow-x:auto}
+div.bz-fit table{border-collapse:collapse;margin:.4em 0;font-size:12px;color:#222}
+div.bz-fit th,div.bz-fit td{border:1px solid #ddd;padding:.15em .5em;text-align:right;white-space:nowrap;
+ background:#fff;color:#222}
+div.bz-fit thead th{background:#f0f0f0}
+div.bz-fit th.txt,div.bz-fit td.txt{text-align:left;white-space:normal}
+div.bz-fit table.meta th{text-align:left;background:#f6f6f6}
+div.bz-fit td.flag{background:#ffd9d9;color:#900;font-weight:bold}
+div.bz-fit td.na{color:#888;font-style:italic}
+div.bz-fit code{background:#f4f4f4;border-radius:3px;padding:0 .25em;color:#222}
+div.bz-fit ul.warn{margin:.3em 0;padding:.3em .6em .3em 1.8em;background:#fff8e6;border-left:3px solid #e0a800;
+ color:#6a4500}
+div.bz-fit p{margin:.3em 0} div.bz-fit .small{color:#555;font-size:12px}
+"""
+_RHAT_FLAG = 1.01   # as the report flags it (diagnostics.metrics.RHAT_MAX, a layer up)
+_INFO_SHOWN = ("iterations", "converged", "n_grad", "divergences", "objective", "seed")
+
+
+def _fit_html(fit: Fit) -> str:
+    esc = html.escape
+    attrs = fit.idata.posterior.attrs
+    library = f"{attrs.get('inference_library', '?')} {attrs.get('inference_library_version', '')}".strip()
+    spec = dict(fit.model_spec)
+    family = spec.pop("family", "?")
+    options = ", ".join(f"{k}={v!r}" for k, v in spec.items())
+    model = f"{family} ({options[:117] + '…' if len(options) > 120 else options})" if options else str(family)
+    standard = ("compile", "tune", "sample", "total")
+    timing = [f"{k} {float(fit.timing[k]):.2f} s" for k in (*standard, *(k for k in fit.timing if k not in standard))
+              if isinstance(fit.timing.get(k), (int, float))]
+    info = [f"{k} = {fit.info[k]}" for k in _INFO_SHOWN if fit.info.get(k) is not None]
+    counts = f"{fit.n_chains} chain{'s' * (fit.n_chains != 1)} × {fit.n_draws} draw{'s' * (fit.n_draws != 1)}"
+    rows = [("library", library), ("model", model), ("draws", counts),
+            ("timing", " · ".join(timing)), ("info", " · ".join(info) or "–")]
+    meta = "".join(f"<tr><th>{esc(k)}</th><td class=\"txt\">{esc(v)}</td></tr>" for k, v in rows)
+    out = [f'<div class="bz-fit"><style>{_HTML_CSS}</style>',
+           f"<p><strong>Fit</strong> <code>{esc(fit.backend)}</code> · {esc(fit.kind)}</p>",
+           f'<table class="meta">{meta}</table>']
+    shown = fit.info["warnings"][:HTML_WARNINGS]
+    if shown:
+        more = len(fit.info["warnings"]) - len(shown)
+        items = "".join(f"<li>{esc(str(w))}</li>" for w in shown) + (f"<li>… and {more} more</li>" if more else "")
+        out.append(f'<ul class="warn">{items}</ul>')
+    out.append(_summary_html(fit, HTML_ROWS_PER_VARIABLE))
+    out.append("</div>")
+    return "".join(out)
+
+
+def _leading_components(da: xr.DataArray, k: int) -> xr.DataArray:
+    """The part of a (chain, draw, *shape) variable that holds its first ``k`` components in C order (a few more
+    when the last dimension is shorter than ``k``), so a large variable is never summarised whole."""
+    sel, need = {}, k
+    for dim in reversed([d for d in da.dims if d not in ("chain", "draw")]):
+        size = da.sizes[dim]
+        sel[dim] = slice(0, need) if need <= size else slice(None)
+        need = 1 if need <= size else -(-need // size)
+    return da.isel(sel)
+
+
+def _summary_cell(column: str, value, kind: str) -> str:
+    if column == "r_hat" and kind == "approximation":
+        return '<td class="na" title="an approximation\'s draws are i.i.d.: R-hat does not apply">n/a</td>'
+    if value is None or not math.isfinite(float(value)):
+        return "<td>–</td>"
+    value = float(value)
+    if column.startswith("ess"):
+        return f"<td>{value:.0f}</td>"
+    if column == "r_hat":
+        flag = kind == "mcmc" and value >= _RHAT_FLAG
+        return f'<td class="flag">{value:.3f} ⚠</td>' if flag else f"<td>{value:.3f}</td>"
+    return f"<td>{value:.4g}</td>"
+
+
+def _summary_html(fit: Fit, rows: int) -> str:
+    """``az.summary`` of every canonical variable as an HTML table, at most ``rows`` rows per variable."""
+    esc = html.escape
+    frames, notes = [], []
+    for name, da in fit.idata.posterior.data_vars.items():
+        size = int(np.prod(da.shape[2:], dtype=int))
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")   # one chain, or point-estimated components: R-hat / ESS are NaN
+                summary = az.summary(xr.Dataset({name: _leading_components(da, rows)}), round_to="none")
+        except Exception as exc:
+            notes.append(f"{name}: no summary ({type(exc).__name__}: {str(exc).strip().splitlines()[0][:160]})")
+            continue
+        frames.append(summary.head(rows))
+        if size > rows:
+            notes.append(f"{name}: first {rows} of {size} components shown ({size - rows} left out)")
+    out = []
+    if frames:
+        columns = list(frames[0].columns)
+        head = "".join(f"<th>{esc(str(c))}</th>" for c in columns)
+        body = "".join(f'<tr><th class="txt">{esc(str(label))}</th>'
+                       + "".join(_summary_cell(c, row[c], fit.kind) for c in columns) + "</tr>"
+                       for frame in frames for label, row in frame.iterrows())
+        out.append(f'<table class="summary"><thead><tr><th class="txt">variable</th>{head}</tr></thead>'
+                   f"<tbody>{body}</tbody></table>")
+    out += [f'<p class="small">{esc(n)}</p>' for n in notes]
+    return "".join(out)
+
+
+def load_fit(path: str | os.PathLike) -> Fit:
+    """Read a fit written by :meth:`Fit.save`."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise ValueError(f"no saved fit at {path!r}")
+    try:
+        idata = az.from_netcdf(path, engine="h5netcdf")
+        idata.load()  # detach from the file so it can be overwritten later
+    except (OSError, ValueError, KeyError) as exc:
+        raise ValueError(f"{path!r} cannot be read as a saved fit ({type(exc).__name__}: {exc})") from exc
+    try:
+        meta = json.loads(idata.posterior.attrs[_ATTR])
+    except KeyError as exc:
+        raise ValueError(f"{path!r} is an InferenceData file but not a bayeszoo fit") from exc
+    return Fit(idata=idata, backend=meta["backend"], kind=meta["kind"], timing=meta["timing"],
+               model_spec=meta["model_spec"], info=meta.get("info", {}))
+
+
+def jsonable(obj: Any):
+    """Best-effort conversion of numpy scalars / arrays in ``info`` to JSON types."""
+    import numpy as np
+
+    if isinstance(obj, dict):
+        return {str(k): jsonable(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [jsonable(v) for v in obj]
+    if isinstance(obj, np.ndarray):
+        return obj.tolist()
+    if isinstance(obj, np.generic):
+        return obj.item()
+    return obj
+
+
+# ------------------------------------------------------------------------------------------ the builder
+_RENAMED_INFO = {"n_iter": "iterations", "sweeps": "iterations", "grad_evals": "n_grad"}
+
+
+def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, sample_stats: dict | None = None,
+              objective: dict | None = None, info: dict | None = None, library: str = "bayeszoo",
+              extra_groups: dict[str, xr.Dataset] | None = None) -> Fit:
+    """The one way a backend turns its results into a :class:`Fit`.
+
+    posterior : mapping (or ``xarray.Dataset``) name -> array shaped (chain, draw, *var_shape); it must hold every
+        canonical variable of ``model.var_dims(data)``; other variables (a declaration's auxiliaries) are dropped.
+    sample_stats : name -> array (chain, draw, ...), under ArviZ's names where the quantity has one
+        (:data:`ARVIZ_SAMPLE_STATS`); ``diverging`` is stored as bool.
+    objective : name -> trace over iterations, (iteration,) or (chain, iteration): the ``objective`` group.
+    info : the backend's counts and flags, scalars and short lists (arrays go into a group); the keys of
+        :data:`INFO_KEYS` are filled in where missing. The seed, settings and provenance of the call that
+        :func:`recording` names (``bz.fit`` opens one around every backend) are added here.
+    library : the distribution that did the inference ("bayeszoo" for the hand-written algorithms, "pymc",
+        "numpyro", "nutpie"), recorded with its version in every group's provenance attributes.
+    extra_groups : a family's own groups (e.g. GPC's ``gaussian``: the approximation's mean and covariance).
+    """
+    groups = {"posterior": _canonical_posterior(model, data, backend, posterior)}
+    n_chain, n_draw = groups["posterior"].sizes["chain"], groups["posterior"].sizes["draw"]
+    if sample_stats:
+        stats = {}
+        for name, values in sample_stats.items():
+            values = np.asarray(values)
+            if values.shape[:2] != (n_chain, n_draw):
+                raise ValueError(f"backend {backend!r}: sample_stats[{name!r}] has shape {values.shape}, "
+                                 f"expected (chain, draw, ...) = {(n_chain, n_draw)}")
+            dims = ("chain", "draw", *(f"{name}_dim_{i}" for i in range(values.ndim - 2)))
+            stats[name] = xr.DataArray(values.astype(bool) if name == "diverging" else values, dims=dims)
+        groups["sample_stats"] = xr.Dataset(stats, coords=_chain_draw(n_chain, n_draw))
+    obs_coords = model.coords(data).get("obs", np.arange(data.n))
+    groups["observed_data"] = xr.Dataset({"y": xr.DataArray(np.asarray(data.y), dims=("obs",),
+                                                            coords={"obs": obs_coords})})
+    groups["constant_data"] = xr.Dataset({name: _constant(name, value, data, obs_coords)
+                                          for name, value in model.constant_data(data).items()})
+    if objective:
+        for name, trace in objective.items():   # the final value is the result; early ones may be -inf (ADVI)
+            final = np.asarray(trace, dtype=float)[..., -1:]
+            if final.size and not np.all(np.isfinite(final)):
+                raise ValueError(f"backend {backend!r} ended with a non-finite objective {name} ({final.ravel()[0]})")
+        groups["objective"] = xr.Dataset({
+            name: xr.DataArray(np.asarray(trace, dtype=float),
+                               dims=("iteration",) if np.ndim(trace) == 1 else ("chain", "iteration"))
+            for name, trace in objective.items()})
+    groups.update(extra_groups or {})
+    attrs = _provenance(library)
+    for group in groups.values():
+        group.attrs.update(attrs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)  # the custom groups (``objective``, a family's own)
+        idata = az.InferenceData(**groups)
+    timing = {k: float(max(v, 0.0)) for k, v in timing.items()}
+    return Fit(idata=idata, backend=backend, kind=kind, timing=timing, model_spec=model.spec(),
+               info={**_standard_info(backend, info or {}), **_RECORD.get()})
+
+
+def _constant(name: str, value, data, obs_coords) -> xr.DataArray:
+    """A constant_data array; an axis as long as the training set shares the ``obs`` dim, the columns of an
+    (n, d) array are ``feature`` (named by ``data.meta["feature_names"]`` when it has them)."""
+    value = np.asarray(value)
+    dims = [f"{name}_dim_{i}" for i in range(value.ndim)]
+    coords = {}
+    if value.ndim and value.shape[0] == data.n:
+        dims[0], coords["obs"] = "obs", obs_coords
+        if value.ndim == 2 and value.shape[1] == data.d:
+            dims[1] = "feature"
+            names = data.meta.get("feature_names")
+            if names is not None and len(names) == data.d:
+                coords["feature"] = [str(n) for n in names]
+    return xr.DataArray(value, dims=tuple(dims), coords=coords)
+
+
+#: what the current ``bz.fit`` call records in every Fit it builds: seed, settings, provenance (api.fit)
+_RECORD: contextvars.ContextVar[dict] = contextvars.ContextVar("bayeszoo_fit_record", default={})
+
+
+@contextlib.contextmanager
+def recording(**record):
+    """Within this block, :func:`build_fit` adds ``record`` (``seed``, ``settings``, ``provenance``) to the info
+    of every Fit it builds: the caller (``bz.fit``) knows them, the backend need not."""
+    token = _RECORD.set(jsonable(record))
+    try:
+        yield
+    finally:
+        _RECORD.reset(token)
+
+
+def _chain_draw(n_chain: int, n_draw: int) -> dict:
+    return {"chain": np.arange(n_chain), "draw": np.arange(n_draw)}
+
+
+def _canonical_posterior(model, data, backend: str, posterior) -> xr.Dataset:
+    var_dims, coords = model.var_dims(data), model.coords(data)
+    names = set(posterior.data_vars) if isinstance(posterior, xr.Dataset) else set(posterior)
+    missing = set(var_dims) - names
+    if missing:
+        raise ValueError(f"backend {backend!r} returned variables {sorted(names)}, which lack the canonical "
+                         f"variable(s) {sorted(missing)} of {type(model).__name__}")
+    out = {}
+    for name, dims in var_dims.items():
+        values = np.asarray(posterior[name], dtype=float)
+        if values.ndim != 2 + len(dims):
+            raise ValueError(f"backend {backend!r}: {name} has shape {values.shape[2:]} per draw, expected dims {dims}")
+        if not np.all(np.isfinite(values)):
+            raise ValueError(f"backend {backend!r} returned non-finite draws of {name} "
+                             f"({int(np.sum(~np.isfinite(values)))} of {values.size} values are NaN or inf)")
+        out[name] = xr.DataArray(values, dims=("chain", "draw", *dims),
+                                 coords={d: coords[d] for d in dims if d in coords})
+    n_chain, n_draw = next(iter(out.values())).shape[:2]
+    return xr.Dataset(out, coords=_chain_draw(n_chain, n_draw))
+
+
+def _provenance(library: str) -> dict:
+    """ArviZ's provenance attributes for every group."""
+    try:
+        version = metadata.version(library)
+    except metadata.PackageNotFoundError:
+        version = "unknown"
+    return {"created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
+            "arviz_version": az.__version__, "inference_library": library,
+            "inference_library_version": version}
+
+
+MAX_INFO_LIST = 32   # info is stored as JSON in the posterior's attributes: longer arrays belong in a group
+
+
+def _standard_info(backend: str, info: dict) -> dict:
+    renamed = sorted(set(info) & set(_RENAMED_INFO))
+    if renamed:
+        raise ValueError(f"backend {backend!r} reports info keys {renamed}; the standard names are "
+                         f"{[_RENAMED_INFO[k] for k in renamed]} (bayeszoo.results.INFO_KEYS)")
+    long = sorted(k for k, v in info.items() if (isinstance(v, np.ndarray) and v.size > 1)
+                  or (isinstance(v, (list, tuple)) and len(v) > MAX_INFO_LIST))
+    if long:
+        raise TypeError(f"backend {backend!r} puts arrays into info ({long}); arrays go into a group of the "
+                        f"InferenceData (build_fit's extra_groups), info holds scalars and short lists")
+    out = dict(info)
+    out["warnings"] = [out["warnings"]] if isinstance(out.get("warnings"), str) else list(out.get("warnings") or [])
+    return out   # Fit fills in the other standard keys
