@@ -102,17 +102,6 @@ def finite_array(owner: str, name: str, value, *, ndim: int | None = None, colum
     return array
 
 
-def iterations(who: str, opts: dict, *names: str) -> dict:
-    """A copy of a backend's ``opts`` with each of ``names`` checked as a positive integer and ``tol`` (when
-    present) as a positive number."""
-    opts = dict(opts)
-    for name in names:
-        opts[name] = positive(who, name, opts[name], integer=True)
-    if "tol" in opts:
-        opts["tol"] = positive(who, "tol", opts["tol"])
-    return opts
-
-
 # ------------------------------------------------------------------------------- declarative constraints
 # What a backend option may be, declared with the option (``registry.Option``) rather than checked by hand, after
 # scikit-learn's ``_parameter_constraints``. Each constraint is called as ``constraint(owner, name, value)`` and
@@ -189,18 +178,6 @@ class Array:
         if value is None and self.none:
             return None
         return finite_array(owner, name, value, ndim=self.ndim)
-
-
-@dataclass(frozen=True)
-class Function:
-    """A callable (a user's function)."""
-
-    none: bool = False
-
-    def __call__(self, owner: str, name: str, value):
-        if (value is None and self.none) or callable(value):
-            return value
-        raise _fail(owner, name, "a callable" + (" or None" if self.none else ""), value)
 
 
 @dataclass(frozen=True)

@@ -148,7 +148,9 @@ div.bz-fit ul.warn{margin:.3em 0;padding:.3em .6em .3em 1.8em;background:#fff8e6
  color:#6a4500}
 div.bz-fit p{margin:.3em 0} div.bz-fit .small{color:#555;font-size:12px}
 """
-_RHAT_FLAG = 1.01   # as the report flags it (diagnostics.metrics.RHAT_MAX, a layer up)
+#: R-hat at or above this fails: the fit's own table flags it, the comparison does not rank the fit
+#: (``diagnostics.metrics``), a reference breaks its rules (``catalogue.reference``); PyMC warns from here on
+RHAT_MAX = 1.01
 _INFO_SHOWN = ("iterations", "converged", "n_grad", "divergences", "objective", "seed")
 
 
@@ -201,7 +203,7 @@ def _summary_cell(column: str, value, kind: str) -> str:
     if column.startswith("ess"):
         return f"<td>{value:.0f}</td>"
     if column == "r_hat":
-        flag = kind == "mcmc" and value >= _RHAT_FLAG
+        flag = kind == "mcmc" and value >= RHAT_MAX
         return f'<td class="flag">{value:.3f} ⚠</td>' if flag else f"<td>{value:.3f}</td>"
     return f"<td>{value:.4g}</td>"
 

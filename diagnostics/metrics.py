@@ -68,6 +68,8 @@ import arviz as az
 import numpy as np
 from scipy.stats import chi2
 
+from bayeszoo.results import RHAT_MAX   # an MCMC fit at or above this R-hat has not converged
+
 ESS_METHOD = "ArviZ rank-normalised split-chain ESS (bulk and tail), Vehtari et al. (2021)"
 
 #: columns measured against the reference; untrusted when the reference is
@@ -80,7 +82,6 @@ TABLE_COLUMNS = ["backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_median"
 
 SD_WEIGHT = 2.0   # an sd is estimated about twice as precisely as a mean from the same draws (normal marginals)
 TARGET_DRAWS = 10    # ``seconds_to_target`` times the way to an estimate worth this many exact draws
-RHAT_MAX = 1.01          # an MCMC fit at or above this R-hat has not converged (PyMC's warning limit)
 ESS_PER_CHAIN_MIN = 100  # nor one whose smallest bulk ESS is below this per chain (PyMC's warning limit)
 
 
@@ -268,16 +269,15 @@ def bias_aware_ess(bias2_mean: float, bias2_sd: float, bound: float, calibration
 def accuracy(fit, reference, names, ess_bulk_min: float, converged: bool | None = None) -> dict:
     """The accuracy columns of one fit (module docstring), plus ``reference_trusted``. An MCMC fit with
     ``converged`` False never reaches the target (``seconds_to_target`` inf)."""
-    ref = reference
-    row = reference_errors(fit, ref, names)
-    calibration = noise_max(compared_components(ref, names))
+    row = reference_errors(fit, reference, names)
+    calibration = noise_max(compared_components(reference, names))
     row["ess_ref"] = bias_aware_ess(row["bias2_mean_max"], row["bias2_sd_max"], ess_bound(fit, ess_bulk_min),
                                     calibration)
     row["ess_ref_per_s"] = row["ess_ref"] / fit.seconds if fit.seconds > 0 else math.nan
-    row["seconds_to_target"] = seconds_to_target(fit, ref, names, row, calibration / TARGET_DRAWS)
+    row["seconds_to_target"] = seconds_to_target(fit, reference, names, row, calibration / TARGET_DRAWS)
     if converged is False and not math.isnan(row["seconds_to_target"]):
         row["seconds_to_target"] = math.inf   # an unmixed chain's dip below the target is luck (module docstring)
-    row["reference_trusted"] = None if ref is None else getattr(ref, "trusted", None)
+    row["reference_trusted"] = None if reference is None else getattr(reference, "trusted", None)
     return row
 
 
@@ -334,12 +334,11 @@ def running_bias2(fit, reference, names, n_points: int = 60) -> dict[str, np.nda
 def reference_noise_floor(reference, names) -> float:
     """The largest (mcse_mean / sd)^2 of the reference over ``names``: the b2 its own Monte-Carlo error alone
     gives a perfect fit; NaN where the reference has no MCSEs."""
-    ref = reference
-    if ref is None:
+    if reference is None:
         return math.nan
     values = []
     for name in names:
-        m = ref.moments.get(name, {})
+        m = reference.moments.get(name, {})
         if "mcse_mean" in m and "sd" in m:
             with np.errstate(invalid="ignore", divide="ignore"):
                 values.append((np.asarray(m["mcse_mean"], float) / _scale(np.asarray(m["sd"], float))) ** 2)

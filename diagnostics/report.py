@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from bayeszoo.diagnostics.metrics import RHAT_MAX
+from bayeszoo.diagnostics.metrics import ESS_PER_CHAIN_MIN, RHAT_MAX, TARGET_DRAWS
 
 MAX_IMAGE_BYTES = 4_500_000  # images stop being embedded past this total, keeping the file under ~5 MB
 
@@ -148,19 +148,19 @@ COLUMN_GROUPS = {
                                      "rank-normalised estimator); for an approximation just its number of draws"),
         "ess_bulk_per_s": ("ESS / s", "bulk ESS per second of wall time (MCMC only)"),
         "rhat_max": ("R-hat", "largest rank-normalised split R-hat over the components (MCMC, two or more "
-                              "chains); 1.01 or more is flagged"),
+                              f"chains); {RHAT_MAX} or more is flagged"),
         "divergences": ("divergent", "divergent transitions after warm-up (gradient-based samplers); any is "
                                      "flagged"),
-        "converged": ("converged", "an MCMC fit whose R-hat, bulk ESS (100 per chain) and divergences pass; one "
-                                   "that fails is never ranked")},
+        "converged": ("converged", f"an MCMC fit whose R-hat, bulk ESS ({ESS_PER_CHAIN_MIN} per chain) and "
+                                   f"divergences pass; one that fails is never ranked")},
     "Accuracy against the reference": {
         "mean_err": ("mean error", "largest |mean − reference mean| over the compared components, in reference "
                                    "sds"),
         "sd_err": ("sd error", "largest |sd − reference sd| over the compared components, in reference sds"),
         "ess_ref": ("worth N draws", "how many exact posterior draws the fit's error is worth, at most its own "
                                      "ESS (MCMC) or its draws (approximation); 0 below one draw"),
-        "seconds_to_target": ("s to target", "wall time after which the estimate is worth 10 exact draws and "
-                                             "stays so; ∞: never. The ranking")},
+        "seconds_to_target": ("s to target", f"wall time after which the estimate is worth {TARGET_DRAWS} exact "
+                                             f"draws and stays so; ∞: never. The ranking")},
 }
 _GROUP_OF = {c: g for g, cols in COLUMN_GROUPS.items() for c in cols}
 _SHORT = {c: v[0] for cols in COLUMN_GROUPS.values() for c, v in cols.items()}
@@ -240,7 +240,7 @@ def split_columns(table) -> tuple[list[str], list[str]]:
 
 
 def table_html(table, comparison=None, columns=None) -> str:
-    """The comparison table (or its ``columns``) as HTML with flags: R-hat > 1.01 and divergences > 0
+    """The comparison table (or its ``columns``) as HTML with flags: R-hat >= RHAT_MAX and divergences > 0
     highlighted, R-hat and ESS per second of approximations shown as not applicable, the accuracy columns shown as
     "untrusted" when the reference fails its validation rules and as "reference" in the reference's own row, a
     failed backend's row holding its error message."""
@@ -488,7 +488,7 @@ def _fit_summary(fit) -> str:
 def write_report(comparison, path: str) -> str:
     """Write the HTML report of ``comparison`` to ``path`` and return the path."""
     from bayeszoo.diagnostics import plots
-    from bayeszoo.diagnostics.metrics import ESS_METHOD, ESS_PER_CHAIN_MIN, TARGET_DRAWS
+    from bayeszoo.diagnostics.metrics import ESS_METHOD
 
     path = os.fspath(path)
     images = Images()

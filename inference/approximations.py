@@ -21,6 +21,7 @@ the ``gaussian`` group, so that predictions use q itself rather than averages ov
 """
 from __future__ import annotations
 
+import time
 from typing import Callable, NamedTuple
 
 import numpy as np
@@ -89,8 +90,6 @@ def approximation_fit(model, data, backend: str, result: GaussianApproximation |
     """The Fit of an approximation (module docstring). ``timing`` holds the algorithm's seconds (compile / tune);
     drawing is timed here as ``sample``. ``limit`` names the iteration cap in the warning when the stopping rule
     was not met; ``info`` adds the backend's own keys; ``build`` goes to ``build_fit``."""
-    import time
-
     seed = 0 if seed is None else int(seed)
     t0 = time.perf_counter()
     extra = {}

@@ -69,14 +69,16 @@ def numpy_rng(seed: int, chain: int) -> np.random.Generator:
 
 
 def sample(kernel: Kernel, problem, *, draws: int, tune: int, chains: int, seed: int, thin: int = 1,
-           progress: bool = False, desc: str = "mcmc", owner: str = "sampler", chunk: int = 50) -> Chains:
+           progress: bool = False, desc: str = "mcmc", owner: str = "sampler", chunk: int = 50,
+           diagnosis: str = "the problem's scales are too far apart for this sampler (rescale the inputs)") -> Chains:
     """Run ``chains`` chains of ``kernel`` on ``problem``: ``tune`` warm-up sweeps, then ``draws`` draws kept
-    every ``thin`` sweeps (module docstring). ``owner`` names the sampler in errors; ``chunk`` is the number of
-    kept draws per compiled call of a JAX kernel (progress is updated between calls)."""
+    every ``thin`` sweeps (module docstring). ``owner`` names the sampler in errors and ``diagnosis`` says, in the
+    error of a chain that leaves double precision, why that happens to this sampler and what to do; ``chunk`` is
+    the number of kept draws per compiled call of a JAX kernel (progress is updated between calls)."""
     seed = 0 if seed is None else int(seed)
     run = _sample_jax if kernel.jax else _sample_numpy
     return run(kernel, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin, progress=progress,
-               desc=desc, owner=owner, chunk=chunk)
+               desc=desc, failure=_NonFinite(owner, diagnosis), chunk=chunk)
 
 
 def chains_fit(model, data, backend: str, result: Chains, *, info: dict | None = None, setup: float = 0.0,
@@ -90,15 +92,21 @@ def chains_fit(model, data, backend: str, result: Chains, *, info: dict | None =
                      info=info, library=library, **build)
 
 
-def _check_finite(position: dict, owner: str, chain: int, draw: int) -> None:
-    for name, value in position.items():
-        if not np.all(np.isfinite(value)):
-            raise ValueError(f"{owner}: chain {chain} left double precision (NaN or inf) in {name} at draw {draw}; "
-                             f"the problem's scales are too far apart for this sampler (rescale the inputs)")
+class _NonFinite(NamedTuple):
+    """The error of a chain that leaves double precision: whose sampler, and why that happens to it."""
+
+    owner: str
+    diagnosis: str
+
+    def check(self, position: dict, chain: int, draw: int) -> None:
+        for name, value in position.items():
+            if not np.all(np.isfinite(value)):
+                raise ValueError(f"{self.owner}: chain {chain} left double precision (NaN or inf) in {name} at draw "
+                                 f"{draw}; {self.diagnosis}")
 
 
 # --------------------------------------------------------------------------------------------- NumPy
-def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress, desc, owner, chunk):
+def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress, desc, failure, chunk):
     sweeps = tune + draws * thin
     post, stats, states = {}, {}, []   # (chain, draw, ...) arrays, allocated at the first kept draw
 
@@ -125,7 +133,7 @@ def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress,
                         t0 = time.perf_counter()
                 elif (i - tune + 1) % thin == 0:
                     position = kernel.position(state)
-                    _check_finite(position, owner, c, k)
+                    failure.check(position, c, k)
                     keep(post, position, c, k)
                     keep(stats, info._asdict(), c, k)
                     k += 1
@@ -169,7 +177,7 @@ def _jax_block(kernel):
     return jax.jit(jax.vmap(chain_slots, in_axes=(0, 0, None, None)))
 
 
-def _sample_jax(kernel, problem, *, draws, tune, chains, seed, thin, progress, desc, owner, chunk):
+def _sample_jax(kernel, problem, *, draws, tune, chains, seed, thin, progress, desc, failure, chunk):
     import jax
     import jax.numpy as jnp
 
@@ -220,6 +228,6 @@ def _sample_jax(kernel, problem, *, draws, tune, chains, seed, thin, progress, d
     for name, values in posterior.items():
         bad = np.argwhere(~np.isfinite(values.reshape(chains, draws, -1)).all(-1))
         if bad.size:
-            _check_finite({name: np.nan}, owner, int(bad[0][0]), int(bad[0][1]))
+            failure.check({name: np.nan}, int(bad[0][0]), int(bad[0][1]))
     return Chains(posterior=posterior, stats=stats, timing={"compile": t_compile, "tune": t_tune, "sample": t_sample},
                   sweeps=sweeps, states=state)

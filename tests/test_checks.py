@@ -1,4 +1,6 @@
 """``bayeszoo.checks``: the shared validators, directly (the backends' own tests cover their use)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -23,3 +25,22 @@ def test_number_sequence_returns_a_tuple_of_checked_floats():
 def test_number_sequence_refuses_bad_input_naming_the_option(value, kwargs, message):
     with pytest.raises(ValueError, match=f"X: t must be a .*{message}"):
         checks.number_sequence("X", "t", value, **kwargs)
+
+
+# ------------------------------------------------------------------------------- declarative constraints
+@pytest.mark.parametrize("constraint,good,expected,bad,message", [
+    (checks.Interval(int, 1, None, "left"), 3, 3, 0, "an integer >= 1; got 0"),
+    (checks.Interval(int, 1, None, "left"), 3, 3, 2.0, "an integer; got 2.0"),
+    (checks.Interval(float, 0, 1, "neither"), 0.5, 0.5, 1.0, "a finite number < 1; got 1.0"),
+    (checks.Interval(float, 0, None, "neither", none=True), None, None, -1.0, "a finite number > 0; got -1.0"),
+    (checks.OneOf(("a", "b")), "b", "b", "c", "one of ('a', 'b'); got 'c'"),
+    (checks.Flag(), True, True, 1, "True or False; got 1"),
+    (checks.Numbers(checks.POSITIVE, length=2), [1, 2], (1.0, 2.0), [1, 2, 3], "a sequence of 2 numbers"),
+    (checks.Numbers(checks.POSITIVE, scalar=True), 4, (4.0,), [1, -1], "a finite number > 0; got -1"),
+    (checks.Array(ndim=2), [[1.0, 2.0]], np.array([[1.0, 2.0]]), [1.0, 2.0], "must have 2 dimension"),
+    (checks.Text(none=True), "log.txt", "log.txt", 3, "a string or None; got 3"),
+])
+def test_constraints_return_the_value_or_name_what_it_must_be(constraint, good, expected, bad, message):
+    np.testing.assert_equal(constraint("X backend 'b'", "option 'o'", good), expected)
+    with pytest.raises(ValueError, match=rf"^X backend 'b': option 'o' .*{re.escape(message)}"):
+        constraint("X backend 'b'", "option 'o'", bad)

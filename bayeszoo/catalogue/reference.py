@@ -31,9 +31,8 @@ import numpy as np
 import xarray as xr
 from scipy.stats import norm
 
-from bayeszoo.results import Fit, jsonable, load_fit
+from bayeszoo.results import RHAT_MAX, Fit, jsonable, load_fit
 
-RHAT_MAX = 1.01
 ESS_MIN = 400
 MCSE_MAX = 0.05          # largest MCSE of a mean, in posterior sds
 MAX_DRAWS = 1000         # draws kept for the plots (thinned, over all chains)

@@ -31,7 +31,7 @@ import xarray as xr
 from scipy import linalg as sla
 
 from bayeszoo import checks
-from bayeszoo.inference._options import Timer
+from bayeszoo.inference.timing import Timer
 from bayeszoo.inference.approximations import approximation_fit
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.progress import progress_bar

@@ -41,7 +41,7 @@ import xarray as xr
 from scipy import linalg as sla
 
 from bayeszoo import checks
-from bayeszoo.inference._options import Timer
+from bayeszoo.inference.timing import Timer
 from bayeszoo.inference.approximations import approximation_fit
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar

@@ -229,7 +229,7 @@ def kernel(probit: bool, fix_alpha: bool, fix_beta: bool, woodbury: bool) -> cha
 
 
 def sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin=1, fix_alpha=None, fix_beta=None,
-           init=None, progress=False) -> chain_driver.Chains:
+           init=None, progress=False, diagnosis: str | None = None) -> chain_driver.Chains:
     """The chains on an explicit design ``Phi`` with hyperparameters ``hyper = (a, b, c, d)``."""
     Phi = np.asarray(Phi, float)
     t = np.asarray(t, float)
@@ -243,7 +243,8 @@ def sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin=1, fi
     calls = CALLS_WITH_PROGRESS if progress else CALLS
     return chain_driver.sample(kernel(bool(probit), fix_alpha is not None, fix_beta is not None, M > 2 * N), setup,
                                draws=draws, tune=tune, chains=chains, seed=seed, thin=thin, progress=progress,
-                               desc="gibbs", owner=owner("rvm", "gibbs"), chunk=-(-draws // calls))
+                               desc="gibbs", owner=owner("rvm", "gibbs"), chunk=-(-draws // calls),
+                               **({"diagnosis": diagnosis} if diagnosis else {}))
 
 
 def gibbs_sample(Phi, t, hyper, **kwargs) -> dict:
@@ -268,14 +269,10 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     t0 = time.perf_counter()
     Phi = model.training_design(data)
     setup = time.perf_counter() - t0
-    try:
-        res = sample(Phi, data.y, (model.a, model.b, model.c, model.d), draws=draws, tune=tune, chains=chains,
-                     seed=seed, probit=model.is_classifier, thin=opts["thin"], fix_alpha=opts["fix_alpha"],
-                     fix_beta=opts["fix_beta"], init=opts["init"], progress=progress)
-    except ValueError as exc:
-        if "double precision" not in str(exc):
-            raise
-        raise ValueError(f"{exc}. In the RVM: {_singular_precision(model)}") from None
+    res = sample(Phi, data.y, (model.a, model.b, model.c, model.d), draws=draws, tune=tune, chains=chains,
+                 seed=seed, probit=model.is_classifier, thin=opts["thin"], fix_alpha=opts["fix_alpha"],
+                 fix_beta=opts["fix_beta"], init=opts["init"], progress=progress,
+                 diagnosis=_singular_precision(model))
     info = {"thin": opts["thin"], "w_sampler": "bhattacharya" if Phi.shape[1] > 2 * Phi.shape[0] else "cholesky",
             "fixed": [k for k in ("fix_alpha", "fix_beta") if opts[k] is not None]}
     return chain_driver.chains_fit(model, data, "gibbs", res, info=info, setup=setup)

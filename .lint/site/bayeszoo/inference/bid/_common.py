@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.special import digamma, gammaln
 
-from bayeszoo.inference._options import Timer  # noqa: F401  (re-exported)
+from bayeszoo.inference.timing import Timer  # noqa: F401  (re-exported)
 
 from bayeszoo.numerics import fft as _fft
 

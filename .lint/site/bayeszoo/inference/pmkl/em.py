@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 
 from bayeszoo import checks
-from bayeszoo.inference._options import Timer
+from bayeszoo.inference.timing import Timer
 from bayeszoo.inference.approximations import approximation_fit
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
