@@ -41,8 +41,8 @@ import numpy as np
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model
-from bayeszoo.models.rvm import (LOG_ALPHA_PRUNED, MAX_MAGNITUDE, RVM, RELEVANCE_THRESHOLD, check_gamma_hyperpriors,
-                                 check_scales, check_task_matches_data)
+from bayeszoo.models.rvm import (LOG_ALPHA_PRUNED, RVM, RELEVANCE_THRESHOLD, check_gamma_hyperpriors, check_scales,
+                                 check_task_matches_data, checked_new_inputs)
 from bayeszoo.numerics.special import log_gamma_numpyro, pm_log_gamma
 
 ARVM_KERNELS = ("iso", "diag")
@@ -309,12 +309,7 @@ class ARVM(Model):
 
     def _checked_inputs(self, fit, X_new) -> np.ndarray:
         """X_new as a checked (n, d) matrix for a fit made with this model (``check_fit``, ``check_inputs``)."""
-        self.check_fit(fit)
-        X_new = self.check_inputs(fit, X_new)
-        top = float(np.max(np.abs(X_new))) if X_new.size else 0.0
-        if top > MAX_MAGNITUDE:
-            raise ValueError(f"ARVM: X_new reaches {top:.3g} in magnitude; the limit is {MAX_MAGNITUDE:g}")
-        return X_new
+        return checked_new_inputs(self, fit, X_new)
 
     def predict_draws(self, fit, X_new) -> np.ndarray:
         """Latent f(x) for every posterior draw: (chain * draw, n_new).

@@ -68,6 +68,18 @@ def _bspline3(r):
     return np.where((r >= 1.0) & (r < 2.0), (2.0 - r) ** 3 / 6.0, out)
 
 
+def checked_new_inputs(model, fit, X_new) -> np.ndarray:
+    """X_new as a checked (n, d) matrix for a fit made with ``model`` (``check_fit``, ``check_inputs``), at most
+    :data:`MAX_MAGNITUDE` in magnitude (squared distances to the bases would overflow beyond it)."""
+    model.check_fit(fit)
+    X_new = model.check_inputs(fit, X_new)
+    top = float(np.max(np.abs(X_new))) if X_new.size else 0.0
+    if top > MAX_MAGNITUDE:
+        raise ValueError(f"{type(model).__name__}: X_new reaches {top:.3g} in magnitude; the limit is "
+                         f"{MAX_MAGNITUDE:g}")
+    return X_new
+
+
 def check_gamma_hyperpriors(model) -> None:
     """The Gamma(a, b) prior on the weight precisions and Gamma(c, d) on the noise precision must be proper: every
     one a number in [HYPER_MIN, HYPER_MAX] (beyond, the precisions they allow, e.g. beta up to c / d at an exact fit,
@@ -235,11 +247,7 @@ class RVM(Model):
 
     def _checked_design(self, fit, X_new) -> np.ndarray:
         """Phi at X_new for a fit made with this model, after checking the fit and the inputs."""
-        self.check_fit(fit)
-        X_new = self.check_inputs(fit, X_new)
-        top = float(np.max(np.abs(X_new))) if X_new.size else 0.0
-        if top > MAX_MAGNITUDE:
-            raise ValueError(f"RVM: X_new reaches {top:.3g} in magnitude; the limit is {MAX_MAGNITUDE:g}")
+        X_new = checked_new_inputs(self, fit, X_new)
         centers = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
         with np.errstate(over="ignore", invalid="ignore"):
             Phi = self.design(X_new, centers)
