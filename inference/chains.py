@@ -104,6 +104,11 @@ class _NonFinite(NamedTuple):
                 raise ValueError(f"{self.owner}: chain {chain} left double precision (NaN or inf) in {name} at draw "
                                  f"{draw}; {self.diagnosis}")
 
+    def singular(self, chain: int, sweep: int, error: Exception) -> ValueError:
+        """A NumPy kernel's factorisation failed: the same story, told from LAPACK's side."""
+        return ValueError(f"{self.owner}: chain {chain} left double precision at sweep {sweep} ({error}); "
+                          f"{self.diagnosis}")
+
 
 # --------------------------------------------------------------------------------------------- NumPy
 def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress, desc, failure, chunk):
@@ -124,7 +129,10 @@ def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress,
             state = kernel.init(rng, problem)
             k = 0
             for i in range(sweeps):
-                state, info = kernel.step(rng, state)
+                try:
+                    state, info = kernel.step(rng, state)
+                except np.linalg.LinAlgError as error:     # scipy's LinAlgError is numpy's
+                    raise failure.singular(c, i + 1, error) from error
                 if i < tune:
                     if kernel.adapt is not None:
                         state = kernel.adapt(state, info)

@@ -18,18 +18,14 @@ Omega^-1 never appears: g = L_K xi + K kappa (xi ~ N(0, I), L_K = chol(K)), then
 one n x n Cholesky of the well-conditioned B (eigenvalues >= 1) per sweep; the same matrix as the thesis's Laplace
 and EP numerics (Table 4.3).
 
-PG(1, c) draws use the exact alternating-series method of Devroye as specialised by Polson, Scott & Windle (2013,
-Sec. 4 and the BayesLogit code): PG(1, c) = J*(1, |c|/2) / 4, proposal = mixture of a truncated exponential
-(x > t = 0.64) and a truncated inverse Gaussian (x < t), accepted by the alternating series of the J* density.
-The truncated inverse Gaussian with mean 1/z > t is drawn as a Levy variable 1 / N^2 with |N| > t^-1/2 (an exact
-truncated-normal draw instead of BayesLogit's nested exponential loop) accepted with probability exp(-z^2 x / 2).
-No truncation of the infinite series is involved.
+PG(1, c) draws come from the ``polyagamma`` package (:func:`bayeszoo.inference._random.polya_gamma`: its
+alternating-series method, exact at every c), and the truncated normals are exact inverse-CDF draws in log space.
 
-Implementation: a JAX :class:`~bayeszoo.inference.chains.Kernel` (one chain's sweep, in float64) that
-:func:`bayeszoo.inference.chains.sample` jits and vmaps over chains, with the driver's seeding, warm-up,
-thinning and timing; a logit sweep draws n PG variables (vectorised rejection loops) and factorises one B.
-The sweep's constant matrices ride in the chain's State, so the compiled sweep depends on the shapes alone.
-Chains start from independent prior draws f ~ N(0, K) (or the option ``init``); ``tune`` sweeps are discarded.
+Implementation: a NumPy :class:`~bayeszoo.inference.chains.Kernel` (one chain's sweep) run by
+:func:`bayeszoo.inference.chains.sample`, with the driver's seeding, warm-up, thinning and timing. NumPy, not JAX:
+a sweep is two matrix-vector products (probit) or one Cholesky (logit) either way, and JAX's compilation (seconds,
+on every cold start) cost more than the whole run. Chains start from independent prior draws f ~ N(0, K) (or the
+option ``init``); ``tune`` sweeps are discarded.
 ``sample_stats["log_lik"]`` is sum_n log sig(y_n f_n) at each kept draw (ArviZ has no name for it; ``lp`` would
 be the joint density). ``info["iterations"]`` counts the sweeps, warm-up included.
 
@@ -43,15 +39,14 @@ from __future__ import annotations
 import time
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
 import numpy as np
-from jax.scipy.special import log_ndtr, ndtri
-from scipy.special import ndtr as _ndtr
+from scipy.linalg import cho_solve
+from scipy.special import log_ndtr
 
 from bayeszoo.checks import Array, Interval
-from bayeszoo.inference._random import normal_sign_truncated
+from bayeszoo.inference._random import normal_sign_truncated, polya_gamma
 from bayeszoo.inference.chains import Kernel, chains_fit, sample
+from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.registry import Option, owner, register
 
@@ -62,9 +57,6 @@ OPTIONS = {
                    Array(ndim=1, none=True)),
 }
 DEFAULT_THIN = {"probit": 5, "logit": 1}
-TRUNC = 0.64          # Devroye's switch point t between the two proposal pieces
-PI = float(np.pi)
-TAIL = float(_ndtr(-1.0 / np.sqrt(TRUNC)))   # P(N > t^-1/2), N ~ N(0, 1)
 
 
 # ------------------------------------------------------------------------------------------------ setup
@@ -87,156 +79,27 @@ def kernel_and_labels(model, data):
 
 
 def log_lik(f, ypm, probit):
-    """sum_n log sig(y_n f_n) along the last axis (JAX)."""
+    """sum_n log sig(y_n f_n) along the last axis."""
     yf = ypm * f
-    return jnp.sum(log_ndtr(yf) if probit else -jnp.logaddexp(0.0, -yf), axis=-1)
-
-
-# ------------------------------------------------------------------------------------------------ PG(1, c)
-def _a_coef(n, x):
-    """n-th term of the J*(1, 0) density's alternating series (piecewise at TRUNC)."""
-    k = (n + 0.5) * PI
-    left = jnp.exp(-1.5 * (jnp.log(0.5 * PI) + jnp.log(jnp.maximum(x, 1e-300))) + jnp.log(k)
-                   - 2.0 * (n + 0.5) ** 2 / jnp.maximum(x, 1e-300))
-    right = k * jnp.exp(-0.5 * k * k * x)
-    return jnp.where(x > TRUNC, right, jnp.where(x > 0, left, 0.0))
-
-
-def _mass_texpon(z):
-    """Probability of the truncated-exponential piece of the proposal."""
-    t = TRUNC
-    fz = 0.125 * PI ** 2 + 0.5 * z * z
-    b = jnp.sqrt(1.0 / t) * (t * z - 1.0)
-    a = -jnp.sqrt(1.0 / t) * (t * z + 1.0)
-    x0 = jnp.log(fz) + fz * t
-    xb = x0 - z + log_ndtr(b)
-    xa = x0 + z + log_ndtr(a)
-    qdivp = 4.0 / PI * (jnp.exp(xb) + jnp.exp(xa))
-    return 1.0 / (1.0 + qdivp)
-
-
-def _uniforms(key, m):
-    """m uniforms in (0, 1) (never exactly 0, so logs and inverse CDFs stay finite)."""
-    return jax.random.uniform(key, (m,), dtype=jnp.float64, minval=np.finfo(float).tiny, maxval=1.0)
-
-
-def _rtigauss(key, z):
-    """Inverse Gaussian(mean 1/z, shape 1) truncated to (0, TRUNC).
-
-    One rejection loop serves both regimes (``lax.cond`` would run both loops under ``vmap``): for mean > t a
-    Levy proposal 1 / N^2 truncated to (0, t), accepted w.p. exp(-z^2 x / 2); for mean <= t Michael-Schucany-Haas
-    draws until one falls below t.
-    """
-    t = TRUNC
-    mu = 1.0 / jnp.maximum(z, 1e-300)
-    levy = mu > t
-
-    def cond(s):
-        return ~s[2]
-
-    def body(s):
-        k, _, _ = s
-        k, sub = jax.random.split(k)
-        uu = _uniforms(sub, 3)
-        nrm = -ndtri(uu[0] * TAIL)                   # N(0, 1) truncated to N > t^-1/2, by inversion
-        x_levy = 1.0 / (nrm * nrm)
-        u = uu[1]
-        ok_levy = u <= jnp.exp(-0.5 * z * z * x_levy)
-        yy = ndtri(uu[2]) ** 2
-        mus = jnp.where(levy, 1.0, mu)
-        muy = mus * yy
-        x = mus + 0.5 * mus * muy - 0.5 * mus * jnp.sqrt(4.0 * muy + muy * muy)
-        x = jnp.where(u > mus / (mus + x), mus * mus / x, x)
-        return k, jnp.where(levy, x_levy, x), jnp.where(levy, ok_levy, x < t)
-
-    return jax.lax.while_loop(cond, body, (key, jnp.asarray(t / 2), jnp.asarray(False)))[1]
-
-
-def _pg1_scalar(key, c):
-    """One exact PG(1, c) draw."""
-    z = 0.5 * jnp.abs(c)
-    fz = 0.125 * PI ** 2 + 0.5 * z * z
-    p_exp = _mass_texpon(z)
-
-    def series(x, y):
-        # alternating-series accept / reject of proposal x with uniform height y in (0, a_0(x))
-        def cond(s):
-            return ~s[2]
-
-        def body(s):
-            n, S, _, acc = s
-            n = n + 1
-            an = _a_coef(n, x)
-            odd = (n % 2) == 1
-            S = jnp.where(odd, S - an, S + an)
-            acc_now = odd & (y <= S)
-            rej_now = (~odd) & (y > S)
-            return n, S, acc_now | rej_now, acc_now
-
-        S0 = _a_coef(0, x)
-        return jax.lax.while_loop(cond, body, (0, S0, False, False))[3]
-
-    def cond(s):
-        return ~s[2]
-
-    def body(s):
-        k, _, _ = s
-        k, sub, k_ig = jax.random.split(k, 3)
-        uu = _uniforms(sub, 3)
-        x_exp = TRUNC - jnp.log(uu[1]) / fz
-        x = jnp.where(uu[0] < p_exp, x_exp, _rtigauss(k_ig, z))
-        y = uu[2] * _a_coef(0, x)
-        return k, x, series(x, y)
-
-    x = jax.lax.while_loop(cond, body, (key, jnp.asarray(1.0), jnp.asarray(False)))[1]
-    return 0.25 * x
-
-
-def pg1_sample(key, c):
-    """Exact Polya-Gamma PG(1, c) draws, one per element of ``c`` (any shape). JAX, jittable, vmappable."""
-    c = jnp.asarray(c, dtype=jnp.float64)
-    keys = jax.random.split(key, c.size)
-    return jax.vmap(_pg1_scalar)(keys, c.reshape(-1)).reshape(c.shape)
-
-
-def pg1_mean(c):
-    """E[PG(1, c)] = tanh(c/2) / (2c) (1/4 at c = 0)."""
-    c = np.abs(np.asarray(c, float))
-    small = c < 1e-6
-    cs = np.where(small, 1.0, c)
-    return np.where(small, 0.25 - c ** 2 / 48.0, np.tanh(cs / 2) / (2 * cs))
-
-
-def pg1_var(c):
-    """Var[PG(1, c)] = (sinh(c) - c) / (4 c^3 cosh^2(c/2)) (1/24 at c = 0)."""
-    c = np.abs(np.asarray(c, float))
-    small = c < 1e-4
-    cs = np.where(small, 1.0, c)
-    v = (np.sinh(cs) - cs) / (4 * cs ** 3 * np.cosh(cs / 2) ** 2)
-    return np.where(small, 1.0 / 24.0, v)
+    return np.sum(log_ndtr(yf) if probit else -np.logaddexp(0.0, -yf), axis=-1)
 
 
 # ------------------------------------------------------------------------------------------------ kernel
-def truncated_normal_latent(key, f, ypm):
-    """z ~ N(f, 1) truncated to y z > 0 (the Albert-Chib latent), elementwise; exact in the far tail."""
-    return normal_sign_truncated(key, f, ypm)
-
-
 class AlbertChib(NamedTuple):
     """The probit sweep's constants: labels, the mean map A = K (K + I)^-1 and S^1/2 (module docstring)."""
 
-    y: jax.Array
-    A: jax.Array
-    S_half: jax.Array
+    y: np.ndarray
+    A: np.ndarray
+    S_half: np.ndarray
 
 
 class PolyaGamma(NamedTuple):
     """The logit sweep's constants: labels, K, chol(K) and K kappa (module docstring)."""
 
-    y: jax.Array
-    K: jax.Array
-    LK: jax.Array
-    Kkappa: jax.Array
+    y: np.ndarray
+    K: np.ndarray
+    LK: np.ndarray
+    Kkappa: np.ndarray
 
 
 class Problem(NamedTuple):
@@ -248,12 +111,12 @@ class Problem(NamedTuple):
 
 
 class State(NamedTuple):
-    f: jax.Array
+    f: np.ndarray
     constants: AlbertChib | PolyaGamma
 
 
 class Info(NamedTuple):
-    log_lik: jax.Array
+    log_lik: float
 
 
 def gibbs_problem(K, ypm, *, probit: bool, init=None) -> Problem:
@@ -267,39 +130,37 @@ def gibbs_problem(K, ypm, *, probit: bool, init=None) -> Problem:
     if probit:
         lam, U = np.linalg.eigh(0.5 * (K + K.T))
         r = np.maximum(lam, 0.0) / (1.0 + np.maximum(lam, 0.0))
-        constants = AlbertChib(jnp.asarray(ypm), jnp.asarray((U * r) @ U.T), jnp.asarray(U * np.sqrt(r)))
+        constants = AlbertChib(ypm, (U * r) @ U.T, U * np.sqrt(r))
     else:
-        constants = PolyaGamma(jnp.asarray(ypm), jnp.asarray(K), jnp.asarray(LK), jnp.asarray(K @ (0.5 * ypm)))
+        constants = PolyaGamma(ypm, K, LK, K @ (0.5 * ypm))
     return Problem(constants, LK, None if init is None else np.asarray(init, float))
 
 
-def _init(key, problem: Problem) -> State:
-    n = problem.LK.shape[0]
+def _init(rng, problem: Problem) -> State:
     if problem.init is None:
-        f = jnp.asarray(problem.LK) @ jax.random.normal(key, (n,), dtype=jnp.float64)
+        f = problem.LK @ rng.standard_normal(problem.LK.shape[0])
     else:
-        f = jnp.asarray(problem.init)
+        f = problem.init.copy()
     return State(f, problem.constants)
 
 
-def _step(key, state: State) -> tuple[State, Info]:
+def _step(rng, state: State) -> tuple[State, Info]:
     """One sweep of one chain (module docstring)."""
-    k1, k2, k3 = jax.random.split(key, 3)
     c, f = state.constants, state.f
     n = f.shape[0]
     if isinstance(c, AlbertChib):
-        z = truncated_normal_latent(k1, f, c.y)
-        f = c.A @ z + c.S_half @ jax.random.normal(k2, (n,), dtype=jnp.float64)
+        z = normal_sign_truncated(rng, f, c.y)
+        f = c.A @ z + c.S_half @ rng.standard_normal(n)
     else:
-        w = jnp.sqrt(pg1_sample(k1, f))
-        g = c.LK @ jax.random.normal(k2, (n,), dtype=jnp.float64) + c.Kkappa
-        LB = jnp.linalg.cholesky(jnp.eye(n) + w[:, None] * c.K * w[None, :])
-        v = jax.scipy.linalg.cho_solve((LB, True), w * g + jax.random.normal(k3, (n,), dtype=jnp.float64))
+        w = np.sqrt(polya_gamma(rng, 1, f))
+        g = c.LK @ rng.standard_normal(n) + c.Kkappa
+        LB = np.linalg.cholesky(np.eye(n) + w[:, None] * c.K * w[None, :])
+        v = cho_solve((LB, True), w * g + rng.standard_normal(n), check_finite=False)
         f = g - c.K @ (w * v)
-    return State(f, c), Info(log_lik(f, c.y, isinstance(c, AlbertChib)))
+    return State(f, c), Info(float(log_lik(f, c.y, isinstance(c, AlbertChib))))
 
 
-KERNEL = Kernel(init=_init, step=_step, position=lambda state: {"f": state.f}, jax=True)
+KERNEL = Kernel(init=_init, step=_step, position=lambda state: {"f": state.f})
 
 
 def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None, progress=False, desc="gibbs"):
@@ -309,21 +170,23 @@ def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None
     (``iterations``: sweeps made, warm-up included).
     """
     problem = gibbs_problem(K, ypm, probit=probit, init=init)
-    res = sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin, progress=progress,
-                 desc=desc, owner=owner("gpc", "gibbs"))
+    with one_blas_thread(problem.LK.shape[0]):
+        res = sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
+                     progress=progress, desc=desc, owner=owner("gpc", "gibbs"))
     return {"f": res.posterior["f"], "log_likelihood": res.stats["log_lik"], "timing": res.timing,
             "iterations": res.sweeps}
 
 
 @register("gibbs", kind="mcmc", family="gpc", options=OPTIONS, check=check,
-          description="data-augmentation Gibbs (Albert-Chib for probit, Polya-Gamma for logit); JAX, vmap over chains")
+          description="data-augmentation Gibbs (Albert-Chib for probit, Polya-Gamma for logit)")
 def run(model, data, *, draws, tune, chains, seed, progress, thin, init):
     """Gibbs sampler on f: Albert-Chib (probit) or exact Polya-Gamma (logit) augmentation."""
     t0 = time.perf_counter()
     probit = model.likelihood == "probit"
     problem = gibbs_problem(*kernel_and_labels(model, data), probit=probit, init=init)
     setup = time.perf_counter() - t0
-    res = sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin, progress=progress,
-                 desc=f"gibbs ({model.likelihood})", owner=owner("gpc", "gibbs"))
+    with one_blas_thread(problem.LK.shape[0]):
+        res = sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
+                     progress=progress, desc=f"gibbs ({model.likelihood})", owner=owner("gpc", "gibbs"))
     return chains_fit(model, data, "gibbs", res, setup=setup,
                       info={"thin": thin, "augmentation": "albert-chib" if probit else "polya-gamma"})

@@ -1,7 +1,7 @@
 """Numerics and declarations shared by the PMKL backends (Damoulas thesis; digest ``damoulas_mkl.md``).
 
-* Exact one-dimensional truncated-normal draws (inverse CDF in log space) and one Gibbs sweep inside the cone
-  {y_t > y_j for all j != t} (digest §3.1 option (b)).
+* One Gibbs sweep inside the cone {y_t > y_j for all j != t} (digest §3.1 option (b)), from exact
+  one-dimensional truncated-normal draws.
 * Moments of the cone-truncated Gaussian (eqs 4.14-4.16) used by VB and EM.
 * W | Y, A (eq. 3.22) and the simplex-constrained QP for beta (eq. 5.10, App. C); the Gaussian prod_c N(w_c, V_c)
   of W as the ``GaussianApproximation`` the approximations hand to ``approximation_fit``.
@@ -15,8 +15,9 @@ from __future__ import annotations
 
 import numpy as np
 from scipy import linalg as sla
-from scipy.special import log_ndtr, logsumexp, ndtri_exp
+from scipy.special import log_ndtr, logsumexp
 
+from bayeszoo.inference._random import truncnorm_above, truncnorm_below
 from bayeszoo.inference.approximations import GaussianApproximation
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.registry import owner
@@ -27,22 +28,7 @@ from bayeszoo.numerics.probit import GH_NODES, gh_rule, log_class_probs, log_cla
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
-# ---------------------------------------------------------------------------- truncated normal draws
-def truncnorm_above(rng, mean, lower):
-    """Exact draws from N(mean, 1) truncated to (lower, inf) by the inverse CDF in log space."""
-    a = np.asarray(lower, float) - mean
-    u = rng.random(np.shape(a))
-    # x = -Phi^-1(u Phi(-a)): upper tail of the standard normal, stable for any a
-    return mean - ndtri_exp(log_ndtr(-a) + np.log(u))
-
-
-def truncnorm_below(rng, mean, upper):
-    """Exact draws from N(mean, 1) truncated to (-inf, upper)."""
-    b = np.asarray(upper, float) - mean
-    u = rng.random(np.shape(b))
-    return mean + ndtri_exp(log_ndtr(b) + np.log(u))
-
-
+# ------------------------------------------------------------------------------------- the cone sweep
 def cone_gibbs_sweep(rng, Y, Mean, onehot):
     """One Gibbs sweep of Y ~ prod_n N(m_n, I) restricted to the cones {y_n,t_n > y_nj, j != t_n} (eq. 3.23).
 

@@ -9,14 +9,14 @@ Probit classification (``RVM(task="classification", link="probit")``), Albert-Ch
     w | z, alpha ~ N((Phi^T Phi + A)^-1 Phi^T z, (Phi^T Phi + A)^-1); alpha as above.
 The logit link has no conjugate augmentation here, so the backend applies to regression and probit only.
 
-A JAX :class:`~bayeszoo.inference.chains.Kernel` in float64, run by :func:`bayeszoo.inference.chains.sample`
-(jit + vmap over chains; seeding, warm-up, thinning, progress and the non-finite check are the driver's). The
-problem's arrays travel in the state, so one compiled sweep serves every problem of the same shape. The w draw
+A NumPy :class:`~bayeszoo.inference.chains.Kernel` run by :func:`bayeszoo.inference.chains.sample` (seeding,
+warm-up, thinning, progress and the non-finite check are the driver's). NumPy, not JAX: a sweep is a few LAPACK
+calls either way, and JAX's compilation (seconds, on every cold start) cost more than the whole run. The w draw
 uses Phi^T Phi and Phi^T t computed once, so a regression sweep costs one M x M Cholesky (after unit-diagonal
 scaling), O(M^2), and O(N M) for the residual |t - Phi w|^2 of the beta draw (formed directly: its expansion
 cancels for targets far from zero). When M > 2N the w draw switches to the Bhattacharya, Chakraborty &
 Mallick (2016) sampler (one N x N Cholesky). Chains start from dispersed (alpha, beta) around data-based values,
-drawn from the chain's key.
+drawn from the chain's generator.
 
 Options: ``thin`` (keep every thin-th sweep), ``fix_alpha`` / ``fix_beta`` (hold alpha (scalar or length-M)
 and / or beta fixed at the given values: then w | t is exactly Gaussian, which the tests use), ``init``
@@ -24,22 +24,18 @@ and / or beta fixed at the given values: then w | t is exactly Gaussian, which t
 """
 from __future__ import annotations
 
-import functools
 import time
 from typing import NamedTuple
 
-import jax
-import jax.numpy as jnp
-from jax.scipy.special import log_ndtr
 import numpy as np
+from scipy.linalg import cho_solve, solve_triangular
+from scipy.special import log_ndtr
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, Numbers
 from bayeszoo.inference import chains as chain_driver
 from bayeszoo.inference._random import normal_sign_truncated
+from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.registry import Option, owner, register
-
-#: a chain's draws per compiled call: a quarter of them (a twentieth with a progress bar, so that it moves)
-CALLS, CALLS_WITH_PROGRESS = 4, 20
 
 
 class StartingPoint:
@@ -90,75 +86,36 @@ def check(options: dict, model, data) -> dict:
     return options
 
 
-# ------------------------------------------------------------------------------------------------ kernels
-def _chol_sample(H, rhs, z):
-    """mean H^-1 rhs plus H^-1/2-distributed noise, via Cholesky of D^-1 H D^-1 (unit diagonal)."""
-    dvec = jnp.sqrt(jnp.diag(H))
-    Hs = H / dvec[:, None] / dvec[None, :]
-    L = jnp.linalg.cholesky(Hs)
-    y = jax.scipy.linalg.solve_triangular(L, rhs / dvec, lower=True)
+# ------------------------------------------------------------------------------------------------ kernel
+def _chol_sample(rng, H, rhs):
+    """A draw from N(H^-1 rhs, H^-1), via the Cholesky factor of D^-1 H D^-1 (unit diagonal, D = diag(H)^1/2)."""
+    dvec = np.sqrt(np.diag(H))
+    L = np.linalg.cholesky(H / dvec[:, None] / dvec[None, :])
+    y = solve_triangular(L, rhs / dvec, lower=True, check_finite=False)
     # mean = D^-1 L^-T L^-1 D^-1 rhs, noise = D^-1 L^-T z: one back-substitution for both
-    return jax.scipy.linalg.solve_triangular(L.T, y + z, lower=False) / dvec
+    return solve_triangular(L, y + rng.standard_normal(H.shape[0]), lower=True, trans=1, check_finite=False) / dvec
 
 
-def _bhattacharya(Phi_s, alpha, target, z1, z2):
+def _bhattacharya(rng, Phi_s, alpha, target):
     """Draw from N(Sigma Phi_s^T target, Sigma), Sigma = (Phi_s^T Phi_s + diag(alpha))^-1, in O(N^2 M)."""
+    N, M = Phi_s.shape
     dinv = 1.0 / alpha
-    u = z1 * jnp.sqrt(dinv)
-    v = Phi_s @ u + z2
-    K = (Phi_s * dinv[None, :]) @ Phi_s.T + jnp.eye(Phi_s.shape[0])
-    Lk = jnp.linalg.cholesky(K)
-    wp = jax.scipy.linalg.cho_solve((Lk, True), target - v)
-    return u + dinv * (Phi_s.T @ wp)
-
-
-def _gamma(key, shape, size):
-    """Standard Gamma(shape) draws: Marsaglia-Tsang with 12 vectorised proposals (acceptance >= 0.95 each, so
-    all fail with probability < 1e-15) and the U^(1/k) boost for shape < 1. Compiles in a fraction of the
-    time of ``jax.random.gamma``'s rejection loop."""
-    shape = jnp.broadcast_to(shape, size)
-    boost = shape < 1.0
-    k = jnp.where(boost, shape + 1.0, shape)
-    dd = k - 1.0 / 3.0
-    cc = 1.0 / jnp.sqrt(9.0 * dd)
-    k_n, k_u, k_b = jax.random.split(key, 3)
-    x = jax.random.normal(k_n, (12,) + tuple(size), dtype=jnp.float64)
-    u = jax.random.uniform(k_u, (12,) + tuple(size), dtype=jnp.float64)
-    v = (1.0 + cc * x) ** 3
-    ok = (v > 0) & (jnp.log(u) < 0.5 * x * x + dd - dd * v + dd * jnp.log(jnp.where(v > 0, v, 1.0)))
-    first = jnp.argmax(ok, axis=0)
-    g = dd * jnp.take_along_axis(v, first[None], axis=0)[0]
-    ub = jax.random.uniform(k_b, tuple(size), dtype=jnp.float64)
-    return jnp.where(boost, g * ub ** (1.0 / shape), g)
+    u = rng.standard_normal(M) * np.sqrt(dinv)
+    v = Phi_s @ u + rng.standard_normal(N)
+    K = (Phi_s * dinv[None, :]) @ Phi_s.T + np.eye(N)
+    return u + dinv * (Phi_s.T @ cho_solve((np.linalg.cholesky(K), True), target - v, check_finite=False))
 
 
 class Problem(NamedTuple):
-    """The arrays one sweep reads (per chain in the state, so that the compiled sweep depends on shapes only)."""
+    """The arrays one sweep reads, the start's scales and the user's starting / fixed values."""
 
-    Phi: jax.Array
-    t: jax.Array
-    G: jax.Array          # Phi^T Phi
-    Pt: jax.Array         # Phi^T t
-    hyper: jax.Array      # a, b, c, d
-
-
-class State(NamedTuple):
-    w: jax.Array
-    alpha: jax.Array
-    beta: jax.Array
-    problem: Problem
-
-
-class Info(NamedTuple):
-    """What a sweep reports (sample_stats): the unnormalised log posterior of (w, log alpha, log beta) after it."""
-
-    lp: jax.Array
-
-
-class Setup(NamedTuple):
-    """What ``init`` needs: the problem's arrays, the start's scales and the user's starting / fixed values."""
-
-    problem: Problem
+    Phi: np.ndarray
+    t: np.ndarray
+    G: np.ndarray         # Phi^T Phi
+    Pt: np.ndarray        # Phi^T t
+    hyper: tuple          # a, b, c, d
+    probit: bool
+    woodbury: bool        # M > 2N: the w draw by Bhattacharya et al.
     alpha_scale: float
     beta_scale: float
     init: dict
@@ -166,85 +123,94 @@ class Setup(NamedTuple):
     fix_beta: float | None
 
 
-@functools.lru_cache(maxsize=32)
-def kernel(probit: bool, fix_alpha: bool, fix_beta: bool, woodbury: bool) -> chain_driver.Kernel:
-    """The Gibbs kernel of one configuration (one object per configuration, shapes come from the state)."""
+class State(NamedTuple):
+    w: np.ndarray
+    alpha: np.ndarray
+    beta: float
+    problem: Problem
 
-    def init(key, setup: Setup) -> State:
-        p = setup.problem
-        M = p.Phi.shape[1]
-        k_a, k_b = jax.random.split(key)
-        alpha = setup.alpha_scale * jnp.exp(jax.random.normal(k_a, (M,)))
-        beta = setup.beta_scale * jnp.exp(0.5 * jax.random.normal(k_b, ()))
-        w = jnp.zeros(M)
-        if "alpha" in setup.init:
-            alpha = jnp.broadcast_to(jnp.asarray(setup.init["alpha"], float), (M,))
-        if "beta" in setup.init:
-            beta = jnp.asarray(float(setup.init["beta"]))
-        if "w" in setup.init:
-            w = jnp.broadcast_to(jnp.asarray(setup.init["w"], float), (M,))
-        if fix_alpha:
-            alpha = jnp.broadcast_to(jnp.asarray(setup.fix_alpha, float), (M,))
-        if fix_beta:
-            beta = jnp.asarray(float(setup.fix_beta))
-        return State(w, alpha, beta, p)
 
-    def step(key, state: State):
-        w, alpha, beta, p = state
-        N, M = p.Phi.shape
-        k_w, k_a, k_b, k_z, k_z2 = jax.random.split(key, 5)
-        a, b, c, d = p.hyper
-        if probit:
-            zlat = normal_sign_truncated(k_z, p.Phi @ w, 2.0 * p.t - 1.0)
-            if woodbury:
-                w = _bhattacharya(p.Phi, alpha, zlat, jax.random.normal(k_w, (M,)), jax.random.normal(k_z2, (N,)))
-            else:
-                w = _chol_sample(p.G + jnp.diag(alpha), p.Phi.T @ zlat, jax.random.normal(k_w, (M,)))
-        elif woodbury:
-            sb = jnp.sqrt(beta)
-            w = _bhattacharya(sb * p.Phi, alpha, sb * p.t, jax.random.normal(k_w, (M,)), jax.random.normal(k_z2, (N,)))
-        else:
-            w = _chol_sample(beta * p.G + jnp.diag(alpha), beta * p.Pt, jax.random.normal(k_w, (M,)))
-        if not fix_alpha:
-            alpha = _gamma(k_a, a + 0.5, (M,)) / (b + 0.5 * w * w)
-        f = p.Phi @ w
-        r = p.t - f      # formed directly: t.t - 2 w.Phi^T t + w.G w cancels for targets far from zero
-        if not probit and not fix_beta:
-            beta = _gamma(k_b, c + 0.5 * N, ()) / (d + 0.5 * (r @ r))
-        # log p(t | w, beta) + log N(w | 0, A^-1) + the Gamma densities of log alpha and log beta (constants dropped)
-        lp = jnp.sum(0.5 * jnp.log(alpha) - 0.5 * alpha * w * w + a * jnp.log(alpha) - b * alpha)
-        if probit:
-            lp += jnp.sum(log_ndtr((2.0 * p.t - 1.0) * f))
-        else:
-            lp += 0.5 * N * jnp.log(beta) - 0.5 * beta * (r @ r) + c * jnp.log(beta) - d * beta
-        return State(w, alpha, beta, p), Info(lp=lp)
+class Info(NamedTuple):
+    """What a sweep reports (sample_stats): the unnormalised log posterior of (w, log alpha, log beta) after it."""
 
-    def position(state: State) -> dict:
-        out = {"w": state.w, "log_alpha": jnp.log(state.alpha)}
-        if not probit:
-            out["log_beta"] = jnp.log(state.beta)
-        return out
+    lp: float
 
-    return chain_driver.Kernel(init=init, step=step, position=position, jax=True)
+
+def _init(rng, p: Problem) -> State:
+    M = p.Phi.shape[1]
+    alpha = p.alpha_scale * np.exp(rng.standard_normal(M))
+    beta = p.beta_scale * np.exp(0.5 * rng.standard_normal())
+    w = np.zeros(M)
+    if "alpha" in p.init:
+        alpha = np.broadcast_to(np.asarray(p.init["alpha"], float), (M,)).copy()
+    if "beta" in p.init:
+        beta = float(p.init["beta"])
+    if "w" in p.init:
+        w = np.broadcast_to(np.asarray(p.init["w"], float), (M,)).copy()
+    if p.fix_alpha is not None:
+        alpha = np.broadcast_to(p.fix_alpha, (M,)).copy()
+    if p.fix_beta is not None:
+        beta = float(p.fix_beta)
+    return State(w, alpha, beta, p)
+
+
+def _step(rng, state: State) -> tuple[State, Info]:
+    w, alpha, beta, p = state
+    N, M = p.Phi.shape
+    a, b, c, d = p.hyper
+    if p.probit:
+        zlat = normal_sign_truncated(rng, p.Phi @ w, 2.0 * p.t - 1.0)
+        w = _bhattacharya(rng, p.Phi, alpha, zlat) if p.woodbury else \
+            _chol_sample(rng, p.G + np.diag(alpha), p.Phi.T @ zlat)
+    elif p.woodbury:
+        sb = np.sqrt(beta)
+        w = _bhattacharya(rng, sb * p.Phi, alpha, sb * p.t)
+    else:
+        w = _chol_sample(rng, beta * p.G + np.diag(alpha), beta * p.Pt)
+    if p.fix_alpha is None:
+        alpha = rng.standard_gamma(a + 0.5, M) / (b + 0.5 * w * w)
+    f = p.Phi @ w
+    r = p.t - f      # formed directly: t.t - 2 w.Phi^T t + w.G w cancels for targets far from zero
+    rr = float(r @ r)
+    if not p.probit and p.fix_beta is None:
+        beta = rng.standard_gamma(c + 0.5 * N) / (d + 0.5 * rr)
+    # log p(t | w, beta) + log N(w | 0, A^-1) + the Gamma densities of log alpha and log beta (constants dropped)
+    with np.errstate(divide="ignore"):
+        lp = float(np.sum(0.5 * np.log(alpha) - 0.5 * alpha * w * w + a * np.log(alpha) - b * alpha))
+    if p.probit:
+        lp += float(np.sum(log_ndtr((2.0 * p.t - 1.0) * f)))
+    else:
+        lp += 0.5 * N * np.log(beta) - 0.5 * beta * rr + c * np.log(beta) - d * beta
+    return State(w, alpha, beta, p), Info(lp=lp)
+
+
+def _position(state: State) -> dict:
+    with np.errstate(divide="ignore"):
+        out = {"w": state.w, "log_alpha": np.log(state.alpha)}
+        if not state.problem.probit:
+            out["log_beta"] = np.log(state.beta)
+    return out
+
+
+KERNEL = chain_driver.Kernel(init=_init, step=_step, position=_position)
 
 
 def sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin=1, fix_alpha=None, fix_beta=None,
            init=None, progress=False, diagnosis: str | None = None) -> chain_driver.Chains:
     """The chains on an explicit design ``Phi`` with hyperparameters ``hyper = (a, b, c, d)``."""
-    Phi = np.asarray(Phi, float)
+    Phi = np.ascontiguousarray(Phi, float)
     t = np.asarray(t, float)
     N, M = Phi.shape
     G = Phi.T @ Phi
-    problem = Problem(jnp.asarray(Phi), jnp.asarray(t), jnp.asarray(G), jnp.asarray(Phi.T @ t),
-                      jnp.asarray(np.asarray(hyper, float)))
     var_t = float(np.var(t)) if (not probit and np.var(t) > 0) else 1.0
-    setup = Setup(problem, float(np.mean(np.diag(G))) / N / var_t, 10.0 / var_t, dict(init or {}),
-                  None if fix_alpha is None else np.asarray(fix_alpha, float), fix_beta)
-    calls = CALLS_WITH_PROGRESS if progress else CALLS
-    return chain_driver.sample(kernel(bool(probit), fix_alpha is not None, fix_beta is not None, M > 2 * N), setup,
-                               draws=draws, tune=tune, chains=chains, seed=seed, thin=thin, progress=progress,
-                               desc="gibbs", owner=owner("rvm", "gibbs"), chunk=-(-draws // calls),
-                               **({"diagnosis": diagnosis} if diagnosis else {}))
+    problem = Problem(Phi, t, G, Phi.T @ t, tuple(float(h) for h in hyper), bool(probit), M > 2 * N,
+                      float(np.mean(np.diag(G))) / N / var_t, 10.0 / var_t, dict(init or {}),
+                      None if fix_alpha is None else np.asarray(fix_alpha, float),
+                      None if fix_beta is None else float(fix_beta))
+    with one_blas_thread(min(N, M)):
+        return chain_driver.sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
+                                   progress=progress, desc="gibbs", owner=owner("rvm", "gibbs"),
+                                   **({"diagnosis": diagnosis} if diagnosis else {}))
 
 
 def gibbs_sample(Phi, t, hyper, **kwargs) -> dict:
@@ -263,7 +229,7 @@ def _singular_precision(model) -> str:
 
 
 @register("gibbs", kind="mcmc", family="rvm", applies=_applies, options=OPTIONS, check=check,
-          description="conjugate Gibbs sampler (JAX, vmap over chains); Albert-Chib for probit classification")
+          description="conjugate Gibbs sampler; Albert-Chib for probit classification")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Conjugate Gibbs: w | alpha, beta Gaussian; alpha_i, beta Gamma; probit via Albert-Chib."""
     t0 = time.perf_counter()
