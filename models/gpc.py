@@ -297,6 +297,10 @@ class GPC(Model):
         arr = np.asarray(fit.idata.posterior["f"].values, dtype=float)
         return arr.reshape(arr.shape[0] * arr.shape[1], arr.shape[2])
 
+    def log_likelihood(self, fit, data: Dataset) -> np.ndarray:
+        """log sig(y_n f_n) at every draw of the latent f at the training inputs."""
+        return log_sig(self.labels_pm(data.y) * self._f_draws(fit), self.likelihood)
+
     def _check_fit(self, fit) -> int:
         """A ValueError unless ``fit`` is a Fit made with this model; the number of its training input columns."""
         if not (hasattr(fit, "model_spec") and hasattr(fit, "idata")):

@@ -237,6 +237,17 @@ class ImageRVM(ImageModel):
         K_hat = _fft.rfft2(self.kernel_images(shape))
         return _fft.irfft2(np.sum(_fft.rfft2(w_mean) * K_hat, axis=0), shape)
 
+    def log_likelihood(self, fit, data: Dataset) -> np.ndarray:
+        """log N(y_i | (sum_m phi_m * w_m)_i, 1/beta) of every pixel at every draw (4.7)."""
+        from bayeszoo.numerics import fft as _fft
+
+        shape = self._fit_shape(fit)
+        K_hat = _fft.rfft2(self.kernel_images(shape))
+        w, log_beta = self._draws(fit, "w"), self._draws(fit, "log_beta")
+        f = np.stack([_fft.irfft2(np.sum(_fft.rfft2(w_s) * K_hat, axis=0), shape).ravel() for w_s in w])
+        y = np.asarray(self.observed_image(data), dtype=float).ravel()
+        return 0.5 * (log_beta[:, None] - np.log(2.0 * np.pi)) - 0.5 * np.exp(log_beta)[:, None] * (y - f) ** 2
+
     def weight_means(self, fit) -> np.ndarray:
         """Posterior mean weight images (M, R, C), e.g. mu_t of the object detector (4.26)."""
         self.check_fit(fit)

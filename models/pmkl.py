@@ -459,6 +459,12 @@ class PMKL(Model):
         lp = probit.log_class_probs(self.latent_draws(fit, X_new, max_draws))
         return logsumexp(lp, axis=0) - np.log(lp.shape[0])
 
+    def log_likelihood(self, fit, data: Dataset) -> np.ndarray:
+        """log P(t_n | W, beta, theta) of every training object at every draw: the quadrature of eq. 3.11 at the
+        draw's latent means."""
+        lp = probit.log_class_probs(self.latent_draws(fit, data.X, max_draws=fit.n_chains * fit.n_draws))
+        return np.take_along_axis(lp, data.y.astype(int)[None, :, None], axis=2)[..., 0]
+
     def predict(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
         """Predictive class probabilities (n_new, C) (eq. 3.26), over at most ``max_draws`` evenly spaced draws."""
         return np.exp(self.log_predict_all(fit, X_new, max_draws))

@@ -355,6 +355,18 @@ class RVM(Model):
                              "precision); X_new must be on the scale of the training inputs")
         return f
 
+    def log_likelihood(self, fit, data: Dataset) -> np.ndarray:
+        """log N(t_n | f_n, 1/beta) (regression) or log sig(+-f_n) (classification) at every draw."""
+        from scipy.special import log_expit, log_ndtr
+
+        f = self.predict_draws(fit, data.X)
+        t = np.asarray(data.y, dtype=float)
+        if self.is_classifier:
+            signed = (2.0 * t - 1.0) * f
+            return log_expit(signed) if self.link == "logit" else log_ndtr(signed)
+        log_beta = self._draws(fit, "log_beta")[:, None]
+        return 0.5 * (log_beta - np.log(2.0 * np.pi)) - 0.5 * np.exp(log_beta) * (t - f) ** 2
+
     def _prob_draws(self, f):
         from scipy.special import expit, ndtr
 

@@ -324,6 +324,15 @@ class SLM(Model):
         u = np.asarray(fit.idata.posterior["u"].values, dtype=float)
         return u.reshape(-1, u.shape[-1]).mean(0)
 
+    def log_likelihood(self, fit, data: Dataset) -> np.ndarray | None:
+        """log N(y_i | (X u)_i, sigma2) of every measurement at every draw (None without measurements: the
+        sigmoid potentials' labels then carry the likelihood, inside the prior-times-likelihood product)."""
+        if data.y.size == 0:
+            return None
+        u = np.asarray(fit.idata.posterior["u"].values, dtype=float).reshape(-1, data.d)
+        Xu = np.asarray(self.operator_X(data) @ u.T).T
+        return -0.5 * np.log(2.0 * np.pi * self.sigma2) - 0.5 * (np.asarray(data.y, float) - Xu) ** 2 / self.sigma2
+
     def predict(self, fit, X_new) -> np.ndarray:
         """Posterior mean of the measurements X_new u (X_new: rows of measurement filters, n columns)."""
         self.check_fit(fit)

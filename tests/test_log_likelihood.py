@@ -1,0 +1,105 @@
+"""ArviZ's log_likelihood group on the built-in families' fits: the values against the likelihood written out for
+one draw, az.loo on it, the save / load round trip, and the size limit."""
+from __future__ import annotations
+
+import warnings
+
+import arviz as az
+import numpy as np
+import pytest
+from scipy import stats
+from scipy.special import log_ndtr
+
+import bayeszoo as bz
+from bayeszoo import results
+
+
+def _draw(fit, name, chain=1, draw=3):
+    return np.asarray(fit.idata.posterior[name].values[chain, draw], dtype=float)
+
+
+def test_rvm_regression_values_are_the_gaussian_density_of_each_point(sinc):
+    model = bz.models.RVM(width=3.0)
+    fit = bz.fit(model, sinc, "vb", draws=20, chains=2, seed=0, progress=False)
+    ll = fit.idata.log_likelihood["y"]
+    assert ll.dims == ("chain", "draw", "obs") and ll.shape == (2, 20, sinc.n)
+    f = model.training_design(sinc) @ _draw(fit, "w")
+    sd = np.exp(-0.5 * _draw(fit, "log_beta"))
+    np.testing.assert_allclose(ll.values[1, 3], stats.norm.logpdf(sinc.y, f, sd), rtol=1e-10)
+
+
+def test_gpc_values_are_the_probit_of_each_label():
+    data = bz.datasets.load("sonar")
+    model = bz.models.GPC(likelihood="probit", log_lengthscale=2.0, log_amplitude=1.0)
+    fit = bz.fit(model, data, "gibbs", draws=30, tune=10, chains=2, seed=0, progress=False)
+    f = _draw(fit, "f")
+    np.testing.assert_allclose(fit.idata.log_likelihood["y"].values[1, 3], log_ndtr((2 * data.y - 1) * f),
+                               rtol=1e-12)
+
+
+def test_slm_values_are_the_gaussian_measurements():
+    data = bz.datasets.load("slm_signal", kind="spikes", n=32, m=24, n_test=16, seed=0)
+    model = bz.models.SLM(potential="laplace", tau=5.0, sigma2=0.005)
+    fit = bz.fit(model, data, "ep", draws=10, chains=2, seed=0, progress=False)
+    expected = stats.norm.logpdf(data.y, data.X @ _draw(fit, "u"), np.sqrt(0.005))
+    np.testing.assert_allclose(fit.idata.log_likelihood["y"].values[1, 3], expected, rtol=1e-10)
+
+
+def test_imagervm_values_are_the_gaussian_pixels():
+    data = bz.datasets.load("sinc2d_image", size=8, seed=0)
+    model = bz.models.ImageRVM(kernels=(2.0,))
+    fit = bz.fit(model, data, "dft", draws=10, chains=2, seed=0, progress=False)
+    Phi = model.dense_design((8, 8))
+    f = Phi @ _draw(fit, "w").ravel()
+    sd = np.exp(-0.5 * _draw(fit, "log_beta"))
+    np.testing.assert_allclose(fit.idata.log_likelihood["y"].values[1, 3], stats.norm.logpdf(data.y, f, sd),
+                               rtol=1e-8, atol=1e-10)
+
+
+def test_pmkl_values_are_log_class_probabilities_that_sum_to_one_over_classes():
+    data = bz.datasets.load("mkl_sources", n=30, n_test=30, seed=0)
+    model = bz.models.PMKL(rule="convex")
+    fit = bz.fit(model, data, "vb", draws=10, chains=2, seed=0, progress=False)
+    ll = fit.idata.log_likelihood["y"].values
+    assert ll.shape == (2, 10, data.n) and np.all(ll <= 0)
+    # the class probabilities of one draw at the training inputs: the stored value is the true class's
+    from bayeszoo.numerics import probit
+
+    latent = model.latent_draws(fit, data.X, max_draws=20)
+    all_classes = probit.log_class_probs(latent)
+    np.testing.assert_allclose(np.exp(all_classes).sum(-1), 1.0, rtol=1e-6)
+    np.testing.assert_allclose(ll.reshape(20, -1), np.take_along_axis(all_classes, data.y.astype(int)[None, :, None],
+                                                                      axis=2)[..., 0], rtol=1e-12)
+
+
+def test_loo_runs_and_the_group_survives_saving(sinc, tmp_path):
+    fit = bz.fit(bz.models.RVM(width=3.0), sinc, "gibbs", draws=200, tune=100, chains=2, seed=1, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loo = az.loo(fit.idata, pointwise=True)
+    # elpd_loo is the sum of the pointwise values, each below the in-sample log predictive density
+    np.testing.assert_allclose(loo.elpd_loo, loo.loo_i.values.sum())
+    lpd = np.log(np.exp(fit.idata.log_likelihood["y"].values).mean((0, 1)))
+    assert np.all(loo.loo_i.values <= lpd + 1e-9)
+    back = bz.load_fit(fit.save(tmp_path / "f.nc"))
+    np.testing.assert_array_equal(back.idata.log_likelihood["y"].values, fit.idata.log_likelihood["y"].values)
+
+
+def test_a_group_too_large_is_left_out_and_said(sinc, monkeypatch):
+    monkeypatch.setattr(results, "MAX_LOG_LIKELIHOOD_VALUES", 2 * 10 * sinc.n - 1)
+    fit = bz.fit(bz.models.RVM(width=3.0), sinc, "vb", draws=10, chains=2, seed=0, progress=False)
+    assert "log_likelihood" not in fit.idata.groups()
+    assert "not stored" in fit.info["log_likelihood"]
+
+
+@pytest.mark.parametrize("task", ["probit", "logit"])
+def test_rvm_classification_values(task):
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(30, 2))
+    y = (X[:, 0] > 0).astype(float)
+    data = bz.datasets.Dataset(X, y, name="blobs", meta={"task": "classification"})
+    model = bz.models.RVM(task="classification", link=task, width=2.0)
+    fit = bz.fit(model, data, "vb", draws=10, chains=2, seed=0, progress=False)
+    f = model.training_design(data) @ _draw(fit, "w")
+    expected = stats.norm.logcdf((2 * y - 1) * f) if task == "probit" else -np.logaddexp(0, -(2 * y - 1) * f)
+    np.testing.assert_allclose(fit.idata.log_likelihood["y"].values[1, 3], expected, rtol=1e-10)
