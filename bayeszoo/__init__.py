@@ -12,10 +12,20 @@ from bayeszoo import models  # noqa: E402
 from bayeszoo.api import backends, compare, cross_validate, fit  # noqa: E402
 from bayeszoo.comparison import Comparison, load_comparison  # noqa: E402
 from bayeszoo.results import Fit, load_fit  # noqa: E402
+from bayeszoo.registry import register_backend  # noqa: E402
+from bayeszoo.inference.user_samplers import log_density, register_sampler  # noqa: E402
 from bayeszoo import design  # noqa: E402
 from bayeszoo import active_learning  # noqa: E402
+from bayeszoo import testing  # noqa: E402
+from bayeszoo import catalogue  # noqa: E402
+from bayeszoo.references import build_reference  # noqa: E402
+from bayeszoo.sbc import sbc  # noqa: E402
+
+# bz.catalogue.build_reference: the builder calls bz.fit, so it lives above the API, which itself reads the
+# catalogue; it joins the rest of the catalogue's reference machinery here
+catalogue.build_reference = build_reference
 
 __version__ = "0.1.0"
 
 __all__ = ["datasets", "models", "fit", "compare", "backends", "cross_validate", "design", "active_learning", "Fit", "Comparison",
-           "load_fit", "load_comparison", "__version__"]
+           "load_fit", "load_comparison", "register_backend", "register_sampler", "log_density", "testing", "catalogue", "build_reference", "sbc", "__version__"]

@@ -23,6 +23,8 @@ Everything here is dense (n x n): the thesis's Lanczos variant serves n in the t
 from __future__ import annotations
 
 import dataclasses
+import numbers
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -90,7 +92,8 @@ def scores(kind: str, mu, rho, tau: float, pot: Potential) -> np.ndarray:
 @dataclass
 class ActiveLearning:
     """What :func:`active_learning` did: the number of labelled cases and the test error after each fit, the
-    pool indices included (in order), and the final data set and fit."""
+    pool indices included (in order), the final data set and fit, and the seed it ran with (``seed=None`` draws
+    one: passing it back repeats the run)."""
 
     score: str
     sizes: list = field(default_factory=list)
@@ -98,6 +101,7 @@ class ActiveLearning:
     chosen: list = field(default_factory=list)
     data: Dataset | None = None
     fit: object = None
+    seed: int | None = None
 
 
 def _labels(y, what: str) -> np.ndarray:
@@ -127,15 +131,41 @@ def logistic_data(features, labels, name: str = "logistic") -> Dataset:
     return Dataset(X=np.eye(n), y=np.zeros(n), name=name, meta={"task": "regression", "B": F, "labels": c})
 
 
+def _cases(features, labels, width: int | None, what: str) -> tuple[np.ndarray, np.ndarray]:
+    """Checked (m, n) features with ``width`` columns (when given) and their m labels as +-1."""
+    F = checks.finite_array(OWNER, f"{what}_features", features, ndim=2, columns=width, min_rows=1)
+    c = _labels(labels, f"{what}_labels")
+    if c.size != F.shape[0]:
+        raise ValueError(f"{OWNER}: {F.shape[0]} {what}_features rows but {c.size} {what}_labels")
+    return F, c
+
+
+def _indices(initial, size: int) -> np.ndarray:
+    """The initial pool indices: integers (a float is refused, never truncated) in [0, size), none repeated."""
+    values = initial.tolist() if isinstance(initial, np.ndarray) and initial.ndim == 1 else initial
+    if (not isinstance(values, Sequence) or isinstance(values, (str, bytes)) or not values
+            or not all(isinstance(i, numbers.Integral) and not isinstance(i, (bool, np.bool_)) for i in values)
+            or not all(0 <= i < size for i in values)):
+        shown = repr(initial) if len(repr(initial)) <= 80 else repr(initial)[:77] + "..."
+        raise ValueError(f"{OWNER}: initial must be a non-empty sequence of pool indices, integers in [0, {size}); "
+                         f"got {shown}")
+    start = np.asarray(values, dtype=int)
+    unique, counts = np.unique(start, return_counts=True)
+    repeated = unique[counts > 1]
+    if repeated.size:
+        raise ValueError(f"{OWNER}: initial repeats the pool indices {repeated.tolist()}")
+    return unique
+
+
 def error_rate(model, data: Dataset, fit, features, labels) -> float:
     """Error rate of the approximation's predictive probabilities (threshold 1/2) on ``features`` / ``labels``."""
     A = precision(model, data, fit).dense()
     L = sla.cholesky(A, lower=True)
-    F = np.asarray(features, dtype=float)
+    F, c = _cases(features, labels, A.shape[0], "test")
     mu = F @ model.posterior_mean(fit)
     rho = np.sum(sla.solve_triangular(L, F.T, lower=True) ** 2, axis=0)
     p = predictive_probability(mu, rho, model.tau)
-    return float(np.mean(np.where(p > 0.5, 1.0, -1.0) != _labels(labels, "test labels")))
+    return float(np.mean(np.where(p > 0.5, 1.0, -1.0) != c))
 
 
 def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int, block: int = 3,
@@ -150,13 +180,16 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
     pool_features, pool_labels : arrays (N, n), (N,)
         The candidate cases; a case's label is used only once it is included.
     initial : sequence of int
-        Pool indices labelled at the start (the thesis starts from random cases).
+        Pool indices labelled at the start (the thesis starts from random cases); integers, none repeated.
     n_blocks, block : int
         Blocks of ``block`` inclusions; the approximation is refitted (``backend`` with ``options``, seeded by
         ``seed``) before every block and after the last.
     score : {"uncertainty", "infogain", "random"}
-    test_features, test_labels : arrays, optional
-        Held-out cases: the test error is recorded after every fit.
+    test_features, test_labels : arrays (M, n), (M,), optional
+        Held-out cases (both or neither): the test error is recorded after every fit.
+    seed : int or None
+        Seeds the fits and the random choices (``score="random"``); None draws a fresh seed, recorded as the
+        result's ``seed``.
     """
     _check_model(model)
     checks.choice(OWNER, "score", score, SCORES)
@@ -166,20 +199,28 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
     c = _labels(pool_labels, "pool_labels")
     if c.size != F.shape[0]:
         raise ValueError(f"{OWNER}: {F.shape[0]} pool cases but {c.size} labels")
-    start = np.unique(np.asarray(initial, dtype=int))
-    if start.size == 0 or start.min() < 0 or start.max() >= F.shape[0]:
-        raise ValueError(f"{OWNER}: initial must be a non-empty set of pool indices in [0, {F.shape[0]})")
+    start = _indices(initial, F.shape[0])
     if start.size + n_blocks * block > F.shape[0]:
         raise ValueError(f"{OWNER}: {n_blocks} blocks of {block} need {n_blocks * block} candidates beyond the "
                          f"{start.size} initial cases; the pool has {F.shape[0]}")
-    has_test = test_features is not None
+    has_test = test_features is not None or test_labels is not None
+    if has_test:
+        if test_features is None or test_labels is None:
+            given, missing = ("test_labels", "test_features") if test_features is None else ("test_features",
+                                                                                              "test_labels")
+            raise ValueError(f"{OWNER}: {given} given without {missing}; the test error needs both")
+        test_features, test_labels = _cases(test_features, test_labels, F.shape[1], "test")
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"{OWNER}: options must be a dict of the backend's options, got {type(options).__name__}")
+    seed = checks.seed(OWNER, "seed", seed)
+    seed = checks.fresh_seed() if seed is None else seed   # one seed for every fit and choice, recorded
     rng = np.random.default_rng(seed)
     tau = float(model.tau)
     sym = Potential("sigmoid", tau)
     labelled = list(start.tolist())
     available = np.ones(F.shape[0], dtype=bool)
     available[start] = False
-    result = ActiveLearning(score=score)
+    result = ActiveLearning(score=score, seed=seed)
 
     def refit():
         data = logistic_data(F[labelled], c[labelled], name="active_learning")

@@ -1,6 +1,7 @@
 """Public entry points: ``fit``, ``backends``, ``compare``, ``cross_validate``."""
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import os
 import tempfile
@@ -14,18 +15,32 @@ import numpy as np
 import pandas as pd
 
 from bayeszoo import inference  # noqa: F401  (importing it registers every backend)
-from bayeszoo import catalogue, checks, registry
+from bayeszoo import catalogue, checks, registry, resources
 from bayeszoo.catalogue import Reference
-from bayeszoo.comparison import Comparison, fit_filename
+from bayeszoo.comparison import COMPARISON_FILE, Comparison, fit_filename, folder_lock
 from bayeszoo.datasets import Dataset
-from bayeszoo.results import Fit, jsonable, load_fit, recording
-from bayeszoo.models import Model
+from bayeszoo.results import Fit, ResultExists, jsonable, load_fit, recording
+from bayeszoo.models import Model, UserModel
 from bayeszoo.progress import progress_bar
 
 
 def _check_model(model):
     if not isinstance(model, Model):
-        raise ValueError(f"model must be a bayeszoo model (e.g. bz.models.RVM()), got {type(model).__name__}")
+        hint = ("; wrap a PyMC model with bz.models.from_pymc(pm_model)" if type(model).__module__.startswith("pymc")
+                else "; wrap a NumPyro model function with bz.models.from_numpyro(fn, *args, **kwargs)"
+                if callable(model) else "")
+        raise ValueError(f"model must be a bayeszoo model (e.g. bz.models.RVM()), got {type(model).__name__}{hint}")
+
+
+def _data_of(model, data) -> Dataset:
+    """``data``, or for a model of one's own given none the observations it carries (``model.dataset()``)."""
+    if data is None and isinstance(model, UserModel):
+        return model.dataset()
+    if not isinstance(data, Dataset):
+        hint = (" (a model from bz.models.from_pymc / from_numpyro carries its data: give the backend by name, "
+                "backend=...)" if isinstance(model, UserModel) else "")
+        raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}{hint}")
+    return data
 
 
 def _check_positive_int(value, what, minimum=1):
@@ -80,11 +95,17 @@ def _check_counts(draws, tune, chains, seed) -> None:
         _check_positive_int(tune, "tune", minimum=0)
     if chains is not None:
         _check_positive_int(chains, "chains")
-    if seed is not None:
-        _check_positive_int(seed, "seed", minimum=0)
+    checks.seed("bayeszoo", "seed", seed)
 
 
-def fit(model, data: Dataset, backend: str = "nuts", *, draws: int | None = None, tune: int | None = None,
+def _seed_to_use(seed) -> int:
+    """The seed a run uses: ``seed`` itself, or for None fresh entropy, drawn once here and recorded, so that the
+    run can be repeated (NumPy's, PyMC's and scikit-learn's meaning of None)."""
+    seed = checks.seed("bayeszoo", "seed", seed)
+    return checks.fresh_seed() if seed is None else seed
+
+
+def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int | None = None, tune: int | None = None,
         chains: int | None = None, seed: int | None = 0, progress: bool = True, **options) -> Fit:
     """Fit ``model`` to ``data`` with one backend and return a :class:`Fit`.
 
@@ -94,15 +115,18 @@ def fit(model, data: Dataset, backend: str = "nuts", *, draws: int | None = None
     ----------
     model : bayeszoo.models.Model
         The model, e.g. ``bz.models.RVM(width=3.0)``.
-    data : bayeszoo.datasets.Dataset
-        Training (and test) data; ``bz.datasets.load(name)`` or a ``Dataset`` of one's own arrays.
+    data : bayeszoo.datasets.Dataset, optional
+        Training (and test) data; ``bz.datasets.load(name)`` or a ``Dataset`` of one's own arrays. A model of
+        one's own (``bz.models.from_pymc`` / ``from_numpyro``) carries its observations: leave it out.
     backend : str, default "nuts"
         A backend that applies to the model (``bz.backends(model)``).
     draws, tune, chains : int, optional
         Draws per chain, warm-up iterations and chains; by default what the backend declares
         (``bz.backends(model, details=True)``).
-    seed : int, default 0
-        The same seed gives the same draws.
+    seed : int or None, default 0
+        An integer in [0, 2**32): the same seed gives the same draws. None draws a fresh seed from the operating
+        system's entropy; the seed used is recorded as ``fit.seed_used``, and ``seed=fit.seed_used`` repeats
+        the run.
     progress : bool, default True
         Show a progress bar on long work.
     **options
@@ -116,17 +140,20 @@ def fit(model, data: Dataset, backend: str = "nuts", *, draws: int | None = None
     Raises
     ------
     ValueError
-        A bad model, dataset, backend name, count or option, before anything runs.
+        A bad model, dataset, backend name, count or option, or a fit that would need more memory than this
+        process may take (``bayeszoo.resources``), before anything runs.
     """
     _check_model(model)
-    if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+    data = _data_of(model, data)
     model.validate(data)
     spec = registry.get(model, backend)
     _check_counts(draws, tune, chains, seed)
     opts = spec.resolve(options, model, data)
     given = {"draws": draws, "tune": tune, "chains": chains}
     counts = {k: (v if v is not None else spec.harness_defaults(model, data)[k]) for k, v in given.items()}
+    # the backend's matrices and the stored draws against the machine's memory, before anything is allocated
+    resources.check_fit(spec, model, data, draws=counts["draws"], chains=counts["chains"], options=opts)
+    seed = _seed_to_use(seed)   # after every check: a refused call draws nothing
     with recording(seed=seed, settings=_settings(**counts, seed=seed, **options),
                    provenance=_provenance(model, data, backend)):
         return spec.run(model, data, **counts, seed=seed, progress=progress, **opts)
@@ -182,11 +209,11 @@ def _run_one(model, data, backend, kwargs, path):
     return result, None, ""
 
 
-def compare(model, data: Dataset, backends: list[str] | None = None,
+def compare(model, data: Dataset | None = None, backends: list[str] | None = None,
             reference: str | Fit | Reference | os.PathLike | None = "auto", *,
-            draws: int | None = None, tune: int | None = None, chains: int | None = None, seed: int = 0,
+            draws: int | None = None, tune: int | None = None, chains: int | None = None, seed: int | None = 0,
             progress: bool = True, executor: Executor | None = None, out: str | os.PathLike | None = None,
-            options: dict[str, dict] | None = None, reference_draws: int | None = None):
+            options: dict[str, dict] | None = None, reference_draws: int | None = None, overwrite: bool = True):
     """Run a grid of backends on one model and dataset and return a :class:`Comparison`.
 
     Every cell's counts and options are resolved and checked before anything runs. A backend that fails gives a
@@ -196,8 +223,8 @@ def compare(model, data: Dataset, backends: list[str] | None = None,
     ----------
     model : bayeszoo.models.Model
         The model every backend fits.
-    data : bayeszoo.datasets.Dataset
-        The data every backend fits.
+    data : bayeszoo.datasets.Dataset, optional
+        The data every backend fits; left out for a model of one's own, which carries its observations.
     backends : list of str, optional
         The grid; by default every backend that applies to the model.
     reference : str, Fit, Reference, path or None, default "auto"
@@ -211,21 +238,31 @@ def compare(model, data: Dataset, backends: list[str] | None = None,
         * a Fit, a Reference, or the path of a saved fit or reference; None: no reference.
     draws, tune, chains : int, optional
         The same for every backend; where None, each backend's own default.
-    seed : int, default 0
-        The seed of every cell.
+    seed : int or None, default 0
+        The seed of every cell, an integer in [0, 2**32). None draws one fresh seed for the whole grid, which
+        every cell then uses (each fit records it as ``seed_used``); a grid resumed from ``out`` reuses its saved
+        fits only when they were made with the same seed, so give an integer to resume.
     progress : bool, default True
         Show progress bars.
-    executor : concurrent.futures.Executor, optional
-        Runs the cells, e.g. ``distributed.Client(...).get_executor()``; by default the grid runs here, one
-        backend after another.
+    executor : concurrent.futures.Executor or distributed.Client, optional
+        Runs the cells, e.g. a ``ProcessPoolExecutor`` or a Dask client (its ``get_executor()`` is used); by
+        default the grid runs here, one backend after another.
     out : path, optional
         Folder; each finished fit is saved there at once, and a grid started again with the same ``out`` loads
-        those fits instead of recomputing them (resume). The table and report are written at the end.
+        those fits instead of recomputing them (resume) when they were made with the same model, data, backend
+        and settings. The table and report are written at the end. One process writes a folder at a time: a
+        second grid on the same ``out`` waits (a warning says so) until the first has finished, then resumes from
+        its fits, so no fit is computed twice and no half-written file is read.
     options : dict of dict, optional
         Per-backend keyword options, e.g. ``{"em": {"max_iter": 500}}``; ``draws``, ``tune`` and ``chains``
         there override the grid's for that backend.
     reference_draws : int, optional
         Draws of a reference backend run on its own.
+    overwrite : bool, default True
+        With ``out``: whether a saved fit made with another model, data or settings is refitted and replaced (a
+        note in the table says so), and a saved comparison in ``out`` replaced. False refuses both with a
+        :class:`~bayeszoo.results.ResultExists` (a ValueError) naming the files, before anything runs; fits
+        that match are resumed either way.
 
     Returns
     -------
@@ -233,8 +270,7 @@ def compare(model, data: Dataset, backends: list[str] | None = None,
         The fits, the errors of the cells that failed, and the reference; ``table()`` tabulates them.
     """
     _check_model(model)
-    if not isinstance(data, Dataset):
-        raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+    data = _data_of(model, data)
     model.validate(data)
     if backends is None:
         backends = registry.backends_for(model)
@@ -251,11 +287,13 @@ def compare(model, data: Dataset, backends: list[str] | None = None,
                                 or not all(isinstance(v, dict) for v in options.values())):
         raise ValueError(f"options must map backend names to dicts of options, got {options!r}")
     options = dict(options or {})
+    executor = _executor(executor)
     ref_backend, ref_summary = _reference(model, data, reference, reference_draws)
     unknown = set(options) - set(backends) - {ref_backend}
     if unknown:
         raise ValueError(f"options given for backends not in the grid: {sorted(unknown)}")
     _check_counts(draws, tune, chains, seed)
+    seed = _seed_to_use(seed)   # drawn once: every cell of the grid runs with the same seed
     asked = {"draws": draws, "tune": tune, "chains": chains}
 
     def job(name: str) -> dict:
@@ -283,55 +321,75 @@ def compare(model, data: Dataset, backends: list[str] | None = None,
 
     fits, errors, notes = {}, {}, {}
     fits_dir = os.path.join(os.fspath(out), "fits") if out is not None else None
+    checks.flag("bayeszoo", "overwrite", overwrite)
     if fits_dir is not None:
         _check_writable(fits_dir)
-    pending = {}
-    for label, kwargs in jobs.items():
-        name = label.replace(" (reference)", "")
-        path = os.path.join(fits_dir, fit_filename(label)) if fits_dir else None
-        if path and os.path.exists(path):
-            saved, notes[label] = _resume(path, _settings(**kwargs), _provenance(model, data, name))
-            if saved is not None:
-                fits[label] = saved
-                continue
-        pending[label] = (name, kwargs, path)
+    # one process writes `out` at a time: a second grid there waits, then resumes from the first one's fits
+    with folder_lock(out) if out is not None else contextlib.nullcontext():
+        if not overwrite and out is not None and os.path.exists(os.path.join(out, COMPARISON_FILE)):
+            raise ResultExists(os.fspath(out), f"already holds a saved comparison ({COMPARISON_FILE})")
+        pending, stale = {}, []
+        for label, kwargs in jobs.items():
+            name = label.replace(" (reference)", "")
+            path = os.path.join(fits_dir, fit_filename(label)) if fits_dir else None
+            if path and os.path.exists(path):
+                saved, notes[label] = _resume(path, _settings(**kwargs), _provenance(model, data, name))
+                if saved is not None:
+                    fits[label] = saved
+                    continue
+                if os.path.exists(path):   # stale, not unreadable (an unreadable one has been moved aside)
+                    stale.append(f"{fit_filename(label)} ({notes[label].removeprefix('refitted: the saved fit ')})")
+            pending[label] = (name, kwargs, path)
+        if stale and not overwrite:
+            raise ResultExists(fits_dir, f"holds fits this grid would replace: {'; '.join(stale)}")
 
-    with progress_bar(total=len(jobs), initial=len(fits), desc="grid", disable=not progress) as bar:
-        if executor is None:
-            for label, (name, kwargs, path) in pending.items():
-                bar.set_postfix_str(label)
-                _store(fits, errors, notes, label, *_run_one(model, data, name, kwargs, path))
-                bar.update()
-        else:
-            futures = {executor.submit(_run_one, model, data, name, {**kwargs, "progress": False}, path): label
-                       for label, (name, kwargs, path) in pending.items()}
-            from concurrent.futures import as_completed
+        with progress_bar(total=len(jobs), initial=len(fits), desc="grid", disable=not progress) as bar:
+            if executor is None:
+                for label, (name, kwargs, path) in pending.items():
+                    bar.set_postfix_str(label)
+                    _store(fits, errors, notes, label, *_run_one(model, data, name, kwargs, path))
+                    bar.update()
+            else:
+                futures = {executor.submit(_run_one, model, data, name, {**kwargs, "progress": False}, path): label
+                           for label, (name, kwargs, path) in pending.items()}
+                from concurrent.futures import as_completed
 
-            for future in as_completed(futures):
-                label = futures[future]
-                try:
-                    outcome = future.result()
-                except Exception as exc:  # the worker itself died
-                    outcome = None, f"{type(exc).__name__}: {exc}", ""
-                _store(fits, errors, notes, label, *outcome)
-                bar.update()
+                for future in as_completed(futures):
+                    label = futures[future]
+                    try:
+                        outcome = future.result()
+                    except Exception as exc:  # the worker itself died
+                        outcome = None, f"{type(exc).__name__}: {exc}", ""
+                    _store(fits, errors, notes, label, *outcome)
+                    bar.update()
 
-    if ref_backend is not None:   # the reference is a cell's run: summarised once it has run
-        if ref_label in fits:
-            ref_summary = Reference.from_fit(fits[ref_label], list(model.var_dims(data)), name=ref_label)
-        else:
-            errors.setdefault(ref_label, "reference fit failed")
-    order = [label for label in jobs]
-    cmp = Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
-                     errors={k: errors[k] for k in order if k in errors}, reference=ref_summary, order=order,
-                     notes={k: v for k, v in notes.items() if v})
-    if out is not None:
-        try:
-            cmp.save(out)
-        except Exception as exc:   # the fits are in memory: return them rather than lose the whole grid
-            warnings.warn(f"compare: the comparison could not be saved to {os.fspath(out)!r} "
-                          f"({type(exc).__name__}: {exc}); the returned Comparison holds every fit", stacklevel=2)
-    return cmp
+        if ref_backend is not None:   # the reference is a cell's run: summarised once it has run
+            if ref_label in fits:
+                ref_summary = Reference.from_fit(fits[ref_label], list(model.var_dims(data)), name=ref_label)
+            else:
+                errors.setdefault(ref_label, "reference fit failed")
+        order = [label for label in jobs]
+        cmp = Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
+                         errors={k: errors[k] for k in order if k in errors}, reference=ref_summary, order=order,
+                         notes={k: v for k, v in notes.items() if v})
+        if out is not None:
+            try:
+                cmp.save(out)
+            except Exception as exc:   # the fits are in memory: return them rather than lose the whole grid
+                warnings.warn(f"compare: the comparison could not be saved to {os.fspath(out)!r} "
+                              f"({type(exc).__name__}: {exc}); the returned Comparison holds every fit", stacklevel=2)
+        return cmp
+
+
+def _executor(executor) -> Executor | None:
+    """The executor that runs the cells: a ``concurrent.futures.Executor`` as it is, a Dask ``distributed.Client``
+    through its ``get_executor()``; anything else is a ValueError before any work."""
+    if executor is None or isinstance(executor, Executor):
+        return executor
+    if type(executor).__module__.split(".")[0] == "distributed" and callable(getattr(executor, "get_executor", None)):
+        return executor.get_executor()
+    raise ValueError("compare: executor must be a concurrent.futures.Executor (e.g. ProcessPoolExecutor) or a Dask "
+                     f"distributed.Client, or None to run the grid here; got {type(executor).__name__}")
 
 
 REFERENCE_KINDS = ("'auto', 'catalogue', 'catalogue:<key>', a backend name, a Fit, a Reference or the path of a "
@@ -367,7 +425,9 @@ def _reference(model, data: Dataset, reference, reference_draws) -> tuple[str | 
             key = found.key
         summary = catalogue.load(key)
     elif isinstance(reference, (str, os.PathLike)) and os.path.isfile(reference):
-        summary = Reference.load(reference, names)
+        summary = Reference.load(reference, names)   # a saved Reference (bz.catalogue.build_reference) or Fit
+    elif isinstance(reference, os.PathLike):
+        raise ValueError(f"reference file {os.fspath(reference)!r} does not exist")
     elif isinstance(reference, str):
         raise ValueError(f"reference {reference!r} is not a backend of {type(model).__name__} "
                          f"({', '.join(registry.backends_for(model))}) nor a file; it must be {REFERENCE_KINDS}")
@@ -426,7 +486,8 @@ def _move_aside(path: str) -> str:
 
 
 # ------------------------------------------------------------------------------------- cross-validation
-def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10, repeats: int = 1, seed: int = 0,
+def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10, repeats: int = 1,
+                   seed: int | None = 0,
                    draws: int = 500, tune: int = 500, chains: int = 2, progress: bool = True,
                    **options) -> dict[str, np.ndarray]:
     """K-fold cross-validation on the training set (the test set is ignored).
@@ -443,8 +504,9 @@ def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10
         Number of folds, at least 2 and at most the number of training points.
     repeats : int, default 1
         Repetitions with a new random split each.
-    seed : int, default 0
-        Seeds the splits and the fits.
+    seed : int or None, default 0
+        Seeds the splits and the fits (an integer in [0, 2**32); None draws a fresh one). The fit of fold k of
+        repeat r has seed ``seed + 1000 r + k`` (modulo 2**32), recorded in ``seed``.
     draws, tune, chains : int
         Counts of every fit.
     progress : bool, default True
@@ -455,7 +517,8 @@ def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10
     Returns
     -------
     dict of str to numpy.ndarray
-        One array per metric of ``model.score`` (and ``seconds``), one entry per fold and repeat.
+        One array per metric of ``model.score`` (and ``seconds``), one entry per fold and repeat, and ``seed``:
+        the seed of each fold's fit (its first entry is the seed of the whole run, which repeats it).
     """
     _check_model(model)
     if not isinstance(data, Dataset):
@@ -466,6 +529,7 @@ def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10
     _check_positive_int(repeats, "repeats")
     if folds > data.n:
         raise ValueError(f"folds={folds} is more than the {data.n} training points")
+    seed = _seed_to_use(seed)
     rng = np.random.default_rng(seed)
     results: dict[str, list] = {}
     with progress_bar(total=folds * repeats, desc=f"cv {backend}", disable=not progress) as bar:
@@ -474,10 +538,12 @@ def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10
             for k, test_idx in enumerate(np.array_split(perm, folds)):
                 train_idx = np.setdiff1d(perm, test_idx)
                 split = data.subset(train_idx, test_idx, name=f"{data.name}[cv{r}.{k}]")
+                fold_seed = (seed + 1000 * r + k) % checks.SEED_LIMIT
                 result = fit(model, split, backend, draws=draws, tune=tune, chains=chains,
-                             seed=seed + 1000 * r + k, progress=False, **options)
+                             seed=fold_seed, progress=False, **options)
                 for key, value in model.score(result, split).items():
                     results.setdefault(key, []).append(value)
                 results.setdefault("seconds", []).append(result.seconds)
+                results.setdefault("seed", []).append(fold_seed)
                 bar.update()
     return {k: np.asarray(v) for k, v in results.items()}

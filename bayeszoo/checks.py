@@ -83,6 +83,27 @@ def flag(owner: str, name: str, value) -> bool:
     return bool(value)
 
 
+#: seeds are integers in [0, SEED_LIMIT): what NumPy's legacy seeding, scikit-learn's random_state, PyMC and a
+#: 32-bit JAX key all take, so a seed that passes here is accepted by every backend's library
+SEED_LIMIT = 2**32
+
+
+def seed(owner: str, name: str, value):
+    """None (the caller then draws fresh entropy: :func:`fresh_seed`) or an integer in [0, 2**32); bools, floats
+    and strings are refused."""
+    if value is None:
+        return None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not 0 <= value < SEED_LIMIT:
+        raise _fail(owner, name, "None or an integer in [0, 2**32)", value)
+    return int(value)
+
+
+def fresh_seed() -> int:
+    """A seed from the operating system's entropy (NumPy's ``SeedSequence``), in [0, 2**32): what ``seed=None``
+    stands for, drawn once so that it can be recorded and the run repeated."""
+    return int(np.random.SeedSequence().entropy % SEED_LIMIT)
+
+
 def finite_array(owner: str, name: str, value, *, ndim: int | None = None, columns: int | None = None,
                  min_rows: int = 0) -> np.ndarray:
     """A float array with no NaN or inf; ``ndim`` and the number of ``columns`` (last axis) when given.
@@ -190,6 +211,25 @@ class Text:
         if (value is None and self.none) or isinstance(value, str):
             return value
         raise _fail(owner, name, "a string" + (" or None" if self.none else ""), value)
+
+
+@dataclass(frozen=True)
+class AtMost:
+    """A relation between two options of one backend: ``smaller`` <= ``larger`` (skipped while either is None,
+    e.g. a default that depends on the data). Called as ``relation(owner, options)`` once every option has passed
+    its own constraint."""
+
+    smaller: str
+    larger: str
+
+    @property
+    def names(self) -> tuple[str, str]:
+        return self.smaller, self.larger
+
+    def __call__(self, owner: str, options: dict) -> None:
+        low, high = options[self.smaller], options[self.larger]
+        if low is not None and high is not None and low > high:
+            raise ValueError(f"{owner}: option {self.smaller!r} ({low!r}) must be <= {self.larger!r} ({high!r})")
 
 
 #: the constraints most options have

@@ -3,10 +3,12 @@
     bayeszoo list
     bayeszoo fit rvm --data sinc --backend em --out runs/sinc-em --model-opt width=3
     bayeszoo compare rvm --data sinc --backends nuts,vb,em --reference nuts --out runs/sinc
-    bayeszoo compare rvm --data sinc --backends nuts,gibbs --out runs/sinc --scheduler tcp://host:8786
-    bayeszoo report runs/sinc
+    bayeszoo compare rvm --data sinc --backends nuts,gibbs --out runs/sinc-dask --scheduler tcp://host:8786
+    bayeszoo report runs/sinc --force
 
-Bad input ends with a one-line message and exit status 2 (as argparse does), never a traceback.
+Bad input ends with a one-line message and exit status 2 (as argparse does), never a traceback. Nothing already
+written is replaced without ``--force``: ``fit`` refuses an existing ``fit.nc``, ``compare`` a folder holding a
+saved comparison or fits made with other settings, ``report`` an existing ``table.csv`` or ``report.html``.
 """
 from __future__ import annotations
 
@@ -51,15 +53,36 @@ def parse_options(pairs, what: str) -> dict:
     return out
 
 
-def parse_backend_options(pairs) -> dict[str, dict]:
-    """``em.max_iter=500`` -> ``{"em": {"max_iter": 500}}``."""
-    out: dict[str, dict] = {}
+def parse_backend_options(pairs) -> dict[str | None, dict]:
+    """``ep.max_sweeps=5`` -> ``{"ep": {"max_sweeps": 5}}``; ``max_sweeps=5`` (no backend) -> ``{None: {...}}``:
+    the one form of ``--backend-opt`` that ``fit`` and ``compare`` both read."""
+    out: dict[str | None, dict] = {}
     for key, value in parse_options(pairs, "--backend-opt").items():
-        backend, dot, name = key.partition(".")
-        if not dot or not backend or not name:
-            raise CLIError(f"--backend-opt expects BACKEND.key=value (e.g. em.max_iter=500), got {key!r}")
-        out.setdefault(backend, {})[name] = value
+        backend, dot, name = key.rpartition(".")
+        if dot and (not backend or not name):
+            raise CLIError(f"--backend-opt expects key=value or BACKEND.key=value (e.g. em.max_iter=500), got {key!r}")
+        out.setdefault(backend or None, {})[name] = value
     return out
+
+
+def options_for(parsed: dict, backends: list[str], model) -> dict[str, dict]:
+    """Each backend's options from :func:`parse_backend_options`: a prefixed option goes to its backend (which must
+    be run), an unprefixed one to every backend that declares it (at least one must)."""
+    from bayeszoo import registry
+
+    stray = sorted(set(parsed) - {None} - set(backends))
+    if stray:
+        raise CLIError(f"--backend-opt names backend(s) {', '.join(stray)} that are not run here "
+                       f"(running: {', '.join(backends)})")
+    out = {name: dict(parsed.get(name, {})) for name in backends}
+    for key, value in parsed.get(None, {}).items():
+        takers = [name for name in backends if key in registry.get(model, name).options]
+        if not takers:
+            raise CLIError(f"--backend-opt {key}: no backend here declares option {key!r} "
+                           f"({', '.join(backends)}; see `bayeszoo list`)")
+        for name in takers:
+            out[name].setdefault(key, value)
+    return {name: opts for name, opts in out.items() if opts}
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -70,9 +93,17 @@ def _build_parser() -> argparse.ArgumentParser:
 
     sub.add_parser("list", help="model families, their backends, and the datasets")
 
+    def force(p):
+        p.add_argument("--force", action="store_true", help="replace results already in the output folder")
+
     def common(p):
-        p.add_argument("family", help="model family, e.g. rvm")
-        p.add_argument("--data", required=True, metavar="NAME", help="dataset name (see `bayeszoo list`)")
+        p.add_argument("family", nargs="?", help="model family, e.g. rvm (or --model for your own model)")
+        p.add_argument("--model", default=None, metavar="FILE.py:FUNCTION",
+                       help="your own model: a function in FILE.py returning a PyMC model with its observed data")
+        p.add_argument("--data", default=None, metavar="NAME|FILE.csv",
+                       help="dataset name (see `bayeszoo list`) or a CSV file (with --target)")
+        p.add_argument("--target", default=None, metavar="COLUMN",
+                       help="the CSV column to predict; every other column is a feature")
         p.add_argument("--out", required=True, metavar="DIR", help="output folder")
         p.add_argument("--draws", type=_positive_int, default=None, help="default: the backend's own")
         p.add_argument("--tune", type=_nonneg_int, default=None, help="default: the backend's own")
@@ -83,12 +114,13 @@ def _build_parser() -> argparse.ArgumentParser:
         p.add_argument("--data-opt", action="append", default=[], metavar="KEY=VALUE",
                        help="dataset option, e.g. n=50 or seed=1 (repeatable)")
         p.add_argument("--quiet", action="store_true", help="no progress bars")
+        force(p)
 
     p_fit = sub.add_parser("fit", help="fit one backend and save fit.nc")
     common(p_fit)
     p_fit.add_argument("--backend", required=True, metavar="B", help="backend name, e.g. em or nuts")
-    p_fit.add_argument("--backend-opt", action="append", default=[], metavar="KEY=VALUE",
-                       help="backend option, e.g. max_iter=500 (repeatable)")
+    p_fit.add_argument("--backend-opt", action="append", default=[], metavar="[BACKEND.]KEY=VALUE",
+                       help="backend option, e.g. max_iter=500 or em.max_iter=500 (repeatable)")
 
     p_cmp = sub.add_parser("compare", help="run a grid of backends; save fits, table.csv and report.html")
     common(p_cmp)
@@ -99,13 +131,15 @@ def _build_parser() -> argparse.ArgumentParser:
                             "default 'auto': the catalogue's reference when the problem has one")
     p_cmp.add_argument("--reference-draws", type=_positive_int, default=None, metavar="N",
                        help="run the reference on its own for N draws (e.g. a long NUTS run)")
-    p_cmp.add_argument("--backend-opt", action="append", default=[], metavar="BACKEND.KEY=VALUE",
-                       help="per-backend option, e.g. em.max_iter=500 (repeatable)")
+    p_cmp.add_argument("--backend-opt", action="append", default=[], metavar="[BACKEND.]KEY=VALUE",
+                       help="backend option: em.max_iter=500 for one backend, max_iter=500 for every backend "
+                            "that has it (repeatable)")
     p_cmp.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="Dask scheduler (tcp://host:8786) or 'local' for a LocalCluster on this machine")
 
     p_rep = sub.add_parser("report", help="rebuild table.csv and report.html from a saved comparison")
     p_rep.add_argument("dir", metavar="DIR", help="folder written by `bayeszoo compare`")
+    force(p_rep)
     return parser
 
 
@@ -138,13 +172,94 @@ def _int_at_least(text, minimum):
 
 # ------------------------------------------------------------------------------------------ commands
 def _model_and_data(args):
+    if (args.family is None) == (args.model is None):
+        raise CLIError("give a model family (e.g. rvm) or --model FILE.py:FUNCTION" +
+                       (", not both" if args.model is not None else ""))
+    if args.model is not None:
+        if args.model_opt:
+            raise CLIError("--model-opt sets a family's options; a --model function makes its own model")
+        return _user_model(args.model), (_data(args) if args.data is not None else None)
+    if args.data is None:
+        raise CLIError("--data is needed with a model family (a dataset name or a CSV file)")
+    return _family_model(args), _data(args)
+
+
+def _user_model(where: str):
+    """The model of ``FILE.py:FUNCTION``: the function's PyMC model (or bayeszoo model), with its data."""
+    import importlib.util
+
     import bayeszoo as bz
+
+    file, colon, function = where.rpartition(":")
+    if not colon or not file.endswith(".py") or not function.isidentifier():
+        raise CLIError(f"--model expects FILE.py:FUNCTION, got {where!r}")
+    if not os.path.isfile(file):
+        raise CLIError(f"--model: no file {file!r}")
+    spec = importlib.util.spec_from_file_location(f"bayeszoo_user_model_{abs(hash(file))}", file)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:
+        raise CLIError(f"--model: importing {file} failed: {type(exc).__name__}: {exc}") from None
+    if not callable(getattr(module, function, None)):
+        raise CLIError(f"--model: {file} has no function {function!r}")
+    made = getattr(module, function)()
+    if isinstance(made, bz.models.Model):
+        return made
+    try:
+        import pymc as pm
+    except ImportError:   # pragma: no cover - pymc is a dependency
+        pm = None
+    if pm is None or not isinstance(made, pm.Model):
+        raise CLIError(f"--model: {function}() must return a PyMC model (pm.Model) or a bayeszoo model; got "
+                       f"{type(made).__name__}")
+    return bz.models.from_pymc(made)
+
+
+def _data(args):
+    """The named dataset, or the CSV file's table with ``--target`` as y."""
+    import bayeszoo as bz
+
+    data_opts = parse_options(args.data_opt, "--data-opt")
+    if args.data.lower().endswith(".csv"):
+        return _csv_data(args.data, args.target, data_opts)
+    if args.target is not None:
+        raise CLIError("--target picks a column of a CSV file given as --data")
+    try:
+        return bz.datasets.load(args.data, **data_opts)
+    except TypeError as exc:
+        raise CLIError(f"bad --data-opt for {args.data}: {exc}") from None
+
+
+def _csv_data(file: str, target: str | None, options: dict):
+    import pandas as pd
+
+    import bayeszoo as bz
+
+    if target is None:
+        raise CLIError(f"--data {file}: say which column to predict with --target COLUMN")
+    if options:
+        raise CLIError("--data-opt applies to the named datasets, not to a CSV file")
+    if not os.path.isfile(file):
+        raise CLIError(f"--data: no file {file!r}")
+    try:
+        table = pd.read_csv(file)
+    except Exception as exc:
+        raise CLIError(f"--data: cannot read {file} as CSV: {exc}") from None
+    if target not in table.columns:
+        raise CLIError(f"--target {target!r} is not a column of {file} (columns: {', '.join(map(str, table.columns))})")
+    y = table[target]
+    task = "classification" if (y.dtype == bool or (y.dropna().isin([0, 1]).all() and y.nunique() <= 2)) else None
+    meta = {"task": task} if task else {}
+    return bz.datasets.Dataset(table.drop(columns=[target]), y.astype(float), name=os.path.basename(file), meta=meta)
+
+
+def _family_model(args):
     from bayeszoo.models import FAMILIES, from_spec
 
     if args.family not in FAMILIES:
         raise CLIError(f"unknown model family {args.family!r}; available: {', '.join(sorted(FAMILIES))}")
     model_opts = parse_options(args.model_opt, "--model-opt")
-    data_opts = parse_options(args.data_opt, "--data-opt")
     fields = {f.name: f for f in dataclasses.fields(FAMILIES[args.family])}
     for key, value in model_opts.items():
         field = fields.get(key)
@@ -161,14 +276,9 @@ def _model_and_data(args):
         elif isinstance(default, str) and not isinstance(value, str):
             model_opts[key] = str(value)
     try:
-        model = from_spec({"family": args.family, **model_opts})
+        return from_spec({"family": args.family, **model_opts})
     except (TypeError, ValueError) as exc:
         raise CLIError(f"bad --model-opt for {args.family}: {exc}") from None
-    try:
-        data = bz.datasets.load(args.data, **data_opts)
-    except TypeError as exc:
-        raise CLIError(f"bad --data-opt for {args.data}: {exc}") from None
-    return model, data
 
 
 def cmd_list(args, out=None) -> int:
@@ -196,6 +306,15 @@ def cmd_list(args, out=None) -> int:
         for b in backends:
             if b.family == fam:
                 show(b, fam)
+    from bayeszoo import catalogue
+
+    print("Catalogue problems (a trusted reference is what errors are measured against; docs/families/*.md):",
+          file=out)
+    have = set(catalogue.available())
+    for key in catalogue.keys():
+        prob = catalogue.problem(key)
+        status = "reference" if key in have else "no reference"
+        print(f"  {key:<28} {prob.family:<8} {status:<13} {'demo' if prob.demo else ''}", file=out)
     print("Datasets:", file=out)
     for name in bz.datasets.names():
         try:
@@ -210,14 +329,19 @@ def cmd_fit(args, out=None) -> int:
     out = out or sys.stdout
     import bayeszoo as bz
     from bayeszoo.diagnostics.metrics import sampling_diagnostics
+    from bayeszoo.results import ResultExists
 
+    path = os.path.join(args.out, "fit.nc")
+    if os.path.exists(args.out) and not os.path.isdir(args.out):
+        raise CLIError(f"--out {args.out!r} is a file, not a folder")
+    if os.path.exists(path) and not args.force:   # refused before the fit runs
+        raise ResultExists(path, "already exists")
     model, data = _model_and_data(args)
-    options = parse_options(args.backend_opt, "--backend-opt")
+    options = options_for(parse_backend_options(args.backend_opt), [args.backend], model).get(args.backend, {})
     result = bz.fit(model, data, backend=args.backend, draws=args.draws, tune=args.tune, chains=args.chains,
                     seed=args.seed, progress=not args.quiet, **options)
-    os.makedirs(args.out, exist_ok=True)
-    path = result.save(os.path.join(args.out, "fit.nc"))
-    parts = [f"{args.backend} ({result.kind}) on {data.name}: {result.n_chains} chain(s) x {result.n_draws} draws "
+    result.save(path, overwrite=args.force)   # also refuses a fit.nc that another run wrote meanwhile
+    parts = [f"{args.backend} ({result.kind}) on {data.name if data is not None else args.model}: {result.n_chains} chain(s) x {result.n_draws} draws "
              f"in {result.seconds:.2f}s"]
     try:
         diag = sampling_diagnostics(result, list(model.var_dims(data)))
@@ -267,13 +391,14 @@ def cmd_compare(args, out=None) -> int:
     names = [b.strip() for b in args.backends.split(",") if b.strip()]
     if not names:
         raise CLIError("--backends needs at least one backend name (comma-separated)")
-    options = parse_backend_options(args.backend_opt)
+    options = options_for(parse_backend_options(args.backend_opt), names, model)
     executor, close = _executor(args.scheduler)
     try:
         reference = None if args.reference == "none" else args.reference
         cmp = bz.compare(model, data, backends=names, reference=reference, draws=args.draws, tune=args.tune,
                          chains=args.chains, seed=args.seed, progress=not args.quiet, executor=executor,
-                         out=args.out, options=options, reference_draws=args.reference_draws)
+                         out=args.out, options=options, reference_draws=args.reference_draws,
+                         overwrite=args.force)
     finally:
         close()
     _print_table(cmp.table(), out)
@@ -283,26 +408,49 @@ def cmd_compare(args, out=None) -> int:
 
 def cmd_report(args, out=None) -> int:
     out = out or sys.stdout
-    from bayeszoo.comparison import load_comparison
+    from bayeszoo.comparison import COMPARISON_FILE, folder_lock, load_comparison
+    from bayeszoo.results import ResultExists, write_atomically
 
     if not os.path.isdir(args.dir):
         raise CLIError(f"{args.dir!r} is not a folder")
-    cmp = load_comparison(args.dir)
-    table = cmp.table()
-    table.to_csv(os.path.join(args.dir, "table.csv"), index=False)
-    path = cmp.report(os.path.join(args.dir, "report.html"))
+    if not os.path.isfile(os.path.join(args.dir, COMPARISON_FILE)):
+        load_comparison(args.dir)   # its own message: the folder holds no saved comparison
+    with folder_lock(args.dir):   # not while a grid is still writing there
+        cmp = load_comparison(args.dir)
+        written = [name for name in ("table.csv", "report.html") if os.path.exists(os.path.join(args.dir, name))]
+        if written and not args.force:
+            raise ResultExists(args.dir, f"already holds {' and '.join(written)}")
+        table = cmp.table()
+        csv = write_atomically(os.path.join(args.dir, "table.csv"), lambda tmp: table.to_csv(tmp, index=False))
+        path = cmp.report(os.path.join(args.dir, "report.html"))
     _print_table(table, out)
-    print(f"wrote {os.path.join(args.dir, 'table.csv')} and {path}", file=out)
+    print(f"wrote {csv} and {path}", file=out)
     return 0
 
 
+#: the columns the terminal shows (table.csv and the report have them all), in this order, when present, under
+#: shorter headers
+TERMINAL_COLUMNS = {"backend": "backend", "kind": "kind", "seconds": "seconds", "ess_bulk_min": "ess_bulk",
+                    "rhat_max": "rhat", "divergences": "div", "mean_err": "mean_err", "sd_err": "sd_err",
+                    "seconds_to_target": "s_to_target", "elpd_loo": "elpd_loo"}
+TERMINAL_WIDTH = 100
+
+
 def _print_table(table, out):
+    """The comparison's main columns in a 100-column terminal; a failed backend's error on a line of its own."""
     import pandas as pd
 
-    with pd.option_context("display.width", 200, "display.max_columns", None, "display.float_format", "{:.4g}".format):
-        shown = table.copy()
-        shown["error"] = shown["error"].astype(str).str.slice(0, 60)
-        print(shown.to_string(index=False), file=out)
+    shown = table[[c for c in TERMINAL_COLUMNS if c in table.columns]].rename(columns=TERMINAL_COLUMNS)
+    if "kind" in shown:
+        shown["kind"] = shown["kind"].replace({"approximation": "approx"})
+    with pd.option_context("display.width", TERMINAL_WIDTH, "display.max_columns", None,
+                           "display.float_format", "{:.4g}".format):
+        print(shown.to_string(index=False, na_rep="-"), file=out)
+    for _, row in table.iterrows():
+        if isinstance(row.get("error"), str) and row["error"]:
+            print(f"  {row['backend']} failed: {row['error'].splitlines()[0]}"[:TERMINAL_WIDTH], file=out)
+    print("(ess_bulk: min bulk ESS; div: divergences; s_to_target: seconds to the target accuracy;\n"
+          " every column: table.csv and the report)", file=out)
 
 
 COMMANDS = {"list": cmd_list, "fit": cmd_fit, "compare": cmd_compare, "report": cmd_report}
@@ -312,10 +460,14 @@ def main(argv=None) -> int:
     """Entry point of the ``bayeszoo`` console script and ``python -m bayeszoo``."""
     parser = _build_parser()
     args = parser.parse_args(argv)
+    from bayeszoo.results import ResultExists
+
     try:
         return COMMANDS[args.command](args)
     except CLIError as exc:
         parser.exit(2, f"{PROG}: error: {exc}\n")
+    except ResultExists as exc:   # the library's own advice names overwrite=True; here it is --force
+        parser.exit(2, f"{PROG}: error: {exc.path} {exc.what}; pass --force to replace it\n")
     except ValueError as exc:  # the library's input checks name the problem
         parser.exit(2, f"{PROG}: error: {exc}\n")
     except OSError as exc:

@@ -1,6 +1,7 @@
 """The :class:`Comparison` type: a grid of fits of one model on one dataset, against a reference."""
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import warnings
@@ -8,13 +9,18 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from filelock import FileLock, Timeout
 
 from bayeszoo import catalogue
 from bayeszoo.catalogue import Reference
 from bayeszoo.datasets import Dataset
-from bayeszoo.results import Fit, jsonable, load_fit
+from bayeszoo.results import (Fit, UnreadableFit, checked_path, fit_identity, identity_differences, jsonable,
+                              load_fit, saved_fit_identity, write_atomically)
 
 REFERENCE_FILE = "reference.nc"   # a saved comparison's reference when it is neither in the catalogue nor a cell
+COMPARISON_FILE = "comparison.json"
+#: the lock file of a folder being written (``bz.compare(out=...)``, ``Comparison.save``, ``bayeszoo report``)
+LOCK_FILE = ".bayeszoo.lock"
 
 
 @dataclass
@@ -39,6 +45,8 @@ class Comparison:
         The cells in the order of the grid.
     notes : dict of str to str
         Per cell: ``"resumed"``, ``"refitted: ..."``, ``"not saved: ..."``.
+    calibration : dict of str to SBCResult
+        Simulation-based calibration results shown in the report, by backend (:meth:`attach_sbc`).
     """
 
     model: object
@@ -48,12 +56,29 @@ class Comparison:
     reference: Reference | None = None
     order: list[str] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)   # per cell: "resumed", "refitted: ...", "not saved: ..."
+    calibration: dict = field(default_factory=dict)        # backend -> SBCResult (attach_sbc)
 
     def __post_init__(self):
         if self.reference is not None and not isinstance(self.reference, Reference):
             raise ValueError(f"Comparison.reference must be a bayeszoo.catalogue.Reference or None; got "
                              f"{type(self.reference).__name__} (bz.compare turns a backend name, a Fit or a file "
                              f"into one)")
+
+    def attach_sbc(self, result) -> "Comparison":
+        """Show ``result`` (``bz.sbc(model, backend, data)``, made with this comparison's model and data) in the
+        report and keep it in the saved comparison; a second result for the same backend replaces the first.
+        Returns the comparison."""
+        from bayeszoo.diagnostics.calibration import SBCResult
+
+        if not isinstance(result, SBCResult):
+            raise ValueError(f"Comparison.attach_sbc takes the result of bz.sbc; got {type(result).__name__}")
+        differ = [what for what, mine, theirs in (("model", self.model.spec(), result.model_spec),
+                                                  ("data", self.data.fingerprint(), result.data)) if mine != theirs]
+        if differ:
+            raise ValueError(f"Comparison.attach_sbc: the SBC of {result.backend!r} was run with another "
+                             f"{' and '.join(differ)} than this comparison's")
+        self.calibration[result.backend] = result
+        return self
 
     @property
     def reference_cell(self) -> str | None:
@@ -105,7 +130,9 @@ class Comparison:
         """Write the self-contained HTML report to ``path``."""
         from bayeszoo.diagnostics.report import write_report
 
-        return write_report(self, os.fspath(path))
+        path = checked_path(path, "Comparison.report")
+        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+        return write_atomically(path, lambda tmp: write_report(self, tmp))
 
     def _repr_html_(self) -> str:
         """The comparison in a notebook: the reference banner, the flagged table and the speed figure, as in the
@@ -138,27 +165,48 @@ class Comparison:
         return figure(self, kind, backend=backend, components=components)
 
     def save(self, directory: str | os.PathLike) -> str:
-        """Write ``fits/<backend>.nc``, ``data.npz``, ``comparison.json``, ``table.csv`` and ``report.html``."""
-        directory = os.fspath(directory)
-        os.makedirs(os.path.join(directory, "fits"), exist_ok=True)
+        """Write ``fits/<backend>.nc``, ``data.npz``, ``comparison.json``, ``table.csv`` and ``report.html``.
 
-        for label, result in self.fits.items():
-            path = os.path.join(directory, "fits", fit_filename(label))
-            if not os.path.exists(path):
+        One process writes a folder at a time (:func:`folder_lock`: another one waits, and a warning says so), and
+        every file is written under a temporary name and renamed into place. A fit file already in ``fits/`` is
+        kept only when it holds this very fit; one made with another backend, model, data or settings is
+        replaced, with a warning, so that the folder never pairs this comparison with another experiment's fits.
+        ``comparison.json`` records what every fit must match, which :func:`load_comparison` checks.
+        """
+        directory = _folder_argument(directory, "Comparison.save")
+        with folder_lock(directory):
+            os.makedirs(os.path.join(directory, "fits"), exist_ok=True)
+            for label, result in self.fits.items():
+                path = os.path.join(directory, "fits", fit_filename(label))
+                if os.path.exists(path):
+                    keep, replaced = _holds(path, result)
+                    if keep:
+                        continue
+                    if replaced:
+                        warnings.warn(f"Comparison.save: {path} held {replaced}; replaced by this comparison's "
+                                      f"{label!r} fit", stacklevel=2)
                 result.save(path)
-        np.savez_compressed(os.path.join(directory, "data.npz"), X=self.data.X, y=self.data.y,
-                            X_test=self.data.X_test, y_test=self.data.y_test)
-        meta = {"model_spec": self.model.spec(), "data_name": self.data.name, "data_meta": _jsonable(self.data.meta),
-                "reference": getattr(self.reference, "name", None),
-                "reference_source": self._save_reference(directory),
-                "order": self.order or list(self.fits),
-                "files": {label: f"fits/{fit_filename(label)}" for label in self.fits}, "errors": self.errors,
-                "notes": self.notes}
-        with open(os.path.join(directory, "comparison.json"), "w") as fh:
-            json.dump(meta, fh, indent=2)
-        self.table().to_csv(os.path.join(directory, "table.csv"), index=False)
-        self.report(os.path.join(directory, "report.html"))
+            write_atomically(os.path.join(directory, "data.npz"), self._save_data)
+            meta = {"model_spec": self.model.spec(), "data_name": self.data.name,
+                    "data_meta": _jsonable(self.data.meta), "data_fingerprint": self.data.fingerprint(),
+                    "reference": getattr(self.reference, "name", None),
+                    "reference_source": self._save_reference(directory),
+                    "order": self.order or list(self.fits),
+                    "files": {label: f"fits/{fit_filename(label)}" for label in self.fits},
+                    "cells": {label: {"backend": fit.backend, "settings": fit.info.get("settings")}
+                              for label, fit in self.fits.items()},
+                    "errors": self.errors, "notes": self.notes,
+                    "calibration": {backend: r.to_dict() for backend, r in self.calibration.items()}}
+            text = json.dumps(jsonable(meta), indent=2)
+            write_atomically(os.path.join(directory, COMPARISON_FILE), lambda tmp: _write_text(tmp, text))
+            table = self.table()
+            write_atomically(os.path.join(directory, "table.csv"), lambda tmp: table.to_csv(tmp, index=False))
+            self.report(os.path.join(directory, "report.html"))
         return directory
+
+    def _save_data(self, path: str) -> None:
+        with open(path, "wb") as fh:   # a file object: np.savez would add ".npz" to a temporary name
+            np.savez_compressed(fh, X=self.data.X, y=self.data.y, X_test=self.data.X_test, y_test=self.data.y_test)
 
     def _save_reference(self, directory: str) -> dict | None:
         """How :func:`load_comparison` finds the reference again: a catalogue key, a cell, or a file written here."""
@@ -180,25 +228,59 @@ class Comparison:
 
 
 def load_comparison(directory: str | os.PathLike) -> Comparison:
-    """Rebuild a Comparison from a folder written by :meth:`Comparison.save`."""
+    """Rebuild a Comparison from a folder written by :meth:`Comparison.save`.
+
+    Every fit is checked against what ``comparison.json`` recorded (the model, the data's fingerprint, the cell's
+    backend and settings): a fit file that is missing, cannot be read, or was made for another experiment becomes
+    a row with its error (and a warning names the mixed files), never a row silently taken from elsewhere.
+
+    Raises
+    ------
+    ValueError
+        When the folder cannot be read as a saved comparison, naming the file and the reason: not a folder, no or
+        damaged ``comparison.json`` (not JSON, not a mapping, keys missing), a missing or damaged ``data.npz``, a
+        model spec that makes no model, or an argument that is not a path.
+    """
     from bayeszoo.models import from_spec
 
-    directory = os.fspath(directory)
-    meta_path = os.path.join(directory, "comparison.json")
-    if not os.path.exists(meta_path):
-        raise ValueError(f"{directory!r} holds no comparison.json (not a saved comparison)")
-    with open(meta_path) as fh:
-        meta = json.load(fh)
-    arrays = np.load(os.path.join(directory, "data.npz"))
-    data = Dataset(arrays["X"], arrays["y"], arrays["X_test"], arrays["y_test"], name=meta["data_name"],
-                   meta=meta.get("data_meta", {}))
-    fits, errors = {}, dict(meta.get("errors", {}))
+    directory = checked_path(directory, "load_comparison")
+    if not os.path.isdir(directory):
+        raise ValueError(f"{directory!r} cannot be read as a saved comparison: "
+                         f"{'it is a file, not a folder' if os.path.exists(directory) else 'there is no such folder'}")
+    meta_path = os.path.join(directory, COMPARISON_FILE)
+    if not os.path.isfile(meta_path):
+        raise ValueError(f"{directory!r} holds no {COMPARISON_FILE} (not a saved comparison)")
+    meta = _comparison_metadata(meta_path)
+    data = _saved_data(os.path.join(directory, "data.npz"), meta)
+    fingerprint = meta.get("data_fingerprint") or data.fingerprint()
+    if fingerprint != data.fingerprint():
+        raise _unreadable(os.path.join(directory, "data.npz"), f"it does not hold the data {COMPARISON_FILE} was "
+                                                                "saved with (its fingerprint differs)")
+    try:
+        model = from_spec(meta["model_spec"])
+    except (TypeError, ValueError, KeyError) as exc:
+        raise _unreadable(meta_path, f"its model_spec makes no model ({type(exc).__name__}: {exc})") from None
+    cells = meta.get("cells", {})
+    fits, errors, mixed = {}, dict(meta["errors"]), []
     for label, rel in meta["files"].items():
         try:
-            fits[label] = load_fit(os.path.join(directory, rel))
-        except Exception as exc:   # a missing or damaged file is a row with its error, not a row dropped
-            errors[label] = f"saved fit {rel} could not be read: {type(exc).__name__}: {exc}"
-    model = from_spec(meta["model_spec"])
+            fit = load_fit(os.path.join(directory, rel))
+        except ValueError as exc:   # a missing or damaged file is a row with its error, not a row dropped
+            errors[label] = f"saved fit {rel} could not be read: {getattr(exc, 'reason', exc)}"
+            continue
+        cell = cells.get(label) or {}
+        expected = {"backend": cell.get("backend"), "model_spec": meta["model_spec"],
+                    "provenance": {"data": fingerprint}, "settings": cell.get("settings")}
+        differ = identity_differences(fit_identity(fit), expected)
+        if differ:
+            errors[label] = (f"saved fit {rel} was made with another {', '.join(differ)} than this comparison "
+                             f"(the folder mixes two experiments)")
+            mixed.append(f"{rel} ({', '.join(differ)})")
+            continue
+        fits[label] = fit
+    if mixed:
+        warnings.warn(f"load_comparison: {directory!r} holds fits of another experiment than its {COMPARISON_FILE}: "
+                      f"{'; '.join(mixed)}; they are error rows", stacklevel=2)
     ref = meta.get("reference")
     source = meta.get("reference_source") or ({"cell": ref} if ref is not None else {})
     reference = None
@@ -211,8 +293,120 @@ def load_comparison(directory: str | os.PathLike) -> Comparison:
             reference = Reference.from_fit(fits[source["cell"]], list(model.var_dims(data)), name=source["cell"])
     except ValueError as exc:    # the fits are still worth reading: the table then has no reference
         warnings.warn(f"the reference {ref!r} of the saved comparison could not be read: {exc}", stacklevel=2)
+    calibration = {}
+    for backend, saved in meta.get("calibration", {}).items():
+        try:
+            from bayeszoo.diagnostics.calibration import SBCResult
+
+            calibration[backend] = SBCResult.from_dict(saved)
+        except (KeyError, TypeError, ValueError) as exc:   # the rest of the comparison is still worth reading
+            warnings.warn(f"the SBC result of {backend!r} in {meta_path!r} could not be read ({type(exc).__name__}: "
+                          f"{exc})", stacklevel=2)
     return Comparison(model=model, data=data, fits=fits, errors=errors, reference=reference,
-                      order=meta.get("order", list(fits)), notes=meta.get("notes", {}))
+                      order=meta.get("order", list(fits)), notes=meta.get("notes", {}), calibration=calibration)
+
+
+@contextlib.contextmanager
+def folder_lock(directory: str | os.PathLike):
+    """Hold the lock of ``directory`` (its file :data:`LOCK_FILE`) for the block, so that one process at a time
+    writes there: ``bz.compare(out=...)`` for its whole grid, :meth:`Comparison.save`, ``bayeszoo report``.
+    Another process holding it is waited for, and a warning says so. Re-entrant within a thread; the operating
+    system drops the lock of a process that ends, however it ends, so no stale lock stays behind."""
+    directory = os.fspath(directory)
+    os.makedirs(directory, exist_ok=True)
+    path = os.path.join(os.path.realpath(directory), LOCK_FILE)
+    lock = _LOCKS.setdefault(path, FileLock(path))   # one object per file: re-entrant in this process
+    try:
+        lock.acquire(timeout=0)
+    except Timeout:
+        warnings.warn(f"{directory!r} is being written by another process; waiting until it has finished "
+                      f"(lock file {path})", stacklevel=3)
+        lock.acquire()
+    try:
+        yield
+    finally:
+        lock.release()
+
+
+_LOCKS: dict[str, FileLock] = {}
+
+#: keys of comparison.json and the JSON types they must have (the others are optional)
+_REQUIRED = {"model_spec": dict, "data_name": str, "files": dict}
+_OPTIONAL = {"data_meta": dict, "order": list, "errors": dict, "notes": dict, "cells": dict,
+             "reference_source": (dict, type(None)), "data_fingerprint": (str, type(None)), "calibration": dict}
+
+
+def _unreadable(path: str, reason: str) -> ValueError:
+    return ValueError(f"{path!r} cannot be read as a saved comparison: {reason}")
+
+
+def _comparison_metadata(path: str) -> dict:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            meta = json.load(fh)
+    except (ValueError, UnicodeDecodeError) as exc:
+        raise _unreadable(path, f"it is not valid JSON ({exc})") from None
+    if not isinstance(meta, dict):
+        raise _unreadable(path, f"it holds a JSON {type(meta).__name__}, not a mapping")
+    missing = [key for key in _REQUIRED if key not in meta]
+    if missing:
+        raise _unreadable(path, f"it lacks {', '.join(map(repr, missing))}")
+    for key, types in {**_REQUIRED, **_OPTIONAL}.items():
+        if key in meta and not isinstance(meta[key], types):
+            raise _unreadable(path, f"its {key!r} is a JSON {type(meta[key]).__name__}")
+    for key in ("files", "errors", "notes"):
+        if not all(isinstance(text, str) for text in meta.get(key, {}).values()):
+            raise _unreadable(path, f"its {key!r} must map cell labels to text")
+    if not all(isinstance(label, str) for label in meta.get("order", [])):
+        raise _unreadable(path, "its 'order' must list cell labels")
+    meta.setdefault("errors", {})
+    return meta
+
+
+def _saved_data(path: str, meta: dict) -> Dataset:
+    if not os.path.isfile(path):
+        raise _unreadable(path, "the comparison's data file is missing")
+    keys = ("X", "y", "X_test", "y_test")
+    try:
+        with np.load(path, allow_pickle=False) as arrays:
+            missing = [key for key in keys if key not in arrays.files]
+            if not missing:
+                X, y, X_test, y_test = (arrays[key] for key in keys)
+    except Exception as exc:   # a truncated or foreign file: zipfile, numpy and the OS each have their own errors
+        raise _unreadable(path, f"not a readable .npz archive ({type(exc).__name__}: {exc})") from None
+    if missing:
+        raise _unreadable(path, f"it lacks the array(s) {', '.join(map(repr, missing))}")
+    try:
+        return Dataset(X, y, X_test, y_test, name=meta["data_name"], meta=meta.get("data_meta", {}))
+    except ValueError as exc:
+        raise _unreadable(path, f"its arrays make no dataset ({exc})") from None
+
+
+def _holds(path: str, fit: Fit) -> tuple[bool, str]:
+    """(whether the file at ``path`` already holds ``fit`` itself: the same run; what it holds instead when that
+    is worth a warning: another experiment's fit or an unreadable file, "" for the same computation run again)."""
+    try:
+        saved = saved_fit_identity(path)
+    except UnreadableFit as exc:
+        return False, f"a file that cannot be read as a fit ({exc.reason})"
+    mine = fit_identity(fit)
+    differ = identity_differences(saved, mine)
+    if differ:
+        return False, f"a fit made with another {', '.join(differ)}"
+    return mine["created_at"] is not None and saved["created_at"] == mine["created_at"], ""
+
+
+def _folder_argument(directory, what: str) -> str:
+    """``directory`` as a string; a ValueError for something that is not a path, or for a path that is a file."""
+    directory = checked_path(directory, what)
+    if os.path.exists(directory) and not os.path.isdir(directory):
+        raise ValueError(f"{what}: {directory!r} is a file, not a folder")
+    return directory
+
+
+def _write_text(path: str, text: str) -> None:
+    with open(path, "w", encoding="utf-8") as fh:
+        fh.write(text)
 
 
 def fit_filename(label: str) -> str:

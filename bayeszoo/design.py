@@ -72,7 +72,7 @@ class Design:
     """What :func:`sequential_design` did: per step the candidates chosen (indices into ``candidates``, or None
     for free filters), the filters measured (r x n each), their information gain under the approximation before
     the step, and the measured values; ``data`` is the data set after the last step and ``fit`` its posterior
-    fit."""
+    fit; ``seed`` the seed every fit ran with (``seed=None`` draws one: passing it back repeats the run)."""
 
     chosen: list = field(default_factory=list)
     filters: list = field(default_factory=list)
@@ -81,6 +81,7 @@ class Design:
     data: Dataset | None = None
     fit: object = None
     exact: bool = True
+    seed: int | None = None
 
     @property
     def n_steps(self) -> int:
@@ -191,6 +192,18 @@ def _extended(data: Dataset, rows: np.ndarray, values: np.ndarray) -> Dataset:
     return dataclasses.replace(data, X=np.vstack([data.X, rows]), y=np.concatenate([data.y, values]), meta=meta)
 
 
+def _measured(returned, r: int) -> np.ndarray:
+    """What ``measure`` returned for r filters, as r finite floats; a ValueError naming what it returned."""
+    try:
+        values = np.asarray(returned, dtype=float).reshape(-1)
+    except (TypeError, ValueError):
+        values = None
+    if values is None or values.shape != (r,) or not np.all(np.isfinite(values)):
+        shown = repr(returned) if len(repr(returned)) <= 80 else repr(returned)[:77] + "..."
+        raise ValueError(f"{OWNER}: measure must return {r} finite values for {r} filters, got {shown}")
+    return values
+
+
 def sequential_design(model, data, measure, n_steps, *, candidates=None, backend: str = "ep", batch: int = 1,
                       refit_every: int = 1, options: dict | None = None, lanczos_k: int | None = None,
                       seed: int | None = 0, progress: bool = True) -> Design:
@@ -208,7 +221,8 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
         is measured at most once.
     backend : {"ep", "dloop"}
         The Gaussian approximation refitted before every step, with ``options`` (the backend's options);
-        ``seed`` seeds every fit. The returned ``fit`` (after the last step) has the backend's default draws.
+        ``seed`` seeds every fit (None: one fresh seed for all of them, recorded as the result's ``seed``). The
+        returned ``fit`` (after the last step) has the backend's default draws.
     refit_every : int
         Refit the posterior every this many steps; in between, the approximation's site precisions are kept and
         only the measured filters enter A (A + X*^T X* / sigma2: the thesis's blocks of inclusions between
@@ -229,8 +243,12 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
                          f"{C.shape[0]} were given")
     if C is None and batch != 1:
         raise ValueError(f"{OWNER}: free filters are designed one per step (batch=1), got batch={batch}")
+    if options is not None and not isinstance(options, dict):
+        raise ValueError(f"{OWNER}: options must be a dict of the backend's options, got {type(options).__name__}")
+    seed = checks.seed(OWNER, "seed", seed)
+    seed = checks.fresh_seed() if seed is None else seed
 
-    result = Design(exact=lanczos_k is None)
+    result = Design(exact=lanczos_k is None, seed=seed)
     available = np.ones(0 if C is None else C.shape[0], dtype=bool)
     current = data
     with progress_bar(total=n_steps, desc="design", disable=not progress) as bar:
@@ -248,10 +266,7 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
                 available[chosen] = False
                 rows = C[chosen].reshape(-1, C.shape[2])
                 gain = float(information_gain(model, current, fit, rows[None], lanczos_k=lanczos_k)[0])
-            values = np.asarray(measure(rows.copy()), dtype=float).reshape(-1)
-            if values.shape != (rows.shape[0],) or not np.all(np.isfinite(values)):
-                raise ValueError(f"{OWNER}: measure must return {rows.shape[0]} finite values for {rows.shape[0]} "
-                                 f"filters, got {np.asarray(values).shape}")
+            values = _measured(measure(rows.copy()), rows.shape[0])
             current = _extended(current, rows, values)
             result.chosen.append(chosen)
             result.filters.append(rows)

@@ -7,9 +7,13 @@ registered under a name with :func:`register`. Registration declares everything 
 * ``options``: name -> :class:`Option` (default and a one-line meaning). :func:`bayeszoo.fit` merges the user's
   options into these defaults, rejects unknown names and runs ``check`` once, before any work; ``run`` then
   receives every option, resolved;
+* ``relations``: what two options must satisfy together (:class:`bayeszoo.checks.AtMost`: ``min_sweeps`` <=
+  ``max_sweeps``), checked after each option's own constraint and before ``check``;
 * ``defaults``: the draws / tune / chains that suit the backend (a dict, or a function of model and data, e.g.
   fewer draws from an approximation of a large image); :data:`HARNESS_DEFAULTS` otherwise;
-* ``library``: the distribution whose name and version go into the InferenceData's provenance attributes.
+* ``library``: the distribution whose name and version go into the InferenceData's provenance attributes;
+* ``memory``: ``(model, data, options) -> bayeszoo.resources.Need``, the backend's working memory (its dense
+  matrices), which ``bz.fit`` adds to the stored draws and checks against the machine before the backend runs.
 
 Generic backends (``nuts``, ``numpyro``, ...) apply to every model that declares itself in PyMC / NumPyro;
 hand-written ones are registered for one family (``family="rvm"``), so the same name (``gibbs``, ``vb``) can mean a
@@ -61,6 +65,8 @@ class Backend:
     applies: Callable | None = None             # optional predicate model -> bool (e.g. regression only)
     library: str = "bayeszoo"                   # provenance: the library that does the inference
     unavailable: Callable | None = None         # optional model -> why this backend cannot run it (str) or None
+    relations: tuple = ()                       # checks.AtMost(...): contradictions between options, refused
+    memory: Callable | None = None              # (model, data, options) -> resources.Need: working memory
 
     def applies_to(self, model) -> bool:
         if self.family is not None and self.family != model.family:
@@ -74,8 +80,9 @@ class Backend:
         return owner(self.family, self.name)
 
     def resolve(self, options: dict, model, data) -> dict:
-        """``options`` merged into the declared defaults, each checked against its constraint, then the backend's
-        ``check(options, model, data)``; a ValueError names an unknown or renamed option or a bad value."""
+        """``options`` merged into the declared defaults, each checked against its constraint, then against the
+        declared ``relations`` (two options that contradict each other), then the backend's ``check(options, model,
+        data)``; a ValueError names an unknown or renamed option, a bad value or the contradiction."""
         for old in sorted(set(options) - set(self.options)):
             new = RENAMED_OPTIONS.get(old)
             if new in self.options:
@@ -88,6 +95,8 @@ class Backend:
         resolved.update(options)
         for name, opt in self.options.items():
             resolved[name] = opt.constraint(self.owner, f"option {name!r}", resolved[name])
+        for relation in self.relations:
+            relation(self.owner, resolved)
         if self.check is not None:
             checked = self.check(dict(resolved), model, data)
             if checked is not None:
@@ -103,12 +112,16 @@ class Backend:
 def register(name: str, *, kind: str, family: str | None = None, description: str = "",
              options: Mapping[str, Option] | None = None, check: Callable | None = None,
              defaults: Mapping[str, int] | Callable | None = None, applies: Callable | None = None,
-             library: str = "bayeszoo", unavailable: Callable | None = None):
+             library: str = "bayeszoo", unavailable: Callable | None = None, relations: tuple = (),
+             memory: Callable | None = None, replace: bool = False):
     """Decorator that registers ``run`` as backend ``name`` (for one ``family``, or generic if None).
 
     ``applies(model) -> bool`` restricts the backend to some configurations without a reason to give (e.g.
     regression only); ``unavailable(model) -> str | None`` does the same with the reason, which ``get`` passes on
-    (e.g. :func:`needs_declaration`)."""
+    (e.g. :func:`needs_declaration`). ``relations`` (e.g. ``(checks.AtMost("min_sweeps", "max_sweeps"),)``) are
+    refused contradictions between options; the defaults must satisfy them. ``memory(model, data, options)`` declares
+    the backend's working memory (``bayeszoo.resources``). A name already taken (in the same table, or one that a
+    family backend and a generic one would share) is refused unless ``replace``."""
     if kind not in KINDS:
         raise ValueError(f"kind must be 'mcmc' or 'approximation'; got {kind!r}")
     for opt_name, opt in (options or {}).items():
@@ -122,17 +135,100 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
             opt.constraint(owner(family, name), f"option {opt_name!r}", opt.default)
         except ValueError as exc:
             raise TypeError(f"the default of an option breaks its own constraint: {exc}") from None
+    relations = tuple(relations)
+    for relation in relations:
+        undeclared = sorted(set(relation.names) - set(options or {}))
+        if undeclared:
+            raise TypeError(f"backend {name!r}: a relation names undeclared option(s) {undeclared}")
+        try:
+            relation(owner(family, name), {k: opt.default for k, opt in (options or {}).items()})
+        except ValueError as exc:
+            raise TypeError(f"the defaults of the options contradict a relation: {exc}") from None
 
     def deco(run):
         backend = Backend(name=name, run=run, kind=kind, family=family,
                           description=description or (run.__doc__ or "").strip().split("\n")[0],
                           options=dict(options or {}), check=check, defaults=defaults, applies=applies, library=library,
-                          unavailable=unavailable)
+                          unavailable=unavailable, relations=relations, memory=memory)
         table, key = (_GENERIC, name) if family is None else (_FAMILY, (family, name))
+        if not replace:
+            _refuse_taken_name(backend, table.get(key))
         table[key] = backend
         return run
 
     return deco
+
+
+def _same_definition(a: Callable, b: Callable) -> bool:
+    """The same function, or the same definition imported again (a reloaded module)."""
+    return a is b or (getattr(a, "__module__", None), getattr(a, "__qualname__", None)) == \
+        (getattr(b, "__module__", None), getattr(b, "__qualname__", None))
+
+
+def _refuse_taken_name(backend: "Backend", existing: "Backend | None") -> None:
+    """A ValueError when ``backend``'s name is already another backend's: in its own table, or (a family backend
+    hiding a generic one of that name for the family, or a generic one hidden by a family's) across the two."""
+    where = f"for the {backend.family!r} family" if backend.family else "as a generic backend"
+    if existing is not None and not _same_definition(existing.run, backend.run):
+        raise ValueError(f"backend {backend.name!r} is already registered {where} ({existing.description}); "
+                         f"choose another name, or pass replace=True to replace it")
+    if backend.family is not None and backend.name in _GENERIC:
+        raise ValueError(f"backend {backend.name!r} is the name of a generic backend ({_GENERIC[backend.name].description}), "
+                         f"which a {backend.family!r} backend of that name would hide; choose another name, or pass "
+                         f"replace=True")
+    if backend.family is None:
+        hidden = sorted(fam for fam, name in _FAMILY if name == backend.name)
+        if hidden:
+            raise ValueError(f"backend {backend.name!r} is already the name of a backend of the {', '.join(hidden)} "
+                             f"family, which would hide this generic one there; choose another name, or pass "
+                             f"replace=True")
+
+
+def register_backend(name: str, run: Callable, *, kind: str, family: str | None = None, options=None,
+                     description: str = "", check: Callable | None = None, defaults=None,
+                     applies: Callable | None = None, library: str = "user", replace: bool = False) -> "Backend":
+    """Add ``run`` as backend ``name`` from outside the package (a notebook, another package): the contract of
+    :func:`register` (``run(model, data, *, draws, tune, chains, seed, progress, **options) -> Fit``, built with
+    ``bayeszoo.results.build_fit``; ``options`` name -> :class:`Option`). A name already taken is refused unless
+    ``replace=True``. Returns the registered :class:`Backend`."""
+    if not isinstance(name, str) or not name.isidentifier():
+        raise ValueError(f"a backend name must be a Python identifier (letters, digits, _); got {name!r}")
+    if not callable(run):
+        raise ValueError(f"backend {name!r}: run must be a function run(model, data, *, draws, tune, chains, seed, "
+                         f"progress, **options) returning a Fit; got {type(run).__name__}")
+    register(name, kind=kind, family=family, description=description, options=options, check=check,
+             defaults=defaults, applies=applies, library=library, replace=replace)(run)
+    return _FAMILY[(family, name)] if family is not None else _GENERIC[name]
+
+
+#: the entry-point group through which installed packages add backends (each entry point names a module whose
+#: import registers them, or a function to call that does)
+PLUGIN_GROUP = "bayeszoo.backends"
+_plugins_loaded = False
+
+
+def load_plugins() -> list[str]:
+    """Import the backends of every installed package that declares the :data:`PLUGIN_GROUP` entry point, once
+    per process (the CLI and Dask workers see them as a notebook does); a plugin that fails to load is skipped
+    with a warning naming it. Returns the entry points loaded."""
+    global _plugins_loaded
+    if _plugins_loaded:
+        return []
+    _plugins_loaded = True
+    import warnings
+    from importlib.metadata import entry_points
+
+    loaded = []
+    for point in entry_points(group=PLUGIN_GROUP):
+        try:
+            target = point.load()
+            if callable(target):
+                target()
+            loaded.append(point.name)
+        except Exception as exc:   # a broken plugin must not break bayeszoo
+            warnings.warn(f"bayeszoo: the backend plugin {point.name!r} ({point.value}) failed to load: "
+                          f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+    return loaded
 
 
 def needs_declaration(library: str) -> Callable:
@@ -142,6 +238,7 @@ def needs_declaration(library: str) -> Callable:
 
 def backends_for(model) -> list[str]:
     """Names of the backends that apply to ``model``: generic ones first, then the family's own."""
+    load_plugins()
     names = [b.name for b in _GENERIC.values() if b.applies_to(model)]
     names += [b.name for (fam, _), b in _FAMILY.items() if fam == model.family and b.applies_to(model)]
     return names
@@ -151,6 +248,7 @@ def get(model, name: str) -> Backend:
     """The backend called ``name`` for ``model``; a ValueError naming the choices if there is none."""
     if not isinstance(name, str):
         raise ValueError(f"backend must be a name (str), got {type(name).__name__}")
+    load_plugins()
     backend = _FAMILY.get((model.family, name)) or _GENERIC.get(name)
     reason = backend.unavailable(model) if backend is not None and backend.unavailable is not None else None
     if reason is not None:
@@ -162,4 +260,5 @@ def get(model, name: str) -> Backend:
 
 
 def all_backends() -> list[Backend]:
+    load_plugins()
     return list(_GENERIC.values()) + list(_FAMILY.values())

@@ -9,6 +9,7 @@ import html
 import json
 import math
 import os
+import uuid
 import warnings
 from dataclasses import dataclass, field
 from importlib import metadata
@@ -56,8 +57,8 @@ class Fit:
         ``model.spec()``: enough to rebuild the model with :func:`bayeszoo.models.from_spec`.
     info : dict
         The standard keys of :data:`INFO_KEYS` (``iterations``, ``converged``, ``objective``, ``n_grad``,
-        ``divergences``, ``warnings``), plus ``seed`` and ``settings`` (what the fit was asked for) and any
-        backend-specific counts and flags.
+        ``divergences``, ``warnings``), plus ``seed`` (the seed the backend ran with: :attr:`seed_used`) and
+        ``settings`` (what the fit was asked for) and any backend-specific counts and flags.
     """
 
     idata: az.InferenceData
@@ -83,6 +84,13 @@ class Fit:
         return self.idata.posterior
 
     @property
+    def seed_used(self) -> int | None:
+        """The seed the backend ran with (``seed=None`` draws a fresh one): ``bz.fit(..., seed=fit.seed_used)``
+        with the same model, data, backend and settings repeats the fit. None for a fit that ``bz.fit`` did not
+        make."""
+        return self.info.get("seed")
+
+    @property
     def seconds(self) -> float:
         return float(self.timing["total"])
 
@@ -100,16 +108,29 @@ class Fit:
 
         return from_spec(self.model_spec)
 
-    def save(self, path: str | os.PathLike) -> str:
-        """Write the fit to one NetCDF file (``.nc``); read it back with :func:`bayeszoo.load_fit`."""
-        path = os.fspath(path)
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
+    def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> str:
+        """Write the fit to one NetCDF file (``.nc``); read it back with :func:`bayeszoo.load_fit`.
+
+        The file is written under a temporary name of its own and renamed into place, so a reader, or another
+        process saving to the same path, never sees a half-written fit. ``overwrite=False`` refuses (a
+        :class:`ResultExists`) to replace a file already at ``path``, also one that appears while this one is
+        written. A ``path`` that is a folder, or not a path at all, is a ValueError.
+        """
+        path = checked_path(path, "Fit.save")
+        if os.path.isdir(path):
+            raise ValueError(f"cannot save the fit to {path!r}: it is a folder; give a file name such as "
+                             f"{os.path.join(path, 'fit.nc')!r}")
+        if not overwrite and os.path.lexists(path):
+            raise ResultExists(path, "already exists")
+        folder = os.path.dirname(os.path.abspath(path))
+        try:
+            os.makedirs(folder, exist_ok=True)
+        except (FileExistsError, NotADirectoryError):
+            raise ValueError(f"cannot save the fit to {path!r}: {folder!r} is not a folder") from None
         meta = {"backend": self.backend, "kind": self.kind, "timing": self.timing,
                 "model_spec": self.model_spec, "info": jsonable(self.info)}
         self.idata.posterior.attrs[_ATTR] = json.dumps(meta)
-        tmp = path + ".part"
-        self.idata.to_netcdf(tmp, engine="h5netcdf")
-        os.replace(tmp, path)  # atomic: an interrupted save never leaves a half-written fit behind
+        write_atomically(path, lambda tmp: self.idata.to_netcdf(tmp, engine="h5netcdf"), overwrite=overwrite)
         return path
 
     def __repr__(self) -> str:
@@ -238,21 +259,170 @@ def _summary_html(fit: Fit, rows: int) -> str:
 
 
 def load_fit(path: str | os.PathLike) -> Fit:
-    """Read a fit written by :meth:`Fit.save`."""
-    path = os.fspath(path)
+    """Read a fit written by :meth:`Fit.save`.
+
+    Raises
+    ------
+    ValueError
+        Whenever ``path`` cannot be read as a saved fit, naming the file and the reason: no such file, a folder,
+        an empty or truncated file, a NetCDF file that is not a bayeszoo fit (no posterior, no ``bayeszoo_fit``
+        metadata, metadata that is not a JSON mapping or lacks keys, no ``constant_data``), or not a path at all.
+    """
+    path = checked_path(path, "load_fit")
     if not os.path.exists(path):
-        raise ValueError(f"no saved fit at {path!r}")
+        raise UnreadableFit(path, "there is no such file")
+    if os.path.isdir(path):
+        raise UnreadableFit(path, "it is a folder")
+    if os.path.getsize(path) == 0:
+        raise UnreadableFit(path, "it is empty (0 bytes)")
     try:
-        idata = az.from_netcdf(path, engine="h5netcdf")
-        idata.load()  # detach from the file so it can be overwritten later
-    except (OSError, ValueError, KeyError) as exc:
-        raise ValueError(f"{path!r} cannot be read as a saved fit ({type(exc).__name__}: {exc})") from exc
+        with az.rc_context({"data.load": "eager"}):   # read into memory and close the file
+            idata = az.from_netcdf(path, engine="h5netcdf")
+    except Exception as exc:   # any content at all may be there: a truncated, foreign or damaged file
+        raise UnreadableFit(path, f"not a complete NetCDF file ({type(exc).__name__}: {_first_line(exc)})") from exc
+    groups = idata.groups()
+    if "posterior" not in groups:
+        raise UnreadableFit(path, f"a NetCDF file without a posterior group (groups: {groups or 'none'}), "
+                                  f"not a bayeszoo fit")
+    meta = _fit_metadata(path, idata.posterior.attrs.get(_ATTR))
+    if "constant_data" not in groups:
+        raise UnreadableFit(path, "it has no constant_data group (the model's inputs, which predict needs)")
     try:
-        meta = json.loads(idata.posterior.attrs[_ATTR])
-    except KeyError as exc:
-        raise ValueError(f"{path!r} is an InferenceData file but not a bayeszoo fit") from exc
-    return Fit(idata=idata, backend=meta["backend"], kind=meta["kind"], timing=meta["timing"],
-               model_spec=meta["model_spec"], info=meta.get("info", {}))
+        return Fit(idata=idata, backend=meta["backend"], kind=meta["kind"], timing=dict(meta["timing"]),
+                   model_spec=meta["model_spec"], info=dict(meta.get("info", {})))
+    except (TypeError, ValueError) as exc:
+        raise UnreadableFit(path, f"its metadata does not make a Fit ({_first_line(exc)})") from exc
+
+
+class UnreadableFit(ValueError):
+    """A file that cannot be read as a saved fit; the message names the file and the reason."""
+
+    def __init__(self, path: str, reason: str):
+        self.path, self.reason = path, reason
+        super().__init__(f"{path!r} cannot be read as a saved fit: {reason}")
+
+
+class ResultExists(ValueError):
+    """A save refused because it would replace an earlier result (``overwrite=False``; the command line without
+    ``--force``). ``path`` is the file or folder, ``what`` says what is there."""
+
+    def __init__(self, path: str, what: str):
+        self.path, self.what = path, what
+        super().__init__(f"{path!r} {what}; pass overwrite=True to replace it")
+
+
+#: keys of the ``bayeszoo_fit`` metadata and the JSON types they must have
+_META_TYPES = {"backend": (str,), "kind": (str,), "timing": (dict,), "model_spec": (dict,), "info": (dict,)}
+
+
+def _fit_metadata(path: str, text) -> dict:
+    """The ``bayeszoo_fit`` metadata of the file at ``path`` (its posterior attribute), checked."""
+    if text is None:
+        raise UnreadableFit(path, "an InferenceData file without bayeszoo's metadata (the posterior's "
+                                  f"{_ATTR!r} attribute), not a bayeszoo fit")
+    try:
+        meta = json.loads(text)
+    except (TypeError, ValueError) as exc:
+        raise UnreadableFit(path, f"its {_ATTR!r} metadata is not valid JSON ({_first_line(exc)})") from None
+    if not isinstance(meta, dict):
+        raise UnreadableFit(path, f"its {_ATTR!r} metadata is a JSON {type(meta).__name__}, not a mapping")
+    missing = [key for key in _META_TYPES if key not in meta and key != "info"]
+    if missing:
+        raise UnreadableFit(path, f"its {_ATTR!r} metadata lacks {', '.join(map(repr, missing))}")
+    for key, types in _META_TYPES.items():
+        if key in meta and not isinstance(meta[key], types):
+            raise UnreadableFit(path, f"its {_ATTR!r} metadata has {key!r} of type {type(meta[key]).__name__}, "
+                                      f"expected {types[0].__name__}")
+    return meta
+
+
+def saved_fit_identity(path: str | os.PathLike) -> dict:
+    """What a saved fit says it is, read from its metadata alone (no draws): ``backend``, ``model_spec``,
+    ``settings``, ``provenance`` (None where not recorded) and ``created_at`` (when its posterior was made).
+    A ValueError as :func:`load_fit` gives when the file cannot be read as a fit."""
+    import h5netcdf
+
+    path = checked_path(path, "saved_fit_identity")
+    if not os.path.isfile(path) or os.path.getsize(path) == 0:
+        raise UnreadableFit(path, "there is no such file" if not os.path.exists(path) else
+                            "it is a folder" if os.path.isdir(path) else "it is empty (0 bytes)")
+    try:
+        with h5netcdf.File(path, "r") as handle:
+            attrs = dict(handle["posterior"].attrs)
+    except Exception as exc:   # as in load_fit: anything may be in the file
+        raise UnreadableFit(path, f"not a NetCDF file with a posterior group ({type(exc).__name__}: "
+                                  f"{_first_line(exc)})") from exc
+    meta = _fit_metadata(path, attrs.get(_ATTR))
+    info = meta.get("info", {})
+    return {"backend": meta["backend"], "model_spec": meta["model_spec"], "settings": info.get("settings"),
+            "provenance": info.get("provenance"), "created_at": attrs.get("created_at")}
+
+
+def fit_identity(fit: Fit) -> dict:
+    """The same keys as :func:`saved_fit_identity`, for a fit in memory."""
+    return {"backend": fit.backend, "model_spec": jsonable(fit.model_spec), "settings": fit.info.get("settings"),
+            "provenance": fit.info.get("provenance"), "created_at": fit.idata.posterior.attrs.get("created_at")}
+
+
+def identity_differences(saved: dict, expected: dict) -> list[str]:
+    """Which of backend, model, data and settings differ between two identities (``saved_fit_identity``,
+    ``fit_identity``); a key that ``expected`` does not record (None) is not compared."""
+    def data(identity):
+        return (identity.get("provenance") or {}).get("data")
+
+    out = []
+    if expected.get("backend") is not None and saved.get("backend") != expected["backend"]:
+        out.append("backend")
+    if expected.get("model_spec") is not None and saved.get("model_spec") != expected["model_spec"]:
+        out.append("model")
+    if data(expected) is not None and data(saved) != data(expected):
+        out.append("data")
+    if expected.get("settings") is not None and saved.get("settings") != expected["settings"]:
+        out.append("settings")
+    return out
+
+
+def write_atomically(path: str, write, *, overwrite: bool = True) -> str:
+    """``write(tmp)`` a file under a temporary name of its own beside ``path``, then rename it to ``path`` in one
+    step, so that no reader and no other writer ever sees a half-written file; the temporary file is removed if
+    ``write`` fails. ``overwrite=False``: a :class:`ResultExists` if ``path`` exists, even if it appeared while
+    writing (the rename is then a hard link, which never replaces a file)."""
+    folder, name = os.path.split(os.path.abspath(path))
+    tmp = os.path.join(folder, f".{name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.part")
+    try:
+        write(tmp)
+        if overwrite:
+            os.replace(tmp, path)
+        else:
+            try:
+                os.link(tmp, path)
+            except FileExistsError:
+                raise ResultExists(path, "already exists") from None
+            except OSError:   # a file system without hard links: check, then rename
+                if os.path.lexists(path):
+                    raise ResultExists(path, "already exists") from None
+                os.replace(tmp, path)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            os.remove(tmp)
+    return path
+
+
+def checked_path(path, what: str) -> str:
+    """``path`` as a string, or a ValueError naming ``what`` was given instead of a path."""
+    if isinstance(path, bytes):
+        path = os.fsdecode(path)
+    if not isinstance(path, (str, os.PathLike)):
+        raise ValueError(f"{what} expects a path (str or os.PathLike); got {type(path).__name__} {path!r}")
+    path = os.fspath(path)
+    if not path:
+        raise ValueError(f"{what} expects a path; got an empty string")
+    return path
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0][:200] if text else type(exc).__name__
 
 
 def jsonable(obj: Any):
@@ -325,8 +495,37 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
         warnings.simplefilter("ignore", UserWarning)  # the custom groups (``objective``, a family's own)
         idata = az.InferenceData(**groups)
     timing = {k: float(max(v, 0.0)) for k, v in timing.items()}
-    return Fit(idata=idata, backend=backend, kind=kind, timing=timing, model_spec=model.spec(),
-               info={**_standard_info(backend, info or {}), **_RECORD.get()})
+    fit = Fit(idata=idata, backend=backend, kind=kind, timing=timing, model_spec=model.spec(),
+              info={**_standard_info(backend, info or {}), **_RECORD.get()})
+    _add_log_likelihood(fit, model, data)
+    return fit
+
+
+#: the largest log_likelihood group stored with a fit (values: chains x draws x observations, 8 bytes each)
+MAX_LOG_LIKELIHOOD_VALUES = 25_000_000
+
+
+def _add_log_likelihood(fit: Fit, model, data) -> None:
+    """ArviZ's ``log_likelihood`` group (variable ``y`` over chain, draw, obs) from the model's pointwise log
+    likelihood, so ``az.loo`` / ``az.compare`` work on the fit; too large a group is left out, and ``info`` says
+    so."""
+    pointwise = getattr(model, "log_likelihood", None)
+    if pointwise is None:
+        return
+    size = fit.n_chains * fit.n_draws * data.n
+    if size > MAX_LOG_LIKELIHOOD_VALUES:
+        fit.info["log_likelihood"] = (f"not stored: {size:,} values (chains x draws x observations) exceed "
+                                      f"{MAX_LOG_LIKELIHOOD_VALUES:,}; thin the draws for LOO")
+        return
+    values = pointwise(fit, data)
+    if values is None:
+        return
+    values = np.asarray(values, dtype=float).reshape(fit.n_chains, fit.n_draws, -1)
+    obs = fit.idata.observed_data["y"]["obs"].values
+    group = xr.Dataset({"y": xr.DataArray(values, dims=("chain", "draw", "obs"), coords={"obs": obs})},
+                       coords=_chain_draw(fit.n_chains, fit.n_draws))
+    group.attrs.update(fit.idata.posterior.attrs)
+    fit.idata.add_groups(log_likelihood=group)
 
 
 def _constant(name: str, value, data, obs_coords) -> xr.DataArray:

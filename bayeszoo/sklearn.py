@@ -24,6 +24,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from bayeszoo import models
 from bayeszoo.api import fit as bz_fit
+from bayeszoo.checks import SEED_LIMIT
 from bayeszoo.datasets import Dataset
 
 __all__ = ["RelevanceVectorRegressor", "RelevanceVectorClassifier", "BayesGPClassifier", "PMKLClassifier",
@@ -63,6 +64,15 @@ class _BayesZooEstimator(BaseEstimator):
                              f"backend_options")
         return dict(options)
 
+    def _seed(self):
+        """The ``seed`` for ``bz.fit``: a generator (scikit-learn's ``random_state`` convention) gives the next
+        integer it draws; an integer or None goes to ``bz.fit`` as it is (None: fresh entropy there)."""
+        if isinstance(self.seed, np.random.RandomState):
+            return int(self.seed.randint(SEED_LIMIT, dtype=np.int64))
+        if isinstance(self.seed, np.random.Generator):
+            return int(self.seed.integers(SEED_LIMIT))
+        return self.seed
+
     def _run(self, X: np.ndarray, y: np.ndarray) -> None:
         """Fit the model to (X, y) (y already encoded as the family expects) and keep the model and the Fit.
 
@@ -71,7 +81,7 @@ class _BayesZooEstimator(BaseEstimator):
         model = self._make_model()
         options = self._options()
         data = Dataset(X=X, y=y, name=type(self).__name__, meta={"task": self._task})
-        self.fit_ = bz_fit(model, data, self.backend, seed=self.seed, progress=False, **options)
+        self.fit_ = bz_fit(model, data, self.backend, seed=self._seed(), progress=False, **options)
         self.model_ = model
 
     def _check_X(self, X) -> np.ndarray:
@@ -123,8 +133,10 @@ class RelevanceVectorRegressor(_Regressor):
     backend : str, default="fast"
         Inference backend (``bz.backends(bz.models.RVM())`` lists them); ``"fast"`` is Tipping and Faul's
         sequential type-II maximum likelihood.
-    seed : int or None, default=0
-        Seed of the backend; the same seed gives the same fit.
+    seed : int, None, numpy.random.RandomState or numpy.random.Generator, default=0
+        Seed of the backend: an integer in [0, 2**32) gives the same fit every time; as scikit-learn's
+        ``random_state``, None draws a fresh seed at every ``fit``, and a RandomState or Generator the next one it
+        gives. The seed used is ``fit_.seed_used``.
     backend_options : dict or None, default=None
         Options of the backend (e.g. ``{"max_iter": 500}``), and ``draws`` / ``tune`` / ``chains``.
 
@@ -218,8 +230,10 @@ class AdaptiveRelevanceVectorRegressor(_Regressor):
         Gamma priors of the weight and noise precisions, used by the sampling backends only.
     backend : str, default="arvm"
         Inference backend; ``"arvm"`` is Algorithm 1.
-    seed : int or None, default=0
-        Seed of the backend (candidate bases are drawn at random).
+    seed : int, None, numpy.random.RandomState or numpy.random.Generator, default=0
+        Seed of the backend (candidate bases are drawn at random): an integer in [0, 2**32) gives the same fit
+        every time; as scikit-learn's ``random_state``, None draws a fresh seed at every ``fit``, and a RandomState
+        or Generator the next one it gives. The seed used is ``fit_.seed_used``.
     backend_options : dict or None, default=None
         Options of the backend (e.g. ``{"n_candidates": 50}``), and ``draws`` / ``tune`` / ``chains``.
 
@@ -333,8 +347,10 @@ class RelevanceVectorClassifier(_Classifier):
     backend : str, default="fast"
         Inference backend; ``"fast"`` is Tipping and Faul's sequential type-II maximum likelihood with a Laplace
         approximation of the weights.
-    seed : int or None, default=0
-        Seed of the backend.
+    seed : int, None, numpy.random.RandomState or numpy.random.Generator, default=0
+        Seed of the backend: an integer in [0, 2**32) gives the same fit every time; as scikit-learn's
+        ``random_state``, None draws a fresh seed at every ``fit``, and a RandomState or Generator the next one it
+        gives. The seed used is ``fit_.seed_used``.
     backend_options : dict or None, default=None
         Options of the backend, and ``draws`` / ``tune`` / ``chains``.
 
@@ -396,8 +412,10 @@ class BayesGPClassifier(_Classifier):
         Degree of the ``"poly"`` kernel.
     backend : str, default="ep"
         Inference backend; ``"ep"`` is expectation propagation, ``"laplace"`` Laplace's method.
-    seed : int or None, default=0
-        Seed of the backend.
+    seed : int, None, numpy.random.RandomState or numpy.random.Generator, default=0
+        Seed of the backend: an integer in [0, 2**32) gives the same fit every time; as scikit-learn's
+        ``random_state``, None draws a fresh seed at every ``fit``, and a RandomState or Generator the next one it
+        gives. The seed used is ``fit_.seed_used``.
     backend_options : dict or None, default=None
         Options of the backend, and ``draws`` / ``tune`` / ``chains``.
 
@@ -459,8 +477,10 @@ class PMKLClassifier(_Classifier):
         Give rho a Gamma hyperprior (convex rule).
     backend : str, default="vb"
         Inference backend; ``"vb"`` is the variational VBpMKL.
-    seed : int or None, default=0
-        Seed of the backend.
+    seed : int, None, numpy.random.RandomState or numpy.random.Generator, default=0
+        Seed of the backend: an integer in [0, 2**32) gives the same fit every time; as scikit-learn's
+        ``random_state``, None draws a fresh seed at every ``fit``, and a RandomState or Generator the next one it
+        gives. The seed used is ``fit_.seed_used``.
     backend_options : dict or None, default=None
         Options of the backend, and ``draws`` / ``tune`` / ``chains``.
 

@@ -1,5 +1,6 @@
 """The BID family picture: degraded, true and restored images, and the true, initial and estimated PSFs, side by
-side for every backend of a comparison (posterior means of the canonical ``image`` and ``psf``; ISNRs in titles)."""
+side for every backend of a comparison (posterior means of the canonical ``image`` and ``psf``; ISNRs in titles). With
+the PSF known (``BID(psf="known")``) every PSF panel shows the given PSF and the titles give ISNR_f alone."""
 from __future__ import annotations
 
 import numpy as np
@@ -8,7 +9,8 @@ from bayeszoo.diagnostics.plots import fit_labels, new_figure
 
 
 def bid_panels(model, data, fits: dict) -> list[tuple[str, np.ndarray, np.ndarray]]:
-    """(title, image, psf window) per panel: the degraded input with h_in, the truth (when known), each fit."""
+    """(title, image, psf window) per panel: the degraded input with h_in (the given PSF when it is known), the truth
+    (when known), each fit."""
     from bayeszoo.numerics import fft as _fft
 
     shape = model.image_shape(data)
@@ -17,14 +19,20 @@ def bid_panels(model, data, fits: dict) -> list[tuple[str, np.ndarray, np.ndarra
     def view(window):
         return _fft.window(_fft.embed(np.asarray(window, dtype=float), shape), V)
 
-    panels = [("degraded g / initial h_in", model.observed_image(data), view(model.initial_psf(shape)))]
+    if model.known:
+        panels = [("degraded g / known h", model.observed_image(data), view(model.known_psf(data)))]
+    else:
+        panels = [("degraded g / initial h_in", model.observed_image(data), view(model.initial_psf(shape)))]
     if "true_image" in data.meta and "true_psf" in data.meta:
+        true_psf = np.asarray(data.meta["true_psf"], dtype=float)
         panels.append(("true f / true h", np.asarray(data.meta["true_image"], dtype=float),
-                       view(data.meta["true_psf"])))
+                       view(true_psf / true_psf.sum())))     # normalised as the estimates and the given PSF are
     for label, fit in fits.items():
         image, psf = model.restored(fit)
         score = model.score(fit, data)
-        panels.append((f"{label}: ISNR_f {score['isnr_f']:.2f}, ISNR_h {score['isnr_h']:.2f} dB", image, psf))
+        scores = f"ISNR_f {score['isnr_f']:.2f} dB" if model.known else \
+            f"ISNR_f {score['isnr_f']:.2f}, ISNR_h {score['isnr_h']:.2f} dB"
+        panels.append((f"{label}: {scores}", image, psf))
     return panels
 
 

@@ -60,10 +60,22 @@ cannot meaningfully exceed the reference's ESS.
 ``reference_trusted`` is the reference's verdict under the catalogue's validation rules (None: no reference);
 when it is False the accuracy columns are measured against a posterior summary that may be wrong, and the report
 shows them as untrusted.
+
+Predictive scores (PSIS-LOO)
+----------------------------
+Where a fit has ArviZ's ``log_likelihood`` group (every fit of a model of one's own, ``bz.models.from_pymc`` /
+``from_numpyro``), ``az.loo`` (Pareto-smoothed importance-sampling leave-one-out, Vehtari, Gelman and Gabry 2017)
+gives ``elpd_loo`` (the expected log predictive density of each training observation left out, summed; higher is
+better), its standard error ``elpd_loo_se``, ``p_loo`` (the effective number of parameters) and ``pareto_k_bad``:
+the observations whose Pareto k exceeds :data:`PARETO_K_MAX`, for which the importance weights are too uneven to
+trust the estimate (the report flags them). NaN where the fit has no such group. An approximation's draws give
+the LOO of the approximation, not of the posterior, and a point estimate's repeated draw has k infinite everywhere.
 """
 from __future__ import annotations
 
 import math
+import warnings
+
 import arviz as az
 import numpy as np
 from scipy.stats import chi2
@@ -79,6 +91,10 @@ ACCURACY_COLUMNS = ["mean_err", "sd_err", "bias2_mean_max", "bias2_sd_max", "ess
 TABLE_COLUMNS = ["backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_median", "ess_tail_min",
                  "ess_bulk_per_s", "ess_per_grad", "rhat_max", "divergences", "converged", *ACCURACY_COLUMNS,
                  "reference_trusted"]
+
+#: PSIS-LOO columns, after the table's own and before the family's metrics (the report's predictive scores)
+LOO_COLUMNS = ["elpd_loo", "elpd_loo_se", "p_loo", "pareto_k_bad"]
+PARETO_K_MAX = 0.7   # above it an observation's LOO estimate is unreliable (Vehtari et al. 2017)
 
 SD_WEIGHT = 2.0   # an sd is estimated about twice as precisely as a mean from the same draws (normal marginals)
 TARGET_DRAWS = 10    # ``seconds_to_target`` times the way to an estimate worth this many exact draws
@@ -345,6 +361,22 @@ def reference_noise_floor(reference, names) -> float:
     return _max(values)
 
 
+def loo_columns(fit) -> dict:
+    """``elpd_loo``, ``elpd_loo_se``, ``p_loo`` and ``pareto_k_bad`` of ``fit`` from ``az.loo`` on its
+    ``log_likelihood`` group (variable ``y`` where there are several); NaN without one (module docstring)."""
+    if "log_likelihood" not in fit.idata.groups():
+        return {name: math.nan for name in LOO_COLUMNS}
+    group = fit.idata.log_likelihood
+    var_name = "y" if "y" in group.data_vars and len(group.data_vars) > 1 else None
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # ArviZ's warning on large Pareto k: pareto_k_bad counts them
+        # an approximation's draws are i.i.d. (relative efficiency 1); ArviZ estimates an MCMC fit's from its ESS
+        loo = az.loo(fit.idata, pointwise=True, var_name=var_name, reff=1.0 if fit.kind != "mcmc" else None)
+    k = np.asarray(loo.pareto_k, dtype=float)
+    return {"elpd_loo": float(loo.elpd_loo), "elpd_loo_se": float(loo.se), "p_loo": float(loo.p_loo),
+            "pareto_k_bad": int(np.sum(~(k <= PARETO_K_MAX)))}
+
+
 def table_row(model, data, name: str, fit, reference) -> dict:
     """One row of ``Comparison.table()``: diagnostics, accuracy against ``reference`` (a Reference or None),
     family metrics."""
@@ -352,6 +384,7 @@ def table_row(model, data, name: str, fit, reference) -> dict:
     row = {"backend": name, "kind": fit.kind, "seconds": fit.seconds}
     row.update(sampling_diagnostics(fit, names))
     row.update(accuracy(fit, reference, list(model.compare_vars) or names, row["ess_bulk_min"], row["converged"]))
+    row.update(loo_columns(fit))
     row.update({k: v for k, v in model.score(fit, data).items()})
     row["error"] = ""
     return row

@@ -15,7 +15,8 @@ import time
 
 import numpy as np
 
-from bayeszoo.diagnostics.metrics import ESS_PER_CHAIN_MIN, RHAT_MAX, TARGET_DRAWS
+from bayeszoo.diagnostics.metrics import ESS_PER_CHAIN_MIN, PARETO_K_MAX, RHAT_MAX, TARGET_DRAWS
+from bayeszoo.models.user import LIBRARY_NAMES, USER_FAMILY
 
 MAX_IMAGE_BYTES = 4_500_000  # images stop being embedded past this total, keeping the file under ~5 MB
 
@@ -55,7 +56,7 @@ details.more{margin:.3em 0 .8em} details.more summary{cursor:pointer;color:#555;
 .small{font-size:.85em;color:#555}
 """
 
-_INT_COLUMNS = {"divergences", "n_relevant"}
+_INT_COLUMNS = {"divergences", "n_relevant", "pareto_k_bad"}
 _TEXT_COLUMNS = {"backend", "kind", "error"}
 
 
@@ -162,9 +163,18 @@ COLUMN_GROUPS = {
         "seconds_to_target": ("s to target", f"wall time after which the estimate is worth {TARGET_DRAWS} exact "
                                              f"draws and stays so; ∞: never. The ranking")},
 }
+#: the PSIS-LOO columns that head the predictive scores (``metrics.loo_columns``): short header and meaning
+LOO_HEADERS = {
+    "elpd_loo": ("elpd LOO", "PSIS-LOO expected log predictive density of the training observations (ArviZ's "
+                             "az.loo on the fit's log_likelihood group); higher is better"),
+    "elpd_loo_se": ("± se", "standard error of elpd LOO"),
+    "p_loo": ("p LOO", "effective number of parameters: the draws' log predictive density minus elpd LOO"),
+    "pareto_k_bad": (f"Pareto k > {PARETO_K_MAX}", f"observations whose Pareto k exceeds {PARETO_K_MAX}: their "
+                                                   f"LOO estimate is unreliable; any is flagged"),
+}
 _GROUP_OF = {c: g for g, cols in COLUMN_GROUPS.items() for c in cols}
-_SHORT = {c: v[0] for cols in COLUMN_GROUPS.values() for c, v in cols.items()}
-_MEANING = {c: v[1] for cols in COLUMN_GROUPS.values() for c, v in cols.items()}
+_SHORT = {c: v[0] for cols in (*COLUMN_GROUPS.values(), LOO_HEADERS) for c, v in cols.items()}
+_MEANING = {c: v[1] for cols in (*COLUMN_GROUPS.values(), LOO_HEADERS) for c, v in cols.items()}
 
 
 def glossary_html() -> str:
@@ -274,7 +284,7 @@ def table_html(table, comparison=None, columns=None) -> str:
             elif c == "rhat_max" and not _is_missing(value) and float(value) >= RHAT_MAX:
                 cls = "flag"
                 text += " ⚠"
-            elif c == "divergences" and not _is_missing(value) and float(value) > 0:
+            elif c in ("divergences", "pareto_k_bad") and not _is_missing(value) and float(value) > 0:
                 cls = "flag"
                 text += " ⚠"
             elif c == "converged" and value is False:
@@ -484,6 +494,47 @@ def _fit_summary(fit) -> str:
     return f'<p class="small">{text}</p>'
 
 
+def _scores_sentence(model, table, scores: list[str]) -> str:
+    """What the predictive scores table holds: the PSIS-LOO columns, the Pareto k warnings, the family's own
+    metrics."""
+    from bayeszoo.diagnostics.metrics import LOO_COLUMNS
+
+    parts = []
+    if any(c in LOO_COLUMNS for c in scores):
+        parts.append("<code>elpd_loo</code> is ArviZ's PSIS-LOO estimate (<code>az.loo</code>, Pareto-smoothed "
+                     "importance sampling over each fit's draws) of the expected log predictive density of the "
+                     "training observations, each left out in turn, with its standard error and "
+                     "<code>p_loo</code>, the effective number of parameters; – where a fit has no "
+                     "<code>log_likelihood</code> group.")
+        if "pareto_k_bad" in table.columns:
+            bad = [(str(r["backend"]), int(r["pareto_k_bad"])) for _, r in table.iterrows()
+                   if not _is_missing(r.get("pareto_k_bad")) and float(r["pareto_k_bad"]) > 0]
+            if bad:
+                listed = "; ".join(f"{html.escape(b)} ({k} observation{'s' if k != 1 else ''})" for b, k in bad)
+                parts.append(f"<strong>Pareto k above {PARETO_K_MAX}</strong>, so elpd_loo is unreliable, for: "
+                             f"{listed}. Those observations are too influential for importance sampling from "
+                             f"the draws (or the draws are an approximation's, or a point estimate's): refit with "
+                             f"each left out (K-fold) or use a more robust model.")
+    own = [c for c in scores if c not in LOO_COLUMNS and c not in ("backend", "kind", "note", "error")]
+    if own:
+        parts.append(f"The other columns are the {html.escape(str(getattr(model, 'family', '?')))} family's own "
+                     f"metrics on the test set (the training set if there is none), computed by the model's "
+                     f"<code>score</code> from each fit's draws.")
+    return " ".join(parts)
+
+
+def _sbc_sentence() -> str:
+    return ("<p>Each backend fitted datasets simulated from the model's prior predictive (the inputs of this "
+            "comparison's data, new observations), and each simulated true value was ranked among its fit's "
+            "thinned posterior draws (Talts et al. 2018). A backend that samples the posterior gives uniform "
+            "ranks: the ECDF of the fractional ranks minus the uniform CDF stays inside the simultaneous band "
+            "(Säilynoja, Bürkner and Vehtari 2022), drawn in each panel. A component fails when it leaves its band; "
+            "the bands are Bonferroni-corrected over the components, so a calibrated backend passes with the "
+            "stated family-wise probability. A dip then a hump (too few low and too few high ranks) means a "
+            "posterior too wide; a hump then a dip, too narrow; a difference of one sign throughout, a shifted "
+            "mean.</p>")
+
+
 # --------------------------------------------------------------------------------------------- main
 def write_report(comparison, path: str) -> str:
     """Write the HTML report of ``comparison`` to ``path`` and return the path."""
@@ -494,7 +545,8 @@ def write_report(comparison, path: str) -> str:
     images = Images()
     model, data = comparison.model, comparison.data
     reference = comparison.reference
-    title = f"{type(model).__name__} on {data.name}"
+    title = (f"{type(model).__name__} on {data.name}" if getattr(model, "family", None) != USER_FAMILY else
+             f"{model.name}, a {LIBRARY_NAMES.get(model.library, model.library)} model of one's own")
     out = [f"<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
            f"<title>bayeszoo: {html.escape(title)}</title><style>{CSS}</style></head><body>",
            f"<h1>bayeszoo comparison: {html.escape(title)}</h1>",
@@ -526,9 +578,7 @@ def write_report(comparison, path: str) -> str:
     if scores:
         out.append("<h3>Predictive scores</h3>")
         out.append(table_html(table, comparison, scores))
-        out.append(f"<p>The {html.escape(str(getattr(model, 'family', '?')))} family's own metrics on the test set "
-                   f"(the training set if there is none), computed by the model's <code>score</code> from each "
-                   f"fit's draws.</p>")
+        out.append(f"<p>{_scores_sentence(model, table, scores)}</p>")
     if comparison.errors:
         out.append("<h3>Failed backends</h3>")
         for label, err in comparison.errors.items():
@@ -556,13 +606,28 @@ def write_report(comparison, path: str) -> str:
         out.append(images.render("ESS per second", lambda: plots.ess_per_second_bars(table))
                    or note("no MCMC fit has a finite ESS per second"))
 
+    # simulation-based calibration, when bz.sbc results were attached (Comparison.attach_sbc)
+    calibration = getattr(comparison, "calibration", None) or {}
+    if calibration:
+        out.append("<h2>Simulation-based calibration</h2>")
+        out.append(_sbc_sentence())
+        for backend, result in calibration.items():
+            out.append(f'<div class="backend"><h3>{html.escape(backend)}</h3>{result.html()}')
+            if len(result.ranks):
+                out.append(images.render(f"{backend}: SBC ECDF differences", result.plot))
+            out.append("</div>")
+
     # family picture
     out.append("<h2>The model's picture</h2>")
     family = getattr(model, "family", "?")
-    why = (f"the {family} family's picture compares every fit with the reference posterior, and this comparison "
-           f"has none (see the banner for how to get one)" if reference is None else
-           f"no picture for the {family} family")
-    out.append(images.render("family picture", lambda: plots.family_picture(comparison)) or note(why))
+    if family == USER_FAMILY:
+        out.append("<p>A model of one's own (<code>bz.models.from_pymc</code> / <code>from_numpyro</code>) has no "
+                   "picture of a family: its variables are drawn per backend below (traces, ranks, marginals).</p>")
+    else:
+        why = (f"the {family} family's picture compares every fit with the reference posterior, and this "
+               f"comparison has none (see the banner for how to get one)" if reference is None else
+               f"no picture for the {family} family")
+        out.append(images.render("family picture", lambda: plots.family_picture(comparison)) or note(why))
 
     # objective traces
     obj = images.render("objective traces", lambda: plots.objective_figure(comparison))

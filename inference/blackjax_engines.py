@@ -52,7 +52,7 @@ _LIBRARY = "blackjax"
 
 
 # ----------------------------------------------------------------------------------------- the target
-class _Target:
+class UnconstrainedTarget:
     """The unconstrained log density of a NumPyro declaration and the map back to its sites."""
 
     def __init__(self, model, data, backend: str, init_keys: list):
@@ -80,7 +80,8 @@ class _Target:
         potential, postprocess = info.potential_fn, info.postprocess_fn
         self.logdensity = lambda x: -potential(unravel(x))
         # (n, dim) unconstrained -> {site: (n, ...)} constrained sample sites and deterministic sites
-        self.constrain = jax.jit(jax.vmap(lambda x: postprocess(unravel(x))))
+        self.constrain_one = lambda x: postprocess(unravel(x))
+        self.constrain = jax.jit(jax.vmap(self.constrain_one))
 
     def posterior(self, flat_by_chain: list) -> dict:
         """Per-chain unconstrained draws (draw, dim) -> {site: (chain, draw, ...)} as NumPy arrays."""
@@ -155,7 +156,7 @@ def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opt
     _counts_or_fail("blackjax_nuts", tune, 1, "the step size and mass matrix come from window adaptation")
     keys = _chain_keys(seed, chains)
     phases = _Phases()
-    target = phases.run("tune", _Target, model, data, "blackjax_nuts", [k[0] for k in keys])
+    target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_nuts", [k[0] for k in keys])
     depth = opts["max_tree_depth"]
     with progress_bar(total=chains * (tune + draws), desc="blackjax_nuts", disable=not progress) as bar:
         tick = _ticker(bar)
@@ -234,7 +235,7 @@ def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **op
     _counts_or_fail("blackjax_mclmc", tune, 10, "its tuner sets the step size and L from the tuning steps")
     keys = _chain_keys(seed, chains)
     phases = _Phases()
-    target = phases.run("tune", _Target, model, data, "blackjax_mclmc", [k[0] for k in keys])
+    target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_mclmc", [k[0] for k in keys])
     energy_var, thin = opts["desired_energy_var"], opts["thin"]
     fractions = _MCLMC_FRACTIONS if opts["diagonal_preconditioning"] else _MCLMC_FRACTIONS_PLAIN
     # the default isokinetic McLachlan integrator: one gradient per position update, two per step
@@ -369,7 +370,7 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
 
     keys = _chain_keys(seed, chains)
     phases = _Phases()
-    target = phases.run("tune", _Target, model, data, "blackjax_pathfinder", [k[0] for k in keys])
+    target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_pathfinder", [k[0] for k in keys])
     logdensity, n_grad = _count_gradients(target.logdensity)
     path = jax.jit(lambda key, x0: _pathfinder_path(key, logdensity, x0, opts["elbo_draws"], opts["max_iter"],
                                                     opts["maxcor"]))
@@ -426,7 +427,7 @@ def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progres
     n_iter = opts["max_iter"]
     (init_key, fit_key, draw_key), = _chain_keys(seed, 1)     # one approximation, as advi
     phases = _Phases()
-    target = phases.run("tune", _Target, model, data, "blackjax_meanfield_vi", [init_key])
+    target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_meanfield_vi", [init_key])
     vi = blackjax.meanfield_vi(target.logdensity, optax.adam(opts["learning_rate"]), num_samples=opts["obj_n_mc"])
     with progress_bar(total=n_iter, desc="blackjax_meanfield_vi", disable=not progress) as bar:
         every = max(1, n_iter // 100)

@@ -122,7 +122,7 @@ def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress,
             out[name][c, k] = value
 
     t_tune = t_sample = 0.0
-    with progress_bar(total=chains * sweeps, desc=desc, disable=not progress) as bar:
+    with progress_bar(total=chains * sweeps, desc=desc, disable=not progress, unit="sweep") as bar:
         for c in range(chains):
             rng = numpy_rng(seed, c)
             t0 = time.perf_counter()
@@ -212,7 +212,7 @@ def _sample_jax(kernel, problem, *, draws, tune, chains, seed, thin, progress, d
     sweeps = tune + draws * thin
     pieces = []
     t0 = time.perf_counter()
-    with progress_bar(total=sweeps, desc=desc, disable=not progress) as bar:
+    with progress_bar(total=sweeps, desc=desc, disable=not progress, unit="sweep") as bar:
         n_calls = -(-tune // (chunk * MAX_TUNE_SWEEPS_PER_SLOT)) if tune else 0
         done = 0
         for k in range(n_calls):

@@ -1,4 +1,5 @@
-"""Model families. ``bz.models.RVM`` ... ; ``from_spec(model.spec())`` rebuilds a model."""
+"""Model families. ``bz.models.RVM`` ... ; ``from_spec(model.spec())`` rebuilds a model. A model of one's own:
+``from_pymc(pm_model)`` / ``from_numpyro(fn, *args, **kwargs)`` (``models/user.py``)."""
 from __future__ import annotations
 
 from bayeszoo.models.base import Model
@@ -9,21 +10,30 @@ from bayeszoo.models.pmkl import PMKL
 from bayeszoo.models.bid import BID
 from bayeszoo.models.imagervm import ImageRVM
 from bayeszoo.models.slm import SLM
+from bayeszoo.models.user import USER_FAMILY, NumPyroModel, PyMCModel, SavedModel, UserModel, from_numpyro, from_pymc
 
 FAMILIES: dict[str, type[Model]] = {"rvm": RVM, "gpc": GPC, "arvm": ARVM, "pmkl": PMKL, "bid": BID,
                                  "imagervm": ImageRVM, "slm": SLM}
 
-__all__ = ["Model", "RVM", "GPC", "ARVM", "PMKL", "BID", "ImageRVM", "SLM", "FAMILIES", "from_spec", "get_family"]
+__all__ = ["Model", "RVM", "GPC", "ARVM", "PMKL", "BID", "ImageRVM", "SLM", "FAMILIES", "from_spec", "get_family",
+           "from_pymc", "from_numpyro", "UserModel", "PyMCModel", "NumPyroModel", "SavedModel"]
 
 
 def get_family(name: str) -> type[Model]:
-    if name not in FAMILIES:
+    if not isinstance(name, str) or name not in FAMILIES:
         raise ValueError(f"unknown model family {name!r}; available: {', '.join(sorted(FAMILIES))}")
     return FAMILIES[name]
 
 
 def from_spec(spec: dict) -> Model:
-    """Rebuild a model from ``model.spec()`` (as stored in every saved fit)."""
+    """Rebuild a model from ``model.spec()`` (as stored in every saved fit). The spec of a model of one's own
+    (family ``"user"``) gives its description, a :class:`SavedModel`, which reads fits but cannot sample
+    (``models/user.py``)."""
+    if isinstance(spec, dict) and spec.get("family") == USER_FAMILY:
+        return SavedModel(spec)
+    if not isinstance(spec, dict) or "family" not in spec:
+        raise ValueError(f"a model spec is a dict with the model's 'family' ({', '.join(sorted(FAMILIES))}) and its "
+                         f"options, as model.spec() gives it; got {spec!r}")
     spec = dict(spec)
     cls = get_family(spec.pop("family"))
     unknown = set(spec) - set(cls.option_names())

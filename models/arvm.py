@@ -31,10 +31,20 @@ Canonical posterior variables: ``w``, ``log_alpha`` over ``basis``; ``centre`` o
 ``inv_width`` (= 1/h >= 0; 0 switches the direction off) over (``basis``, ``width_dim``); ``log_beta``
 (regression); ``f``, the latent function at the training inputs, over ``obs``. Bases are exchangeable
 (label switching), so errors against a reference are computed on ``f`` (and ``log_beta``) only.
+
+The samplable declarations sample the bases unlabelled (sites ``centre_unsorted``, ``log_alpha_unsorted``, ``z``,
+``log_width``) and report ``centre``, ``inv_width``, ``log_alpha`` and ``w`` permuted by increasing first centre
+coordinate, draw by draw. The joint density is symmetric in the bases, so this changes neither the density nor
+the posterior of ``f``, ``log_beta`` or any other quantity that does not depend on the labels; the per-basis
+variables are those of the sorted labelling (basis 0 the leftmost), the same as under an ordering constraint, so
+chains that visit the same configuration under different labels agree. An ordering constraint in the sampled
+space instead (Dirichlet gaps between the centres) traps chains: a basis cannot pass another to reach a feature
+on the far side (docs/families/arvm.md, "Reference posterior").
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import ClassVar
 
 import numpy as np
 
@@ -123,6 +133,14 @@ class ARVM(Model):
 
     family = "arvm"
     link = "logit"
+    reference_advice: ClassVar[str] = (
+        "ARVM: the samplable declaration has genuine local modes besides the exchangeable labels (reported sorted by "
+        "centre): a basis that fits a weak feature or none, two bases sharing one bump. Chains that settle in "
+        "different modes (R-hat well above 1.01, per-chain means of f or log_beta that differ) are not mended by "
+        "longer runs: use no more bases than the data clearly support (the arvm backend's n_relevant under "
+        "sparsity='ric' is a guide), more data per feature, the light-tailed precisions a=5, b=0.05 and "
+        "target_accept=0.99, as the catalogue's arvm-sinc does (n_basis=3 on 100 sinc points; "
+        "docs/families/arvm.md, 'Reference posterior').")
 
     def __post_init__(self):
         self.task = checks.choice("ARVM", "task", self.task, ("regression", "classification"))
@@ -219,7 +237,8 @@ class ARVM(Model):
 
     def pymc_model(self, data: Dataset):
         """The samplable aRVM in PyMC: ``n_basis`` bases with uniform centres and log-widths, the RVM's
-        log-Gamma precisions, non-centred weights, and the potential -c trace(S) [P 32]."""
+        log-Gamma precisions, non-centred weights, and the potential -c trace(S) [P 32]. The bases are sampled
+        unlabelled (``centre_unsorted``, ...) and reported sorted by centre (module docstring)."""
         import pymc as pm
         import pytensor.tensor as pt
 
@@ -229,14 +248,17 @@ class ARVM(Model):
         M, D, K = self.n_basis, data.d, self.width_dims(data.d)
         c_sparse = self.c_value(data.n)
         with pm.Model(coords=self.coords(data)) as model:
-            centre = pm.Uniform("centre", lower=np.broadcast_to(lo, (M, D)), upper=np.broadcast_to(hi, (M, D)),
-                                dims=("basis", "feature"))
+            centre = pm.Uniform("centre_unsorted", lower=np.broadcast_to(lo, (M, D)),
+                                upper=np.broadcast_to(hi, (M, D)), dims=("basis", "feature"))
             log_width = pm.Uniform("log_width", lower=np.broadcast_to(wlo, (M, K)),
                                    upper=np.broadcast_to(whi, (M, K)), dims=("basis", "width_dim"))
-            inv_width = pm.Deterministic("inv_width", pt.exp(-log_width), dims=("basis", "width_dim"))
-            log_alpha = pm_log_gamma("log_alpha", self.a, self.b, dims="basis")
+            inv_width = pt.exp(-log_width)
+            log_alpha = pm_log_gamma("log_alpha_unsorted", self.a, self.b, dims="basis")
             z = pm.Normal("z", 0.0, 1.0, dims="basis")
-            w = pm.Deterministic("w", z * pt.exp(-0.5 * log_alpha), dims="basis")
+            w = z * pt.exp(-0.5 * log_alpha)
+            order = pt.argsort(centre[:, 0])
+            for name, value in (("centre", centre), ("inv_width", inv_width), ("log_alpha", log_alpha), ("w", w)):
+                pm.Deterministic(name, value[order], dims=self.var_dims(data)[name])
             diff = (X[:, None, :] - centre[None, :, :]) * inv_width[None, :, :]
             Phi = pt.exp(-pt.sum(diff**2, axis=2))
             f = pm.Deterministic("f", pt.dot(Phi, w), dims="obs")
@@ -253,7 +275,8 @@ class ARVM(Model):
         return model
 
     def numpyro_model(self, data: Dataset):
-        """The same joint density as :meth:`pymc_model`, as a zero-argument NumPyro model function."""
+        """The same joint density as :meth:`pymc_model`, as a zero-argument NumPyro model function (bases
+        reported sorted by centre, module docstring)."""
         import jax.numpy as jnp
         import numpyro
         import numpyro.distributions as dist
@@ -269,14 +292,17 @@ class ARVM(Model):
 
         def model():
             X, y = jnp.asarray(X_np), jnp.asarray(y_np)
-            centre = numpyro.sample("centre", dist.Uniform(jnp.broadcast_to(lo, (M, D)),
-                                                           jnp.broadcast_to(hi, (M, D))).to_event(2))
+            centre = numpyro.sample("centre_unsorted", dist.Uniform(jnp.broadcast_to(lo, (M, D)),
+                                                                    jnp.broadcast_to(hi, (M, D))).to_event(2))
             log_width = numpyro.sample("log_width", dist.Uniform(jnp.broadcast_to(wlo, (M, K)),
                                                                  jnp.broadcast_to(whi, (M, K))).to_event(2))
-            inv_width = numpyro.deterministic("inv_width", jnp.exp(-log_width))
-            log_alpha = numpyro.sample("log_alpha", LogGamma(a, b).expand([M]).to_event(1))
+            inv_width = jnp.exp(-log_width)
+            log_alpha = numpyro.sample("log_alpha_unsorted", LogGamma(a, b).expand([M]).to_event(1))
             z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([M]).to_event(1))
-            w = numpyro.deterministic("w", z * jnp.exp(-0.5 * log_alpha))
+            w = z * jnp.exp(-0.5 * log_alpha)
+            order = jnp.argsort(centre[:, 0])
+            for name, value in (("centre", centre), ("inv_width", inv_width), ("log_alpha", log_alpha), ("w", w)):
+                numpyro.deterministic(name, value[order])
             diff = (X[:, None, :] - centre[None, :, :]) * inv_width[None, :, :]
             Phi = jnp.exp(-jnp.sum(diff**2, axis=2))
             f = numpyro.deterministic("f", Phi @ w)

@@ -25,8 +25,8 @@ class Model:
     ``predict(fit, X_new)``   binary: P(y = 1); regression: predictive mean; multiclass: (n, C) probabilities;
     ``score(fit, data)``      dict of the family's metrics on ``data``'s test set (training set if it has none);
     ``compare_vars``          the variables ``mean_err`` / ``sd_err`` are computed on;
-    ``log_likelihood(fit, data)`` (optional) log p(y_n | draw), (chain * draw, obs), or None: the Fit's
-                              ``log_likelihood`` group, which ``az.loo`` and ``az.compare`` read;
+    ``log_likelihood``        (optional) ``log_likelihood(fit, data)``: log p(y_n | draw), (chain * draw, obs),
+                              or None: the Fit's ``log_likelihood`` group, which ``az.loo`` / ``az.compare`` read;
     ``reference_advice``      what to try, for this family, when a reference posterior breaks its rules (the
                               report shows it under the red banner).
 

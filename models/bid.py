@@ -17,6 +17,11 @@ sign flip s = -1 included) and the priors pin s only weakly, so both are reporte
 are unchanged by the ambiguity and image * psf = f * h (psf sums to 1 over the whole image; the stored window
 holds all of it up to the kernel's 3-sd tail). That is the normalisation that lets
 the sampled and variational posteriors be compared (the thesis imposes none, digest §8).
+
+``psf="known"`` is the non-blind problem (the thesis's image and noise model with the PSF given):
+h is ``data.meta["true_psf"]`` divided by its sum, there are no weights w (so ``sigma_phi2``, ``psf_size``,
+``a_alpha``, ``b_alpha``, ``init_psf_var`` and the variant's first letter play no part), and the one canonical
+variable is ``image`` = f. The PSF is kept with every fit (``constant_data["known_psf"]``) for the pictures.
 """
 from __future__ import annotations
 
@@ -34,6 +39,7 @@ from bayeszoo.datasets.bid_data import MAX_INTENSITY, MIN_INTENSITY, check_inten
 from bayeszoo.models.base import ImageModel
 
 VARIANTS = ("GGG", "GGSt", "GStG", "GStSt", "StGG", "StGSt", "StStG", "StStSt")
+PSF_MODES = ("blind", "known")   # estimate the PSF, or take it from data.meta["true_psf"]
 #: range of the Gamma hyperparameters (a_alpha and b_alpha may also be 0); beyond it the samplers' precision draws
 #: leave the floating-point range on some images (the thesis's values lie between 1e-6 and 1e4)
 MIN_HYPER, MAX_HYPER = 1e-20, 1e20
@@ -91,6 +97,9 @@ class BID(ImageModel):
         takes ``max |g|``, right for a whole natural image but not for a dark crop (pass the image's white level).
     init_psf_var : variance of the Gaussian initial PSF h_in (3 in all the thesis's experiments); ISNR_h is
         measured against it (§5.11).
+    psf : "blind" (default: the PSF is estimated) or "known": the PSF is ``data.meta["true_psf"]`` normalised to
+        sum 1, the posterior is over the image alone (module docstring) and a dataset without a true PSF is
+        refused.
     """
 
     variant: str = "StStSt"
@@ -104,13 +113,30 @@ class BID(ImageModel):
     b_gamma: float = 0.01
     init_psf_var: float = 3.0
     white_level: float | None = None
+    psf: str = "blind"
 
     family = "bid"
-    compare_vars = ("image", "psf")
-    reference_advice: ClassVar[str] = (
+    BLIND_ADVICE: ClassVar[str] = (
         "BID: the blind posterior is multimodal (image and PSF trade off along the blur / scale direction) and no "
         "engine has converged on it in hours, even on a 32 x 32 crop: read the fits as estimates, not samples, and "
         "judge them by isnr_f / isnr_f_shift against the true image (docs/families/bid.md).")
+    KNOWN_ADVICE: ClassVar[str] = (
+        "BID with the PSF known: the posterior of the image alone is reachable on crops (the catalogue's "
+        "bid-cameraman-crop-known-psf); run gibbs or numpyro longer (more draws, thin for gibbs) before trusting a "
+        "reference, and keep the image small (docs/families/bid.md).")
+
+    @property
+    def known(self) -> bool:
+        """True when the PSF is given (``psf="known"``), not estimated."""
+        return self.psf == "known"
+
+    @property
+    def compare_vars(self) -> tuple[str, ...]:
+        return ("image",) if self.known else ("image", "psf")
+
+    @property
+    def reference_advice(self) -> str:
+        return self.KNOWN_ADVICE if self.known else self.BLIND_ADVICE
 
     def __post_init__(self):
         parse_variant(self.variant)
@@ -125,14 +151,16 @@ class BID(ImageModel):
             checks.number("BID", "white_level", self.white_level, low=MIN_INTENSITY, high=MAX_INTENSITY,
                           low_inclusive=True)
         checks.positive("BID", "init_psf_var", self.init_psf_var)
+        checks.choice("BID", "psf", self.psf, PSF_MODES)
 
     @property
     def priors(self) -> tuple[str, str, str]:
         return parse_variant(self.variant)
 
     def require_proper(self, backend: str) -> None:
-        """Samplers need a proper PSF-weight prior (a_alpha, b_alpha > 0); only ``vb`` takes the thesis's 0."""
-        if self.a_alpha <= 0 or self.b_alpha <= 0:
+        """Samplers need a proper PSF-weight prior (a_alpha, b_alpha > 0); only ``vb`` takes the thesis's 0. With the
+        PSF known there are no weights and nothing to require."""
+        if not self.known and (self.a_alpha <= 0 or self.b_alpha <= 0):
             raise ValueError(f"backend {backend!r} needs a_alpha > 0 and b_alpha > 0 (the improper a = b = 0 "
                              f"prior cannot be sampled); got a_alpha={self.a_alpha}, b_alpha={self.b_alpha}")
 
@@ -140,8 +168,12 @@ class BID(ImageModel):
     def validate(self, data: Dataset) -> None:
         super().validate(data)            # an image dataset (ImageModel)
         R, C = self.image_shape(data)
+        if self.known and "true_psf" not in data.meta:
+            raise ValueError(f"BID(psf='known') takes the PSF from data.meta['true_psf'], and dataset {data.name!r} "
+                             f"has none: give it (bz.datasets.bid_data.image_problem(g, true_psf=h)) or use "
+                             f"psf='blind'")
         side = self.psf_size or 1
-        if side > min(R, C):
+        if not self.known and side > min(R, C):
             raise ValueError(f"the image ({R} x {C}) is smaller than the PSF support ({side} x {side})")
         check_intensities(self.observed_image(data), "BID: the degraded image",
                           zero="there is nothing to deconvolve")
@@ -184,6 +216,8 @@ class BID(ImageModel):
         return _fft.embed(np.ones((self.psf_size, self.psf_size)), shape) > 0
 
     def var_dims(self, data: Dataset) -> dict[str, tuple[str, ...]]:
+        if self.known:
+            return {"image": ("row", "col")}
         return {"image": ("row", "col"), "psf": ("prow", "pcol")}
 
     def coords(self, data: Dataset) -> dict[str, np.ndarray]:
@@ -194,7 +228,18 @@ class BID(ImageModel):
                 "obs": np.arange(R * C)}
 
     def constant_data(self, data: Dataset) -> dict:
+        if self.known:
+            return {"X": data.X, "known_psf": self.known_psf(data)}
         return {"X": data.X}
+
+    def known_psf(self, data: Dataset) -> np.ndarray:
+        """The given PSF window, ``data.meta["true_psf"]`` divided by its sum (``psf="known"``)."""
+        from bayeszoo.datasets.bid_data import check_psf
+
+        if "true_psf" not in data.meta:
+            raise ValueError(f"BID: dataset {data.name!r} has no true_psf in its meta")
+        h = check_psf(data.meta["true_psf"], self.image_shape(data), "true psf")
+        return h / h.sum()
 
     # ---- the pieces every backend shares -------------------------------------------------------------
     def initial_psf(self, shape: tuple[int, int]) -> np.ndarray:
@@ -216,10 +261,13 @@ class BID(ImageModel):
         w = _fft.irfft2(np.conj(phi_hat) * h_hat / (np.abs(phi_hat) ** 2 + ridge), shape)
         return np.where(self.support_mask(shape), w, 0.0)
 
-    def canonical(self, f: np.ndarray, w: np.ndarray) -> dict[str, np.ndarray]:
-        """``image`` = f sum(h) and ``psf`` = h / sum(h) on the view window, h = phi * w (batched over leading axes)."""
+    def canonical(self, f: np.ndarray, w: np.ndarray | None) -> dict[str, np.ndarray]:
+        """``image`` = f sum(h) and ``psf`` = h / sum(h) on the view window, h = phi * w (batched over leading axes);
+        with the PSF known (normalised to sum 1) ``image`` = f and ``w`` is not used."""
         from bayeszoo.numerics import fft as _fft
 
+        if self.known:
+            return {"image": f}
         shape = f.shape[-2:]
         phi_hat = _fft.rfft2(_fft.gaussian_basis(shape, self.sigma_phi2))
         h = _fft.conv(w, phi_hat)
@@ -234,6 +282,13 @@ class BID(ImageModel):
 
         R, C = self.image_shape(data)
         g = self.observed_image(data)
+        if self.known:
+            h = _fft.embed(self.known_psf(data), (R, C))
+            sr, sc = np.nonzero(h)                                    # the PSF's offsets (mod R, C)
+            rows, cols = np.indices((R, C))
+            gather = (((rows.ravel()[:, None] - sr[None, :]) % R) * C + (cols.ravel()[:, None] - sc[None, :]) % C)
+            return dict(shape=(R, C), g=g, **self.precision_priors(g), gather=gather, h=h[sr, sc], f0=g,
+                        f_scale=F_SCALE * self.intensity_unit(g))
 
         def circ_gauss(n):
             d = np.arange(n)
@@ -257,14 +312,19 @@ class BID(ImageModel):
                     w_scale=W_SCALE * float(np.max(np.abs(w0))))
 
     def _log_density(self, xp, roll, f, w, arr):
-        """log p(g, f, w) with the precisions integrated out, for the array module ``xp`` (shared formula)."""
+        """log p(g, f, w) with the precisions integrated out, for the array module ``xp`` (shared formula); with the
+        PSF known, log p(g, f) (``w`` is None)."""
         psf_p, noise_p, image_p = self.priors
         R, C = arr["shape"]
         M = R * C
-        u = xp.dot(xp.dot(arr["phi_r"], f), arr["phi_c"])            # phi * f (separable Gaussian kernel)
-        pred = xp.dot(u.reshape((M,))[arr["gather"]], w)              # h * f = sum_j w_j shift_j(phi * f)
+        if self.known:
+            pred = xp.dot(f.reshape((M,))[arr["gather"]], arr["h"])   # h * f = sum_j h_j shift_j(f)
+            logp = 0.0
+        else:
+            u = xp.dot(xp.dot(arr["phi_r"], f), arr["phi_c"])        # phi * f (separable Gaussian kernel)
+            pred = xp.dot(u.reshape((M,))[arr["gather"]], w)          # h * f = sum_j w_j shift_j(phi * f)
+            logp = marginal_logp(xp, w * w, self.a_alpha, self.b_alpha, arr["P"], psf_p == "St")
         resid = arr["g"].reshape((M,)) - pred
-        logp = marginal_logp(xp, w * w, self.a_alpha, self.b_alpha, arr["P"], psf_p == "St")
         logp = logp + marginal_logp(xp, resid * resid, arr["a_beta"], arr["b_beta"], M, noise_p == "St")
         if image_p == "St":
             diffs = [f - roll(f, -1, 0), f - roll(f, -1, 1)]          # (5.10), (5.11)
@@ -280,7 +340,8 @@ class BID(ImageModel):
         Free variables ``z_f`` (row, col) and ``z_w`` (support) with f = g + F_SCALE z_f and
         w = w_in + w_scale z_w: an affine reparametrisation around the thesis's initial point (constant
         Jacobian, same posterior) that starts every chain in the positive-scale mode of the sign symmetry.
-        ``image`` and ``psf`` are Deterministics (normalised as in the class docstring).
+        ``image`` and ``psf`` are Deterministics (normalised as in the class docstring). With the PSF known only
+        ``z_f`` is free and ``image`` = f.
         """
         import pymc as pm
         import pytensor.tensor as pt
@@ -289,6 +350,13 @@ class BID(ImageModel):
         self.require_proper("pymc")
         arr = self._declaration_arrays(data)
         coords = {k: v for k, v in self.coords(data).items()}
+        if self.known:
+            with pm.Model(coords=coords) as model:
+                z_f = pm.Flat("z_f", dims=("row", "col"))
+                f = arr["f0"] + arr["f_scale"] * z_f
+                pm.Potential("log_joint", self._log_density(pt, pt.roll, f, None, arr))
+                pm.Deterministic("image", f, dims=("row", "col"))
+            return model
         coords["support"] = np.arange(arr["P"])
         with pm.Model(coords=coords) as model:
             z_f = pm.Flat("z_f", dims=("row", "col"))
@@ -315,6 +383,15 @@ class BID(ImageModel):
         R, C = arr["shape"]
         jarr = {k: (jnp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in arr.items()}
 
+        def known_psf_model():
+            z_f = numpyro.sample("z_f", dist.ImproperUniform(constraints.real, (), event_shape=(R, C)))
+            f = jarr["f0"] + arr["f_scale"] * z_f
+            numpyro.factor("log_joint", self._log_density(jnp, jnp.roll, f, None, jarr))
+            numpyro.deterministic("image", f)
+
+        if self.known:
+            return known_psf_model
+
         def model():
             z_f = numpyro.sample("z_f", dist.ImproperUniform(constraints.real, (), event_shape=(R, C)))
             z_w = numpyro.sample("z_w", dist.ImproperUniform(constraints.real, (), event_shape=(arr["P"],)))
@@ -333,9 +410,17 @@ class BID(ImageModel):
         return np.asarray(fit.idata.posterior[name].mean(("chain", "draw")).values, dtype=float)
 
     def restored(self, fit) -> tuple[np.ndarray, np.ndarray]:
-        """Posterior means of the (normalised) image and PSF window."""
+        """Posterior means of the (normalised) image and PSF window; with the PSF known, the image's mean and the
+        given PSF (kept with the fit) on the same view window."""
         self.check_fit(fit)
-        return self._mean(fit, "image"), self._mean(fit, "psf")
+        image = self._mean(fit, "image")
+        if self.known:
+            from bayeszoo.numerics import fft as _fft
+
+            shape = image.shape
+            given = np.asarray(fit.idata.constant_data["known_psf"].values, dtype=float)
+            return image, _fft.window(_fft.embed(given, shape), self.psf_view_side(shape))
+        return image, self._mean(fit, "psf")
 
     def check_inputs(self, fit, X_new) -> np.ndarray:
         """Finite (n, 2) pixel coordinates (row, col); one pair may be given as is."""
@@ -350,7 +435,7 @@ class BID(ImageModel):
     def score(self, fit, data: Dataset) -> dict:
         """``isnr_f`` = 10 log10(|f - g|^2 / |f - f_hat|^2) and ``isnr_h`` = 10 log10(|h - h_in|^2 / |h - h_hat|^2)
         (§5.11; h_in is the initial PSF), from the posterior means, when ``data.meta`` holds the truth (else
-        NaN); ``isnr_f_shift``: the same ISNR up to a shift, the field's measure for a blind estimate (Levin et al.
+        NaN; ``isnr_h`` is NaN with the PSF known, as nothing is estimated); ``isnr_f_shift``: the same ISNR up to a shift, the field's measure for a blind estimate (Levin et al.
         2009: image and PSF are identifiable only up to opposite shifts), 10 log10(SSD(g) / SSD(f_hat at its best
         sub-pixel shift)) on the truth without a 15-pixel frame (:func:`ssd_upto_shift`; NaN for images of 30
         pixels or fewer a side); ``seconds_per_iter``: a hand-written backend's time per VB iteration / Gibbs
@@ -373,7 +458,7 @@ class BID(ImageModel):
                 unshifted = ssd_upto_shift(g, f, max_shift=0, border=SHIFT_BORDER)   # the same frame, as observed
                 best = ssd_upto_shift(f_hat, f, border=SHIFT_BORDER)
                 out["isnr_f_shift"] = 10 * math.log10(unshifted / best) if best > 0 else math.inf
-        if "true_psf" in data.meta:
+        if "true_psf" in data.meta and not self.known:
             h = _fft.embed(np.asarray(data.meta["true_psf"], dtype=float), shape)
             h_in = _fft.embed(self.initial_psf(shape), shape)
             out["isnr_h"] = isnr(h, h_in, _fft.embed(h_hat, shape))

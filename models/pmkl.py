@@ -385,7 +385,7 @@ class PMKL(Model):
         return model
 
     # ---- densities used by the tests and the samplers ------------------------------------------------
-    def log_likelihood(self, W, K, y) -> float:
+    def log_likelihood_at(self, W, K, y) -> float:
         """sum_n log P(t_n | W, k_n) (eq. 3.11 by quadrature) for one W (N, C) and composite K (N, N)."""
         lp = probit.log_class_probs(K @ W)
         return float(np.sum(lp[np.arange(len(y)), np.asarray(y, int)]))

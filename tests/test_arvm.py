@@ -375,8 +375,8 @@ def test_pymc_numpyro_and_numpy_densities_agree():
     model = ARVM(n_basis=3, sparsity="bic")
     rng = np.random.default_rng(0)
     lo, hi, wlo, whi = model._prior_bounds(data)
-    point = {"centre": rng.uniform(lo, hi, size=(3, 1)), "log_width": rng.uniform(wlo, whi, size=(3, 1)),
-             "log_alpha": rng.normal(size=3), "z": rng.normal(size=3), "log_beta": np.array(1.5)}
+    point = {"centre_unsorted": rng.uniform(lo, hi, size=(3, 1)), "log_width": rng.uniform(wlo, whi, size=(3, 1)),
+             "log_alpha_unsorted": rng.normal(size=3), "z": rng.normal(size=3), "log_beta": np.array(1.5)}
     pm_model = model.pymc_model(data)
     pm_point = {}
     for rv in pm_model.free_RVs:
@@ -391,18 +391,66 @@ def test_pymc_numpyro_and_numpy_densities_agree():
     from bayeszoo.numerics.special import log_gamma_logpdf
 
     v = np.exp(-point["log_width"])
-    Phi = adaptive_design(data.X, point["centre"], v)
-    w = point["z"] * np.exp(-0.5 * point["log_alpha"])
+    Phi = adaptive_design(data.X, point["centre_unsorted"], v)
+    w = point["z"] * np.exp(-0.5 * point["log_alpha_unsorted"])
     beta = np.exp(point["log_beta"])
-    Sigma = np.linalg.inv(beta * Phi.T @ Phi + np.diag(np.exp(point["log_alpha"])))
-    lp = (np.sum(stats.uniform(lo, hi - lo).logpdf(point["centre"]))
+    Sigma = np.linalg.inv(beta * Phi.T @ Phi + np.diag(np.exp(point["log_alpha_unsorted"])))
+    lp = (np.sum(stats.uniform(lo, hi - lo).logpdf(point["centre_unsorted"]))
           + np.sum(stats.uniform(wlo, whi - wlo).logpdf(point["log_width"]))
-          + np.sum(log_gamma_logpdf(point["log_alpha"], model.a, model.b)) + np.sum(stats.norm.logpdf(point["z"]))
+          + np.sum(log_gamma_logpdf(point["log_alpha_unsorted"], model.a, model.b))
+          + np.sum(stats.norm.logpdf(point["z"]))
           + log_gamma_logpdf(point["log_beta"], model.c, model.d)
           + np.sum(stats.norm(Phi @ w, beta**-0.5).logpdf(data.y))
           - model.c_value(data.n) * np.trace(beta * Phi @ Sigma @ Phi.T))
     assert float(pm_lp) == pytest.approx(lp, rel=1e-9)
     assert float(np_lp) == pytest.approx(lp, rel=1e-9)
+
+
+def _pymc_point(pm_model, point):
+    """``point`` (free variables by name, constrained) as PyMC's value variables (transformed)."""
+    out = {}
+    for rv in pm_model.free_RVs:
+        tr = pm_model.rvs_to_transforms.get(rv)
+        v = point[rv.name]
+        out[pm_model.rvs_to_values[rv].name] = tr.forward(v, *rv.owner.inputs).eval() if tr is not None else v
+    return out
+
+
+def test_declarations_report_the_bases_sorted_by_centre():
+    """The bases are sampled unlabelled and reported sorted by their first centre coordinate: permuting the bases of
+    a point changes neither the density nor anything reported, in both declarations."""
+    from numpyro.infer.util import log_density
+
+    rng = np.random.default_rng(3)
+    X = rng.uniform(-2.0, 3.0, size=(12, 2))
+    data = bz.datasets.Dataset(X, np.sin(X[:, 0]) + 0.1 * rng.normal(size=12), name="two-d",
+                               meta={"task": "regression"})
+    model = ARVM(n_basis=4, kernel="diag", sparsity="bic")
+    lo, hi, wlo, whi = model._prior_bounds(data)
+    point = {"centre_unsorted": rng.uniform(lo, hi, size=(4, 2)), "log_width": rng.uniform(wlo, whi, size=(4, 2)),
+             "log_alpha_unsorted": rng.normal(size=4), "z": rng.normal(size=4), "log_beta": np.array(0.7)}
+    perm = np.array([2, 0, 3, 1])
+    permuted = {k: (v[perm] if k != "log_beta" else v) for k, v in point.items()}
+    order = np.argsort(point["centre_unsorted"][:, 0])
+    w = point["z"] * np.exp(-0.5 * point["log_alpha_unsorted"])
+    expected = {"centre": point["centre_unsorted"][order], "inv_width": np.exp(-point["log_width"])[order],
+                "log_alpha": point["log_alpha_unsorted"][order], "w": w[order],
+                "f": adaptive_design(X, point["centre_unsorted"], np.exp(-point["log_width"])) @ w}
+    assert np.all(np.diff(expected["centre"][:, 0]) > 0) and not np.all(order == np.arange(4))
+    names = list(expected)
+    pm_model = model.pymc_model(data)
+    pm_out = pm_model.compile_fn(pm_model.replace_rvs_by_values([pm_model[n] for n in names]),
+                                 inputs=pm_model.value_vars, on_unused_input="ignore")
+    pm_logp = pm_model.compile_logp(jacobian=False)
+    lps = []
+    for at in (point, permuted):
+        lp, trace = log_density(model.numpyro_model(data), (), {}, at)
+        lps += [float(lp), float(pm_logp(_pymc_point(pm_model, at)))]
+        pm_values = dict(zip(names, pm_out(_pymc_point(pm_model, at))))
+        for name in names:
+            np.testing.assert_allclose(np.asarray(trace[name]["value"]), expected[name], rtol=1e-12, err_msg=name)
+            np.testing.assert_allclose(pm_values[name], expected[name], rtol=1e-12, err_msg=name)
+    np.testing.assert_allclose(lps, lps[0], rtol=1e-12)     # the joint density is symmetric in the bases
 
 
 def test_compare_table_and_report_for_the_family(doppler, tmp_path):

@@ -436,18 +436,19 @@ def test_anneal_options_are_checked_before_any_work():
 
 
 # ------------------------------------------------------------------------------------------------ defaults
-def _demo_problem():
-    from bayeszoo.demo import DEMOS
+def _catalogue_crop(key):
+    from bayeszoo import catalogue
 
-    demo = DEMOS["bid-cameraman-crop"]
-    return demo["model"](), demo["data"]()
+    prob = catalogue.problem(key)
+    return prob.model(), prob.data()
 
 
+@pytest.mark.parametrize("key", ["bid-cameraman-crop", "bid-cameraman-crop-known-psf"])
 @pytest.mark.parametrize("backend", ["vb", pytest.param("gibbs", marks=pytest.mark.slow)])
-def test_each_backend_runs_on_the_demo_crop_with_no_counts_or_options(backend):
+def test_each_backend_runs_on_the_catalogue_crops_with_no_counts_or_options(backend, key):
     from bayeszoo import registry
 
-    model, data = _demo_problem()
+    model, data = _catalogue_crop(key)
     counts = registry.get(model, backend).harness_defaults(model, data)
     assert counts["chains"] * counts["draws"] * data.n <= C.DEFAULT_DRAW_VALUES
     fit = bz.fit(model, data, backend, progress=False)

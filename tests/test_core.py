@@ -113,7 +113,7 @@ def test_fit_save_load_round_trip(tmp_path, tiny):
     np.testing.assert_array_equal(back.idata.objective["elbo"].values, np.arange(5.0))
     assert back.model() == model
     assert back.posterior["w"].dims == ("chain", "draw", "basis")
-    with pytest.raises(ValueError, match="no saved fit"):
+    with pytest.raises(ValueError, match="missing.nc.* cannot be read as a saved fit: there is no such file"):
         bz.load_fit(tmp_path / "missing.nc")
 
 

@@ -45,14 +45,19 @@ def test_resume_refits_when_the_model_or_the_data_changed(data, tmp_path):
                                   moved.fits["fake_ok"].posterior["w"].values)
 
 
-def test_the_cli_refits_when_a_model_option_changed(data, tmp_path):
+def test_the_cli_refits_when_a_model_option_changed_and_force_is_given(data, tmp_path, capsys):
     from bayeszoo.cli import main
 
     out = tmp_path / "cli"
     args = ["compare", "rvm", "--data", "sinc", "--data-opt", "n=20", "--backends", "fake_ok", "--draws", "30",
             "--tune", "0", "--chains", "1", "--quiet", "--out", str(out)]
     assert main(args + ["--model-opt", "width=3"]) == 0
-    assert main(args + ["--model-opt", "width=9"]) == 0
+    with pytest.raises(SystemExit) as info:          # the finished width-3 grid is not replaced silently
+        main(args + ["--model-opt", "width=9"])
+    assert info.value.code == 2
+    assert "already holds a saved comparison (comparison.json); pass --force" in capsys.readouterr().err
+    assert bz.load_fit(out / "fits" / "fake_ok.nc").model_spec["width"] == 3.0
+    assert main(args + ["--model-opt", "width=9", "--force"]) == 0
     assert bz.load_fit(out / "fits" / "fake_ok.nc").model_spec["width"] == 9.0
 
 

@@ -267,7 +267,7 @@ def brute_log_joint(model, data, log_alpha, z, beta, theta, rho):
                 - model.nu * np.exp(log_alpha))
     lp += np.sum(stats.norm.logpdf(z)) + model.log_prior_beta(beta, rho=rho)
     lp += model.log_prior_theta(theta) + model.log_prior_rho(rho)
-    lp += model.log_likelihood(W, model.composite(Ks, beta), data.y)
+    lp += model.log_likelihood_at(W, model.composite(Ks, beta), data.y)
     return lp
 
 

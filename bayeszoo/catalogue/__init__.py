@@ -6,16 +6,20 @@ their Monte-Carlo errors, a second engine's moments, at most 1000 thinned draws 
 ``bz.compare`` uses the entry of its problem by default. ``make references`` (``python -m
 bayeszoo.studies.references``) rebuilds the files; a problem whose reference breaks the rules gets none, and its
 family page says why.
+
+``bz.catalogue.build_reference(model, data)`` makes a reference under the same rules for any model and data (or
+raises :class:`~bayeszoo.catalogue.reference.UntrustedReference`, a ValueError naming each broken rule); it calls
+``bz.fit``, so it lives above the API (:mod:`bayeszoo.references`) and ``bayeszoo/__init__`` adds it here.
 """
 from __future__ import annotations
 
 import os
 
 from bayeszoo.catalogue.problems import PROBLEMS, Demo, Engine, Problem, find, keys, problem
-from bayeszoo.catalogue.reference import Reference
+from bayeszoo.catalogue.reference import Reference, UntrustedReference
 
-__all__ = ["PROBLEMS", "Demo", "Engine", "Problem", "Reference", "available", "find", "keys", "load", "lookup",
-           "path", "problem"]
+__all__ = ["PROBLEMS", "Demo", "Engine", "Problem", "Reference", "UntrustedReference", "available", "find", "keys",
+           "load", "lookup", "path", "problem"]
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 

@@ -104,6 +104,13 @@ def _bid_crop():
     return datasets.load("cameraman", psf="uniform", snr_db=30, seed=0, crop=(40, 90, 32))
 
 
+def _bid_crop_model(psf: str = "blind"):
+    """The BID of the cameraman crop: weights on a 7 x 7 window, a proper PSF prior and a noise prior centred on
+    the true noise level; ``psf="known"`` takes the PSF from the data (the same image model, non-blind)."""
+    return models.BID(sigma_phi2=1.0, psf_size=7, a_alpha=1.0, b_alpha=1e-4, a_beta=100.0,
+                      b_beta=100.0 * _bid_crop().meta["noise_var"], white_level=1.0, psf=psf)
+
+
 PROBLEMS: dict[str, Problem] = {p.key: p for p in [
     Problem(
         key="rvm-sinc", family="rvm",
@@ -128,6 +135,22 @@ PROBLEMS: dict[str, Problem] = {p.key: p for p in [
         engines=(Engine("gibbs", draws=20000, tune=1000, chains=4),
                  Engine("numpyro", draws=2000, tune=2000, chains=4, options={"target_accept": 0.99})),
         used_by=("benchmarks/bench_ess.py",),
+    ),
+    Problem(
+        key="arvm-sinc", family="arvm",
+        description="adaptive-kernel RVM regression on 100 noisy sinc points: exactly 3 Gaussian bases with learned "
+                    "centres and widths (the central peak and the two inner side lobes), c = BIC, "
+                    "alpha ~ Gamma(5, 0.05), beta ~ Gamma(1, 0.001)",
+        # three bases, as many as the data clearly support: with more (or on 60 points) a basis has several
+        # places to go and chains settle in different ones; alpha ~ Gamma(5, 0.05) for the reason of rvm-sinc
+        # (under Gamma(1, 0.01) NUTS diverges and mixes slowly). docs/families/arvm.md, "Reference posterior"
+        model=lambda: models.ARVM(task="regression", n_basis=3, a=5.0, b=5e-2, c=1.0, d=1e-3),
+        data=lambda: datasets.load("sinc", n=100, seed=0),
+        engines=(Engine("numpyro", draws=2000, tune=1000, chains=4, options={"target_accept": 0.99}),
+                 Engine("nuts", draws=1000, tune=500, chains=4, options={"target_accept": 0.99})),
+        demo=Demo(backends=("arvm", "numpyro", "advi"), sizes={"draws": 500, "tune": 500, "chains": 4},
+                  options={"numpyro": {"target_accept": 0.99}}),
+        used_by=("demo",),
     ),
     Problem(
         key="gpc-sonar", family="gpc",
@@ -169,15 +192,28 @@ PROBLEMS: dict[str, Problem] = {p.key: p for p in [
         key="bid-cameraman-crop", family="bid",
         description="blind deconvolution of a 32 x 32 cameraman crop (uniform 7 x 7 blur, 30 dB; Tzikas PhD ch. 5), "
                     "weights on a 7 x 7 window, a proper PSF prior and a noise prior centred on the true noise level",
-        model=lambda: models.BID(sigma_phi2=1.0, psf_size=7, a_alpha=1.0, b_alpha=1e-4, a_beta=100.0,
-                                 b_beta=100.0 * _bid_crop().meta["noise_var"], white_level=1.0),
+        model=_bid_crop_model,
         data=_bid_crop,
-        # no engine converges here in hours (docs/families/bid.md): these runs record how far they are
+        # no engine converges here in hours (docs/families/bid.md): these runs record how far they are; the
+        # gallery's "When no sampler converges" (gallery/no_convergence.ipynb) shows them
         engines=(Engine("gibbs", draws=1000, tune=500, chains=4, options={"thin": 10}),
                  Engine("numpyro", draws=300, tune=300, chains=4)),
-        demo=Demo(backends=("vb", "gibbs"), sizes={"draws": 100, "tune": 100, "chains": 2},
-                  # Gibbs sweeps are cheap but move slowly along the blur / scale direction: keep every 5th
-                  options={"vb": {"learn_noise_prior": False}, "gibbs": {"thin": 5}}),
+        used_by=("gallery/no_convergence.ipynb",),
+    ),
+    Problem(
+        key="bid-cameraman-crop-known-psf", family="bid",
+        description="non-blind deconvolution of the same 32 x 32 cameraman crop (uniform 7 x 7 blur, 30 dB; Tzikas "
+                    "PhD ch. 5) with the PSF known: the thesis's Student-t image and noise priors, the posterior of "
+                    "the image alone",
+        model=lambda: _bid_crop_model(psf="known"),
+        data=_bid_crop,
+        engines=(Engine("gibbs", draws=5000, tune=500, chains=4),
+                 Engine("numpyro", draws=2000, tune=1000, chains=4)),
+        demo=Demo(backends=("numpyro", "advi", "gibbs", "vb"), sizes={"draws": 1000, "tune": 300, "chains": 2},
+                  # R-hat below 1.01 on all 1024 pixels takes about 1000 draws a chain; Gibbs starts near the
+                  # posterior and its draws are nearly independent, so it needs little warm-up; ADVI's ELBO settles
+                  # in 5000 steps. vb keeps the model's noise prior, so that every backend targets the same posterior
+                  options={"gibbs": {"tune": 100}, "advi": {"max_iter": 5000}, "vb": {"learn_noise_prior": False}}),
         used_by=("demo",),
     ),
     Problem(

@@ -13,9 +13,10 @@ The rules (:func:`validate`, applied when a reference is made and again when it 
 * bulk and tail ESS of every component at least :data:`ESS_MIN` (over all chains), and every mean's MCSE below
   :data:`MCSE_MAX` posterior sds;
 * no divergent transitions, and no component that never moves;
-* for a catalogue entry, a second engine that passes the same rules and agrees with the first: every mean and
-  sd differ by less than :func:`agreement_limit` combined MCSEs (a Bonferroni bound over all the comparisons,
-  so an honest pair of runs fails it once in a hundred builds).
+* for a catalogue entry, or a reference built by two engines (``bz.catalogue.build_reference``), a second engine
+  that passes the same rules and agrees with the first: every mean and sd differ by less than
+  :func:`agreement_limit` combined MCSEs (a Bonferroni bound over all the comparisons, so an honest pair of runs
+  fails it once in a hundred builds).
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ QUANTILES = {"q05": 0.05, "q50": 0.5, "q95": 0.95}
 STATS = ("mean", "sd", *QUANTILES, "mcse_mean", "mcse_sd", *(f"mcse_{q}" for q in QUANTILES),
          "rhat", "ess_bulk", "ess_tail")
 PACKAGES = ("bayeszoo", "numpy", "scipy", "arviz", "jax", "numpyro", "pymc")
+#: the ``provenance["source"]`` of the references that two engines made, and that need the second one's check
+TWO_ENGINE_SOURCES = ("catalogue", "engines")
 _ATTR = "bayeszoo_reference"
 _MOMENTS, _CROSSCHECK = "reference_moments", "reference_crosscheck"   # the file's groups besides the fit's
 
@@ -138,7 +141,8 @@ def check_run(moments: dict, run: dict) -> list[str]:
         bad, total = _count(moments, breaks)
         if bad:
             value, where = _worst(moments, lambda m: m[stat], largest)
-            problems.append(f"{engine}: {what} {value:.3g} at {where} (wanted {wanted}; {bad} of {total} "
+            shown = f"{value:.4g}" if stat == "rhat" else f"{value:.3g}"   # 1.0149 is not "1.01" against < 1.01
+            problems.append(f"{engine}: {what} {shown} at {where} (wanted {wanted}; {bad} of {total} "
                             f"components fail)")
     bad, total = _count(moments, lambda m: m["mcse_mean"] >= MCSE_MAX * m["sd"])
     if bad:
@@ -174,11 +178,11 @@ def agreement(a: dict, b: dict) -> dict:
 
 def validate(moments: dict, provenance: dict, crosscheck: dict | None = None) -> list[str]:
     """Every rule the reference breaks, as sentences (empty when it is sound). ``provenance["run"]`` describes
-    the run behind ``moments``; a catalogue entry (``provenance["source"] == "catalogue"``) also needs
-    ``crosscheck`` and its run in ``provenance["crosscheck"]["run"]``."""
+    the run behind ``moments``; a catalogue entry or a two-engine reference (``provenance["source"]`` in
+    :data:`TWO_ENGINE_SOURCES`) also needs ``crosscheck`` and its run in ``provenance["crosscheck"]["run"]``."""
     problems = check_run(moments, provenance.get("run", {}))
     if crosscheck is None:
-        if provenance.get("source") == "catalogue":
+        if provenance.get("source") in TWO_ENGINE_SOURCES:
             problems.append("no second engine checked this reference")
         return problems
     second = provenance.get("crosscheck", {}).get("run", {})
@@ -220,6 +224,15 @@ def thinned(fit: Fit, max_draws: int = MAX_DRAWS) -> Fit:
 
 
 # ------------------------------------------------------------------------------------------- the type
+class UntrustedReference(ValueError):
+    """The ValueError of a reference that breaks the rules; ``reference`` is the :class:`Reference` itself, with
+    its ``problems`` and the numbers behind them (the catalogue's builder reports them on the family pages)."""
+
+    def __init__(self, reference: "Reference", message: str):
+        super().__init__(message)
+        self.reference = reference
+
+
 @dataclass
 class Reference:
     """A posterior summary that the fits of a comparison are measured against.
@@ -228,7 +241,8 @@ class Reference:
     moments : per canonical variable, the statistics of :data:`STATS` ("mean", "sd", "q05", "q50", "q95",
         "mcse_mean", "mcse_sd", "mcse_q05", ..., "rhat", "ess_bulk", "ess_tail"), each shaped like the variable.
     fit : draws for the plots (thinned in a saved reference), or None.
-    provenance : where it comes from: ``source`` ("catalogue", "fit"), ``run`` (engine, kind, chains, draws,
+    provenance : where it comes from: ``source`` ("catalogue"; "engines", two engines run by
+        ``bz.catalogue.build_reference``; "fit"), ``run`` (engine, kind, chains, draws,
         divergences, seed, settings), its diagnostics, ``crosscheck`` (the second engine's run and the agreement),
         ``cross_checked``, the model spec and data fingerprint, package versions, date; in a saved reference also
         ``stored_draws`` (the thinning, chains and draws of the draws kept for the plots).
@@ -300,11 +314,12 @@ class Reference:
         return text + ("" if self.trusted else f"; NOT TRUSTED: {'; '.join(self.problems)}")
 
     def matches(self, model, data) -> list[str]:
-        """What differs between the problem this reference was made for and (model, data); empty if the same."""
+        """What differs between the problem this reference was made for and (model, data); empty if the same.
+        ``data`` None stands for a model that carries its own observations (its spec then identifies them)."""
         out = []
         if self.provenance.get("model") not in (None, model.spec()):
             out.append("model")
-        if self.provenance.get("data") not in (None, data.fingerprint()):
+        if self.provenance.get("data") not in (None, None if data is None else data.fingerprint()):
             out.append("data")
         return out
 

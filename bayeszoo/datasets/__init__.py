@@ -10,10 +10,12 @@ from __future__ import annotations
 import hashlib
 import html
 import inspect
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+import pandas as pd
 
 from bayeszoo import checks
 
@@ -30,6 +32,12 @@ class Dataset:
     ``meta`` holds at least ``task`` (one of ``regression``, ``classification``, ``multiclass``,
     ``image``) when known, and for built-in data ``source``, ``licence``, ``citation`` and ``preprocessing``.
     Construction checks shapes and finiteness and raises a ValueError naming the problem.
+
+    A Dataset owns its arrays: it keeps read-only float64 copies (of the arrays in ``meta`` too), so writing into
+    the caller's arrays afterwards changes nothing, and writing into ``data.X`` raises. Real numbers only: complex,
+    masked, date / time, string and object arrays are refused, as are sparse matrices; pandas objects with
+    numeric or boolean columns are taken as their values (a DataFrame's column names become
+    ``meta["feature_names"]``). ``meta=None`` is an empty ``meta``.
     """
 
     X: np.ndarray
@@ -40,36 +48,48 @@ class Dataset:
     meta: dict = field(default_factory=dict)
 
     def __post_init__(self):
+        if not isinstance(self.name, str) or not self.name:
+            raise ValueError(f"a dataset's name must be a non-empty string, got {self.name!r}")
+        meta = _checked_meta(self.name, self.meta)
         names = getattr(self.X, "columns", None)   # a DataFrame's column names become meta["feature_names"]
-        if names is not None and "feature_names" not in self.meta:
-            object.__setattr__(self, "meta", {**self.meta, "feature_names": [str(c) for c in names]})
-        X = _as_matrix(self.X, "X")
-        y = _as_vector(self.y, "y")
+        if names is not None and "feature_names" not in meta:
+            meta["feature_names"] = [str(c) for c in names]
+        whose = f"dataset {self.name!r}:"
+        X = _as_matrix(self.X, f"{whose} X")
+        y = _as_vector(self.y, f"{whose} y")
         if X.shape[0] == 0:
             raise ValueError(f"dataset {self.name!r} is empty: X has no rows")
         if X.shape[0] != y.shape[0]:
             raise ValueError(f"dataset {self.name!r}: X has {X.shape[0]} rows but y has {y.shape[0]} entries")
-        if self.X_test is None or (np.size(self.X_test) == 0):
+        X_test = None if self.X_test is None else _as_matrix(self.X_test, f"{whose} X_test")
+        y_test = None if self.y_test is None else _as_vector(self.y_test, f"{whose} y_test")
+        if X_test is None or X_test.size == 0:
+            if y_test is not None and y_test.size:
+                raise ValueError(f"dataset {self.name!r}: y_test given without X_test")
             X_test = np.empty((0, X.shape[1]))
             y_test = np.empty((0,), dtype=y.dtype)
         else:
-            X_test = _as_matrix(self.X_test, "X_test")
-            if self.y_test is None:
+            if y_test is None:
                 raise ValueError(f"dataset {self.name!r}: X_test given without y_test")
-            y_test = _as_vector(self.y_test, "y_test")
             if X_test.shape[1] != X.shape[1]:
                 raise ValueError(f"dataset {self.name!r}: X_test has {X_test.shape[1]} columns but X has {X.shape[1]}")
             if X_test.shape[0] != y_test.shape[0]:
                 raise ValueError(f"dataset {self.name!r}: X_test has {X_test.shape[0]} rows but y_test has "
                                  f"{y_test.shape[0]} entries")
-        task = self.meta.get("task")
-        if task is not None and task not in TASKS:
+        task = meta.get("task")
+        if task is not None and (not isinstance(task, str) or task not in TASKS):
             raise ValueError(f"dataset {self.name!r}: meta['task'] must be one of {TASKS}, got {task!r}")
-        object.__setattr__(self, "X", X)
-        object.__setattr__(self, "y", y)
-        object.__setattr__(self, "X_test", X_test)
-        object.__setattr__(self, "y_test", y_test)
-        object.__setattr__(self, "meta", dict(self.meta))
+        for name, array in (("X", X), ("y", y), ("X_test", X_test), ("y_test", y_test)):
+            array.flags.writeable = False
+            object.__setattr__(self, name, array)
+        object.__setattr__(self, "meta", meta)
+
+    def __setstate__(self, state: dict) -> None:
+        """Unpickling (a Dask worker, ``copy.deepcopy``) gives writeable arrays back: they are read-only again."""
+        self.__dict__.update(state)
+        for array in (self.X, self.y, self.X_test, self.y_test,
+                      *(v for v in self.meta.values() if isinstance(v, np.ndarray))):
+            array.flags.writeable = False
 
     @property
     def n(self) -> int:
@@ -193,11 +213,66 @@ def _dataset_html(data: Dataset) -> str:
     return "".join(out)
 
 
-def _as_matrix(a, what: str) -> np.ndarray:
+def _checked_meta(name: str, meta) -> dict:
+    """A copy of ``meta`` (None: empty): a dict keyed by strings (it is stored as JSON with a comparison); its
+    arrays are copied and made read-only like the data's."""
+    if meta is None:
+        return {}
+    if not isinstance(meta, Mapping):
+        raise ValueError(f"dataset {name!r}: meta must be a dict (or None), got {type(meta).__name__}")
+    keys = [k for k in meta if not isinstance(k, str)]
+    if keys:
+        raise ValueError(f"dataset {name!r}: meta must be keyed by strings, got the key(s) {keys[:5]}")
+    out = dict(meta)
+    for key, value in out.items():
+        if isinstance(value, np.ndarray):
+            value = value.copy()
+            value.flags.writeable = False
+            out[key] = value
+    return out
+
+
+#: what each refused kind of array holds, and what to do instead (keys: NumPy's dtype.kind)
+_NOT_REAL = {
+    "c": ("complex numbers", "give the real and imaginary parts as separate columns"),
+    "M": ("dates or times", "convert them to numbers first (e.g. days since a reference date)"),
+    "m": ("time differences", "convert them to numbers first (e.g. seconds)"),
+    "O": ("Python objects", "convert them to numbers first (None, strings and mixed types make an object array)"),
+    "U": ("strings", "encode them as numbers first"),
+    "S": ("bytes", "encode them as numbers first"),
+    "V": ("structured records", "pass the numeric fields as columns"),
+}
+
+
+def _real(a, what: str) -> np.ndarray:
+    """A new float64 array of the real numbers in ``a`` (array, list, pandas object); a ValueError naming what is
+    refused (complex, masked, dates, strings, objects, sparse) and what to do instead."""
+    if isinstance(a, np.ma.MaskedArray):
+        raise ValueError(f"{what} is a masked array, whose mask a Dataset cannot keep: drop the masked rows "
+                         f"(or fill them) and pass a plain array")
+    if hasattr(a, "toarray") and hasattr(a, "nnz"):
+        raise ValueError(f"{what} is a sparse matrix; pass a dense array (its .toarray())")
+    if isinstance(a, (pd.DataFrame, pd.Series)):
+        items = a.dtypes.items() if isinstance(a, pd.DataFrame) else [(a.name, a.dtype)]
+        bad = [f"{column!r} ({dtype})" for column, dtype in items
+               if not (pd.api.types.is_bool_dtype(dtype) or (pd.api.types.is_numeric_dtype(dtype)
+                                                             and not pd.api.types.is_complex_dtype(dtype)))]
+        if bad:
+            raise ValueError(f"{what} has columns that are not real numbers or booleans: {', '.join(bad[:5])}; "
+                             f"convert or drop them first")
+        return np.array(a.to_numpy(dtype=np.float64, na_value=np.nan), dtype=np.float64)
     try:
-        a = np.asarray(a, dtype=np.float64)
+        raw = np.asarray(a)
     except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} must be numeric: {exc}") from exc
+        raise ValueError(f"{what} must be a rectangular numeric array: {exc}") from None
+    if raw.dtype.kind not in "biuf":
+        noun, advice = _NOT_REAL.get(raw.dtype.kind, ("no numbers", "convert it to numbers first"))
+        raise ValueError(f"{what} holds {noun} (dtype {raw.dtype}); a Dataset takes real numeric values: {advice}")
+    return np.array(raw, dtype=np.float64)   # always a copy: the caller's array stays the caller's
+
+
+def _as_matrix(a, what: str) -> np.ndarray:
+    a = _real(a, what)
     if a.ndim == 1:
         a = a[:, None]
     if a.ndim != 2:
@@ -207,10 +282,7 @@ def _as_matrix(a, what: str) -> np.ndarray:
 
 
 def _as_vector(a, what: str) -> np.ndarray:
-    try:
-        a = np.asarray(a, dtype=np.float64)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"{what} must be numeric: {exc}") from exc
+    a = _real(a, what)
     if a.ndim == 2 and a.shape[1] == 1:
         a = a[:, 0]
     if a.ndim != 1:

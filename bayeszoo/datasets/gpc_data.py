@@ -10,6 +10,8 @@ the two-point toy of Fig. 4.3. Provenance table: ``DATASETS.md``.
 """
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from bayeszoo import checks
@@ -47,10 +49,10 @@ def _thesis_split(name, X, y, *, seed, test_fraction, standardize, meta) -> Data
     tr, te = np.sort(perm[:n_train]), np.sort(perm[n_train:])
     ds = finish(name, X[tr], y[tr], X_test=X[te], y_test=y[te], seed=seed, test_fraction=None,
                  standardize=standardize, meta=meta)
-    ds.meta["split"] = (f"thesis sizes (Nickisch 2010, Table 4.8): {n_train} training / {n_test} test rows; "
-                        f"rows permuted with numpy default_rng({seed}), the first {n_train} are training rows "
-                        f"(the thesis does not say how its split was drawn)")
-    return ds
+    split = (f"thesis sizes (Nickisch 2010, Table 4.8): {n_train} training / {n_test} test rows; rows permuted with "
+             f"numpy default_rng({seed}), the first {n_train} are training rows (the thesis does not say how its split "
+             f"was drawn)")
+    return dataclasses.replace(ds, meta={**ds.meta, "split": split})
 
 
 @register("crabs")

@@ -1,10 +1,11 @@
 """Build the reference catalogue: ``python -m bayeszoo.studies.references [keys...]`` (``make references``).
 
-For each problem of :mod:`bayeszoo.catalogue.problems`, its two engines run long (first seed 1, then seed 2), each
-run is summarised and checked against the rules of :mod:`bayeszoo.catalogue.reference`, and the two are checked
-against each other. A problem that passes gets ``bayeszoo/catalogue/data/<key>.nc`` (the first engine's moments and
-thinned draws, the second's moments, the provenance); one that fails gets none (an older file is removed) and
-the numbers are printed, for its family page.
+For each problem of :mod:`bayeszoo.catalogue.problems`, :func:`bayeszoo.references.build_reference` (the function
+behind ``bz.catalogue.build_reference``) runs its two engines long (first seed 1, then seed 2), summarises each run,
+checks it against the rules of :mod:`bayeszoo.catalogue.reference` and the two against each other. A problem that
+passes gets ``bayeszoo/catalogue/data/<key>.nc`` (the first engine's moments and thinned draws, the second's
+moments, the provenance); one that fails gets none (an older file is removed) and the numbers are printed, for its
+family page.
 """
 from __future__ import annotations
 
@@ -12,37 +13,24 @@ import argparse
 import os
 import time
 
-import bayeszoo as bz
 from bayeszoo import catalogue
-from bayeszoo.catalogue import Engine, Reference
-
-
-def run_engine(engine: Engine, model, data, seed: int, progress: bool):
-    """One long run of ``engine`` on the problem, in the problem's canonical variables."""
-    if engine.via is None:
-        return bz.fit(model, data, engine.backend, draws=engine.draws, tune=engine.tune, chains=engine.chains,
-                      seed=seed, progress=progress, **engine.options)
-    other_model, other_data = engine.via.problem(model, data)
-    fit = bz.fit(other_model, other_data, engine.backend, draws=engine.draws, tune=engine.tune,
-                 chains=engine.chains, seed=seed, progress=progress, **engine.options)
-    return engine.via.back(fit, model, data)
+from bayeszoo.catalogue.reference import Reference, UntrustedReference
+from bayeszoo.references import build_reference
 
 
 def build(key: str, *, progress: bool = False, write: bool = True) -> Reference:
-    """Run both engines of problem ``key``, check them and (``write``) store or remove its catalogue file."""
+    """Run both engines of problem ``key``, check them and (``write``) store or remove its catalogue file; the
+    reference is returned whether or not it keeps the rules (``ref.trusted``, ``ref.problems``)."""
     prob = catalogue.problem(key)
     model, data = prob.model(), prob.data()
-    fits = []
-    for seed, engine in enumerate(prob.engines, start=1):
-        start = time.perf_counter()
-        fits.append(run_engine(engine, model, data, seed, progress))
-        print(f"  {engine.label}: {engine.chains} x {engine.draws} draws in {time.perf_counter() - start:.0f} s",
-              flush=True)
-    ref = Reference.from_fit(fits[0], list(model.var_dims(data)), name=f"catalogue: {key}", crosscheck=fits[1],
-                             labels=tuple(e.label for e in prob.engines),
-                             provenance={"source": "catalogue", "key": key, "description": prob.description,
-                                         "model": model.spec(), "data": data.fingerprint(),
-                                         "data_name": data.name})
+    try:
+        ref = build_reference(model, data, prob.engines, seed=1, progress=progress, name=f"catalogue: {key}",
+                              provenance={"source": "catalogue", "key": key, "description": prob.description,
+                                          "model": model.spec(), "data": data.fingerprint()})
+    except UntrustedReference as exc:   # no file then; the numbers go to the family page
+        ref = exc.reference
+    for engine, part in zip(prob.engines, (ref.provenance, ref.provenance.get("crosscheck", {}))):
+        print(f"  {engine.label}: {engine.chains} x {engine.draws} draws in {part['run']['seconds']:.0f} s", flush=True)
     if write:
         path = catalogue.path(key)
         os.makedirs(os.path.dirname(path), exist_ok=True)

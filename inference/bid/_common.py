@@ -38,6 +38,15 @@ class Problem:
     b_gamma: float
     w0: np.ndarray             # the thesis's initial weights: w fitted to h_in (BID.initial_weights, §5.4.4)
     unit: float = 1.0          # the data's intensity unit (BID.intensity_unit); the hyperparameters are for unit 1
+    known_otf: np.ndarray | None = None   # rfft2 of the given PSF (BID psf="known"); None when it is estimated
+
+    @property
+    def known(self) -> bool:
+        return self.known_otf is not None
+
+    def otf(self, w: np.ndarray) -> np.ndarray:
+        """rfft2 of the PSF: the given one, or h = phi * w from the weights ``w`` (batched)."""
+        return self.known_otf if self.known else _fft.rfft2(w) * self.phi_hat
 
     @property
     def M(self) -> int:
@@ -54,12 +63,15 @@ def make_problem(model, data) -> Problem:
     shape = g.shape
     psf_p, noise_p, image_p = model.priors
     precisions = model.precision_priors(g)                 # noise / image rates in the data's intensity unit
+    if model.known:             # no weights: an empty support, no initial weights, the given PSF
+        mask, w0, known_otf = np.zeros(shape, dtype=bool), np.zeros(shape), _fft.otf(model.known_psf(data), shape)
+    else:
+        mask, w0, known_otf = model.support_mask(shape), model.initial_weights(shape), None
     return Problem(g=g, shape=shape, phi_hat=_fft.rfft2(_fft.gaussian_basis(shape, model.sigma_phi2)),
                    q_hats=[_fft.rfft2(q) for q in _fft.difference_kernels(shape, image_p)],
-                   q_stencils=_fft.STENCILS[image_p],
-                   mask=model.support_mask(shape), psf_prior=psf_p, noise_prior=noise_p, image_prior=image_p,
-                   a_alpha=float(model.a_alpha), b_alpha=float(model.b_alpha), w0=model.initial_weights(shape),
-                   unit=model.intensity_unit(g), **precisions)
+                   q_stencils=_fft.STENCILS[image_p], mask=mask, psf_prior=psf_p, noise_prior=noise_p,
+                   image_prior=image_p, a_alpha=float(model.a_alpha), b_alpha=float(model.b_alpha), w0=w0,
+                   unit=model.intensity_unit(g), known_otf=known_otf, **precisions)
 
 
 def check_draw_budget(owner: str, chains: int, draws: int, shape) -> None:

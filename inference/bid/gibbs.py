@@ -14,6 +14,8 @@ One sweep of a chain draws
   slice sampling (Neal 2003) from the posterior of (f, w) with the precisions integrated out, restricted to the
   orbit, times the Jacobian e^{(M - P) s} (Liu & Sabatti 2000's group move for the additive group of s). The
   precisions are drawn afresh from their conditionals right after, so the sweep leaves the joint invariant.
+With the PSF known (``BID(psf="known")``) a sweep is the precisions beta, gamma and f alone, with H the given
+PSF's convolution: there are no weights, no alpha and no scale orbit (``scale_move`` has nothing to move).
 Hyperparameters are the model's (fixed). A chain starts at the thesis's initial point (f = g, w fitted to h_in)
 with a small random jitter. The conditionals take images with any leading batch axes (many chains at once, as the
 tests use them); :func:`kernel` makes them the chain driver's kernel (``inference.chains``: seeding, warm-up,
@@ -46,17 +48,18 @@ OPTIONS = {
                      POSITIVE),
     "jitter": Option(0.01, "scale of the random perturbation of each chain's start (f in intensity units, w on "
                            "the log scale)", Interval(float, 0, MAX_JITTER, "right")),
-    "scale_move": Option(True, "add the exact move along the scale orbit (f, w) -> (e^s f, e^-s w) to every sweep",
-                         Flag()),
+    "scale_move": Option(True, "add the exact move along the scale orbit (f, w) -> (e^s f, e^-s w) to every sweep "
+                               "(blind only: with the PSF known there is no orbit)", Flag()),
 }
 
 
 class GibbsState(NamedTuple):
-    """One chain: the image f and the PSF weights w (the precisions are drawn afresh every sweep), and running
-    counts of the CG iterations of the f and w solves and of the solves that stopped at ``cg_max_iter``."""
+    """One chain: the image f and the PSF weights w (None with the PSF known; the precisions are drawn afresh every
+    sweep), and running counts of the CG iterations of the f and w solves and of the solves that stopped at
+    ``cg_max_iter``."""
 
     f: np.ndarray
-    w: np.ndarray
+    w: np.ndarray | None
     cg_total_f: int = 0
     cg_total_w: int = 0
     cg_at_limit: int = 0
@@ -79,10 +82,11 @@ def _gamma_draws(rng, a, b, x2, per_element: bool, count: int):
 
 
 def draw_precisions(rng, p: C.Problem, f, w):
-    """(alpha, beta, gammas): alpha | w, beta | f, w, gamma | f from their Gamma conditionals."""
-    alpha = np.where(p.mask, _gamma_draws(rng, p.a_alpha, p.b_alpha, np.where(p.mask, w**2, 0.0),
-                                          p.psf_prior == "St", p.P), 1.0)
-    resid = p.g - _fft.irfft2(_fft.rfft2(f) * _fft.rfft2(w) * p.phi_hat, p.shape)
+    """(alpha, beta, gammas): alpha | w, beta | f, w, gamma | f from their Gamma conditionals (alpha None with the
+    PSF known)."""
+    alpha = None if p.known else np.where(
+        p.mask, _gamma_draws(rng, p.a_alpha, p.b_alpha, np.where(p.mask, w**2, 0.0), p.psf_prior == "St", p.P), 1.0)
+    resid = p.g - _fft.irfft2(_fft.rfft2(f) * p.otf(w), p.shape)
     beta = _gamma_draws(rng, p.a_beta, p.b_beta, resid**2, p.noise_prior == "St", p.M)
     gammas = [_gamma_draws(rng, p.a_gamma, p.b_gamma, _fft.apply_stencil(f, s) ** 2, p.image_prior == "St", p.M)
               for s in p.q_stencils]
@@ -90,8 +94,9 @@ def draw_precisions(rng, p: C.Problem, f, w):
 
 
 def draw_f(rng, p: C.Problem, f, w, beta, gammas, *, cg_max_iter: int, cg_tol: float):
-    """(f, CG iterations): f | w, beta, gamma by perturb-and-solve (circulant-preconditioned CG) from ``f``."""
-    h_hat = _fft.rfft2(w) * p.phi_hat
+    """(f, CG iterations): f | w, beta, gamma by perturb-and-solve (circulant-preconditioned CG) from ``f``; the
+    given PSF's with the PSF known (``w`` unused)."""
+    h_hat = p.otf(w)
     h_hat_conj = np.conj(h_hat)
     shape = f.shape
 
@@ -181,21 +186,27 @@ def scale_move(rng, p: C.Problem, f, w):
 # ------------------------------------------------------------------------------------------------ kernel
 def kernel(model, problem: C.Problem, *, cg_max_iter: int, cg_tol: float, jitter: float,
            with_scale_move: bool = True) -> Kernel:
-    """The chain driver's kernel of one BID problem: a sweep is the scale move (if on), the precisions, f, w."""
+    """The chain driver's kernel of one BID problem: a sweep is the scale move (if on), the precisions, f, w; with
+    the PSF known, the precisions and f."""
     solver = dict(cg_max_iter=cg_max_iter, cg_tol=cg_tol)
+    known = problem.known
 
     def init(rng, p: C.Problem) -> GibbsState:
         f = p.g + jitter * p.unit * rng.standard_normal(p.shape)
+        if known:
+            return GibbsState(f, None)
         w = np.where(p.mask, p.w0 * np.exp(jitter * rng.standard_normal(p.shape)), 0.0)
         return GibbsState(f, w)
 
     def step(rng, state: GibbsState):
         f, w = state.f, state.w
-        if with_scale_move:      # before the precisions: they are then drawn given the moved (f, w)
+        if with_scale_move and not known:   # before the precisions: they are then drawn given the moved (f, w)
             f, w = scale_move(rng, problem, f, w)
         alpha, beta, gammas = draw_precisions(rng, problem, f, w)
         f, its_f = draw_f(rng, problem, f, w, beta, gammas, **solver)
-        w, its_w = draw_w(rng, problem, f, w, beta, alpha, **solver)
+        its_w = 0
+        if not known:
+            w, its_w = draw_w(rng, problem, f, w, beta, alpha, **solver)
         at_limit = int(its_f >= cg_max_iter) + int(its_w >= cg_max_iter)
         return (GibbsState(f, w, state.cg_total_f + its_f, state.cg_total_w + its_w, state.cg_at_limit + at_limit),
                 GibbsInfo(its_f, its_w))

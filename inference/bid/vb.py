@@ -23,6 +23,9 @@ Initialisation (§5.4.4): h_in = Gaussian PSF of variance ``init_psf_var`` with 
 f = g. Stopping: the bound moves by less than ``tol`` nats per pixel. Draws are i.i.d. from q (circulant q(f)
 sampled by FFT).
 
+With the PSF known (``BID(psf="known")``) the factors are q(f) q(beta) q(gamma) with H the given PSF's
+convolution: q(w) is a point at the given PSF, so its variance terms vanish, and the bound has no w or alpha terms.
+
 Starts (an addition to the thesis, README "Local optima"): ``anneal_temperatures`` lists one run per initial
 temperature T0; a run with T0 > 1 anneals the entropy of q(f) (deterministic annealing: the bound with H[q(f)]
 weighted by T_t = T0^(1 - t / anneal_iter) over the first ``anneal_iter`` iterations, which inflates Sigma_f by
@@ -111,7 +114,7 @@ class VBState:
         return np.broadcast_to(self.E(self.beta)[0], self.p.shape)
 
     def h_hat(self):
-        return _fft.rfft2(self.mw) * self.p.phi_hat
+        return self.p.otf(self.mw)
 
     def quad(self, kernel_hat):
         """k^T Sigma_f k for a kernel given by its rfft2 (constant over pixels since Sigma_f is circulant)."""
@@ -254,23 +257,14 @@ class VBState:
     def bound(self) -> float:
         """The variational lower bound F of §5.6 for the current factors (improper image-prior normaliser 5.16)."""
         p = self.p
-        mask = p.mask
-        E_a, E_log_a = self.E(self.alpha)
         E_b, E_log_b = self.E(self.beta)
         n2 = self.second_moment_noise()
         if self.beta_per:
             lik = np.sum(0.5 * E_log_b - 0.5 * C.LOG_2PI - 0.5 * E_b * n2)
         else:
             lik = 0.5 * p.M * (E_log_b - C.LOG_2PI) - 0.5 * E_b * n2.sum()
-        w2 = self.mw**2 + self.sw
-        if self.alpha_per:
-            prior_w = np.sum(np.where(mask, 0.5 * E_log_a - 0.5 * C.LOG_2PI - 0.5 * E_a * w2, 0.0))
-            hyper_a = C.gamma_log_prior(p.a_alpha, p.b_alpha, E_a[mask], E_log_a[mask])
-            ent_a = C.gamma_entropy(self.alpha[0], self.alpha[1][mask])
-        else:
-            prior_w = 0.5 * p.P * (E_log_a - C.LOG_2PI) - 0.5 * E_a * w2[mask].sum()
-            hyper_a = C.gamma_log_prior(p.a_alpha, p.b_alpha, E_a, E_log_a)
-            ent_a = C.gamma_entropy(self.alpha[0], self.alpha[1])
+        # no weights with the PSF known: q(w) is a point at the given PSF, alpha is not in the model
+        weights = 0.0 if p.known else self.weight_terms()
         prior_f = hyper_g = ent_g = 0.0
         for gk, m2 in zip(self.gamma, self.second_moment_diffs()):
             E_g, E_log_g = self.E(gk)
@@ -282,16 +276,34 @@ class VBState:
             ent_g += C.gamma_entropy(gk[0], gk[1])
         hyper_b = C.gamma_log_prior(self.a_beta, self.b_beta, E_b, E_log_b)
         ent_b = C.gamma_entropy(self.beta[0], self.beta[1])
-        ent_w = 0.5 * np.sum(np.log(2.0 * np.pi * np.e * self.sw[mask]))
         ent_f = 0.5 * p.M * (1.0 + C.LOG_2PI) + 0.5 * _fft.spectrum_sum(np.log(self.cf), p.shape)
-        return float(lik + prior_w + prior_f + hyper_a + hyper_b + hyper_g + ent_a + ent_b + ent_g + ent_w + ent_f)
+        return float(lik + weights + prior_f + hyper_b + hyper_g + ent_b + ent_g + ent_f)
+
+    def weight_terms(self) -> float:
+        """The bound's terms in w and alpha: <log p(w | alpha)> + <log p(alpha)> + H[q(alpha)] + H[q(w)]."""
+        p = self.p
+        mask = p.mask
+        E_a, E_log_a = self.E(self.alpha)
+        w2 = self.mw**2 + self.sw
+        if self.alpha_per:
+            prior_w = np.sum(np.where(mask, 0.5 * E_log_a - 0.5 * C.LOG_2PI - 0.5 * E_a * w2, 0.0))
+            hyper_a = C.gamma_log_prior(p.a_alpha, p.b_alpha, E_a[mask], E_log_a[mask])
+            ent_a = C.gamma_entropy(self.alpha[0], self.alpha[1][mask])
+        else:
+            prior_w = 0.5 * p.P * (E_log_a - C.LOG_2PI) - 0.5 * E_a * w2[mask].sum()
+            hyper_a = C.gamma_log_prior(p.a_alpha, p.b_alpha, E_a, E_log_a)
+            ent_a = C.gamma_entropy(self.alpha[0], self.alpha[1])
+        ent_w = 0.5 * np.sum(np.log(2.0 * np.pi * np.e * self.sw[mask]))
+        return float(prior_w + hyper_a + ent_a + ent_w)
 
     def sweep(self, learn_noise_prior: bool):
-        """One VB iteration (§5.3.4): q(f), q(gamma), q(w), q(alpha), q(beta), then the noise hyperparameters."""
+        """One VB iteration (§5.3.4): q(f), q(gamma), q(w), q(alpha), q(beta), then the noise hyperparameters (no q(w),
+        q(alpha) with the PSF known)."""
         self.update_f()
         self.update_gamma()
-        self.update_w()
-        self.update_alpha()
+        if not self.p.known:
+            self.update_w()
+            self.update_alpha()
         if learn_noise_prior:
             # one joint step: EM on (a, b) alone moves <beta> by 1 / (2 a_beta) per round, so it barely leaves the prior
             self.update_noise_prior()
@@ -384,15 +396,14 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     timer = C.Timer()
     state, res = _vb_fit(model, data, opts, progress)
     t_opt = timer()
-    out = {"image": [], "psf": []}
+    out = {name: [] for name in model.var_dims(data)}
     for chain in range(chains):
         f, w = state.draws(numpy_rng(seed if seed is not None else 0, chain), draws)
-        canon = model.canonical(f, w)
-        out["image"].append(canon["image"])
-        out["psf"].append(canon["psf"])
+        for name, values in model.canonical(f, w).items():
+            out[name].append(values)
     out = {k: np.stack(v) for k, v in out.items()}
     warn = [] if res["converged"] else [f"vb stopped at max_iter={res['iterations']} before the bound converged"]
-    covered = float(np.mean(model.support_mask(shape)))
+    covered = 0.0 if model.known else float(np.mean(model.support_mask(shape)))   # the share of free weights
     if covered > WIDE_SUPPORT and opts["learn_noise_prior"]:
         # each free weight counts as a fitted parameter: the learned noise variance is inflated by ~1 / (1 - P/M)
         warn.append(f"the PSF weights cover {covered:.0%} of the image: the learned noise level is biased up by about "

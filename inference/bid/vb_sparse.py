@@ -444,6 +444,9 @@ def _check(options: dict, model, data) -> None:
 
 
 def _unavailable(model):
+    if model.known:
+        return ("vb_sparse estimates the PSF, and this model takes it as known (psf='known'): use gibbs or vb, or "
+                "BID(psf='blind') to see what vb_sparse estimates")
     if model.priors[2] != "St":
         return ("vb_sparse restores under the St image prior (first differences); the model's image prior is "
                 f"{model.priors[2]!r} (variant {model.variant!r})")

@@ -27,8 +27,9 @@ from bayeszoo.inference.approximations import GaussianApproximation, approximati
 from bayeszoo.models.gpc import GPC
 from bayeszoo.numerics import gp_kernels as gk
 from bayeszoo.numerics.blas_threads import one_blas_thread, one_blas_thread_when_small  # noqa: F401
-from bayeszoo.numerics.linalg import jittered_cholesky
+from bayeszoo.numerics.linalg import DENSE_N, jittered_cholesky
 from bayeszoo.registry import owner
+from bayeszoo.resources import Need, dense
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 LIKELIHOODS = ("probit", "logit")
@@ -82,6 +83,10 @@ def log_lik_derivs(f, y, likelihood):
 _COARSE_T = np.linspace(-_SPAN, _SPAN, 49)           # panel edges in sd units away from the sigmoid's step
 _FINE_F = np.concatenate([[-30.0, -24.0, -18.0, -14.0, -10.0, -8.0], np.linspace(-6.0, 6.0, 13),
                           [8.0, 10.0, 14.0, 18.0, 24.0, 30.0]])   # around f = 0, where sig steps
+
+
+#: quadrature nodes per point of :func:`_graded_nodes`: the panels between the merged edges, 10 nodes each
+QUADRATURE_NODES = (_COARSE_T.size + _FINE_F.size - 1) * _GL_X.size
 
 
 def _graded_nodes(m, sd):
@@ -289,6 +294,29 @@ def predict_latent(model, X, Xs, alpha, sW, L):
         mu = Ks.T @ alpha
         v = sla.solve_triangular(L, sW[:, None] * Ks, lower=True, check_finite=False)
         return mu, np.maximum(kss_diag(model, Xs) - np.sum(v * v, 0), 0.0)
+
+
+# ------------------------------------------------------------------------------------------------ memory
+MEMORY_ADVICE = ("fit a random subset of the training points: every GPC backend holds n x n matrices (the kernel, its "
+                 "Cholesky factors, the posterior covariance)")
+
+
+def memory(square: float, approximation: bool = True):
+    """The ``memory`` declaration of a GPC backend (``bayeszoo.resources``): ``square`` n x n matrices alive at its
+    peak (counted on its code path: the kernel and its symmetrised copy, chol(K), B and its factor, the covariance
+    V and the temporaries that form it, the factor the draws use). An ``approximation`` also holds, up to n =
+    ``DENSE_N``, its covariance in the fit's ``gaussian`` group (three n x n matrices while it is symmetrised), and
+    evaluates the Jensen bound (and the logit's tilted moments) by quadrature: six arrays of n x
+    :data:`QUADRATURE_NODES`."""
+    def need(model, data, options) -> Need:
+        n = data.n
+        parts = {f"{square:g} matrices of {n:,} x {n:,} (kernel, Cholesky factors, covariance)": dense(n, n, square)}
+        if approximation and n <= DENSE_N:
+            parts[f"the covariance kept with the fit ({n:,} x {n:,}, 3 matrices)"] = dense(n, n, 3)
+        if approximation:
+            parts[f"quadrature (6 arrays of {n:,} x {QUADRATURE_NODES} nodes)"] = dense(n, QUADRATURE_NODES, 6)
+        return Need(parts, MEMORY_ADVICE)
+    return need
 
 
 # ------------------------------------------------------------------------------------------------ output

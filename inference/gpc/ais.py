@@ -41,6 +41,7 @@ from bayeszoo.results import build_fit
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, owner, register
 
+from ._common import memory as gpc_memory
 from .gibbs import kernel_and_labels
 
 SCHEDULES = ("power", "geometric", "linear")
@@ -165,7 +166,7 @@ def ais_log_weights(K, ypm, *, probit, n_runs, seed=0, schedule="power", n_temps
     t_all = np.arange(1, T + pad + 1)
     jax.block_until_ready(fn(state, run_keys, t_all[:block], b_all[:block], b_all[:block], Lj, yj))
     t_compile = time.perf_counter() - t0
-    with progress_bar(total=T, desc=desc, disable=not progress) as bar:
+    with progress_bar(total=T, desc=desc, disable=not progress, unit="temperature") as bar:
         for start in range(0, T + pad, block):
             idx = slice(start, start + block)
             state = fn(state, run_keys, jnp.asarray(t_all[idx]), jnp.asarray(b_all[start:start + block]),
@@ -209,6 +210,7 @@ def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", 
 
 
 @register("ais", kind="mcmc", family="gpc", options=OPTIONS, defaults={"tune": 0},
+          memory=gpc_memory(3.5, approximation=False),
           description="annealed importance sampling of the log evidence from the prior (elliptical slice moves)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """AIS from the prior: log evidence with standard error; final-temperature states as the posterior of f."""

@@ -24,7 +24,8 @@ from __future__ import annotations
 import numpy as np
 from scipy import linalg as sla
 
-from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, AtMost, Interval
+from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
@@ -35,8 +36,10 @@ OPTIONS = {
                   POSITIVE),
     "damping": Option(1.0, "fraction of each site update applied, in (0, 1] (1: undamped)",
                       Interval(float, 0.0, 1.0, "right")),
-    "min_sweeps": Option(2, "sweeps made before convergence is tested", POSITIVE_INT),
+    "min_sweeps": Option(2, "sweeps made before convergence is tested (at most max_sweeps)", POSITIVE_INT),
 }
+#: a run cannot make more sweeps than its cap
+RELATIONS = (AtMost("min_sweeps", "max_sweeps"),)
 
 
 _ger = sla.blas.get_blas_funcs("ger", dtype=np.float64)   # rank-one update A += alpha x y^T, in place
@@ -64,10 +67,11 @@ def _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L):
 
 
 @C.one_blas_thread_when_small
-def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_sweeps=2, ttau0=None, tnu0=None):
+def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_sweeps=2, ttau0=None, tnu0=None,
+             progress=False):
     """Run EP to convergence. Returns a dict with ``ttau``, ``tnu``, ``mu``, ``Sigma``, ``sW``, ``L``,
     ``alpha`` (= K^-1 mu = tnu - sW B^-1 sW K tnu), ``log_evidence``, its trace, ``iterations`` (sweeps made),
-    ``converged``."""
+    ``converged``; ``progress`` shows a bar over the passes (sweeps over the sites)."""
     n = K.shape[0]
     ttau = np.zeros(n) if ttau0 is None else np.asarray(ttau0, float).copy()
     tnu = np.zeros(n) if tnu0 is None else np.asarray(tnu0, float).copy()
@@ -76,40 +80,47 @@ def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_swe
     trace = []
     converged = False
     sweep = 0
-    for sweep in range(1, max_sweeps + 1):
-        max_change = 0.0
-        for i in range(n):
-            s_ii = Sigma[i, i]
-            tau_c = 1.0 / s_ii - ttau[i]
-            if not (tau_c > 0):           # round-off in a near-degenerate Sigma: skip this site once
-                continue
-            nu_c = mu[i] / s_ii - tnu[i]
-            m_c, v_c = nu_c / tau_c, 1.0 / tau_c
-            _, d1, d2 = C.tilted_moments(y[i], m_c, v_c, likelihood)
-            denom = 1.0 + d2 * v_c
-            tau_new = max(-d2 / denom, 0.0)   # log-concave likelihoods: tau >= 0 (R&W 3.6 comment)
-            nu_new = (d1 - m_c * d2) / denom
-            # convergence is judged on the full (undamped) update: at a fixed point it is zero, whereas a
-            # damped step is small whenever the damping is, fixed point or not
-            max_change = max(max_change, abs(tau_new - ttau[i]) / (1.0 + abs(ttau[i])),
-                             abs(nu_new - tnu[i]) / (1.0 + abs(tnu[i])))
-            if damping < 1.0:
-                tau_new = damping * tau_new + (1.0 - damping) * ttau[i]
-                nu_new = damping * nu_new + (1.0 - damping) * tnu[i]
-            dtau = tau_new - ttau[i]
-            dnu = nu_new - tnu[i]
-            ttau[i], tnu[i] = tau_new, nu_new
-            si = Sigma[:, i].copy()
-            c = dtau / (1.0 + dtau * s_ii)
-            _ger(-c, si, si, a=Sigma.T, overwrite_a=True)                  # R&W 3.70, in place (Sigma symmetric)
-            mu += si * (dnu * (1.0 - c * s_ii) - c * mu[i])                # = Sigma_new @ tnu_new, in O(n)
-        Sigma, mu, sW, L = _recompute(K, ttau, tnu)
-        lZ = _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L)
-        trace.append(lZ)
-        if sweep >= min_sweeps and max_change < tol and abs(lZ - lZ_old) < tol * max(1.0, abs(lZ)):
-            converged = True
-            break
-        lZ_old = lZ
+    last = ""         # how far the last pass was from converging, shown beside the site a pass has reached
+    with progress_bar(total=max_sweeps, desc=f"ep ({likelihood})", disable=not progress, unit="pass") as bar:
+        for sweep in range(1, max_sweeps + 1):
+            max_change = 0.0
+            for i in range(n):
+                s_ii = Sigma[i, i]
+                tau_c = 1.0 / s_ii - ttau[i]
+                if not (tau_c > 0):           # round-off in a near-degenerate Sigma: skip this site once
+                    continue
+                nu_c = mu[i] / s_ii - tnu[i]
+                m_c, v_c = nu_c / tau_c, 1.0 / tau_c
+                _, d1, d2 = C.tilted_moments(y[i], m_c, v_c, likelihood)
+                denom = 1.0 + d2 * v_c
+                tau_new = max(-d2 / denom, 0.0)   # log-concave likelihoods: tau >= 0 (R&W 3.6 comment)
+                nu_new = (d1 - m_c * d2) / denom
+                # convergence is judged on the full (undamped) update: at a fixed point it is zero, whereas a
+                # damped step is small whenever the damping is, fixed point or not
+                max_change = max(max_change, abs(tau_new - ttau[i]) / (1.0 + abs(ttau[i])),
+                                 abs(nu_new - tnu[i]) / (1.0 + abs(tnu[i])))
+                if damping < 1.0:
+                    tau_new = damping * tau_new + (1.0 - damping) * ttau[i]
+                    nu_new = damping * nu_new + (1.0 - damping) * tnu[i]
+                dtau = tau_new - ttau[i]
+                dnu = nu_new - tnu[i]
+                ttau[i], tnu[i] = tau_new, nu_new
+                si = Sigma[:, i].copy()
+                c = dtau / (1.0 + dtau * s_ii)
+                _ger(-c, si, si, a=Sigma.T, overwrite_a=True)                  # R&W 3.70, in place (Sigma symmetric)
+                mu += si * (dnu * (1.0 - c * s_ii) - c * mu[i])                # = Sigma_new @ tnu_new, in O(n)
+                if i % 64 == 63:      # a pass over thousands of sites takes seconds: say where it is
+                    show(bar, f"site {i + 1}/{n}{last}")
+            Sigma, mu, sW, L = _recompute(K, ttau, tnu)
+            lZ = _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L)
+            trace.append(lZ)
+            bar.update()
+            last = f"; last pass: site change {max_change:.2g}, ln Z change {abs(lZ - lZ_old):.2g} (tol {tol:g})"
+            show(bar, last[2:])
+            if sweep >= min_sweeps and max_change < tol and abs(lZ - lZ_old) < tol * max(1.0, abs(lZ)):
+                converged = True
+                break
+            lZ_old = lZ
     alpha = tnu - C.solve_C(sW, L, K @ tnu)
     return {"ttau": ttau, "tnu": tnu, "mu": mu, "Sigma": 0.5 * (Sigma + Sigma.T), "sW": sW, "L": L,
             "alpha": alpha, "log_evidence": float(trace[-1]), "trace": np.array(trace), "iterations": sweep,
@@ -128,17 +139,17 @@ def ep_log_evidence_grad(K, dK, y, likelihood, res=None, **ep_kw):
     return res["log_evidence"], g, res
 
 
-def fit_ep(model, data, opts=None):
+def fit_ep(model, data, opts=None, progress=False):
     """EP at the model's hyperparameters: returns the site / posterior dict plus K and y."""
     opts = C.with_defaults(OPTIONS, opts)
     return C.run_at_hyperparameters(model, data, ep_sites, max_sweeps=opts["max_sweeps"], tol=opts["tol"],
-                                    damping=opts["damping"], min_sweeps=opts["min_sweeps"])
+                                    damping=opts["damping"], min_sweeps=opts["min_sweeps"], progress=progress)
 
 
 def ep_posterior(model, data, opts=None, progress=False) -> C.Posterior:
     """EP's Q = N(mu, Sigma) at the model's hyperparameters, as the family's posterior struct (its sites: the site
     precisions tau~ and natural means nu~)."""
-    res = fit_ep(model, data, opts)
+    res = fit_ep(model, data, opts, progress)
     jb = C.jensen_bound(res["y"], res["mu"], res["Sigma"], model.likelihood, sW=res["sW"], L=res["L"],
                         alpha=res["alpha"])
     return C.Posterior(mean=res["mu"], cov=res["Sigma"], log_evidence=res["log_evidence"], jensen_bound=jb,
@@ -147,7 +158,8 @@ def ep_posterior(model, data, opts=None, progress=False) -> C.Posterior:
                        sites={"site_tau": res["ttau"], "site_nu": res["tnu"]})
 
 
-@register("ep", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+@register("ep", kind="approximation", family="gpc", options=OPTIONS, relations=RELATIONS,
+          defaults=APPROXIMATION_DEFAULTS, memory=C.memory(7))
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Expectation propagation: moment-matched Gaussian sites, sequential sweeps with rank-one updates."""
     return C.approximation_run(model, data, "ep", ep_posterior, opts, progress, draws=draws, chains=chains,

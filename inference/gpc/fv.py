@@ -86,7 +86,7 @@ def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, pr
     trace = [s["F"]]
     converged = False
     it = 0
-    with progress_bar(total=max_iter, desc=f"fv ({likelihood})", disable=not progress) as bar:
+    with progress_bar(total=max_iter, desc=f"fv ({likelihood})", disable=not progress, unit="Newton step") as bar:
         for it in range(1, max_iter + 1):
             dm = 1.0 + s2 * s["d2"]                             # dm_i / dmu_i, in (0, 1]
             grad = dm * (s["d1"] - P @ s["m"])                  # zero iff mu satisfies (4.21)
@@ -132,7 +132,8 @@ def fv_posterior(model, data, opts=None, progress=False) -> C.Posterior:
                        sites={"factor_mu": res["mu"], "factor_s2": res["s2"]}, info={"ridge": float(opts["ridge"])})
 
 
-@register("fv", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+@register("fv", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
+          memory=C.memory(8))
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Factorial variational approximation: free-form mean field over the latents, sequential factor updates."""
     return C.approximation_run(model, data, "fv", fv_posterior, opts, progress,

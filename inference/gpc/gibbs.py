@@ -50,6 +50,8 @@ from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.registry import Option, owner, register
 
+from ._common import memory as gpc_memory
+
 OPTIONS = {
     "thin": Option(None, "keep every thin-th sweep (None: 5 for probit / Albert-Chib, 1 for logit / Polya-Gamma)",
                    Interval(int, 1, None, "left", none=True)),
@@ -177,7 +179,7 @@ def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None
             "iterations": res.sweeps}
 
 
-@register("gibbs", kind="mcmc", family="gpc", options=OPTIONS, check=check,
+@register("gibbs", kind="mcmc", family="gpc", options=OPTIONS, check=check, memory=gpc_memory(5.5, approximation=False),
           description="data-augmentation Gibbs (Albert-Chib for probit, Polya-Gamma for logit)")
 def run(model, data, *, draws, tune, chains, seed, progress, thin, init):
     """Gibbs sampler on f: Albert-Chib (probit) or exact Polya-Gamma (logit) augmentation."""

@@ -127,7 +127,7 @@ def kl_fit(K, y, likelihood, *, alpha0=None, W0=None, max_iter=500, tol=1e-10, p
     trace = [s["J"]]
     converged = False
     it = 0
-    with progress_bar(total=max_iter, desc=f"kl ({likelihood})", disable=not progress) as bar:
+    with progress_bar(total=max_iter, desc=f"kl ({likelihood})", disable=not progress, unit="Newton step") as bar:
         for it in range(1, max_iter + 1):
             d_alpha, d_W = _directions(K, s)
             step, new = 1.0, None
@@ -179,7 +179,8 @@ def kl_posterior(model, data, opts=None, progress=False) -> C.Posterior:
                        iterations=res["iterations"], converged=res["converged"])
 
 
-@register("kl", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+@register("kl", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
+          memory=C.memory(12.5))
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """KL method: the Gaussian maximising the Jensen bound, i.e. minimising KL(Q || P) (thesis §4.5)."""
     return C.approximation_run(model, data, "kl", kl_posterior, opts, progress,

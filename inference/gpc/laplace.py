@@ -15,6 +15,7 @@ import numpy as np
 from scipy import linalg as sla
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT
+from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
@@ -26,12 +27,12 @@ OPTIONS = {
 
 
 @C.one_blas_thread_when_small
-def laplace_mode(K, y, likelihood, *, a0=None, max_iter=100, tol=1e-9):
+def laplace_mode(K, y, likelihood, *, a0=None, max_iter=100, tol=1e-9, progress=False):
     """Mode of the GPC posterior by Newton (R&W Alg. 3.1) with step halving.
 
     Returns a dict: ``f`` (mode), ``alpha`` (K^-1 f), ``sW``, ``L`` (chol B), ``d1``, ``d3`` (likelihood
     derivatives at the mode), ``log_lik``, ``log_evidence`` (ln Z_LA), ``psi`` trace, ``iterations``,
-    ``converged``.
+    ``converged``. ``progress`` shows a bar over the Newton steps.
     """
     n = K.shape[0]
     a = np.zeros(n) if a0 is None else np.asarray(a0, float).copy()
@@ -44,29 +45,33 @@ def laplace_mode(K, y, likelihood, *, a0=None, max_iter=100, tol=1e-9):
     trace = [psi]
     converged = False
     it = 0
-    for it in range(1, max_iter + 1):
-        _, d1, d2, _ = C.log_lik_derivs(f, y, likelihood)
-        W = -d2
-        sW = np.sqrt(W)
-        L = C.chol_B(K, sW)
-        b = W * f + d1
-        a_new = b - C.solve_C(sW, L, K @ b)          # R&W Alg. 3.1 lines 6-7
-        da = a_new - a
-        step = 1.0
-        while True:
-            a_try = a + step * da
-            f_try = K @ a_try
-            psi_try = psi_of(a_try, f_try)
-            if psi_try >= psi - 1e-12 * abs(psi) or step < 1e-10:
+    with progress_bar(total=max_iter, desc=f"laplace ({likelihood})", disable=not progress,
+                      unit="Newton step") as bar:
+        for it in range(1, max_iter + 1):
+            _, d1, d2, _ = C.log_lik_derivs(f, y, likelihood)
+            W = -d2
+            sW = np.sqrt(W)
+            L = C.chol_B(K, sW)
+            b = W * f + d1
+            a_new = b - C.solve_C(sW, L, K @ b)          # R&W Alg. 3.1 lines 6-7
+            da = a_new - a
+            step = 1.0
+            while True:
+                a_try = a + step * da
+                f_try = K @ a_try
+                psi_try = psi_of(a_try, f_try)
+                if psi_try >= psi - 1e-12 * abs(psi) or step < 1e-10:
+                    break
+                step *= 0.5
+            change = psi_try - psi
+            df = float(np.max(np.abs(f_try - f)))
+            a, f, psi = a_try, f_try, psi_try
+            trace.append(psi)
+            bar.update()
+            show(bar, f"change of Psi {abs(change) / max(1.0, abs(psi)):.2g} (tol {tol:g})")
+            if abs(change) < tol * max(1.0, abs(psi)) and df < 1e-8 * (1.0 + float(np.max(np.abs(f)))):
+                converged = True
                 break
-            step *= 0.5
-        change = psi_try - psi
-        df = float(np.max(np.abs(f_try - f)))
-        a, f, psi = a_try, f_try, psi_try
-        trace.append(psi)
-        if abs(change) < tol * max(1.0, abs(psi)) and df < 1e-8 * (1.0 + float(np.max(np.abs(f)))):
-            converged = True
-            break
     lp, d1, d2, d3 = C.log_lik_derivs(f, y, likelihood)
     sW = np.sqrt(-d2)
     L = C.chol_B(K, sW)
@@ -95,15 +100,16 @@ def laplace_log_evidence_grad(K, dK, y, likelihood, res=None, **mode_kw):
     return res["log_evidence"], g, res
 
 
-def fit_laplace(model, data, opts=None):
+def fit_laplace(model, data, opts=None, progress=False):
     """Laplace approximation at the model's hyperparameters: returns the mode dict plus K and y."""
     opts = C.with_defaults(OPTIONS, opts)
-    return C.run_at_hyperparameters(model, data, laplace_mode, max_iter=opts["max_iter"], tol=opts["tol"])
+    return C.run_at_hyperparameters(model, data, laplace_mode, max_iter=opts["max_iter"], tol=opts["tol"],
+                                    progress=progress)
 
 
 def laplace_posterior(model, data, opts=None, progress=False) -> C.Posterior:
     """Laplace's Q = N(f_hat, (K^-1 + W)^-1) at the model's hyperparameters, as the family's posterior struct."""
-    res = fit_laplace(model, data, opts)
+    res = fit_laplace(model, data, opts, progress)
     K, y = res["K"], res["y"]
     V = C.posterior_cov(K, res["sW"], res["L"])
     jb = C.jensen_bound(y, res["f"], V, model.likelihood, sW=res["sW"], L=res["L"], alpha=res["alpha"])
@@ -112,7 +118,8 @@ def laplace_posterior(model, data, opts=None, progress=False) -> C.Posterior:
                        iterations=res["iterations"], converged=res["converged"])
 
 
-@register("laplace", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+@register("laplace", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
+          memory=C.memory(5))
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Laplace's method: Gaussian at the posterior mode of f (Newton in the B = I + W^1/2 K W^1/2 form)."""
     return C.approximation_run(model, data, "laplace", laplace_posterior, opts, progress, draws=draws, chains=chains,

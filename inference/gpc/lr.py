@@ -23,6 +23,7 @@ import numpy as np
 from scipy.optimize import minimize_scalar
 
 from bayeszoo.checks import POSITIVE, Interval, Numbers
+from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
@@ -75,14 +76,24 @@ def select_noise(K, y, noise_range=(0.5, 2.0)):
     return float(np.exp(res.x))
 
 
-def lr_fit(K, y, likelihood, *, noise_sd=None, noise_range=(0.5, 2.0)):
+def lr_fit(K, y, likelihood, *, noise_sd=None, noise_range=(0.5, 2.0), progress=False):
     """Label regression: returns ``m``, ``V``, ``alpha``, ``sW``, ``L``, ``noise_sd``, ``log_evidence_regression``
-    and ``jensen_bound`` (the log evidence the thesis uses for LR)."""
-    s = select_noise(K, y, noise_range) if noise_sd is None else float(noise_sd)
-    lz, sW, L, alpha = regression_log_evidence(K, y, s)
-    m = K @ alpha
-    V = C.posterior_cov(K, sW, L)
-    jb = C.jensen_bound(y, m, V, likelihood, sW=sW, L=L, alpha=alpha)
+    and ``jensen_bound`` (the log evidence the thesis uses for LR). No iterations: ``progress`` shows a bar over its
+    four steps, each O(n^3)."""
+    with progress_bar(total=4, desc="lr", disable=not progress, unit="step") as bar:
+        bar.set_postfix_str("noise sd (eigendecomposition of K)")
+        s = select_noise(K, y, noise_range) if noise_sd is None else float(noise_sd)
+        bar.update()
+        bar.set_postfix_str("factorisation of B")
+        lz, sW, L, alpha = regression_log_evidence(K, y, s)
+        m = K @ alpha
+        bar.update()
+        bar.set_postfix_str("covariance")
+        V = C.posterior_cov(K, sW, L)
+        bar.update()
+        bar.set_postfix_str("Jensen bound")
+        jb = C.jensen_bound(y, m, V, likelihood, sW=sW, L=L, alpha=alpha)
+        bar.update()
     return {"m": m, "V": V, "alpha": alpha, "sW": sW, "L": L, "noise_sd": s, "log_evidence_regression": lz,
             "jensen_bound": jb}
 
@@ -91,7 +102,8 @@ def lr_posterior(model, data, opts=None, progress=False) -> C.Posterior:
     """Label regression's Q = N(m, V) at the model's hyperparameters, as the family's posterior struct; closed form
     (no iterations), its evidence the Jensen bound under the classification likelihood."""
     opts = C.with_defaults(OPTIONS, opts)
-    res = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"], noise_range=opts["noise_range"])
+    res = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"], noise_range=opts["noise_range"],
+                                   progress=progress)
     return C.Posterior(mean=res["m"], cov=res["V"], log_evidence=res["jensen_bound"], jensen_bound=res["jensen_bound"],
                        alpha=res["alpha"], sW=res["sW"],
                        objective={"log_evidence_regression": np.array([res["log_evidence_regression"]])},
@@ -101,7 +113,8 @@ def lr_posterior(model, data, opts=None, progress=False) -> C.Posterior:
                                              "noise_sd": res["noise_sd"]})
 
 
-@register("lr", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+@register("lr", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
+          memory=C.memory(5))
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Label regression: GP regression on the +-1 labels, noise chosen by the regression evidence."""
     return C.approximation_run(model, data, "lr", lr_posterior, opts, progress, draws=draws, chains=chains,

@@ -94,7 +94,7 @@ def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overre
     converged = False
     it = 0
     relax = 1.0
-    with progress_bar(total=max_iter, desc=f"vb ({likelihood})", disable=not progress) as bar:
+    with progress_bar(total=max_iter, desc=f"vb ({likelihood})", disable=not progress, unit="EM step") as bar:
         for it in range(1, max_iter + 1):
             if likelihood == "logit":
                 em_pos = np.sqrt(s["m"] ** 2 + s["v"])
@@ -139,7 +139,8 @@ def vb_posterior(model, data, opts=None, progress=False) -> C.Posterior:
                        sites={"varsigma": res["varsigma"]})
 
 
-@register("vb", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS)
+@register("vb", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
+          memory=C.memory(8))
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Individual-potential bounds (Jaakkola-Jordan for logit, the thesis's bound for probit), EM updates."""
     return C.approximation_run(model, data, "vb", vb_posterior, opts, progress,

@@ -42,6 +42,7 @@ from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, owner, register
+from bayeszoo.resources import Need, dense
 
 from ._operators import ImageDesign
 
@@ -77,6 +78,23 @@ def check(options: dict, model, data) -> dict:
                          f"{model.n_kernels * R * C} posterior precision; at most {EXACT_MAX_WEIGHTS} weights (kernels "
                          f"x pixels) are allowed, use 'diagonal' or 'circulant'")
     return options
+
+
+#: arrays of the weights' size alive at an iteration's peak (real and complex FFTs of every kernel's weights, the CG
+#: vectors, alpha, the diagonal of Sigma), counted on the code path
+WORKING_ARRAYS = 40
+
+
+def memory(model, data, options) -> Need:
+    """The working memory (``bayeszoo.resources``): :data:`WORKING_ARRAYS` arrays of the kernels x pixels weights;
+    ``approx="exact"`` also factorises their dense posterior precision."""
+    R, C = model.image_shape(data)
+    weights = model.n_kernels * R * C
+    parts = {f"{WORKING_ARRAYS} arrays of the {model.n_kernels} x {R} x {C} weights": dense(1, weights, WORKING_ARRAYS)}
+    if options["approx"] == "exact":
+        parts[f"dense posterior precision, its factor and inverse ({weights:,} x {weights:,}, 4 matrices)"] = \
+            dense(weights, weights, 4)
+    return Need(parts, "ask for fewer draws (draws of w hold every weight), or approx 'diagonal' or 'circulant'")
 
 
 def default_counts(model, data) -> dict:
@@ -168,7 +186,8 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
 
     converged = False
     it = beta_em_steps = 0
-    bar = progress_bar(total=opts["max_iter"], desc=f"dft-rvm ({opts['approx']})", disable=not progress)
+    bar = progress_bar(total=opts["max_iter"], desc=f"dft-rvm ({opts['approx']})", disable=not progress,
+                       unit="iteration")
     try:
         mu, sd, logdet_H = posterior(mu)
         resid = t - design.forward(mu)
@@ -235,6 +254,7 @@ def approximation(res: dict, w_draws: str) -> GaussianApproximation | PointEstim
 
 
 @register("dft", kind="approximation", family="imagervm", options=OPTIONS, check=check, defaults=default_counts,
+          memory=memory,
           description="DFT-RVM: type-II ML of alpha, beta with Fourier-domain CG means and diagonal / circulant / exact "
                       "diag(Sigma)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):

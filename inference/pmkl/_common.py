@@ -21,6 +21,7 @@ from bayeszoo.inference._random import truncnorm_above, truncnorm_below
 from bayeszoo.inference.approximations import GaussianApproximation
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.registry import owner
+from bayeszoo.resources import Need, dense
 from bayeszoo.numerics.kernels import (KERNELS, RULES, Source, base_grams, combine, latent_means,  # noqa: F401
                                        rbf_gram_batch, theta_labels, theta_layout, theta_start)
 from bayeszoo.numerics.probit import GH_NODES, gh_rule, log_class_probs, log_class_probs_mc  # noqa: F401
@@ -196,3 +197,25 @@ def conditional_w(model, data, W, Ls, A, beta, *, active=None, **fields) -> Gaus
     log_alpha = np.full((N, W.shape[1]), LOG_ALPHA_PRUNED)
     log_alpha[active] = np.log(A)
     return w_gaussian(W, Ls, active, N, fixed={"log_alpha": log_alpha, "beta": np.asarray(beta, float)}, **fields)
+
+
+# ------------------------------------------------------------------------------------- memory
+MEMORY_ADVICE = ("fit a random subset of the training points or fewer sources: PMKL holds one N x N kernel per "
+                 "source and one N x N factor per class")
+
+
+def memory(extra: float, per_class: bool = True):
+    """The ``memory`` declaration of a PMKL backend (``bayeszoo.resources``): the S base kernels (N x N each), one
+    N x N Cholesky factor per class (``per_class``) and ``extra`` more N x N matrices alive at the backend's peak
+    (counted on its code path: the combined kernel, K K, the precision of a class's weights and the temporaries of
+    its factorisation)."""
+    def need(model, data, options) -> Need:
+        N, S = data.n, len(model.source_list(data))
+        parts = {f"{S} base kernels of {N:,} x {N:,}": dense(N, N, S)}
+        if per_class:
+            C = model.n_classes(data)
+            parts[f"{C} class factors of {N:,} x {N:,}"] = dense(N, N, C)
+        parts[f"{extra:g} more matrices of {N:,} x {N:,} (combined kernel, K K, precisions)"] = dense(N, N, extra)
+        return Need(parts, MEMORY_ADVICE)
+    return need
+

@@ -53,7 +53,7 @@ def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta
     Y = np.where(onehot, 1.0, 0.0)
     W = np.zeros((N, C))
     trace, converged = [], False
-    with progress_bar(total=max_iter, desc=variant, disable=not progress) as bar:
+    with progress_bar(total=max_iter, desc=variant, disable=not progress, unit="iteration") as bar:
         for it in range(max_iter):
             K = MK.combine(Ks, beta, model.rule)
             W_new, Ls = MK.w_posterior(K, K @ K, Y, A)
@@ -97,7 +97,7 @@ def _run(variant, model, data, draws, chains, seed, progress, opts):
 
 
 @register("em", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS,
-          check=MK.check_rule("em"), defaults=APPROXIMATION_DEFAULTS,
+          check=MK.check_rule("em"), defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(9.5),
           description="EM point estimates with the beta QP (Algorithm 5)")
 def run_em(model, data, *, draws, tune, chains, seed, progress, **opts):
     """EM (Algorithm 5): E-steps for Y and A, M-step for W, QP for beta."""
@@ -105,7 +105,8 @@ def run_em(model, data, *, draws, tune, chains, seed, progress, **opts):
 
 
 @register("map", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS, check=map_check,
-          defaults=APPROXIMATION_DEFAULTS, description="MAP point estimates with the beta QP (Algorithm 4)")
+          defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(9.5),
+          description="MAP point estimates with the beta QP (Algorithm 4)")
 def run_map(model, data, *, draws, tune, chains, seed, progress, **opts):
     """MAP (Algorithm 4): modes for Y and A, M-step for W, QP for beta."""
     return _run("map", model, data, draws, chains, seed, progress, opts)

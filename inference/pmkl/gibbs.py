@@ -595,7 +595,7 @@ def check(options, model, data):
     return options
 
 
-@register("gibbs", kind="mcmc", family="pmkl", options=OPTIONS, check=check,
+@register("gibbs", kind="mcmc", family="pmkl", options=OPTIONS, check=check, memory=MK.memory(16.5),
           description="Gibbs sampler with auxiliary variables and Metropolis sub-steps (Algorithm 1)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Algorithm 1: W, cone-truncated Y, A by exact conditionals (Y by default with W integrated out); beta by

@@ -111,7 +111,7 @@ def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6,
     denom = proj[i0] / C - 1.0
     alpha[i0] = kk[i0] / denom if denom > 0 else 1.0 / kk[i0]   # 5.19 with C = I
     trace, n_rv, converged = [], [], False
-    with progress_bar(total=max_iter, desc="mrvm1", disable=not progress) as bar:
+    with progress_bar(total=max_iter, desc="mrvm1", disable=not progress, unit="action") as bar:
         for it in range(max_iter):
             act = np.nonzero(np.isfinite(alpha))[0]
             Sm, Qm, L, Wo = sparsity_quality(K, act, alpha[act], Y)
@@ -179,7 +179,7 @@ def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, pr
     act = np.arange(N)
     W = np.zeros((N, C))
     trace, n_rv, converged = [], [], False
-    with progress_bar(total=max_iter, desc="mrvm2", disable=not progress) as bar:
+    with progress_bar(total=max_iter, desc="mrvm2", disable=not progress, unit="iteration") as bar:
         for it in range(max_iter):
             K = MK.combine(Ks, beta, model.rule)
             Ko = K[act]
@@ -230,7 +230,7 @@ def _fit(backend, model, data, res, Ls, A, *, draws, chains, seed, timer, limit)
 
 
 @register("mrvm1", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS1,
-          check=MK.check_rule("mrvm1"), defaults=APPROXIMATION_DEFAULTS,
+          check=MK.check_rule("mrvm1"), defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(3.5, per_class=False),
           description="mRVM1: fast constructive multiclass RVM with shared precisions (Algorithms 6-7)")
 def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **opts):
     """mRVM1: constructive type-II ML with informative sample selection."""
@@ -245,7 +245,7 @@ def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **opts):
 
 
 @register("mrvm2", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS2,
-          check=MK.check_rule("mrvm2"), defaults=APPROXIMATION_DEFAULTS,
+          check=MK.check_rule("mrvm2"), defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(6),
           description="mRVM2: flat-prior multiclass RVM with top-down pruning (Algorithm 8)")
 def run_mrvm2(model, data, *, draws, tune, chains, seed, progress, **opts):
     """mRVM2: EM with per-class precisions under a flat prior, pruning at alpha > ``prune``."""

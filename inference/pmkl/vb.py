@@ -206,7 +206,7 @@ def vb_fit_state(model, data, *, max_iter=100, tol=1e-3, is_samples=200, is_pool
     bounds, betas = [], []
     converged = False
     # many N x N factorisations: BLAS worker threads only contend at these sizes (inference._blas)
-    with one_blas_thread(N), progress_bar(total=max_iter, desc="vb", disable=not progress) as bar:
+    with one_blas_thread(N), progress_bar(total=max_iter, desc="vb", disable=not progress, unit="iteration") as bar:
         for it in range(max_iter):
             K = MK.combine(Ks, beta, model.rule)
             W, Ls = MK.w_posterior(K, K @ K, Y, A)
@@ -273,6 +273,7 @@ def vb_predictive(model, state, Ks_test):
 
 
 @register("vb", kind="approximation", family="pmkl", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
+          memory=MK.memory(10),
           description="VBpMKL: mean-field VB with importance sampling for beta, Theta and rho (Algorithm 3)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """VBpMKL (Algorithm 3); draws are i.i.d. from the final Q."""

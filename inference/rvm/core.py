@@ -26,10 +26,28 @@ from scipy.special import expit, log_expit, log_ndtr
 
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
+from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.registry import owner
+from bayeszoo.resources import Need, dense
 
 LOG_2PI = float(np.log(2.0 * np.pi))
+#: what to do when an RVM fit needs more memory than the machine has
+MEMORY_ADVICE = ("fit a random subset of the training points (the RVM has one basis function per point, so its "
+                 "matrices grow as N^2), or for regression the adaptive RVM, bz.models.ARVM(n_basis=...), whose "
+                 "few bases move")
+
+
+def memory(square: float):
+    """The ``memory`` declaration of an RVM backend (``bayeszoo.resources``): the design Phi (N x M) and ``square``
+    M x M matrices alive at its peak (counted on its code path: Phi^T Phi, the posterior precision, its scaled copy,
+    Cholesky factor and inverse, Sigma, and the temporaries between them)."""
+    def need(model, data, options) -> Need:
+        N, M = data.n, model.n_basis(data)
+        return Need({f"design matrix Phi ({N:,} x {M:,})": dense(N, M),
+                     f"{square:g} matrices of {M:,} x {M:,} (Phi^T Phi, precision, its factors, Sigma)":
+                         dense(M, M, square)}, MEMORY_ADVICE)
+    return need
 
 
 # ------------------------------------------------------------------------------------------------ Cholesky
@@ -237,10 +255,11 @@ def type2_approximation(M: int, res: dict, *, classifier: bool) -> GaussianAppro
                                  objective_name="objective", iterations=res["iterations"], converged=res["converged"])
 
 
-def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chains: int, seed, extra_info):
+def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chains: int, seed, extra_info,
+              progress: bool = False):
     """Shared driver of the type-II backends (``em``, ``fast``): design matrix, ``solver``, Fit of the Gaussian.
 
-    ``solver(model, Phi, t, opts)`` returns a dict with ``active``, ``alpha``, ``beta``, ``post``,
+    ``solver(model, Phi, t, opts, progress)`` returns a dict with ``active``, ``alpha``, ``beta``, ``post``,
     ``log_evidence`` / ``objective`` traces, ``iterations`` and ``converged``; ``extra_info(res)`` adds the
     backend's own entries to ``fit.info``. The optimised quantity is the ``objective`` trace (J); its last value is
     ``fit.idata.objective["objective"][-1]`` and the final log evidence is ``fit.info["log_evidence"]``.
@@ -248,9 +267,10 @@ def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chai
     t0 = time.perf_counter()
     Phi = model.training_design(data)
     t = np.asarray(data.y, float)
-    with warnings.catch_warnings():
+    # many small factorisations: below SMALL_N points a second BLAS thread only contends
+    with warnings.catch_warnings(), one_blas_thread(min(Phi.shape)):
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = solver(model, Phi, t, opts)
+        res = solver(model, Phi, t, opts, progress)
     q = type2_approximation(Phi.shape[1], res, classifier=model.is_classifier)
     return approximation_fit(model, data, backend, q, draws=draws, chains=chains, seed=seed,
                              timing={"tune": time.perf_counter() - t0}, owner=owner("rvm", backend),

@@ -21,6 +21,7 @@ from __future__ import annotations
 import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
+from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import core as C
@@ -41,8 +42,9 @@ OPTIONS = {
 DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}
 
 
-def type2_fit(model, Phi, t, opts):
-    """The optimiser, on an explicit design ``Phi``. Returns a dict with active, alpha, beta, post, traces."""
+def type2_fit(model, Phi, t, opts, progress=False):
+    """The optimiser, on an explicit design ``Phi``. Returns a dict with active, alpha, beta, post, traces; ``progress``
+    shows a bar over the iterations."""
     N, M = Phi.shape
     a, b, c, d = model.a, model.b, model.c, model.d
     clf = model.is_classifier
@@ -76,86 +78,92 @@ def type2_fit(model, Phi, t, opts):
     post, ev = posterior()
     trace_ev.append(ev)
     trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
-    for it in range(1, opts["max_iter"] + 1):
-        mu = post.mu
-        Sd = np.diag(post.Sigma)
-        al = alpha[active]
-        gamma = 1.0 - al * Sd
-        if opts["update"] == "em":
-            new_al = (1.0 + 2 * a) / (mu**2 + Sd + 2 * b)                       # [T 2.24]
-        else:
-            new_al = (gamma + 2 * a) / (mu**2 + 2 * b)                           # [T 2.25-2.26]
-            new_al = np.where(new_al > 0, new_al, opts["prune_alpha"] * 10)
-        new_beta = beta
-        if not clf:
-            r = t - Phi[:, active] @ mu
-            rr = float(r @ r)
-            if opts["update"] == "em":
-                new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)   # EM step; tr(Phi Sigma Phi^T) = sum gamma / beta
-            else:
-                # [T 2.27], corrected: Gamma on beta; N - sum gamma >= 0 exactly, but not in rounding when the bases
-                # interpolate the targets, which would make beta negative
-                new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (rr + 2 * d)
-        change = float(np.max(np.abs(np.log(new_al) - np.log(al))))
-        if not clf:
-            change = max(change, abs(np.log(new_beta) - np.log(beta)))
-        alpha[active] = new_al
-        beta = new_beta
-        keep = alpha[active] <= opts["prune_alpha"]
-        if not np.any(keep):
-            keep[np.argmin(alpha[active])] = True
-        if not np.all(keep):
-            active = active[keep]
-            if clf and w_mode is not None:
-                w_mode = w_mode[keep]
-        post, ev = posterior()
-        obj = ev + C.log_prior_terms(alpha[active], beta, model)
-        settled = abs(obj - trace_obj[-1]) < 1e-4 * max(1.0, abs(obj))
-        trace_ev.append(ev)
-        trace_obj.append(obj)
-        if (change < opts["tol"] or settled) and active.size > 1:
-            # settled for this active set: remove bases whose share of J is not positive ([T 3.5] + prior)
+    with progress_bar(total=opts["max_iter"], desc=f"em ({opts['update']})", disable=not progress,
+                      unit="iteration") as bar:
+        for it in range(1, opts["max_iter"] + 1):
+            mu = post.mu
             Sd = np.diag(post.Sigma)
             al = alpha[active]
-            s = np.maximum(1.0 / Sd - al, 1e-300)
-            q2 = (post.mu / Sd) ** 2
-            f = C.basis_contribution(al, s, q2, a, b)
-            _, fbest = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
-            drop = (fbest <= 0) & (f < 0)
-            if np.all(drop):
-                drop[np.argmax(f)] = False
-            if np.any(drop):
-                # remove the worst k bases, halving k until J does not decrease (each alone has gain -f_i > 0)
-                saved = (active, w_mode)
-                order = np.argsort(np.where(drop, f, np.inf))[:int(np.sum(drop))]
-                k = order.size
-                while True:
-                    out = np.zeros(saved[0].size, bool)
-                    out[order[:k]] = True
-                    active = saved[0][~out]
-                    if clf and saved[1] is not None:
-                        w_mode = saved[1][~out]
-                    post2, ev2 = posterior()
-                    obj2 = ev2 + C.log_prior_terms(alpha[active], beta, model)
-                    if obj2 >= obj - 1e-9 * abs(obj) or k == 1:
-                        break
-                    k = max(1, k // 2)
-                n_deleted += int(saved[0].size - active.size)
-                post, ev = post2, ev2
-                trace_ev.append(ev)
-                trace_obj.append(obj2)
-                continue
-            if change < opts["tol"]:
-                converged = True
-                break
+            gamma = 1.0 - al * Sd
+            if opts["update"] == "em":
+                new_al = (1.0 + 2 * a) / (mu**2 + Sd + 2 * b)                       # [T 2.24]
+            else:
+                new_al = (gamma + 2 * a) / (mu**2 + 2 * b)                           # [T 2.25-2.26]
+                new_al = np.where(new_al > 0, new_al, opts["prune_alpha"] * 10)
+            new_beta = beta
+            if not clf:
+                r = t - Phi[:, active] @ mu
+                rr = float(r @ r)
+                if opts["update"] == "em":
+                    # EM step; tr(Phi Sigma Phi^T) = sum gamma / beta
+                    new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
+                else:
+                    # [T 2.27], corrected: Gamma on beta; N - sum gamma >= 0 exactly, but not in rounding when the bases
+                    # interpolate the targets, which would make beta negative
+                    new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (rr + 2 * d)
+            change = float(np.max(np.abs(np.log(new_al) - np.log(al))))
+            if not clf:
+                change = max(change, abs(np.log(new_beta) - np.log(beta)))
+            alpha[active] = new_al
+            beta = new_beta
+            keep = alpha[active] <= opts["prune_alpha"]
+            if not np.any(keep):
+                keep[np.argmin(alpha[active])] = True
+            if not np.all(keep):
+                active = active[keep]
+                if clf and w_mode is not None:
+                    w_mode = w_mode[keep]
+            post, ev = posterior()
+            obj = ev + C.log_prior_terms(alpha[active], beta, model)
+            settled = abs(obj - trace_obj[-1]) < 1e-4 * max(1.0, abs(obj))
+            trace_ev.append(ev)
+            trace_obj.append(obj)
+            bar.update()
+            show(bar, f"change {change:.2g} (tol {opts['tol']:g}), {active.size} bases")
+            if (change < opts["tol"] or settled) and active.size > 1:
+                # settled for this active set: remove bases whose share of J is not positive ([T 3.5] + prior)
+                Sd = np.diag(post.Sigma)
+                al = alpha[active]
+                s = np.maximum(1.0 / Sd - al, 1e-300)
+                q2 = (post.mu / Sd) ** 2
+                f = C.basis_contribution(al, s, q2, a, b)
+                _, fbest = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
+                drop = (fbest <= 0) & (f < 0)
+                if np.all(drop):
+                    drop[np.argmax(f)] = False
+                if np.any(drop):
+                    # remove the worst k bases, halving k until J does not decrease (each alone has gain -f_i > 0)
+                    saved = (active, w_mode)
+                    order = np.argsort(np.where(drop, f, np.inf))[:int(np.sum(drop))]
+                    k = order.size
+                    while True:
+                        out = np.zeros(saved[0].size, bool)
+                        out[order[:k]] = True
+                        active = saved[0][~out]
+                        if clf and saved[1] is not None:
+                            w_mode = saved[1][~out]
+                        post2, ev2 = posterior()
+                        obj2 = ev2 + C.log_prior_terms(alpha[active], beta, model)
+                        if obj2 >= obj - 1e-9 * abs(obj) or k == 1:
+                            break
+                        k = max(1, k // 2)
+                    n_deleted += int(saved[0].size - active.size)
+                    post, ev = post2, ev2
+                    trace_ev.append(ev)
+                    trace_obj.append(obj2)
+                    continue
+                if change < opts["tol"]:
+                    converged = True
+                    break
     return dict(active=active, alpha=alpha[active], beta=beta, post=post, log_evidence=np.array(trace_ev),
                 objective=np.array(trace_obj), iterations=it, converged=converged,
                 n_deleted=n_deleted)
 
 
 @register("em", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
+          memory=C.memory(8),
           description="type-II ML / MAP of log alpha, log beta by MacKay or EM updates; Laplace/IRLS for classification")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Type-II ML / MAP (MacKay or EM updates), Gaussian (or Laplace) posterior of w at the estimate."""
-    return C.run_type2("em", type2_fit, model, data, opts, draws=draws, chains=chains, seed=seed,
+    return C.run_type2("em", type2_fit, model, data, opts, draws=draws, chains=chains, seed=seed, progress=progress,
                        extra_info=lambda res: {"update": opts["update"]})

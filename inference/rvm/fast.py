@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval
+from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import core as C
@@ -29,7 +30,7 @@ OPTIONS = {
 }
 
 
-def fast_fit(model, Phi, t, opts):
+def fast_fit(model, Phi, t, opts, progress=False):
     N, M = Phi.shape
     a, b, c, d = model.a, model.b, model.c, model.d
     clf = model.is_classifier
@@ -60,73 +61,76 @@ def fast_fit(model, Phi, t, opts):
     trace_ev, trace_obj, actions = [], [], {"add": 0, "reestimate": 0, "delete": 0}
     converged = False
     it = 0
-    for it in range(1, opts["max_iter"] + 1):
-        al = alpha[active]
-        if clf:
-            post, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, al, model.link, w0=w_mode)
-            w_mode = post.mu
-            ev = C.laplace_log_evidence(post, al, ll)
-            Bt = W * (Phi[:, active] @ post.mu) + g              # B t-hat  [P 20]
-            PBP = (Phi.T * W) @ Phi[:, active]                   # Phi^T B Phi_active
-            PBt = Phi.T @ Bt
-            S = (Phi**2).T @ W - np.sum((PBP @ post.Sigma) * PBP, 1)           # [P 28]
-            Q = PBt - PBP @ (post.Sigma @ PBt[active])                           # [P 29]
-        else:
-            H = beta * G[np.ix_(active, active)]
-            H[np.diag_indices(active.size)] += al
-            post = C.Gaussian(H, beta * Pt[active])
-            ev = C.log_evidence(post, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
-            Ga = G[:, active]
-            S = beta * gdiag - beta * beta * np.sum((Ga @ post.Sigma) * Ga, 1)      # [P 28]
-            Q = beta * Pt - beta * beta * (Ga @ post.Sigma) @ Pt[active]            # [P 29]
-        trace_ev.append(ev)
-        trace_obj.append(ev + C.log_prior_terms(al, beta, model))
-        # s_m, q_m [T 3.10]: equal to S_m, Q_m for bases not in the model
-        s, q = S.copy(), Q.copy()
-        s[active] = al * S[active] / (al - S[active])
-        q[active] = al * Q[active] / (al - S[active])
-        s = np.maximum(s, 1e-300)
-        q2 = q * q
-        a_star, f_star = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
-        gain = np.where(np.isfinite(a_star), f_star, -np.inf)                  # add
-        f_now = C.basis_contribution(al, s[active], q2[active], a, b)
-        gain[active] = np.maximum(f_star[active], 0.0) - f_now                  # re-estimate or delete
-        if active.size == 1:
-            gain[active] = np.where(np.isfinite(a_star[active]), gain[active], -np.inf)
-        i = int(np.argmax(gain))
-        best = gain[i]
-        in_model = np.isfinite(alpha[i])
-        new_beta = beta
-        if not clf:
-            gamma = 1.0 - al * np.diag(post.Sigma)
-            r = t - Phi[:, active] @ post.mu
-            # [T 2.27], corrected; N - sum gamma >= 0 exactly, not always in rounding (bases that interpolate)
-            new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (float(r @ r) + 2 * d)
-        beta_change = 0.0 if clf else abs(np.log(new_beta) - np.log(beta))
-        small_step = (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(trace_obj[-1]))
-                      or (in_model and np.isfinite(a_star[i])
-                          and abs(np.log(a_star[i]) - np.log(alpha[i])) < 1e-6))
-        if small_step and beta_change < 1e-6:
-            converged = True
-            break
-        if np.isfinite(best) and best > 0:
-            if not in_model:
-                alpha[i] = a_star[i]
-                active = np.append(active, i)
-                if clf:
-                    w_mode = np.append(w_mode, 0.0)
-                actions["add"] += 1
-            elif np.isfinite(a_star[i]):
-                alpha[i] = a_star[i]
-                actions["reestimate"] += 1
+    with progress_bar(total=opts["max_iter"], desc="fast", disable=not progress, unit="action") as bar:
+        for it in range(1, opts["max_iter"] + 1):
+            al = alpha[active]
+            if clf:
+                post, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, al, model.link, w0=w_mode)
+                w_mode = post.mu
+                ev = C.laplace_log_evidence(post, al, ll)
+                Bt = W * (Phi[:, active] @ post.mu) + g              # B t-hat  [P 20]
+                PBP = (Phi.T * W) @ Phi[:, active]                   # Phi^T B Phi_active
+                PBt = Phi.T @ Bt
+                S = (Phi**2).T @ W - np.sum((PBP @ post.Sigma) * PBP, 1)           # [P 28]
+                Q = PBt - PBP @ (post.Sigma @ PBt[active])                           # [P 29]
             else:
-                keep = active != i
-                alpha[i] = np.inf
-                active = active[keep]
-                if clf:
-                    w_mode = w_mode[keep]
-                actions["delete"] += 1
-        beta = new_beta
+                H = beta * G[np.ix_(active, active)]
+                H[np.diag_indices(active.size)] += al
+                post = C.Gaussian(H, beta * Pt[active])
+                ev = C.log_evidence(post, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
+                Ga = G[:, active]
+                S = beta * gdiag - beta * beta * np.sum((Ga @ post.Sigma) * Ga, 1)      # [P 28]
+                Q = beta * Pt - beta * beta * (Ga @ post.Sigma) @ Pt[active]            # [P 29]
+            trace_ev.append(ev)
+            trace_obj.append(ev + C.log_prior_terms(al, beta, model))
+            # s_m, q_m [T 3.10]: equal to S_m, Q_m for bases not in the model
+            s, q = S.copy(), Q.copy()
+            s[active] = al * S[active] / (al - S[active])
+            q[active] = al * Q[active] / (al - S[active])
+            s = np.maximum(s, 1e-300)
+            q2 = q * q
+            a_star, f_star = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
+            gain = np.where(np.isfinite(a_star), f_star, -np.inf)                  # add
+            f_now = C.basis_contribution(al, s[active], q2[active], a, b)
+            gain[active] = np.maximum(f_star[active], 0.0) - f_now                  # re-estimate or delete
+            if active.size == 1:
+                gain[active] = np.where(np.isfinite(a_star[active]), gain[active], -np.inf)
+            i = int(np.argmax(gain))
+            best = gain[i]
+            in_model = np.isfinite(alpha[i])
+            new_beta = beta
+            if not clf:
+                gamma = 1.0 - al * np.diag(post.Sigma)
+                r = t - Phi[:, active] @ post.mu
+                # [T 2.27], corrected; N - sum gamma >= 0 exactly, not always in rounding (bases that interpolate)
+                new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (float(r @ r) + 2 * d)
+            beta_change = 0.0 if clf else abs(np.log(new_beta) - np.log(beta))
+            bar.update()
+            show(bar, f"gain {max(best, 0.0):.2g} (tol {opts['tol']:g} x |J|), {active.size} bases")
+            small_step = (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(trace_obj[-1]))
+                          or (in_model and np.isfinite(a_star[i])
+                              and abs(np.log(a_star[i]) - np.log(alpha[i])) < 1e-6))
+            if small_step and beta_change < 1e-6:
+                converged = True
+                break
+            if np.isfinite(best) and best > 0:
+                if not in_model:
+                    alpha[i] = a_star[i]
+                    active = np.append(active, i)
+                    if clf:
+                        w_mode = np.append(w_mode, 0.0)
+                    actions["add"] += 1
+                elif np.isfinite(a_star[i]):
+                    alpha[i] = a_star[i]
+                    actions["reestimate"] += 1
+                else:
+                    keep = active != i
+                    alpha[i] = np.inf
+                    active = active[keep]
+                    if clf:
+                        w_mode = w_mode[keep]
+                    actions["delete"] += 1
+            beta = new_beta
     # posterior for the final active set, alpha and beta
     al = alpha[active]
     if clf:
@@ -160,8 +164,9 @@ def _permute(post, order):
 
 
 @register("fast", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
+          memory=C.memory(3.5),
           description="Tipping-Faul fast marginal likelihood maximisation (add / re-estimate / delete)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Tipping-Faul sequential type-II ML / MAP; Gaussian (or Laplace) posterior of w at the estimate."""
-    return C.run_type2("fast", fast_fit, model, data, opts, draws=draws, chains=chains, seed=seed,
+    return C.run_type2("fast", fast_fit, model, data, opts, draws=draws, chains=chains, seed=seed, progress=progress,
                        extra_info=lambda res: {"actions": res["actions"]})

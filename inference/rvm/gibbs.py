@@ -37,6 +37,8 @@ from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.registry import Option, owner, register
 
+from .core import memory as rvm_memory
+
 
 class StartingPoint:
     """The ``init`` option: None or a dict with any of ``w`` (a number or one per basis), ``alpha`` (positive, a
@@ -229,6 +231,7 @@ def _singular_precision(model) -> str:
 
 
 @register("gibbs", kind="mcmc", family="rvm", applies=_applies, options=OPTIONS, check=check,
+          memory=rvm_memory(4.5),
           description="conjugate Gibbs sampler; Albert-Chib for probit classification")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Conjugate Gibbs: w | alpha, beta Gaussian; alpha_i, beta Gamma; probit via Albert-Chib."""

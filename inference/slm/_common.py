@@ -18,6 +18,7 @@ import xarray as xr
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.potentials import Potential
 from bayeszoo.registry import owner
+from bayeszoo.resources import Need, dense
 
 #: the group of a fit that holds one value per potential (dim ``potential``): what an approximation learnt about
 #: each T_j
@@ -82,6 +83,22 @@ def prior_precision(pot: Potential) -> np.ndarray:
     if pot.name == "sigmoid":
         return tau**2 / np.pi**2              # symmetric part sech(tau s / 2) / 2: Var(s) = pi^2 / tau^2
     return tau
+
+
+#: what to do when an SLM fit with dense matrices needs more memory than the machine has
+MEMORY_ADVICE = ("use an algorithm on the operators, which holds no n x n matrix: gibbs with solver='cg', map with "
+                 "solver 'fista' or 'lbfgs', or dloop (dense only up to n = 2000)")
+
+
+def dense_memory(model, data, square: float, B_copies: float = 1, X_copies: float = 1) -> Need:
+    """The working memory of an SLM backend on dense algebra (``bayeszoo.resources``): ``square`` n x n matrices (the
+    posterior precision, its Cholesky factor, X^T X, the covariance), ``B_copies`` dense copies of B (q x n) and
+    ``X_copies`` of X (m x n), as counted on the backend's code path."""
+    m, n = data.n, data.d
+    q = int(model.operator_B(data).shape[0])
+    return Need({f"{square:g} matrices of {n:,} x {n:,} (precision, its factor, covariance)": dense(n, n, square),
+                 f"dense B ({q:,} x {n:,})": dense(q, n, B_copies),
+                 f"dense X ({m:,} x {n:,})": dense(m, n, X_copies)}, MEMORY_ADVICE)
 
 
 def potentials_group(**values) -> dict:

@@ -48,8 +48,9 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
-from bayeszoo.inference.slm._common import (blas_threads, check_finite, potentials_group, precision_cholesky,
-                                            prior_precision, problem)
+from bayeszoo.inference.slm._common import (blas_threads, check_finite, dense_memory, potentials_group,
+                                            precision_cholesky, prior_precision, problem)
+from bayeszoo.resources import Need, dense
 from bayeszoo.inference.slm.gibbs import GaussianStep
 from bayeszoo.numerics.lanczos import lanczos_variances
 from bayeszoo.numerics.linalg import DENSE_N   # up to this n: dense covariance, the phi trace, exact_variances
@@ -223,7 +224,7 @@ def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, i
     var_dense = dense if exact_variances else None
     phi = [phi_bound(prob, gamma, *dense)] if dense is not None else []
     inner_steps, converged, inner_ok = [], False, True
-    with progress_bar(total=n_outer, desc="dloop (slm)", disable=not progress) as bar:
+    with progress_bar(total=n_outer, desc="dloop (slm)", disable=not progress, unit="outer loop") as bar:
         for t in range(1, n_outer + 1):
             z, _, _ = variances(prob, gamma, k=lanczos_k, dense=var_dense)
             u, _, steps, ok, surrogate = inner_loop(prob, z, u, gamma=gamma, n_inner=n_inner, inner_tol=inner_tol,
@@ -250,7 +251,16 @@ def perturb_and_solve(step: GaussianStep, pi, mean, cg_tol: float):
     return lambda rng, n: np.stack([step.draw(rng, pi, mean, cg_tol) for _ in range(n)])
 
 
-@register("dloop", kind="approximation", family="slm", check=_check, defaults=_defaults,
+def memory(model, data, options) -> Need:
+    """Up to n = DENSE_N: the dense precision, its factor and inverse (the phi trace, the covariance), dense B and X;
+    above, the Lanczos vectors (k x n, twice)."""
+    if data.d <= DENSE_N:
+        return dense_memory(model, data, 5)
+    k = min(options["lanczos_k"], data.d)
+    return Need({f"Lanczos vectors ({k} x {data.d:,}, twice)": dense(k, data.d, 2)})
+
+
+@register("dloop", kind="approximation", family="slm", check=_check, defaults=_defaults, memory=memory,
           applies=lambda model: model.potential in POTENTIALS,
           description="double-loop variational inference (Lanczos variances, Newton-CG inner loop)",
           options={"n_outer": Option(5, "most outer iterations (variance updates)", POSITIVE_INT),

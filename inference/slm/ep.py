@@ -35,11 +35,11 @@ from scipy.special import erfcx, log_ndtr
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
-from bayeszoo.inference.slm._common import (blas_threads, potentials_group, precision_cholesky, prior_precision,
-                                            problem)
+from bayeszoo.inference.slm._common import (blas_threads, dense_memory, potentials_group, precision_cholesky,
+                                            prior_precision, problem)
 from bayeszoo.numerics.linalg import DENSE_N   # largest n (dense Cholesky representation)
 from bayeszoo.numerics.operators import to_dense
-from bayeszoo.progress import progress_bar
+from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 SCHEDULES = ("sweep", "selective")
@@ -188,10 +188,13 @@ def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-1
     q = Bd.shape[0]
     st = State(Xd, Bd, y, sigma2, np.broadcast_to(prior_precision(pot), (q,)), np.zeros(q))
     trace, skipped, converged = [], 0, False
-    with progress_bar(total=max_sweeps, desc="ep (slm)", disable=not progress) as bar:
+    last = ""         # how far the last sweep was from converging, shown beside the site a sweep has reached
+    with progress_bar(total=max_sweeps, desc="ep (slm)", disable=not progress, unit="sweep") as bar:
         for sweep in range(1, max_sweeps + 1):
             worst = 0.0
             for step in range(q):
+                if step % 64 == 63:       # a sweep over thousands of sites takes seconds: say where it is
+                    show(bar, f"site update {step + 1}/{q}{last}")
                 if schedule == "sweep":
                     i = step
                     pi_new, b_new, kl, ok = (v[0] for v in _proposals(st, pot, np.array([i]), eta, damping))
@@ -207,6 +210,8 @@ def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-1
             st.refresh()
             trace.append(worst)
             bar.update(1)
+            last = f"; last sweep: largest KL {worst:.2g} (tol {tol:g})"
+            show(bar, last[2:])
             if worst < tol:
                 converged = True
                 break
@@ -216,6 +221,7 @@ def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-1
 
 
 @register("ep", kind="approximation", family="slm", check=_check,
+          memory=lambda model, data, options: dense_memory(model, data, 5),
           defaults={**APPROXIMATION_DEFAULTS, "draws": 1000, "chains": 4},
           description="fractional expectation propagation (dense Cholesky representation, rank-one updates)",
           options={"eta": Option(0.9, "EP power (fraction of each potential in the tilted distribution; 1: EP)",

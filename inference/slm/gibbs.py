@@ -27,7 +27,9 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, OneOf
 from bayeszoo.inference.chains import Kernel, chains_fit, sample
-from bayeszoo.inference.slm._common import blas_threads, check_finite, precision_cholesky, prior_precision, problem
+from bayeszoo.inference.slm._common import (blas_threads, check_finite, dense_memory, precision_cholesky,
+                                            prior_precision, problem)
+from bayeszoo.resources import Need
 from bayeszoo.numerics.linalg import DENSE_N
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.numerics.potentials import GSM_SAMPLERS
@@ -99,7 +101,15 @@ def kernel(step: GaussianStep, cg_tol: float) -> Kernel:
     return Kernel(init=init, step=sweep, position=lambda state: {"u": state.u})
 
 
-@register("gibbs", kind="mcmc", family="slm",
+def memory(model, data, options) -> Need:
+    """Dense (solver cholesky, or auto up to n = DENSE_N): X^T X, the precision and its factor, dense B and X; the
+    CG draws hold vectors only."""
+    if options["solver"] == "cholesky" or (options["solver"] == "auto" and data.d <= DENSE_N):
+        return dense_memory(model, data, 3)
+    return Need({})
+
+
+@register("gibbs", kind="mcmc", family="slm", memory=memory,
           defaults={"draws": 1000, "tune": 500, "chains": 4},
           applies=lambda model: model.potential in GSM_SAMPLERS,
           description="Gaussian scale-mixture Gibbs sampler with perturb-and-solve Gaussian steps",

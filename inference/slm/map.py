@@ -25,8 +25,10 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.approximations import PointEstimate, approximation_fit
-from bayeszoo.inference.slm._common import blas_threads, check_finite, precision_cholesky, problem
+from bayeszoo.inference.slm._common import blas_threads, check_finite, dense_memory, precision_cholesky, problem
+from bayeszoo.resources import Need
 from bayeszoo.numerics.linalg import DENSE_N   # the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
+from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 SOLVERS = ("auto", "fista", "admm", "lbfgs")
@@ -64,19 +66,23 @@ def _lipschitz(Op, iters: int = 300) -> float:
     return 1.01 * lam
 
 
-def _fista(prob, max_iter, tol):
+def _fista(prob, max_iter, tol, bar):
     from pylops.optimization.sparsity import fista
 
     tau = float(prob.potential.tau[0])       # identity / wavelet rows all carry tau
     Op = prob.X @ prob.B.H                   # X B^T: B orthonormal, u = B^T c
     trace = []
     # PyLops' FISTA thresholds at eps * step / 2, i.e. it minimises ||y - Op c||^2 / 2 + (eps / 2) ||c||_1
+    def step(c):
+        trace.append(prob.neg_log_joint(prob.B.H @ c))
+        bar.update()
+
     c, iters, _ = fista(Op, prob.y, niter=max_iter, eps=2.0 * prob.sigma2 * tau, tol=tol, alpha=1.0 / _lipschitz(Op),
-                        callback=lambda c: trace.append(prob.neg_log_joint(prob.B.H @ c)))
+                        callback=step)
     return prob.B.H @ c, int(iters), np.asarray(trace), int(iters) < max_iter
 
 
-def _admm(prob, max_iter, tol, rho):
+def _admm(prob, max_iter, tol, rho, bar):
     X, B, y, s2 = prob.X, prob.B, prob.y, prob.sigma2
     tau = np.asarray(prob.potential.tau, dtype=float)
     n = prob.n
@@ -115,13 +121,15 @@ def _admm(prob, max_iter, tol, rho):
         primal = np.linalg.norm(Bu - z)
         dual = rho * np.linalg.norm(B.H @ (z - z_old))
         scale = max(np.linalg.norm(Bu), np.linalg.norm(z), 1e-12)
+        bar.update()
+        show(bar, f"primal residual {primal / scale:.2g} (tol {tol:g})")
         if primal <= tol * scale and dual <= tol * max(rho * np.linalg.norm(B.H @ w), 1e-12):
             converged = True
             break
     return u, it, np.asarray(trace), converged
 
 
-def _lbfgs(prob, max_iter, tol):
+def _lbfgs(prob, max_iter, tol, bar):
     trace = []
     # L-BFGS-B multiplies gradients together: beyond objectives of ~1e150 (a tiny sigma2) they overflow and it stops
     # at once, reporting success, so it minimises a copy scaled below 1e100 (no change for ordinary problems)
@@ -133,12 +141,20 @@ def _lbfgs(prob, max_iter, tol):
         trace.append(value)
         return value / scale, prob.gradient(u) / scale
 
-    res = minimize(fun, np.zeros(prob.n), jac=True, method="L-BFGS-B",
+    res = minimize(fun, np.zeros(prob.n), jac=True, method="L-BFGS-B", callback=lambda _: bar.update(),
                    options={"maxiter": max_iter, "ftol": tol, "gtol": 1e-12, "maxcor": 20})
     return res.x, int(res.nit), np.asarray(trace), bool(res.success)
 
 
-@register("map", kind="approximation", family="slm", check=_check,
+def memory(model, data, options) -> Need:
+    """ADMM up to n = DENSE_N factorises X^T X / sigma2 + rho B^T B densely; FISTA, L-BFGS and ADMM above hold
+    vectors only."""
+    if choose_solver(model, options["solver"]) == "admm" and data.d <= DENSE_N:
+        return dense_memory(model, data, 3)
+    return Need({})
+
+
+@register("map", kind="approximation", family="slm", check=_check, memory=memory,
           defaults={**APPROXIMATION_DEFAULTS, "draws": 1, "chains": 1},
           description="MAP / penalised least squares (L1, L1+TV): FISTA, ADMM or L-BFGS",
           options={"solver": Option("auto", "fista (Laplace, orthonormal B), admm (Laplace, any B), lbfgs "
@@ -153,12 +169,13 @@ def run(model, data, *, draws, tune, chains, seed, progress, solver, max_iter, t
     t0 = time.perf_counter()
     solver = choose_solver(model, solver)
     prob = problem(model, data)
-    if solver == "fista":
-        u, iters, trace, converged = _fista(prob, max_iter, tol)
-    elif solver == "admm":
-        u, iters, trace, converged = _admm(prob, max_iter, tol, rho)
-    else:
-        u, iters, trace, converged = _lbfgs(prob, max_iter, tol)
+    with progress_bar(total=max_iter, desc=f"map ({solver})", disable=not progress, unit="iteration") as bar:
+        if solver == "fista":
+            u, iters, trace, converged = _fista(prob, max_iter, tol, bar)
+        elif solver == "admm":
+            u, iters, trace, converged = _admm(prob, max_iter, tol, rho, bar)
+        else:
+            u, iters, trace, converged = _lbfgs(prob, max_iter, tol, bar)
     check_finite(u, "map", f"the {solver} estimate")
     trace = np.append(trace, prob.neg_log_joint(u))    # the last entry is the estimate's objective
     estimate = PointEstimate(values={"u": u}, objective={"neg_log_joint": trace}, objective_name="neg_log_joint",

@@ -28,7 +28,9 @@ import scipy.linalg as sla
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
-from bayeszoo.inference.slm._common import blas_threads, potentials_group, precision_cholesky
+from bayeszoo.inference.slm._common import blas_threads, dense_memory, potentials_group, precision_cholesky
+from bayeszoo.resources import Need
+from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 DENSE_LIMIT = 4096     # largest n (the posterior covariance is formed densely, O(n^3) per iteration)
@@ -56,13 +58,19 @@ def _moments_small_m(X, y, sigma2, alpha):
     return mean, nu, log_evidence, GCinv_trace, W, gamma
 
 
-def sbl(X, B, y, sigma2, *, learn_noise=False, max_iter=1000, tol=1e-8, prune=1e12):
+def sbl(X, B, y, sigma2, *, learn_noise=False, max_iter=1000, tol=1e-8, prune=1e12, progress=False):
     """Type-II ML on dense X (m x n), B (q x n). Returns a dict: ``mean``, ``cov`` (of u), ``alpha`` = 1/gamma
-    (q,), ``sigma2``, ``iterations``, ``converged``, ``log_evidence`` (trace; NaN unless B is orthonormal)."""
+    (q,), ``sigma2``, ``iterations``, ``converged``, ``log_evidence`` (trace; NaN unless B is orthonormal);
+    ``progress`` shows a bar over the iterations."""
+    with progress_bar(total=max_iter, desc="sbl (slm)", disable=not progress, unit="iteration") as bar:
+        return _sbl(X, B, y, sigma2, learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune, bar=bar)
+
+
+def _sbl(X, B, y, sigma2, *, learn_noise, max_iter, tol, prune, bar):
     m, n = X.shape
     q = B.shape[0]
     if q == n and m < n and np.array_equal(B, np.eye(n)):
-        return _sbl_small_m(X, y, sigma2, learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune)
+        return _sbl_small_m(X, y, sigma2, learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune, bar=bar)
     XtX, Xty = X.T @ X, X.T @ y
     alpha = np.ones(q)
     orthonormal = q == n and np.allclose(B @ B.T, np.eye(q), atol=1e-10)
@@ -85,6 +93,8 @@ def sbl(X, B, y, sigma2, *, learn_noise=False, max_iter=1000, tol=1e-8, prune=1e
             dof = m - np.sum(Li_Xt**2) / sigma2
             sigma2 = float(resid @ resid / max(dof, 1e-12))
         alpha, change = new, _change(alpha, new, prune)
+        bar.update()
+        show(bar, f"change {change:.2g} (tol {tol:g})")
         if change < tol:
             converged = True
             break
@@ -108,7 +118,7 @@ def _change(alpha, new, prune) -> float:
     return float(np.max(np.abs(np.log(new[live]) - np.log(alpha[live])))) if live.any() else 0.0
 
 
-def _sbl_small_m(X, y, sigma2, *, learn_noise, max_iter, tol, prune):
+def _sbl_small_m(X, y, sigma2, *, learn_noise, max_iter, tol, prune, bar):
     """:func:`sbl` for B = I and m < n through the m x m matrix C (module docstring)."""
     m, n = X.shape
     alpha = np.ones(n)
@@ -121,6 +131,8 @@ def _sbl_small_m(X, y, sigma2, *, learn_noise, max_iter, tol, prune):
             resid = y - X @ mean
             sigma2 = float(resid @ resid / max(m - GCinv_trace, 1e-12))
         alpha, change = new, _change(alpha, new, prune)
+        bar.update()
+        show(bar, f"change {change:.2g} (tol {tol:g})")
         if change < tol:
             converged = True
             break
@@ -129,7 +141,15 @@ def _sbl_small_m(X, y, sigma2, *, learn_noise, max_iter, tol, prune):
             "converged": converged, "log_evidence": np.asarray(trace, float)}
 
 
-@register("sbl", kind="approximation", family="slm", check=_check,
+def memory(model, data, options) -> Need:
+    """Dense algebra: with B = I and fewer measurements than unknowns the m x n products of the Woodbury form and
+    the covariance; otherwise X^T X, the precision, its factor and inverse, the covariance and B^T twice."""
+    if model.B == "identity" and data.n < data.d:
+        return dense_memory(model, data, 3, B_copies=0, X_copies=3)
+    return dense_memory(model, data, 6, B_copies=2)
+
+
+@register("sbl", kind="approximation", family="slm", check=_check, memory=memory,
           applies=lambda model: model.potential != "sigmoid",   # labels are not measurements
           defaults={**APPROXIMATION_DEFAULTS, "draws": 1000, "chains": 4},
           description="sparse Bayesian learning (type-II ML / ARD on s = B u): the BCS baseline",
@@ -143,7 +163,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, max_iter, tol, lear
     """SBL / ARD type-II maximum likelihood on the potentials' variances."""
     t0 = time.perf_counter()
     res = sbl(model.dense_X(data), model.dense_B(data), np.asarray(data.y, float), model.sigma2,
-              learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune)
+              learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune, progress=progress)
     evidence = res["log_evidence"]
     q = GaussianApproximation(variable="u", mean=res["mean"], cov=res["cov"],
                               log_evidence=evidence[-1] if evidence.size else None,

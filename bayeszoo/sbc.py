@@ -1,0 +1,293 @@
+"""Simulation-based calibration of a backend on a model: ``bz.sbc(model, backend, data)`` (Talts, Betancourt,
+Simpson, Vehtari and Gelman 2018).
+
+Parameters and observations are drawn from the model's prior predictive through its NumPyro declaration
+(``numpyro.infer.Predictive`` on ``numpyro.handlers.uncondition(model.numpyro_model(data))``: the observed site
+is sampled too); each simulated observation vector replaces the data's ``y`` (the inputs stay), ``bz.fit`` fits
+it with the backend, and every scalar component of the canonical variables is ranked among the fit's posterior
+draws, thinned so that they are nearly independent (by default each fit's own draws / smallest bulk ESS, the
+thinning Talts et al. recommend; or a fixed ``thin``). A backend that samples the posterior gives uniform ranks;
+:class:`~bayeszoo.diagnostics.calibration.SBCResult` tests that with ECDF-difference bands (Säilynoja, Bürkner and
+Vehtari 2022) and draws them. The fits run here one after another, or on any ``concurrent.futures`` executor or
+Dask client, as ``bz.compare`` runs its grid.
+"""
+from __future__ import annotations
+
+import dataclasses
+import math
+import time
+from concurrent.futures import as_completed
+
+import numpy as np
+import pandas as pd
+
+from bayeszoo import checks, registry
+from bayeszoo.api import _executor
+from bayeszoo.api import fit as run_fit
+from bayeszoo.datasets import Dataset
+from bayeszoo.diagnostics.calibration import SBCResult
+from bayeszoo.models import Model
+from bayeszoo.progress import progress_bar
+from bayeszoo.results import jsonable
+
+WHO = "sbc"
+#: simulations drawn per call of the compiled prior predictive: one shape for every run, so it compiles once (and is
+#: then read from JAX's cache), and simulation i's draws depend on the seed and i only, not on n_simulations
+BATCH = 50
+
+
+def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int = 100, draws: int | None = None,
+        tune: int | None = None, chains: int | None = None, thin: int | None = None, variables=None,
+        ci_prob: float = 0.95, seed: int | None = 0, executor=None, progress: bool = True,
+        **options) -> SBCResult:
+    """Simulation-based calibration of ``backend`` on ``model``, with ``data``'s inputs.
+
+    Everything is checked, and the simulations are drawn and checked against the model, before any fit runs.
+
+    Parameters
+    ----------
+    model : bayeszoo.models.Model
+        A built-in family with a proper prior (its NumPyro declaration simulates the parameters and the
+        observations; a vague prior simulates observations no fit can take).
+    backend : str
+        The backend to calibrate (``bz.backends(model)``).
+    data : bayeszoo.datasets.Dataset
+        Gives the inputs (``X``) every simulation shares; its ``y`` is replaced by each simulation's.
+    n_simulations : int, default 100
+        Simulated datasets, each fitted once; the bands narrow as one over its square root, so subtle errors
+        need many.
+    draws, tune, chains : int, optional
+        Passed to ``bz.fit`` (by default the backend's own); one chain of a few hundred draws is usually enough.
+    thin : int, optional
+        Rank among every ``thin``-th draw of each chain; by default each fit is thinned by its draws over its
+        smallest bulk ESS (approximations, whose draws are independent, are not thinned).
+    variables : list of str, optional
+        The canonical variables to calibrate (by default all of them): leave out those the backend holds fixed.
+    ci_prob : float, default 0.95
+        Family-wise coverage of the ECDF bands: each of the C components has a band of 1 - (1 - ci_prob) / C
+        (Bonferroni), so a calibrated backend passes with at least this probability.
+    seed : int or None, default 0
+        Seeds the simulations (a JAX key), each fit (simulation i: ``SeedSequence([seed, i])``) and the ranks'
+        tie-breaking and jitter; None draws a fresh one (recorded as ``result.seed``).
+    executor : concurrent.futures.Executor or distributed.Client, optional
+        Runs the fits, as in ``bz.compare``; by default they run here, one after another.
+    progress : bool, default True
+        Show a progress bar over the simulations.
+    **options
+        The backend's options, given to every fit.
+
+    Returns
+    -------
+    SBCResult
+        ``.ranks``, ``.passed``, ``.summary()``, ``.verdict()``, ``.plot()``;
+        ``comparison.attach_sbc(result)`` shows it in a comparison's report.
+
+    Raises
+    ------
+    ValueError
+        A bad argument or option; a model without a declaration that can simulate its observations (none in
+        NumPyro, improper priors, density terms added with ``numpyro.factor``, which forward simulation
+        ignores); a simulated dataset the model refuses. All before any fit.
+    """
+    start = time.perf_counter()
+    if not isinstance(model, Model):
+        raise ValueError(f"{WHO}: model must be a bayeszoo model (e.g. bz.models.RVM()), got {type(model).__name__}")
+    if data is None:
+        raise ValueError(f"{WHO}: needs data, a Dataset whose y the simulated observations replace (its inputs X "
+                         f"stay); a model that carries its own observations cannot be refitted to simulated ones")
+    if not isinstance(data, Dataset):
+        raise ValueError(f"{WHO}: data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
+    model.validate(data)
+    spec = registry.get(model, backend)
+    n = checks.number(WHO, "n_simulations", n_simulations, low=2, low_inclusive=True, integer=True)
+    for what, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1), ("thin", thin, 1)):
+        checks.number(WHO, what, value, low=low, low_inclusive=True, integer=True, allow_none=True)
+    ci_prob = checks.probability(WHO, "ci_prob", ci_prob)
+    seed = checks.seed(WHO, "seed", seed)
+    checks.flag(WHO, "progress", progress)
+    spec.resolve(options, model, data)
+    names = _variables(model, data, variables)
+    try:
+        executor = _executor(executor)
+    except ValueError:
+        raise ValueError(f"{WHO}: executor must be a concurrent.futures.Executor (e.g. ProcessPoolExecutor) or a "
+                         f"Dask distributed.Client, or None to run the fits here; got "
+                         f"{type(executor).__name__}") from None
+    seed = checks.fresh_seed() if seed is None else seed
+
+    truths, observations = prior_predictive(model, data, names, n, seed)
+    simulated = [simulated_dataset(model, data, y, i) for i, y in enumerate(observations)]
+    kwargs = {"draws": draws, "tune": tune, "chains": chains, "progress": False, **options}
+    jobs = [(model, simulated[i], backend, kwargs, {v: truths[v][i] for v in names}, names, thin,
+             fit_seed(seed, i), [seed, i, 1]) for i in range(n)]
+
+    outcomes: dict[int, dict] = {}
+    with progress_bar(total=n, desc=f"sbc ({backend})", disable=not progress) as bar:
+        if executor is None:
+            for i, job in enumerate(jobs):
+                outcomes[i] = simulation(*job)
+                bar.update()
+        else:
+            futures = {executor.submit(simulation, *job): i for i, job in enumerate(jobs)}
+            for future in as_completed(futures):
+                try:
+                    outcomes[futures[future]] = future.result()
+                except Exception as exc:   # the worker itself died
+                    outcomes[futures[future]] = {"error": f"{type(exc).__name__}: {exc}"}
+                bar.update()
+
+    done = sorted(i for i, o in outcomes.items() if "error" not in o)
+    index = pd.Index(done, name="simulation")
+    labels = component_labels(model, data, names)
+    ranks = pd.DataFrame(np.array([outcomes[i]["ranks"] for i in done], dtype=int).reshape(len(done), len(labels)),
+                         index=index, columns=labels)
+    ess_min = pd.Series([outcomes[i]["ess_min"] for i in done], index=index, dtype=float)
+    return SBCResult(
+        backend=backend, ranks=ranks, n_ranked=pd.Series([outcomes[i]["n_ranked"] for i in done], index=index,
+                                                         dtype=int),
+        ci_prob=ci_prob, seed=seed, model_spec=model.spec(), data=data.fingerprint(), data_name=data.name,
+        settings=jsonable({"n_simulations": n, "draws": draws, "tune": tune, "chains": chains, "thin": thin,
+                           "variables": names, "options": options}),
+        errors={i: outcomes[i]["error"] for i in sorted(outcomes) if "error" in outcomes[i]},
+        ess_min=ess_min if spec.kind == "mcmc" and thin is None else None,
+        seconds=time.perf_counter() - start)
+
+
+def _variables(model, data, variables) -> list[str]:
+    canonical = list(model.var_dims(data))
+    if variables is None:
+        return canonical
+    if isinstance(variables, str) or not isinstance(variables, (list, tuple)) or not variables:
+        raise ValueError(f"{WHO}: variables must be a non-empty list of canonical variables ({canonical}); "
+                         f"got {variables!r}")
+    unknown = [v for v in variables if v not in canonical]
+    if unknown:
+        raise ValueError(f"{WHO}: {unknown} are not canonical variables of {type(model).__name__}; they are "
+                         f"{canonical}")
+    return list(dict.fromkeys(variables))
+
+
+def fit_seed(seed: int, simulation: int) -> int:
+    """The seed of simulation ``simulation``'s fit."""
+    return int(np.random.SeedSequence([int(seed), int(simulation)]).generate_state(1)[0])
+
+
+def _shapes(model, data, names) -> dict[str, tuple[int, ...]]:
+    coords = model.coords(data)
+    dims = model.var_dims(data)
+    return {v: tuple(len(coords[d]) for d in dims[v]) for v in names}
+
+
+def component_labels(model, data, names) -> list[str]:
+    """``name`` for a scalar, ``name[i, j]`` for each entry of an array variable (C order, as the ranks)."""
+    out = []
+    for name, shape in _shapes(model, data, names).items():
+        out += [name] if not shape else [f"{name}[{', '.join(map(str, idx))}]" for idx in np.ndindex(*shape)]
+    return out
+
+
+def prior_predictive(model, data: Dataset, names: list[str], n: int, seed: int):
+    """``n`` draws of the canonical variables ``names`` and of the observations from the model's NumPyro
+    declaration: ({name: (n, *shape)}, (n, len(data.y))). A ValueError when the declaration cannot simulate them."""
+    problem = model.declaration_problem("numpyro")
+    if problem is not None:
+        raise ValueError(f"{WHO}: the simulations come from the model's NumPyro declaration, which cannot be used "
+                         f"here: {problem}")
+    import jax
+    from numpyro.handlers import seed as seeded, trace, uncondition
+    from numpyro.infer import Predictive
+
+    declaration = model.numpyro_model(data)
+    try:
+        sites = trace(seeded(uncondition(declaration), jax.random.PRNGKey(0))).get_trace()
+    except NotImplementedError:   # a density-only Distribution subclass
+        raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration has a distribution without a "
+                         f"sampler, so it cannot simulate the model's prior") from None
+    except (ValueError, FloatingPointError) as exc:   # NumPyro's checks of a distribution's parameters
+        raise _too_vague(model, exc) from None
+    samples = {k: s for k, s in sites.items() if s["type"] == "sample"}
+    factors = [k for k, s in samples.items() if type(s["fn"]).__name__ == "Unit"]
+    if factors:
+        raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration adds density terms with "
+                         f"numpyro.factor ({', '.join(factors)}), which forward simulation ignores, so it cannot "
+                         f"simulate the model's prior: SBC needs a declaration whose every term is a distribution")
+    observed = {k: int(np.size(s["value"])) for k, s in samples.items() if s["infer"].get("was_observed")}
+    if len(observed) != 1 or next(iter(observed.values())) != data.y.size:
+        found = ", ".join(f"{k} ({size} values)" for k, size in observed.items()) or "none"
+        raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration cannot simulate the observations: "
+                         f"it needs one observed site as large as y ({data.y.size} values); it has {found}")
+    observed = list(observed)
+    missing = [v for v in names if v not in sites]
+    if missing:
+        raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration has no site for the canonical "
+                         f"variable(s) {missing}, so their prior draws are unknown")
+    predictive = Predictive(uncondition(declaration), num_samples=BATCH, return_sites=[*names, observed[0]])
+    batches = []
+    for b in range(-(-n // BATCH)):
+        try:
+            batches.append(predictive(jax.random.fold_in(jax.random.PRNGKey(seed), b)))
+        except (ValueError, FloatingPointError) as exc:
+            raise _too_vague(model, exc) from None
+    draws = {k: np.concatenate([np.asarray(batch[k], dtype=float) for batch in batches])[:n] for k in batches[0]}
+    shapes = _shapes(model, data, names)
+    truths = {}
+    for v in names:
+        truths[v] = draws[v]
+        if truths[v].shape != (n, *shapes[v]):
+            raise ValueError(f"{WHO}: the declaration's {v} has shape {truths[v].shape[1:]}, the canonical one "
+                             f"{shapes[v]}")
+    return truths, draws[observed[0]].reshape(n, -1)
+
+
+def _too_vague(model, exc) -> ValueError:
+    return ValueError(f"{WHO}: the prior predictive of {type(model).__name__} could not be simulated ({exc}); a "
+                      f"prior this vague draws parameters beyond double precision: use a proper prior on the data's "
+                      f"scale")
+
+
+def simulated_dataset(model, data: Dataset, y: np.ndarray, simulation: int) -> Dataset:
+    """``data`` with the simulated observations ``y`` (same inputs and test set), checked by the model."""
+    try:
+        out = dataclasses.replace(data, y=y.reshape(data.y.shape), name=f"{data.name} (simulation {simulation})")
+        model.validate(out)
+    except ValueError as exc:
+        raise ValueError(f"{WHO}: simulation {simulation} drew observations the model refuses ({exc}); a prior "
+                         f"this vague or this far from the data's scale cannot be calibrated: use a proper prior on "
+                         f"the data's scale") from None
+    return out
+
+
+def simulation(model, data, backend, kwargs, truth, names, thin, seed, stream) -> dict:
+    """One simulation's fit and ranks; runs here or on an executor worker. Never raises: a failed fit is
+    ``{"error": ...}``."""
+    from bayeszoo import _config  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
+
+    try:
+        fit = run_fit(model, data, backend, seed=seed, **kwargs)
+        ranks, n_ranked, ess_min = rank_draws(fit, truth, names, thin,
+                                              np.random.default_rng(np.random.SeedSequence(stream)))
+    except Exception as exc:   # a failing fit is the result's, not the run's: every other simulation still runs
+        return {"error": f"{type(exc).__name__}: {exc}"}
+    return {"ranks": ranks, "n_ranked": n_ranked, "ess_min": ess_min}
+
+
+def rank_draws(fit, truth: dict, names: list[str], thin: int | None, rng) -> tuple[np.ndarray, int, float]:
+    """(ranks of the true values among the kept draws, one per component; the number of kept draws; the smallest
+    bulk ESS, NaN for an approximation or a given ``thin``). Each chain keeps every k-th draw, k = ``thin`` or, for
+    MCMC, the draws over the smallest bulk ESS; ties are broken at random."""
+    import arviz as az
+
+    post = fit.posterior[names]
+    ess_min = math.nan
+    if fit.kind == "mcmc" and thin is None:
+        ess = az.ess(post, method="bulk")
+        values = np.concatenate([np.ravel(ess[v].values) for v in names])
+        values = values[np.isfinite(values) & (values > 0)]
+        ess_min = float(values.min()) if values.size else math.nan
+    step = thin or (max(1, math.ceil(fit.n_chains * fit.n_draws / ess_min)) if np.isfinite(ess_min) else 1)
+    kept = np.concatenate([post[v].values[:, ::step].reshape(-1, max(int(np.prod(post[v].shape[2:])), 1))
+                           for v in names], axis=1)
+    true = np.concatenate([np.ravel(np.asarray(truth[v], dtype=float)) for v in names])
+    below = np.sum(kept < true, axis=0)
+    ties = np.sum(kept == true, axis=0)
+    return below + rng.integers(0, ties + 1), int(kept.shape[0]), ess_min

@@ -1,0 +1,116 @@
+"""A user's MCMC algorithm, written in BlackJAX's shape, run on any model by the shared chain driver.
+
+The user writes the algorithm and nothing else::
+
+    def rwm(logdensity_fn, scale=0.5):
+        return blackjax.normal_random_walk(logdensity_fn, scale)   # or (init, step)
+
+    bz.register_sampler("rwm", rwm, options={"scale": Option(0.5, "proposal sd", POSITIVE)})
+
+``algorithm(logdensity_fn, **options)`` returns BlackJAX's ``SamplingAlgorithm`` (``init(position)`` and
+``step(rng_key, state) -> (state, info)``) or the pair ``(init, step)``; the state has a ``position``.
+``logdensity_fn`` is the model's log density on the flat unconstrained vector (:func:`log_density`: NumPyro's
+potential of the model's declaration, Jacobians included). :func:`bayeszoo.inference.chains.sample` runs it
+(jit + vmap over chains) with the driver's seeding, warm-up (``tune`` steps discarded: the algorithm adapts
+nothing unless it does so itself), thinning (option ``thin``), timing, progress and non-finite check; every kept
+position is mapped back to the model's canonical (constrained) variables. The scalar fields of ``info`` become
+``sample_stats`` (``is_divergent`` as ArviZ's ``diverging``). Each chain starts from a uniform draw on
+[-2, 2] in the unconstrained space, NumPyro's ``init_to_uniform``.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+from typing import Callable, NamedTuple
+
+from bayeszoo.checks import POSITIVE_INT
+from bayeszoo.inference import chains as chain_driver
+from bayeszoo.inference.blackjax_engines import UnconstrainedTarget
+from bayeszoo.registry import Backend, Option, owner, register_backend
+
+#: sample_stats names of BlackJAX's info fields where ArviZ has its own
+ARVIZ_NAMES = {"is_divergent": "diverging"}
+INIT_RADIUS = 2.0
+
+
+class LogDensity(NamedTuple):
+    """A model's posterior on the flat unconstrained vector: ``logdensity(x)`` (JAX-traceable, Jacobians
+    included; ``jax.grad`` gives its gradient), ``dim``, and ``constrain(x)`` -> the model's variables."""
+
+    logdensity: Callable
+    dim: int
+    constrain: Callable
+
+
+def log_density(model, data, who: str = "log_density") -> LogDensity:
+    """The unconstrained log density of ``model``'s NumPyro declaration on ``data`` (a ValueError naming the
+    variables when some are discrete)."""
+    import jax
+
+    target = UnconstrainedTarget(model, data, who, [jax.random.PRNGKey(0)])
+    return LogDensity(target.logdensity, int(target.positions.shape[1]), target.constrain_one)
+
+
+@functools.lru_cache(maxsize=64)
+def _info_type(names: tuple[str, ...]):
+    return collections.namedtuple("Info", names)
+
+
+def _scalar_info(info):
+    """The scalar fields of a BlackJAX info (a NamedTuple), under ArviZ's names, as a NamedTuple."""
+    import jax.numpy as jnp
+
+    fields = {}
+    for name, value in (info._asdict().items() if hasattr(info, "_asdict") else ()):
+        if hasattr(value, "shape") and jnp.ndim(value) == 0:
+            fields[ARVIZ_NAMES.get(name, name)] = value
+    return _info_type(tuple(fields))(**fields)
+
+
+def _kernel(algorithm, target: LogDensity, options: dict) -> chain_driver.Kernel:
+    import jax
+
+    made = algorithm(target.logdensity, **options)
+    init, step = (made.init, made.step) if hasattr(made, "init") else made
+
+    def start(key, problem):
+        return init(jax.random.uniform(key, (target.dim,), minval=-INIT_RADIUS, maxval=INIT_RADIUS))
+
+    def sweep(key, state):
+        state, info = step(key, state)
+        return state, _scalar_info(info)
+
+    return chain_driver.Kernel(init=start, step=sweep, position=lambda state: target.constrain(state.position),
+                               jax=True)
+
+
+def register_sampler(name: str, algorithm: Callable, *, options: dict | None = None, description: str = "",
+                     family: str | None = None, replace: bool = False) -> Backend:
+    """Register ``algorithm`` (module docstring) as the MCMC backend ``name`` for every model with a NumPyro
+    declaration (or one ``family``'s). ``options``: name -> :class:`~bayeszoo.registry.Option`, passed to
+    ``algorithm`` as keywords; ``thin`` is added. A name already taken is refused unless ``replace=True``."""
+    options = dict(options or {})
+    if "thin" in options:
+        raise ValueError(f"sampler {name!r}: 'thin' is the driver's option (keep every thin-th step); rename yours")
+    if not callable(algorithm):
+        raise ValueError(f"sampler {name!r}: algorithm must be a function algorithm(logdensity_fn, **options) "
+                         f"returning (init, step); got {type(algorithm).__name__}")
+    declared = {**options, "thin": Option(1, "keep every thin-th step", POSITIVE_INT)}
+
+    def run(model, data, *, draws, tune, chains, seed, progress, thin, **opts):
+        import time
+
+        start = time.perf_counter()
+        target = log_density(model, data, name)
+        kernel = _kernel(algorithm, target, opts)
+        setup = time.perf_counter() - start
+        res = chain_driver.sample(kernel, None, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
+                                  progress=progress, desc=name, owner=owner(family, name))
+        return chain_driver.chains_fit(model, data, name, res, setup=setup, library="user", info={"thin": thin})
+
+    # the identity the registry compares: the same algorithm defined again (a re-run notebook cell) replaces
+    run.__qualname__ = f"register_sampler.<{getattr(algorithm, '__qualname__', name)}>"
+    run.__module__ = getattr(algorithm, "__module__", __name__)
+    return register_backend(name, run, kind="mcmc", family=family, options=declared,
+                            description=description or (algorithm.__doc__ or f"user sampler {name}").strip()
+                            .split("\n")[0], library="user", replace=replace)

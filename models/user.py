@@ -1,0 +1,669 @@
+"""Models of one's own: a PyMC model or a NumPyro model function, with its observed data, as a bayeszoo model.
+
+    model = bz.models.from_pymc(pm_model)                  # a pm.Model holding its observed variables
+    model = bz.models.from_numpyro(fn, *args, **kwargs)    # fn(*args, **kwargs) with its obs=... sites
+    fit = bz.fit(model, backend="nuts")                    # no Dataset: the model carries its observations
+    cmp = bz.compare(model, backends=["nuts", "numpyro", "advi"], reference="nuts")
+
+What the families declare by hand is read off the model here:
+
+* canonical posterior variables: the model's free (unobserved, random) variables in their constrained space.
+  PyMC: ``model.free_RVs`` with their dims and coords (``dims=`` / ``coords=``; a variable without dims gets
+  ``<name>_dim_<k>``, ArviZ's names). NumPyro: the latent sample sites with their shapes; an axis that a
+  ``numpyro.plate`` spans is named after the plate, any other ``<site>_dim_<k>``, with integer coords.
+  Deterministics are not canonical (the backends drop them): every backend writes the free variables only.
+* the dataset it stands for (:meth:`UserModel.dataset`): no inputs (X has zero columns), y the observed values of
+  every observed variable, flattened and concatenated in the model's order, named after the model.
+* a fingerprint of the model's structure and data (:meth:`UserModel.spec`), the same in every process: a changed
+  prior, variable, transform, observed value or data container is another problem, so a resumed grid refits, the
+  catalogue does not match it, and a Dask worker rebuilds the same model.
+* the pointwise log-likelihood of every observed value at every draw (ArviZ's ``log_likelihood`` group, ``y``
+  over ``obs`` as ``observed_data``, which ``az.loo`` reads): PyMC's ``pm.compute_log_likelihood`` or
+  ``numpyro.infer.log_likelihood``, whatever backend made the draws. A model with a multivariate observed
+  variable (an MvNormal, a NumPyro ``to_event``) has likelihood terms per event, not per value, and no group
+  (``pointwise_log_likelihood`` gives them per variable).
+
+A PyMC model runs on every generic backend: PyMC's own (``nuts``, ``advi``, ``fullrank_advi``), ``nutpie``, and
+through PyMC's JAX export (``pymc.sampling.jax.get_jaxified_graph``) on NumPyro NUTS and the BlackJAX engines: its
+log density on the unconstrained space becomes a NumPyro model whose sites are PyMC's value variables (improper
+flat sites plus one factor), and whose deterministic sites map a draw back to the free variables. A NumPyro model
+runs on ``numpyro`` and the BlackJAX engines; the PyMC backends refuse it. Discrete free variables are refused by
+every generic backend (all of them follow gradients), naming the variables, before anything runs.
+
+The model is read when it is wrapped: wrap it again after changing it (``pm.set_data``, new variables); ``bz.fit``
+refuses a PyMC model whose data changed since. A saved fit or comparison records the model's description (its
+``spec()``: library, name, fingerprint, variables with dims and coords, observed shapes), not the model itself:
+``fit.model()`` and ``load_comparison`` rebuild that description (:class:`SavedModel`), which reads fits (tables,
+reports, ``check_fit``) but cannot sample. Loading a file never runs code from it, and nothing breaks when PyMC's
+or NumPyro's internals change between versions; to fit again, wrap the original model again.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+import types
+import warnings
+from typing import ClassVar
+
+import numpy as np
+
+from bayeszoo.datasets import Dataset
+from bayeszoo.models.base import Model, plain
+
+#: the ``family`` of every model of one's own: its spec says which library declared it
+USER_FAMILY = "user"
+LIBRARIES = ("pymc", "numpyro")
+LIBRARY_NAMES = {"pymc": "PyMC", "numpyro": "NumPyro"}
+_ADDRESS = re.compile(r" at 0x[0-9a-fA-F]+")   # object addresses in printed graphs differ between processes
+
+
+class UserModel(Model):
+    """A model of one's own (:func:`from_pymc`, :func:`from_numpyro`): the contract of :class:`Model` read off the
+    user's declaration. Subclasses hold the declaration; :class:`SavedModel` is the description a saved fit
+    carries."""
+
+    family = USER_FAMILY
+    compare_vars: ClassVar[tuple[str, ...]] = ()
+    library: str = ""
+
+    def __init__(self, *, name: str, variables: dict, coords: dict, observed: dict, fingerprint: str):
+        if not isinstance(name, str) or not name:
+            raise ValueError(f"a model's name must be a non-empty string, got {name!r}")
+        self.name = name
+        # name -> {"dims": [...], "shape": [...]}; coords only for the dims that have coordinate values
+        self._variables = {k: {"dims": [str(d) for d in v["dims"]], "shape": [int(s) for s in v["shape"]]}
+                           for k, v in variables.items()}
+        self._coords = {str(k): _json_values(v) for k, v in coords.items()}
+        self._observed = {k: [int(s) for s in shape] for k, shape in observed.items()}
+        self._fingerprint = fingerprint
+
+    # ---- identity ------------------------------------------------------------------------------------
+    def spec(self) -> dict:
+        """JSON: the library, the name, the fingerprint of structure and data, the canonical variables with their
+        dims and shapes, the coords of those dims that have coordinate values, and the observed variables'
+        shapes. Equal specs mean the same posterior."""
+        return {"family": USER_FAMILY, "library": self.library, "name": self.name, "fingerprint": self._fingerprint,
+                "variables": self._variables, "coords": self._coords, "observed": self._observed}
+
+    @property
+    def fingerprint(self) -> str:
+        """A digest of the model's structure and data (module docstring)."""
+        return self._fingerprint
+
+    def __eq__(self, other):
+        return isinstance(other, UserModel) and self.spec() == other.spec()
+
+    def __hash__(self):
+        return hash(self._fingerprint)
+
+    def __repr__(self) -> str:
+        return (f"{type(self).__name__}(name={self.name!r}, variables={list(self._variables)}, "
+                f"observed={list(self._observed)})")
+
+    def check_fit(self, fit) -> None:
+        spec = getattr(fit, "model_spec", None)
+        if isinstance(spec, dict) and spec.get("family") == USER_FAMILY and spec != self.spec():
+            raise ValueError(f"this fit was made with another model ({spec.get('library')} model "
+                             f"{spec.get('name')!r}, fingerprint {str(spec.get('fingerprint'))[:12]}), not with "
+                             f"{self!r} (fingerprint {self._fingerprint[:12]})")
+        super().check_fit(fit)
+
+    # ---- data ----------------------------------------------------------------------------------------
+    def observed_values(self) -> dict[str, np.ndarray]:
+        """The observed variables' values, by name (what ``y`` of :meth:`dataset` concatenates)."""
+        raise NotImplementedError
+
+    def dataset(self) -> Dataset:
+        """The Dataset this model stands for: no inputs (X has zero columns), y every observed value (flattened,
+        in the model's order), named after the model. ``bz.fit(model)`` uses it when no data are given."""
+        cached = self.__dict__.get("_dataset")
+        if cached is None:
+            values = [np.ravel(np.asarray(v, dtype=float)) for v in self.observed_values().values()]
+            y = np.concatenate(values) if values else np.empty(0)
+            shapes = ", ".join(f"{k} {tuple(v)}" for k, v in self._observed.items())
+            cached = Dataset(X=np.zeros((y.size, 0)), y=y, name=self.name,
+                             meta={"observed": shapes, "model": f"{self.library} model {self.name!r}"})
+            self.__dict__["_dataset"] = cached
+        return cached
+
+    def validate(self, data: Dataset) -> None:
+        super().validate(data)
+        if data.fingerprint() != self.dataset().fingerprint():
+            raise ValueError(f"{self!r} carries its own observations: fit it without data (bz.fit(model, "
+                             f"backend=...)) or with model.dataset(); got another dataset, {data!r}")
+
+    def constant_data(self, data: Dataset) -> dict:
+        return {"X": data.X}   # no inputs: the model's covariates are inside its declaration
+
+    def var_dims(self, data: Dataset | None = None) -> dict[str, tuple[str, ...]]:
+        return {k: tuple(v["dims"]) for k, v in self._variables.items()}
+
+    def coords(self, data: Dataset | None = None) -> dict[str, np.ndarray]:
+        """The coords of every dim of the canonical variables: the model's where it has them, else 0, 1, ..."""
+        out = {}
+        for v in self._variables.values():
+            for dim, size in zip(v["dims"], v["shape"]):
+                values = self._coords.get(dim)
+                out[dim] = np.asarray(values) if values is not None and len(values) == size else np.arange(size)
+        return out
+
+    # ---- what a model of one's own does not have -----------------------------------------------------
+    def predict(self, fit, X_new):
+        raise ValueError(f"{self!r} has no predict (it has no inputs to predict at): draw posterior predictions "
+                         f"with the library, e.g. pm.sample_posterior_predictive(fit.idata, model=pm_model) or "
+                         f"numpyro.infer.Predictive(fn, posterior_samples)(key, *args)")
+
+    def score(self, fit, data: Dataset) -> dict:
+        """No family metrics: the comparison table's PSIS-LOO columns (from the fit's ``log_likelihood`` group)
+        are its predictive scores."""
+        return {}
+
+    def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
+        """log p(observation | draw) of every observed variable at every draw of ``posterior`` (the canonical
+        variables over chain and draw): name -> (chain, draw, *batch shape), one value per likelihood term."""
+        raise NotImplementedError
+
+    def log_likelihood(self, fit, data: Dataset) -> np.ndarray | None:
+        """The fit's ``log_likelihood`` group (``bayeszoo.results``): log p(y_n | draw), (chain * draw, n), one
+        column per entry of ``dataset().y``. None when an observed variable is multivariate (an MvNormal, a
+        NumPyro ``to_event``): its likelihood terms are events, not the values ``y`` lists."""
+        terms = self.pointwise_log_likelihood(fit.idata.posterior)
+        columns = []
+        for name, shape in self._observed.items():
+            values = np.asarray(terms[name], dtype=float)
+            if values[0, 0].size != int(np.prod(shape, dtype=int)):
+                return None
+            columns.append(values.reshape(values.shape[0] * values.shape[1], -1))
+        return np.concatenate(columns, axis=1)
+
+    @property
+    def discrete(self) -> list[str]:
+        return []
+
+    def declaration_problem(self, library: str) -> str | None:
+        if self.discrete:
+            return (f"{self!r} has discrete free variable(s) {self.discrete}; the generic backends follow "
+                    f"gradients (NUTS, ADVI, BlackJAX): marginalise them out or make them continuous")
+        return super().declaration_problem(library)
+
+
+# ---------------------------------------------------------------------------------------------------- PyMC
+class PyMCModel(UserModel):
+    """A ``pm.Model`` with its observed variables as a bayeszoo model (:func:`from_pymc`)."""
+
+    library = "pymc"
+
+    def __init__(self, pm_model, *, name: str | None = None):
+        import pymc as pm
+
+        if not isinstance(pm_model, pm.Model):
+            raise ValueError(f"from_pymc expects a pymc.Model, got {type(pm_model).__name__}")
+        self._pm = pm_model
+        free = list(pm_model.free_RVs)
+        if not free:
+            raise ValueError("from_pymc: the model has no free variables, so there is no posterior to sample")
+        if not pm_model.observed_RVs:
+            raise ValueError("from_pymc: the model has no observed variables; bayeszoo fits posteriors given "
+                             "observations: declare them with observed=...")
+        shapes = pm_model.eval_rv_shapes()
+        dims = pm_model.named_vars_to_dims
+        coords = pm_model.coords
+        variables, used = {}, {}
+        for rv in free:
+            shape = [int(s) for s in shapes[rv.name]]
+            names = [d if d is not None else f"{rv.name}_dim_{k}"
+                     for k, d in enumerate(dims.get(rv.name, (None,) * len(shape)))]
+            variables[rv.name] = {"dims": names, "shape": shape}
+            used.update({d: coords[d] for d in names if coords.get(d) is not None})
+        discrete = {pm_model.values_to_rvs[v].name for v in pm_model.discrete_value_vars}
+        self._discrete = [rv.name for rv in free if rv.name in discrete]
+        observed = {rv.name: list(np.shape(self._observed_value(rv))) for rv in pm_model.observed_RVs}
+        super().__init__(name=name or pm_model.name or "pymc_model", variables=variables, coords=used,
+                         observed=observed, fingerprint=self._digest(variables, used))
+        self.dataset()   # the observations as wrapped: validate refuses the model once they have changed
+
+    def _observed_value(self, rv) -> np.ndarray:
+        from pytensor.compile.sharedvalue import SharedVariable
+        from pytensor.graph.basic import Constant
+
+        value = self._pm.rvs_to_values[rv]
+        if isinstance(value, Constant):
+            return np.asarray(value.data)
+        if isinstance(value, SharedVariable):
+            return np.asarray(value.get_value())
+        return np.asarray(value.eval())
+
+    def observed_values(self) -> dict[str, np.ndarray]:
+        return {rv.name: self._observed_value(rv) for rv in self._pm.observed_RVs}
+
+    def _digest(self, variables: dict, coords: dict) -> str:
+        """sha1 of the printed graphs of every random variable and potential (addresses removed), every constant
+        and data container in them, the observed values, the transforms, the initial values, dims and coords."""
+        from pytensor.compile.sharedvalue import SharedVariable
+        from pytensor.graph.basic import Constant
+        from pytensor.graph.traversal import ancestors
+        from pytensor.printing import debugprint
+        from pytensor.tensor.random.type import RandomType
+
+        pm_model = self._pm
+        outputs = [*pm_model.free_RVs, *pm_model.observed_RVs, *pm_model.potentials]
+        digest = hashlib.sha1(b"pymc\n")
+        digest.update(_ADDRESS.sub("", debugprint(outputs, file="str", print_type=True)).encode())
+        for var in ancestors(outputs):
+            if isinstance(var, Constant):
+                _update(digest, var.data)
+            elif isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
+                digest.update(str(var.name).encode())
+                _update(digest, var.get_value())
+        for rv in pm_model.observed_RVs:
+            digest.update(rv.name.encode())
+            _update(digest, self._observed_value(rv))
+        for rv in pm_model.free_RVs:
+            transform = pm_model.rvs_to_transforms.get(rv)
+            digest.update(f"{rv.name}|{type(transform).__name__ if transform is not None else None}".encode())
+            initial = pm_model.rvs_to_initial_values.get(rv)
+            _update(digest, initial if isinstance(initial, (np.ndarray, int, float)) else str(initial))
+        digest.update(json.dumps({"variables": variables, "coords": _json_values(coords)}, sort_keys=True).encode())
+        return digest.hexdigest()
+
+    @property
+    def discrete(self) -> list[str]:
+        return list(self._discrete)
+
+    def validate(self, data: Dataset) -> None:
+        # the pm.Model is the user's and stays mutable (pm.set_data): its data must still be the ones wrapped
+        if any(not np.array_equal(np.asarray(v, dtype=float).ravel(), np.asarray(w, dtype=float).ravel())
+               for v, w in zip(self.observed_values().values(), self._observed_snapshot())):
+            raise ValueError(f"the observed values of the PyMC model changed since bz.models.from_pymc read it "
+                             f"({self.name!r}): wrap it again")
+        super().validate(data)
+
+    def _observed_snapshot(self) -> list[np.ndarray]:
+        y, out, start = self.dataset().y, [], 0
+        for shape in self._observed.values():
+            size = int(np.prod(shape, dtype=int))
+            out.append(y[start:start + size])
+            start += size
+        return out
+
+    # ---- declarations --------------------------------------------------------------------------------
+    def pymc_model(self, data: Dataset | None = None):
+        return self._pm
+
+    def numpyro_model(self, data: Dataset | None = None):
+        """The PyMC model's log density through PyMC's JAX export, as a zero-argument NumPyro model: one improper
+        flat site per value variable (the unconstrained space PyMC samples in), one factor with the log density
+        (Jacobians included), and a deterministic site per free variable mapping back to the constrained space."""
+        import numpyro
+        import numpyro.distributions as dist
+
+        names = [rv.name for rv in self._pm.free_RVs]
+
+        def model():
+            # exported on the first trace, inside the backend's timed run (it is this model's compile step)
+            logp, constrain, value_shapes = self._jax_functions()
+            values = [numpyro.sample(site, dist.ImproperUniform(dist.constraints.real, (), shape))
+                      for site, shape in value_shapes]
+            numpyro.factor("__pymc_logp", logp(*values)[0])
+            for name, value in zip(names, constrain(*values)):
+                numpyro.deterministic(name, value)
+
+        return model
+
+    def _jax_functions(self):
+        cached = self.__dict__.get("_jax")
+        if cached is None:
+            from pymc.sampling.jax import get_jaxified_graph
+
+            pm_model = self._pm
+            try:
+                logp = get_jaxified_graph(inputs=pm_model.value_vars, outputs=[pm_model.logp()])
+                constrain = get_jaxified_graph(inputs=pm_model.value_vars,
+                                               outputs=pm_model.replace_rvs_by_values(pm_model.free_RVs))
+            except NotImplementedError as exc:
+                raise ValueError(f"the PyMC model {self.name!r} cannot be exported to JAX for the NumPyro and "
+                                 f"BlackJAX backends ({type(exc).__name__}: {str(exc).splitlines()[0][:200]}); "
+                                 f"the PyMC backends (nuts, nutpie, advi, fullrank_advi) run it") from None
+            point = pm_model.initial_point()
+            # value variables are sampled under names of their own: an untransformed one shares its RV's name
+            shapes = [(f"__value_{v.name}", tuple(np.shape(point[v.name]))) for v in pm_model.value_vars]
+            cached = self.__dict__["_jax"] = (logp, constrain, shapes)
+        return cached
+
+    def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
+        """``pm.compute_log_likelihood`` at every draw of ``posterior``."""
+        import arviz as az
+        import pymc as pm
+
+        names = [rv.name for rv in self._pm.free_RVs]
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)   # ArviZ on a posterior without the usual groups
+            idata = az.InferenceData(posterior=posterior[names])
+            out = pm.compute_log_likelihood(idata, model=self._pm, extend_inferencedata=False, progressbar=False)
+        group = out.log_likelihood if hasattr(out, "log_likelihood") else out
+        return {name: np.asarray(group[name].values) for name in self._observed}
+
+    def __getstate__(self):
+        import cloudpickle
+
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_jax", "_pm")}
+        state["_pm_pickle"] = cloudpickle.dumps(self._pm)   # plain pickle cannot take a pm.Model
+        return state
+
+    def __setstate__(self, state):
+        import pickle
+
+        state = dict(state)
+        state["_pm"] = pickle.loads(state.pop("_pm_pickle"))
+        self.__dict__.update(state)
+
+
+# ------------------------------------------------------------------------------------------------- NumPyro
+class NumPyroModel(UserModel):
+    """A NumPyro model function with its arguments as a bayeszoo model (:func:`from_numpyro`)."""
+
+    library = "numpyro"
+
+    def __init__(self, fn, args: tuple = (), kwargs: dict | None = None, *, name: str | None = None):
+        if not callable(fn):
+            raise ValueError(f"from_numpyro expects a NumPyro model function, got {type(fn).__name__}")
+        self._fn, self._args, self._kwargs = fn, tuple(args), dict(kwargs or {})
+        trace = self._trace()
+        variables, observed, discrete = {}, {}, []
+        self._dims = {}
+        for site_name, site in trace.items():
+            if site["type"] != "sample" or _is_factor(site):
+                continue
+            shape = [int(s) for s in np.shape(site["value"])]
+            self._dims[site_name] = _site_dims(site_name, site, shape)
+            if site["is_observed"]:
+                observed[site_name] = shape
+            else:
+                variables[site_name] = {"dims": self._dims[site_name], "shape": shape}
+                if site["fn"].support.is_discrete:
+                    discrete.append(site_name)
+        label = name if name is not None else getattr(fn, "__name__", "numpyro_model")
+        if not variables:
+            raise ValueError(f"from_numpyro: {label!r} has no latent sample sites, so there is no posterior to "
+                             f"sample")
+        if not observed:
+            raise ValueError(f"from_numpyro: {label!r} has no observed sites; bayeszoo fits posteriors given "
+                             f"observations: pass them as obs=...")
+        self._discrete = discrete
+        self._observed_values = {k: np.asarray(trace[k]["value"]) for k in observed}
+        super().__init__(name=label, variables=variables, coords={}, observed=observed,
+                         fingerprint=self._digest(trace))
+
+    def _trace(self):
+        from numpyro import handlers
+        from numpyro.infer.initialization import init_to_uniform
+
+        # substituted as NumPyro initialises: an improper site cannot be sampled from its prior
+        seeded = handlers.substitute(handlers.seed(self._fn, 0), substitute_fn=init_to_uniform)
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore", UserWarning)
+                return handlers.trace(seeded).get_trace(*self._args, **self._kwargs)
+        except Exception as exc:
+            raise ValueError(f"from_numpyro: running the model function with the arguments given failed "
+                             f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})") from exc
+
+    def _digest(self, trace) -> str:
+        """sha1 of the function's code (bytecode, constants, names and the numbers it reads from its closure and
+        globals, not its position in the file), the arguments, and every site's name, kind, distribution,
+        shapes, support and observed values."""
+        digest = hashlib.sha1(b"numpyro\n")
+        _update_function(digest, self._fn, set())
+        _update(digest, self._args)
+        _update(digest, self._kwargs)
+        for site_name, site in trace.items():
+            if site["type"] not in ("sample", "deterministic", "plate"):
+                continue
+            fn = site.get("fn")
+            parts = [site_name, site["type"], str(site.get("is_observed"))]
+            if site["type"] == "sample":
+                parts += [type(fn).__name__, str(fn.batch_shape), str(fn.event_shape), type(fn.support).__name__]
+            digest.update("|".join(parts).encode())
+            if site["type"] == "sample" and site["is_observed"] and not _is_factor(site):
+                _update(digest, np.asarray(site["value"]))
+        return digest.hexdigest()
+
+    @property
+    def discrete(self) -> list[str]:
+        return list(self._discrete)
+
+    def observed_values(self) -> dict[str, np.ndarray]:
+        return dict(self._observed_values)
+
+    def declaration_problem(self, library: str) -> str | None:
+        if library == "pymc":
+            return (f"{self!r} is a NumPyro model; the PyMC backends (nuts, nutpie, advi, fullrank_advi) need a "
+                    f"PyMC one: use numpyro or a BlackJAX engine, or declare it in PyMC and wrap it with "
+                    f"bz.models.from_pymc")
+        return super().declaration_problem(library)
+
+    def numpyro_model(self, data: Dataset | None = None):
+        fn, args, kwargs = self._fn, self._args, self._kwargs
+        return lambda: fn(*args, **kwargs)
+
+    def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
+        """``numpyro.infer.log_likelihood`` at every draw of ``posterior``: per observed site over its batch shape
+        (the dims of a ``to_event`` are one term)."""
+        from numpyro.infer import log_likelihood
+
+        samples = {name: np.asarray(posterior[name].values) for name in self._variables}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            values = log_likelihood(self._fn, samples, *self._args, batch_ndims=2, **self._kwargs)
+        return {name: np.asarray(values[name]) for name in self._observed}
+
+    def __getstate__(self):
+        import cloudpickle
+
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_fn", "_args", "_kwargs")}
+        # a function defined in a notebook or inside another function does not pickle by reference
+        state["_call_pickle"] = cloudpickle.dumps((self._fn, self._args, self._kwargs))
+        return state
+
+    def __setstate__(self, state):
+        import pickle
+
+        state = dict(state)
+        state["_fn"], state["_args"], state["_kwargs"] = pickle.loads(state.pop("_call_pickle"))
+        self.__dict__.update(state)
+
+
+def _is_factor(site) -> bool:
+    """``numpyro.factor`` is an observed site of NumPyro's Unit distribution: a density term, not data."""
+    return type(site.get("fn")).__name__ == "Unit"
+
+
+def _site_dims(name: str, site, shape: list[int]) -> list[str]:
+    """A site's dims: an axis a plate spans (at its ``dim``, counted from the right of the batch shape) is named
+    after the plate, any other ``<site>_dim_<k>``."""
+    dims = [f"{name}_dim_{k}" for k in range(len(shape))]
+    fn = site.get("fn")
+    n_event = len(getattr(fn, "event_shape", ()))
+    for frame in site.get("cond_indep_stack", ()):
+        axis = len(shape) - n_event + frame.dim
+        if 0 <= axis < len(shape) - n_event and shape[axis] == frame.size:
+            dims[axis] = frame.name
+    return dims
+
+
+# ------------------------------------------------------------------------------------------ saved description
+class SavedModel(UserModel):
+    """The description a saved fit or comparison keeps of a model of one's own (its ``spec()``): it reads fits
+    (variables, dims, coords, ``check_fit``, the comparison table and report) but holds no declaration, so
+    ``bz.fit`` / ``bz.compare`` refuse it with what to do instead."""
+
+    def __init__(self, spec: dict):
+        spec = dict(spec)
+        library = spec.get("library")
+        if library not in LIBRARIES:
+            raise ValueError(f"a user model's spec names its library, one of {LIBRARIES}; got {library!r}")
+        missing = [k for k in ("name", "fingerprint", "variables") if k not in spec]
+        if missing:
+            raise ValueError(f"a user model's spec lacks {missing}")
+        self.library = library
+        try:
+            super().__init__(name=spec["name"], variables=spec["variables"], coords=spec.get("coords") or {},
+                             observed=spec.get("observed") or {}, fingerprint=spec["fingerprint"])
+        except (TypeError, KeyError, AttributeError) as exc:
+            raise ValueError(f"a user model's spec has malformed variables or coords ({exc})") from None
+
+    @property
+    def _refusal(self) -> str:
+        wrap = "bz.models.from_pymc(pm_model)" if self.library == "pymc" else "bz.models.from_numpyro(fn, *args)"
+        return (f"{self!r} is the description of a {self.library} model kept with a saved fit, not the model: "
+                f"it cannot sample. Wrap the original model again, {wrap}, and pass that")
+
+    def declaration_problem(self, library: str) -> str | None:
+        return self._refusal
+
+    def dataset(self) -> Dataset:
+        raise ValueError(f"{self._refusal}; the data of a saved comparison are in its folder (data.npz, "
+                         f"bz.load_comparison(folder).data)")
+
+    def validate(self, data: Dataset) -> None:
+        Model.validate(self, data)
+
+    def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
+        raise ValueError(self._refusal)
+
+
+# ---------------------------------------------------------------------------------------------- constructors
+def from_pymc(pm_model, *, name: str | None = None) -> PyMCModel:
+    """A PyMC model, with its observed data, as a bayeszoo model.
+
+    Parameters
+    ----------
+    pm_model : pymc.Model
+        The model, holding its observed variables (``observed=``); its dims and coords name the posterior's.
+    name : str, optional
+        The name of the problem (the dataset it stands for, the report's title); by default the model's own name
+        (``pm.Model(name=...)``), else "pymc_model".
+
+    Returns
+    -------
+    PyMCModel
+        Runs on every generic backend (``bz.backends(model)``); ``bz.fit(model, backend=...)`` needs no data.
+
+    Raises
+    ------
+    ValueError
+        Not a ``pm.Model``, no free or no observed variables.
+    """
+    return PyMCModel(pm_model, name=name)
+
+
+def from_numpyro(fn, *args, **kwargs) -> NumPyroModel:
+    """A NumPyro model function, called as ``fn(*args, **kwargs)`` with its observations among the arguments
+    (``obs=...`` sites), as a bayeszoo model named after the function (``fn.__name__``).
+
+    Returns
+    -------
+    NumPyroModel
+        Runs on ``numpyro`` and the BlackJAX engines; ``bz.fit(model, backend="numpyro")`` needs no data.
+
+    Raises
+    ------
+    ValueError
+        Not callable, the call fails, no latent or no observed sites.
+    """
+    return NumPyroModel(fn, args, kwargs)
+
+
+def from_user_spec(spec: dict) -> SavedModel:
+    """The description of a model of one's own from its ``spec()`` (what ``from_spec`` gives for family "user")."""
+    return SavedModel(spec)
+
+
+# ------------------------------------------------------------------------------------------------ hashing
+def _json_values(values) -> list | None:
+    """Coordinate values as JSON values (numbers and strings as they are, anything else as its text)."""
+    if values is None:
+        return None
+    out = []
+    for v in plain(list(values)):
+        out.append(v if isinstance(v, (str, int, float, bool)) or v is None else str(v))
+    return out
+
+
+def _update(digest, value) -> None:
+    """Feed ``value`` into ``digest``: arrays by dtype, shape and bytes, containers item by item (dicts in key
+    order), functions by their code, anything else by its text with addresses removed."""
+    if isinstance(value, (np.ndarray, np.generic)) or type(value).__module__.startswith(("jax", "jaxlib")):
+        array = np.ascontiguousarray(np.asarray(value))
+        if array.dtype.kind in "biufc":
+            digest.update(f"{array.dtype}{array.shape}".encode())
+            digest.update(array.tobytes())
+            return
+        digest.update(f"{array.dtype}{array.shape}{array.tolist()!r}".encode())
+    elif isinstance(value, dict):
+        digest.update(b"{")
+        for key in sorted(value, key=repr):
+            digest.update(repr(key).encode())
+            _update(digest, value[key])
+        digest.update(b"}")
+    elif isinstance(value, (list, tuple)):
+        digest.update(f"{type(value).__name__}[".encode())
+        for item in value:
+            _update(digest, item)
+        digest.update(b"]")
+    elif isinstance(value, types.FunctionType):
+        _update_function(digest, value, set())
+    else:
+        digest.update(_ADDRESS.sub("", f"{type(value).__name__}:{value!r}").encode())
+
+
+def _update_code(digest, code: types.CodeType) -> None:
+    digest.update(code.co_code)
+    digest.update(repr(code.co_names).encode())
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            _update_code(digest, const)
+        elif isinstance(const, frozenset):   # its order changes with the process's string hashing
+            digest.update(repr(sorted(map(repr, const))).encode())
+        else:
+            digest.update(repr(const).encode())
+
+
+def _update_function(digest, fn, seen: set) -> None:
+    """A function's code, and the numbers, strings, arrays and functions it reads from its closure and its
+    module's globals (so a prior scale kept in a module constant counts), recursively."""
+    fn = getattr(fn, "__wrapped__", fn)
+    if id(fn) in seen:
+        return
+    seen.add(id(fn))
+    code = getattr(fn, "__code__", None)
+    if code is None:    # a callable object: its type and its state
+        digest.update(f"{type(fn).__module__}.{type(fn).__qualname__}".encode())
+        _update(digest, getattr(fn, "__dict__", {}))
+        return
+    _update_code(digest, code)   # not its name or place: moving the function is not another model
+    readable = (int, float, complex, str, bool, np.ndarray, np.generic)
+    cells = [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
+    named = [fn.__globals__[n] for n in _global_names(code) if n in fn.__globals__]
+    for value in (*cells, *named):
+        if isinstance(value, types.FunctionType):
+            _update_function(digest, value, seen)
+        elif isinstance(value, readable) or type(value).__module__.startswith(("jax", "jaxlib")):
+            _update(digest, value)
+
+
+def _global_names(code: types.CodeType) -> list[str]:
+    names = list(code.co_names)
+    for const in code.co_consts:
+        if isinstance(const, types.CodeType):
+            names += _global_names(const)
+    return names
+
+
+def _has_contents(cell) -> bool:
+    try:
+        cell.cell_contents
+    except ValueError:   # an empty cell
+        return False
+    return True
