@@ -27,6 +27,10 @@ def _pmkl():
     return bz.models.PMKL(rule="mean"), bz.datasets.load("mkl_sources", n=12, n_test=12, seed=0)
 
 
+def _bid():
+    return bz.models.BID(psf_size=3), bz.datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)
+
+
 # (what, model and data, backend, options, the unit the bar counts, its description)
 CASES = [
     ("rvm", lambda: (bz.models.RVM(width=3.0), bz.datasets.load("sinc", n=20, n_test=5)), "em", {}, "iteration",
@@ -48,6 +52,9 @@ CASES = [
     ("slm", _slm, "ep", {"max_sweeps": 3}, "sweep", "ep (slm)"),
     ("imagervm", lambda: (bz.models.ImageRVM(), bz.datasets.load("sinc2d_image", size=8, seed=0)), "dft", {},
      "iteration", "dft-rvm (diagonal)"),
+    ("bid", _bid, "vb", {"max_iter": 3}, "iteration", "bid vb"),
+    ("bid", _bid, "vb_sparse", {"max_iter": 2}, "step", "bid vb_sparse"),
+    ("bid", _bid, "gibbs", {"draws": 3, "tune": 2}, "sweep", "gibbs"),
 ]
 
 

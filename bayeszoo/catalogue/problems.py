@@ -148,7 +148,7 @@ PROBLEMS: dict[str, Problem] = {p.key: p for p in [
         data=lambda: datasets.load("sinc", n=100, seed=0),
         engines=(Engine("numpyro", draws=2000, tune=1000, chains=4, options={"target_accept": 0.99}),
                  Engine("nuts", draws=1000, tune=500, chains=4, options={"target_accept": 0.99})),
-        demo=Demo(backends=("arvm", "numpyro", "advi"), sizes={"draws": 500, "tune": 500, "chains": 4},
+        demo=Demo(backends=("arvm", "numpyro", "blackjax_pathfinder"), sizes={"draws": 1000, "tune": 500, "chains": 4},
                   options={"numpyro": {"target_accept": 0.99}}),
         used_by=("demo",),
     ),

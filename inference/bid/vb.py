@@ -348,7 +348,7 @@ def _vb_fit(model, data, opts: dict, progress: bool) -> tuple[VBState, dict]:
     temps = [float(t) for t in opts["anneal_temperatures"]]
     timer = C.Timer()
     runs = []
-    with progress_bar(total=opts["max_iter"] * len(temps), desc="bid vb", disable=not progress) as bar:
+    with progress_bar(total=opts["max_iter"] * len(temps), desc="bid vb", disable=not progress, unit="iteration") as bar:
         for t0 in temps:
             runs.append(_one_run(problem, opts, t0, bar))
     seconds = timer()

@@ -477,7 +477,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     steps = (opts["max_iter"] * len(factors) * (len(levels) + (len(factors) > 1))
              + support_rounds * opts["support_iterations"])
     paths = []
-    with progress_bar(total=steps, desc="bid vb_sparse", disable=not progress) as bar:
+    with progress_bar(total=steps, desc="bid vb_sparse", disable=not progress, unit="step") as bar:
         for factor in factors:
             state, summary = estimate(g, side=side, noise_var=factor * 2.0 * sigma**2,
                                       scale_ratio=opts["scale_ratio"], level_start=opts["level_start"],
