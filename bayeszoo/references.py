@@ -168,7 +168,8 @@ def run_engine(engine: Engine, model, data, seed: int, progress: bool):
 # ------------------------------------------------------------------------------------------- the message
 def untrusted_message(ref: Reference, engines: tuple[Engine, Engine], model, data) -> str:
     """Each broken rule with its numbers, then what to try."""
-    what = type(model).__name__ + (f" on {data.name!r}" if data is not None else "")
+    named = getattr(model, "name", None)   # a model of one's own has its name; a family, its class
+    what = (named if isinstance(named, str) else type(model).__name__) + (f" on {data.name!r}" if data is not None else "")
     lines = [f"{WHO}: no trusted reference for {what} from {engines[0].label} and {engines[1].label}; "
              f"{len(ref.problems)} rule(s) broken:"]
     lines += [f"  - {problem}" for problem in ref.problems]

@@ -27,6 +27,8 @@ import pandas as pd
 MAX_EVAL_POINTS = 100
 #: components drawn by :meth:`SBCResult.plot` by default (the failing ones and the largest deviations first)
 MAX_PANELS = 12
+#: fewer ranked draws per fit than this and the test cannot tell a sampler that barely moves from one that mixes
+MIN_RANKED = 10
 #: the jitter's SeedSequence is [seed, _JITTER_STREAM], apart from every fit's [seed, simulation] (below 2**32)
 _JITTER_STREAM = 2**32
 
@@ -147,9 +149,16 @@ class SBCResult:
         return list(table.loc[~table["passed"].astype(bool), "component"])
 
     @property
+    def too_few_ranked(self) -> bool:
+        """Ranks among fewer than :data:`MIN_RANKED` draws cannot tell a sampler that barely moves from one that
+        mixes: the test has too little to judge."""
+        return bool(self.n_ranked.size) and int(self.n_ranked.min()) < MIN_RANKED
+
+    @property
     def passed(self) -> bool:
-        """Every simulation's fit ran and every component's ECDF stayed inside its band."""
-        return not self.errors and len(self.ranks) > 0 and not self.failed_components
+        """Every simulation's fit ran, ranked enough draws, and every component's ECDF stayed inside its band."""
+        return (not self.errors and len(self.ranks) > 0 and not self.too_few_ranked
+                and not self.failed_components)
 
     def verdict(self) -> str:
         """One or two sentences: what ran, and whether (and where) it fails."""
@@ -167,6 +176,10 @@ class SBCResult:
             first = next(iter(self.errors.items()))
             return (f"{head}. NOT CALIBRATED: {len(self.errors)} fit(s) failed (simulation {first[0]}: "
                     f"{first[1].splitlines()[0][:200]}).")
+        if self.too_few_ranked:
+            return (f"{head}. NOT JUDGED: some fits kept fewer than {MIN_RANKED} draws after thinning by their "
+                    f"effective sample size (the fewest: {int(self.n_ranked.min())}), too few for ranks to show "
+                    f"a sampler that does not mix; run more draws per fit.")
         failed = self.failed_components
         if not failed:
             return f"{head}. Passed: every component's ECDF difference stays inside its band."

@@ -237,10 +237,10 @@ shift as one sign throughout."""),
     ("md", """A pass is evidence that the Metropolis code samples the posterior it is given, on a model where the
 harness can simulate; on eight schools itself, the agreement with the reference above is the check. The two checks
 cover each other's blind spots. Thirty simulations are enough to fail a Metropolis step whose log acceptance ratio
-is halved (its posterior too wide), but they pass a plainly broken sampler whose fits are worth a draw or two: one
-that accepts every proposal (a random walk, not a sampler of any posterior) wanders so far that its ranks are taken
-among two thinned draws, and it passes (both measured in BENCHMARKS.md). So read "ranks among ... draws" in the
-verdict: a handful means the test has said little.
+is halved (its posterior too wide). A plainly broken sampler whose fits are worth a draw or two (one that accepts
+every proposal: a random walk, not a sampler of any posterior) leaves ranks among two thinned draws, which cannot
+show anything: the verdict then says NOT JUDGED rather than passed, and asks for more draws per fit (both measured
+in BENCHMARKS.md).
 
 ## The report
 

@@ -181,3 +181,11 @@ def test_the_rvm_gibbs_sampler_is_calibrated_and_a_wide_one_is_not():
     with registered("gibbs_wide", 2.0):
         wide = bz.sbc(model, "gibbs_wide", data, **run)
     assert not wide.passed and "log_beta" in wide.failed_components
+
+
+def test_ranks_among_too_few_draws_are_not_judged(conjugate):
+    """A sampler whose fits keep 5 draws after thinning is neither passed nor failed: the ranks cannot tell."""
+    model, data, run = conjugate
+    few = bz.sbc(model, "gibbs", data, **{**run, "n_simulations": 20, "draws": 10, "thin": 2})
+    assert set(few.n_ranked) == {5} and few.too_few_ranked and not few.passed
+    assert "NOT JUDGED" in few.verdict() and "fewest: 5" in few.verdict()
