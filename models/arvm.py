@@ -39,7 +39,7 @@ the posterior of ``f``, ``log_beta`` or any other quantity that does not depend 
 variables are those of the sorted labelling (basis 0 the leftmost), the same as under an ordering constraint, so
 chains that visit the same configuration under different labels agree. An ordering constraint in the sampled
 space instead (Dirichlet gaps between the centres) traps chains: a basis cannot pass another to reach a feature
-on the far side (docs/families/arvm.md, "Reference posterior").
+on the far side (docs/families/arvm.md, "Reference posterior and the demo problem").
 """
 from __future__ import annotations
 
@@ -137,10 +137,13 @@ class ARVM(Model):
         "ARVM: the samplable declaration has genuine local modes besides the exchangeable labels (reported sorted by "
         "centre): a basis that fits a weak feature or none, two bases sharing one bump. Chains that settle in "
         "different modes (R-hat well above 1.01, per-chain means of f or log_beta that differ) are not mended by "
-        "longer runs: use no more bases than the data clearly support (the arvm backend's n_relevant under "
-        "sparsity='ric' is a guide), more data per feature, the light-tailed precisions a=5, b=0.05 and "
-        "target_accept=0.99, as the catalogue's arvm-sinc does (n_basis=3 on 100 sinc points; "
-        "docs/families/arvm.md, 'Reference posterior').")
+        "longer runs: use no more bases than the data clearly support (one per feature of the function; the arvm "
+        "backend's n_relevant under sparsity='ric' is a guide), the light-tailed precisions a=5, b=0.05 and "
+        "target_accept=0.99. Inputs far from every basis put f in a basis's far tail, whose sd rests on rare draws "
+        "(the engines then disagree on it, or every fit's sd_err is near 1): keep the inputs within reach of the "
+        "bases, and bound the widths (width_range) so that a basis cannot spread over an edge without data. The "
+        "catalogue's arvm-sinc does all of this: n_basis=3, width_range=(0.005, 0.25), on sinc within |x| <= 2 pi "
+        "(docs/families/arvm.md, 'Reference posterior and the demo problem').")
 
     def __post_init__(self):
         self.task = checks.choice("ARVM", "task", self.task, ("regression", "classification"))
@@ -328,6 +331,18 @@ class ARVM(Model):
         from scipy.special import expit
 
         return expit(f)
+
+    def log_likelihood(self, fit, data: Dataset) -> np.ndarray:
+        """log N(y_n | f_n, 1/beta) (regression) or log sigmoid(+-f_n) (classification) at every draw of the latent
+        f at the training inputs."""
+        from scipy.special import log_expit
+
+        f = self._draws(fit, "f")
+        y = np.asarray(data.y, dtype=float)
+        if self.is_classifier:
+            return log_expit((2.0 * y - 1.0) * f)
+        log_beta = self._draws(fit, "log_beta")[:, None]
+        return 0.5 * (log_beta - np.log(2.0 * np.pi)) - 0.5 * np.exp(log_beta) * (y - f) ** 2
 
     def basis_draws(self, fit):
         """(w, centre, inv_width) draws: (S, M), (S, M, D), (S, M, K)."""

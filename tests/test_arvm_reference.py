@@ -42,13 +42,14 @@ def test_arvm_sinc_reference_loads_and_is_trusted(problem):
     w = mean["w"]
     assert w[1] > 0.8 and np.all(w[[0, 2]] < -0.1)                       # a peak of about 1, two dips below 0
     assert np.all(np.abs(w) > 3 * sd["w"])                               # every basis is needed
-    # the posterior mean of f follows the noise-free sinc but for its outer lobes (at +-7.7, of height 0.13, which
-    # three bases leave out), and the noise sd is near the generating 0.1
+    # the posterior mean of f follows the noise-free sinc (three Gaussians are not quite its shape) and the noise
+    # sd is near the generating 0.1; no training input lies in the far tail of every basis, where the sd of f would
+    # rest on rare draws
+    assert data.n == 57 and np.all(np.abs(data.X) <= 2 * np.pi)
     truth = np.sinc(data.X[:, 0] / np.pi)
-    inner = np.abs(data.X[:, 0]) < 6.0
-    assert np.sqrt(np.mean((mean["f"][inner] - truth[inner]) ** 2)) < 0.06
-    assert np.sqrt(np.mean((mean["f"] - truth) ** 2)) < 0.08
-    assert 0.08 < np.exp(-0.5 * mean["log_beta"]) < 0.13
+    assert np.sqrt(np.mean((mean["f"] - truth) ** 2)) < 0.06
+    assert 0.08 < np.exp(-0.5 * mean["log_beta"]) < 0.12
+    assert np.all(sd["f"] > 0.01)
     # the demo measures the type-II fit and a generic sampler against it
     assert {"arvm", "numpyro"} <= set(prob.demo.backends)
 
@@ -57,6 +58,7 @@ def test_the_advice_names_the_settings_of_the_catalogue_problem(problem):
     _, model, _ = problem
     text = bz.models.ARVM.reference_advice
     assert KEY in text and f"n_basis={model.n_basis}" in text and f"a={model.a:g}, b={model.b:g}" in text
+    assert f"width_range={tuple(model.width_range)}" in text
     assert "target_accept=0.99" in text
     assert catalogue.problem(KEY).engines[0].options["target_accept"] == 0.99
 

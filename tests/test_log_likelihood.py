@@ -134,3 +134,11 @@ def test_bid_with_one_shared_noise_precision_has_no_pointwise_likelihood():
     data = bz.datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)
     fit = bz.fit(bz.models.BID(variant="StGSt", psf_size=3), data, "vb", draws=4, chains=1, seed=0, progress=False)
     assert "log_likelihood" not in fit.idata.groups()
+
+
+def test_arvm_values_are_the_gaussian_density_of_each_point():
+    data = bz.datasets.load("sinc", n=16, n_test=20, seed=0)
+    model = bz.models.ARVM(n_basis=4)
+    fit = bz.fit(model, data, "arvm", draws=6, chains=2, seed=0, progress=False)
+    expected = stats.norm.logpdf(data.y, _draw(fit, "f"), np.exp(-0.5 * _draw(fit, "log_beta")))
+    np.testing.assert_allclose(fit.idata.log_likelihood["y"].values[1, 3], expected, rtol=1e-10)

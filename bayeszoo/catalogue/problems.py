@@ -152,9 +152,9 @@ PROBLEMS: dict[str, Problem] = {p.key: p for p in [
                     "points of seed 0 with |x| <= 2 pi, 57 of them): exactly 3 Gaussian bases with learned centres "
                     "and widths up to a quarter of the inputs' span, c = BIC, alpha ~ Gamma(5, 0.05), "
                     "beta ~ Gamma(1, 0.001)",
-        # three bases, as many as the data clearly support: with more (or fewer points) a basis has several places
-        # to go and chains settle in different ones. Beyond 2 pi f is the far tail of a basis, whose sd no run pins
-        # down; unbounded widths let a side lobe's basis spread over the edge, which chains reach rarely. alpha ~
+        # three bases, one per feature: with more (or fewer points) a basis has several places to go and chains
+        # settle in different ones. Beyond 2 pi f is the far tail of a basis, whose sd no run pins down; unbounded
+        # widths let a side lobe's basis spread over the edge in rare excursions (a low tail ESS). alpha ~
         # Gamma(5, 0.05) for the reason of rvm-sinc. Every try and its numbers: docs/families/arvm.md
         model=lambda: models.ARVM(task="regression", n_basis=3, width_range=(0.005, 0.25), a=5.0, b=5e-2, c=1.0,
                                   d=1e-3),
