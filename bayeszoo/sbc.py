@@ -26,7 +26,7 @@ from bayeszoo.api import _executor
 from bayeszoo.api import fit as run_fit
 from bayeszoo.datasets import Dataset
 from bayeszoo.diagnostics.calibration import SBCResult
-from bayeszoo.models import Model
+from bayeszoo.models import Model, UserModel
 from bayeszoo.progress import progress_bar
 from bayeszoo.results import jsonable
 
@@ -92,9 +92,13 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
     start = time.perf_counter()
     if not isinstance(model, Model):
         raise ValueError(f"{WHO}: model must be a bayeszoo model (e.g. bz.models.RVM()), got {type(model).__name__}")
+    if isinstance(model, UserModel):   # before the declaration's own complaint, which would not say why
+        raise ValueError(f"{WHO}: a model of one's own (bz.models.from_pymc / from_numpyro) carries its observations "
+                         f"inside it, and bayeszoo cannot yet rebuild it with simulated ones; calibrate the sampler "
+                         f"on a built-in family of a similar size (the gallery's 'Your model, your sampler' does)")
     if data is None:
         raise ValueError(f"{WHO}: needs data, a Dataset whose y the simulated observations replace (its inputs X "
-                         f"stay); a model that carries its own observations cannot be refitted to simulated ones")
+                         f"stay)")
     if not isinstance(data, Dataset):
         raise ValueError(f"{WHO}: data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
     model.validate(data)
