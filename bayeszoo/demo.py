@@ -7,7 +7,8 @@ each problem runs the backends that show its family's trade-offs at sizes where 
 does not is flagged in its report). Left out, and why:
 
 * ``rvm-sinc``: PyMC NUTS and nutpie (the sampler NumPyro runs, each compiling the model again; the ``ess``
-  benchmark compares them) and full-rank ADVI (another PyMC compilation, for a variant of ADVI).
+  benchmark compares them) and both ADVIs (PyTensor compiles the model for them: over 20 s on a fresh machine, more
+  than the rest of the problem; ADVI's rows are on ``imagervm-sinc`` and the BID problem).
 * ``arvm-sinc`` (sinc's central peak and side lobes, three adaptive bases): the PyMC backends (PyMC NUTS, nutpie,
   the two ADVIs: each compiles the model again in PyTensor and takes longer than the rest of the problem; NumPyro
   runs the same sampler) and BlackJAX's NUTS, MCLMC and mean-field VI (the NumPyro declaration again; NumPyro NUTS
@@ -17,8 +18,9 @@ does not is flagged in its report). Left out, and why:
 * ``pmkl-sources``: the PyMC backends and the BlackJAX engines (the quadrature likelihood makes each PyMC run
   take minutes); NumPyro NUTS is the generic sampler shown beside the conjugate Gibbs sampler.
 * ``bid-cameraman-crop-known-psf`` (the 32 x 32 cameraman crop, deconvolved with its PSF known): PyMC NUTS,
-  nutpie and full-rank ADVI (each compiles the image model again in PyTensor; NumPyro runs the same sampler), the
-  BlackJAX engines, and ``vb_sparse``, which estimates the PSF that this problem gives.
+  nutpie and both ADVIs (each compiles the image model again in PyTensor: ADVI's compilation alone is 28 s on a
+  fresh machine; NumPyro runs the same sampler), the BlackJAX engines, and ``vb_sparse``, which estimates the PSF
+  that this problem gives.
 * ``bid-cameraman-crop`` (the same crop, blind) is not in the demo: no sampler converges on it in hours, so it has
   no reference to measure errors against (docs/families/bid.md). The gallery notebook "When no sampler converges"
   (``gallery/no_convergence.ipynb``) shows it: the R-hat, ESS, disagreeing engines and trace and rank plots to

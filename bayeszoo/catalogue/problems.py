@@ -132,7 +132,7 @@ PROBLEMS: dict[str, Problem] = {p.key: p for p in [
         data=lambda: datasets.load("sinc", n=60, seed=0),
         engines=(Engine("gibbs", draws=20000, tune=1000, chains=4),
                  Engine("numpyro", draws=3000, tune=2000, chains=4, options={"target_accept": 0.99})),
-        demo=Demo(backends=("numpyro", "advi", "em", "fast", "gibbs", "vb"),
+        demo=Demo(backends=("numpyro", "em", "fast", "gibbs", "vb"),
                   sizes={"draws": 1000, "tune": 1000, "chains": 4}, options={"gibbs": {"draws": 4000}}),
         used_by=("demo",),
     ),
@@ -222,12 +222,12 @@ PROBLEMS: dict[str, Problem] = {p.key: p for p in [
         data=_bid_crop,
         engines=(Engine("gibbs", draws=5000, tune=500, chains=4),
                  Engine("numpyro", draws=2000, tune=1000, chains=4)),
-        demo=Demo(backends=("numpyro", "advi", "gibbs", "vb"), sizes={"draws": 1000, "tune": 300, "chains": 2},
+        demo=Demo(backends=("numpyro", "gibbs", "vb"), sizes={"draws": 1000, "tune": 300, "chains": 2},
                   # R-hat below 1.01 on all 1024 pixels takes about 1000 draws a chain; Gibbs starts near the
                   # posterior and its draws are nearly independent, so 50 sweeps of warm-up are plenty (R-hat 1.007,
-                  # the same errors as after 100); ADVI's ELBO settles in 5000 steps. vb keeps the model's noise
-                  # prior, so that every backend targets the same posterior
-                  options={"gibbs": {"tune": 50}, "advi": {"max_iter": 5000}, "vb": {"learn_noise_prior": False}}),
+                  # the same errors as after 100). vb keeps the model's noise prior, so that every backend targets
+                  # the same posterior. ADVI (its ELBO settles in max_iter=5000 steps) is left out: docs/families/bid.md
+                  options={"gibbs": {"tune": 50}, "vb": {"learn_noise_prior": False}}),
         used_by=("demo",),
     ),
     Problem(
