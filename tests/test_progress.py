@@ -55,6 +55,8 @@ CASES = [
     ("bid", _bid, "vb", {"max_iter": 3}, "iteration", "bid vb"),
     ("bid", _bid, "vb_sparse", {"max_iter": 2}, "step", "bid vb_sparse"),
     ("bid", _bid, "gibbs", {"draws": 3, "tune": 2}, "sweep", "gibbs"),
+    ("arvm", lambda: (bz.models.ARVM(n_basis=4), bz.datasets.load("sinc", n=16, n_test=5, seed=0)), "arvm",
+     {"max_iter": 5}, "step", "arvm"),
 ]
 
 

@@ -605,7 +605,7 @@ def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
     if dictionary is not None:
         dictionary = np.column_stack([np.asarray(dictionary[0], float), kernel.to_u(np.asarray(dictionary[1], float))])
     trace, n_trace, converged, small, it = [state.objective()], [state.M], False, 0, 0
-    bar = progress_bar(total=opts["max_iter"], desc="arvm", disable=not progress)
+    bar = progress_bar(total=opts["max_iter"], desc="arvm", disable=not progress, unit="step")
     try:
         for it in range(1, opts["max_iter"] + 1):
             # step 1: the best of a fresh set of candidates (unless one more basis would make the joint step cost more
