@@ -84,6 +84,27 @@ def _kernel(algorithm, target: LogDensity, options: dict) -> chain_driver.Kernel
                                jax=True)
 
 
+#: kernels by (algorithm, model, data, options): the chain driver compiles once per kernel object and shape, so a
+#: second fit of the same problem (a seed check, a grid cell, SBC's refits share the model) reuses the compiled sweep
+_KERNELS: dict = {}
+MAX_KERNELS = 16
+
+
+def _problem_kernel(algorithm, model, data, who: str, options: dict) -> chain_driver.Kernel:
+    import json
+
+    try:
+        key = (algorithm, json.dumps(model.spec(), sort_keys=True), data.fingerprint(), tuple(sorted(options.items())))
+        hash(key)
+    except TypeError:   # an option value that cannot be a key (an array): build afresh
+        return _kernel(algorithm, log_density(model, data, who), options)
+    if key not in _KERNELS:
+        if len(_KERNELS) >= MAX_KERNELS:
+            _KERNELS.pop(next(iter(_KERNELS)))
+        _KERNELS[key] = _kernel(algorithm, log_density(model, data, who), options)
+    return _KERNELS[key]
+
+
 def register_sampler(name: str, algorithm: Callable, *, options: dict | None = None, description: str = "",
                      family: str | None = None, replace: bool = False) -> Backend:
     """Register ``algorithm`` (module docstring) as the MCMC backend ``name`` for every model with a NumPyro
@@ -101,8 +122,7 @@ def register_sampler(name: str, algorithm: Callable, *, options: dict | None = N
         import time
 
         start = time.perf_counter()
-        target = log_density(model, data, name)
-        kernel = _kernel(algorithm, target, opts)
+        kernel = _problem_kernel(algorithm, model, data, name, opts)
         setup = time.perf_counter() - start
         res = chain_driver.sample(kernel, None, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
                                   progress=progress, desc=name, owner=owner(family, name))
