@@ -510,7 +510,7 @@ def _add_log_likelihood(fit: Fit, model, data) -> None:
     likelihood, so ``az.loo`` / ``az.compare`` work on the fit; too large a group is left out, and ``info`` says
     so."""
     pointwise = getattr(model, "log_likelihood", None)
-    if pointwise is None:
+    if pointwise is None or not _LOG_LIKELIHOOD.get():
         return
     size = fit.n_chains * fit.n_draws * data.n
     if size > MAX_LOG_LIKELIHOOD_VALUES:
@@ -557,6 +557,20 @@ def recording(**record):
         yield
     finally:
         _RECORD.reset(token)
+
+
+_LOG_LIKELIHOOD: contextvars.ContextVar[bool] = contextvars.ContextVar("bayeszoo_log_likelihood", default=True)
+
+
+@contextlib.contextmanager
+def without_log_likelihood():
+    """Within this block, :func:`build_fit` leaves out the ``log_likelihood`` group: for fits whose predictive
+    scores nobody reads (simulation-based calibration's hundreds), where it would cost more than the fit."""
+    token = _LOG_LIKELIHOOD.set(False)
+    try:
+        yield
+    finally:
+        _LOG_LIKELIHOOD.reset(token)
 
 
 def _chain_draw(n_chain: int, n_draw: int) -> dict:

@@ -4,7 +4,9 @@ Simpson, Vehtari and Gelman 2018).
 Parameters and observations are drawn from the model's prior predictive through its NumPyro declaration
 (``numpyro.infer.Predictive`` on ``numpyro.handlers.uncondition(model.numpyro_model(data))``: the observed site
 is sampled too); each simulated observation vector replaces the data's ``y`` (the inputs stay), ``bz.fit`` fits
-it with the backend, and every scalar component of the canonical variables is ranked among the fit's posterior
+it with the backend. A model of one's own is simulated by its own library (``pm.sample_prior_predictive``, or
+NumPyro's ``Predictive`` on its function) and rebuilt around each simulation's observations
+(``model.with_observations``: ``pm.observe`` or ``numpyro.handlers.condition``). Every scalar component of the canonical variables is ranked among the fit's posterior
 draws, thinned so that they are nearly independent (by default each fit's own draws / smallest bulk ESS, the
 thinning Talts et al. recommend; or a fixed ``thin``). A backend that samples the posterior gives uniform ranks;
 :class:`~bayeszoo.diagnostics.calibration.SBCResult` tests that with ECDF-difference bands (Säilynoja, Bürkner and
@@ -28,7 +30,7 @@ from bayeszoo.datasets import Dataset
 from bayeszoo.diagnostics.calibration import SBCResult
 from bayeszoo.models import Model, UserModel
 from bayeszoo.progress import progress_bar
-from bayeszoo.results import jsonable
+from bayeszoo.results import jsonable, without_log_likelihood
 
 WHO = "sbc"
 #: simulations drawn per call of the compiled prior predictive: one shape for every run, so it compiles once (and is
@@ -48,11 +50,13 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
     ----------
     model : bayeszoo.models.Model
         A built-in family with a proper prior (its NumPyro declaration simulates the parameters and the
-        observations; a vague prior simulates observations no fit can take).
+        observations; a vague prior simulates observations no fit can take), or a model of one's own
+        (``bz.models.from_pymc`` / ``from_numpyro``) with a proper prior, simulated by its library.
     backend : str
         The backend to calibrate (``bz.backends(model)``).
     data : bayeszoo.datasets.Dataset
-        Gives the inputs (``X``) every simulation shares; its ``y`` is replaced by each simulation's.
+        Gives the inputs (``X``) every simulation shares; its ``y`` is replaced by each simulation's. Omitted for a
+        model of one's own, which carries its inputs inside it.
     n_simulations : int, default 100
         Simulated datasets, each fitted once; the bands narrow as one over its square root, so subtle errors
         need many.
@@ -86,17 +90,19 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
     ------
     ValueError
         A bad argument or option; a model without a declaration that can simulate its observations (none in
-        NumPyro, improper priors, density terms added with ``numpyro.factor``, which forward simulation
-        ignores); a simulated dataset the model refuses. All before any fit.
+        NumPyro, improper priors, density terms added with ``numpyro.factor`` or ``pm.Potential``, which forward
+        simulation ignores); a simulated dataset the model refuses. All before any fit.
     """
     start = time.perf_counter()
     if not isinstance(model, Model):
         raise ValueError(f"{WHO}: model must be a bayeszoo model (e.g. bz.models.RVM()), got {type(model).__name__}")
-    if isinstance(model, UserModel):   # before the declaration's own complaint, which would not say why
-        raise ValueError(f"{WHO}: a model of one's own (bz.models.from_pymc / from_numpyro) carries its observations "
-                         f"inside it, and bayeszoo cannot yet rebuild it with simulated ones; calibrate the sampler "
-                         f"on a built-in family of a similar size (the gallery's 'Your model, your sampler' does)")
-    if data is None:
+    own = isinstance(model, UserModel)
+    if own:
+        problem = model.declaration_problem(model.library)
+        if problem is not None:
+            raise ValueError(f"{WHO}: {problem}")
+        data = model.dataset() if data is None else data   # validate refuses any other data
+    elif data is None:
         raise ValueError(f"{WHO}: needs data, a Dataset whose y the simulated observations replace (its inputs X "
                          f"stay)")
     if not isinstance(data, Dataset):
@@ -119,10 +125,14 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
                          f"{type(executor).__name__}") from None
     seed = checks.fresh_seed() if seed is None else seed
 
-    truths, observations = prior_predictive(model, data, names, n, seed)
-    simulated = [simulated_dataset(model, data, y, i) for i, y in enumerate(observations)]
+    if own:   # each simulation is the model rebuilt around its observations, which carries its own data
+        truths, observations = user_prior_predictive(model, names, n, seed)
+        problems = [(simulated_model(model, observations, i), None) for i in range(n)]
+    else:
+        truths, observations = prior_predictive(model, data, names, n, seed)
+        problems = [(model, simulated_dataset(model, data, y, i)) for i, y in enumerate(observations)]
     kwargs = {"draws": draws, "tune": tune, "chains": chains, "progress": False, **options}
-    jobs = [(model, simulated[i], backend, kwargs, {v: truths[v][i] for v in names}, names, thin,
+    jobs = [(*problems[i], backend, kwargs, {v: truths[v][i] for v in names}, names, thin,
              fit_seed(seed, i), [seed, i, 1]) for i in range(n)]
 
     outcomes: dict[int, dict] = {}
@@ -197,54 +207,122 @@ def prior_predictive(model, data: Dataset, names: list[str], n: int, seed: int):
     if problem is not None:
         raise ValueError(f"{WHO}: the simulations come from the model's NumPyro declaration, which cannot be used "
                          f"here: {problem}")
+    draws, observed = _numpyro_simulations(model, model.numpyro_model(data), names, n, seed)
+    if len(observed) != 1 or next(iter(observed.values())) != data.y.size:
+        found = ", ".join(f"{k} ({size} values)" for k, size in observed.items()) or "none"
+        raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration cannot simulate the observations: "
+                         f"it needs one observed site as large as y ({data.y.size} values); it has {found}")
+    return _truths(model, data, names, draws, n), np.asarray(draws[next(iter(observed))], dtype=float).reshape(n, -1)
+
+
+def user_prior_predictive(model: UserModel, names: list[str], n: int, seed: int):
+    """``n`` draws of the free variables ``names`` and of every observed variable of a model of one's own, from its
+    own library: ({name: (n, *shape)}, {observed name: (n, *shape)})."""
+    observed = list(model.spec()["observed"])
+    if model.library == "pymc":
+        draws = _pymc_simulations(model, [*names, *observed], n, seed)
+    else:
+        draws, found = _numpyro_simulations(model, model.numpyro_model(), names, n, seed)
+        if set(found) != set(observed):
+            raise ValueError(f"{WHO}: {model!r}'s forward simulation gives the observed sites {sorted(found)}, not "
+                             f"the model's {sorted(observed)}")
+    return _truths(model, None, names, draws, n), {k: draws[k] for k in observed}
+
+
+def _numpyro_simulations(model, declaration, names: list[str], n: int, seed: int):
+    """Draws of ``names`` and of every observed site of a NumPyro ``declaration``: ({site: (n, *shape)},
+    {observed site: its number of values})."""
     import jax
     from numpyro.handlers import seed as seeded, trace, uncondition
     from numpyro.infer import Predictive
 
-    declaration = model.numpyro_model(data)
+    label = _label(model)
     try:
         sites = trace(seeded(uncondition(declaration), jax.random.PRNGKey(0))).get_trace()
     except NotImplementedError:   # a density-only Distribution subclass
-        raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration has a distribution without a "
-                         f"sampler, so it cannot simulate the model's prior") from None
+        raise ValueError(f"{WHO}: {label}'s NumPyro declaration has a distribution without a sampler, so it cannot "
+                         f"simulate the model's prior") from None
     except (ValueError, FloatingPointError) as exc:   # NumPyro's checks of a distribution's parameters
         raise _too_vague(model, exc) from None
     samples = {k: s for k, s in sites.items() if s["type"] == "sample"}
     factors = [k for k, s in samples.items() if type(s["fn"]).__name__ == "Unit"]
     if factors:
-        raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration adds density terms with "
-                         f"numpyro.factor ({', '.join(factors)}), which forward simulation ignores, so it cannot "
-                         f"simulate the model's prior: SBC needs a declaration whose every term is a distribution")
+        raise ValueError(f"{WHO}: {label}'s NumPyro declaration adds density terms with numpyro.factor "
+                         f"({', '.join(factors)}), which forward simulation ignores, so it cannot simulate the "
+                         f"model's prior: SBC needs a declaration whose every term is a distribution")
     observed = {k: int(np.size(s["value"])) for k, s in samples.items() if s["infer"].get("was_observed")}
-    if len(observed) != 1 or next(iter(observed.values())) != data.y.size:
-        found = ", ".join(f"{k} ({size} values)" for k, size in observed.items()) or "none"
-        raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration cannot simulate the observations: "
-                         f"it needs one observed site as large as y ({data.y.size} values); it has {found}")
-    observed = list(observed)
     missing = [v for v in names if v not in sites]
     if missing:
-        raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration has no site for the canonical "
-                         f"variable(s) {missing}, so their prior draws are unknown")
-    predictive = Predictive(uncondition(declaration), num_samples=BATCH, return_sites=[*names, observed[0]])
+        raise ValueError(f"{WHO}: {label}'s NumPyro declaration has no site for the canonical variable(s) "
+                         f"{missing}, so their prior draws are unknown")
+    if not observed:
+        raise ValueError(f"{WHO}: {label}'s NumPyro declaration has no observed site to simulate")
+    predictive = Predictive(uncondition(declaration), num_samples=BATCH, return_sites=[*names, *observed])
     batches = []
     for b in range(-(-n // BATCH)):
         try:
             batches.append(predictive(jax.random.fold_in(jax.random.PRNGKey(seed), b)))
         except (ValueError, FloatingPointError) as exc:
             raise _too_vague(model, exc) from None
-    draws = {k: np.concatenate([np.asarray(batch[k], dtype=float) for batch in batches])[:n] for k in batches[0]}
+    return {k: np.concatenate([np.asarray(batch[k]) for batch in batches])[:n] for k in batches[0]}, observed
+
+
+def _pymc_simulations(model, variables: list[str], n: int, seed: int) -> dict[str, np.ndarray]:
+    """``pm.sample_prior_predictive`` of ``variables``: {name: (n, *shape)}, in the variables' own dtypes (an
+    integer observation stays an integer for ``pm.observe``)."""
+    import logging
+
+    import pymc as pm
+
+    pm_model = model.pymc_model()
+    if pm_model.potentials:
+        raise ValueError(f"{WHO}: {model!r} adds density terms with pm.Potential "
+                         f"({', '.join(p.name or '?' for p in pm_model.potentials)}), which forward simulation "
+                         f"ignores, so it cannot simulate the model's prior: SBC needs a model whose every term is a "
+                         f"distribution")
+    pymc_log = logging.getLogger("pymc")
+    level = pymc_log.level
+    pymc_log.setLevel(logging.WARNING)   # its "Sampling: [...]" line
+    try:
+        idata = pm.sample_prior_predictive(draws=n, model=pm_model, var_names=variables, random_seed=seed)
+    except NotImplementedError as exc:   # pm.Flat / pm.HalfFlat have no sampler
+        raise ValueError(f"{WHO}: {model!r} cannot be simulated from its prior ({_first_line(exc)}); SBC needs "
+                         f"proper priors") from None
+    except (ValueError, FloatingPointError, OverflowError) as exc:
+        raise _too_vague(model, _first_line(exc)) from None
+    finally:
+        pymc_log.setLevel(level)
+    out = {}
+    for name in variables:
+        group = idata.prior if name in idata.prior else idata.prior_predictive
+        out[name] = np.asarray(group[name].values)[0]   # one chain of n draws
+    return out
+
+
+def _first_line(exc: Exception) -> str:
+    """PyTensor appends the failing node, its inputs and a traceback to an error: the first line says what."""
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _label(model) -> str:
+    return repr(model) if isinstance(model, UserModel) else type(model).__name__
+
+
+def _truths(model, data, names: list[str], draws: dict, n: int) -> dict[str, np.ndarray]:
+    """The canonical variables' draws as floats, each checked against its canonical shape."""
     shapes = _shapes(model, data, names)
     truths = {}
     for v in names:
-        truths[v] = draws[v]
+        truths[v] = np.asarray(draws[v], dtype=float)
         if truths[v].shape != (n, *shapes[v]):
             raise ValueError(f"{WHO}: the declaration's {v} has shape {truths[v].shape[1:]}, the canonical one "
                              f"{shapes[v]}")
-    return truths, draws[observed[0]].reshape(n, -1)
+    return truths
 
 
 def _too_vague(model, exc) -> ValueError:
-    return ValueError(f"{WHO}: the prior predictive of {type(model).__name__} could not be simulated ({exc}); a "
+    return ValueError(f"{WHO}: the prior predictive of {_label(model)} could not be simulated ({exc}); a "
                       f"prior this vague draws parameters beyond double precision: use a proper prior on the data's "
                       f"scale")
 
@@ -261,13 +339,27 @@ def simulated_dataset(model, data: Dataset, y: np.ndarray, simulation: int) -> D
     return out
 
 
+def simulated_model(model: UserModel, observations: dict, simulation: int) -> UserModel:
+    """``model`` rebuilt around simulation ``simulation``'s observations, checked as its data would be."""
+    values = {k: v[simulation] for k, v in observations.items()}
+    try:
+        out = model.with_observations(values, name=f"{model.name} (simulation {simulation})")
+        out.dataset()   # the Dataset's checks: finite observations
+    except ValueError as exc:
+        raise ValueError(f"{WHO}: simulation {simulation} drew observations the model refuses ({exc}); a prior "
+                         f"this vague or this far from the data's scale cannot be calibrated: use a proper prior on "
+                         f"the data's scale") from None
+    return out
+
+
 def simulation(model, data, backend, kwargs, truth, names, thin, seed, stream) -> dict:
     """One simulation's fit and ranks; runs here or on an executor worker. Never raises: a failed fit is
     ``{"error": ...}``."""
     from bayeszoo import _config  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
 
     try:
-        fit = run_fit(model, data, backend, seed=seed, **kwargs)
+        with without_log_likelihood():
+            fit = run_fit(model, data, backend, seed=seed, **kwargs)
         ranks, n_ranked, ess_min = rank_draws(fit, truth, names, thin,
                                               np.random.default_rng(np.random.SeedSequence(stream)))
     except Exception as exc:   # a failing fit is the result's, not the run's: every other simulation still runs

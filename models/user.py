@@ -114,6 +114,11 @@ class UserModel(Model):
         """The observed variables' values, by name (what ``y`` of :meth:`dataset` concatenates)."""
         raise NotImplementedError
 
+    def with_observations(self, values: dict, *, name: str | None = None) -> "UserModel":
+        """The same model with other values of its observed variables (name -> array of the variable's shape), as
+        a new bayeszoo model (what simulation-based calibration fits to simulated data)."""
+        raise NotImplementedError
+
     def dataset(self) -> Dataset:
         """The Dataset this model stands for: no inputs (X has zero columns), y every observed value (flattened,
         in the model's order), named after the model. ``bz.fit(model)`` uses it when no data are given."""
@@ -222,6 +227,14 @@ class PyMCModel(UserModel):
         super().__init__(name=name or pm_model.name or "pymc_model", variables=variables, coords=used,
                          observed=observed, fingerprint=self._digest(variables, used))
         self.dataset()   # the observations as wrapped: validate refuses the model once they have changed
+
+    def with_observations(self, values: dict, *, name: str | None = None) -> "PyMCModel":
+        """``pm.observe`` on a copy of the model: its observed variables take ``values`` (the user's model is
+        untouched)."""
+        import pymc as pm
+
+        _check_observations(self, values)
+        return PyMCModel(pm.observe(self._pm, dict(values)), name=name or self.name)
 
     def _observed_value(self, rv) -> np.ndarray:
         from pytensor.compile.sharedvalue import SharedVariable
@@ -443,6 +456,13 @@ class NumPyroModel(UserModel):
                     f"bz.models.from_pymc")
         return super().declaration_problem(library)
 
+    def with_observations(self, values: dict, *, name: str | None = None) -> "NumPyroModel":
+        """The model function with its observed sites conditioned on ``values`` instead of its ``obs=``
+        arguments (``numpyro.handlers.condition`` replaces an observed value), called with the same arguments."""
+        _check_observations(self, values)
+        conditioned = _conditioned(self._fn, {k: np.asarray(v) for k, v in values.items()})
+        return NumPyroModel(conditioned, self._args, self._kwargs, name=name or self.name)
+
     def numpyro_model(self, data: Dataset | None = None):
         fn, args, kwargs = self._fn, self._args, self._kwargs
         return lambda: fn(*args, **kwargs)
@@ -472,6 +492,27 @@ class NumPyroModel(UserModel):
         state = dict(state)
         state["_fn"], state["_args"], state["_kwargs"] = pickle.loads(state.pop("_call_pickle"))
         self.__dict__.update(state)
+
+
+def _conditioned(fn, values: dict):
+    """``fn`` with the sample sites in ``values`` observed at those values, whatever its ``obs=`` arguments say."""
+    def conditioned(*args, **kwargs):
+        from numpyro import handlers
+
+        return handlers.condition(fn, data=values)(*args, **kwargs)
+
+    conditioned.__wrapped__ = fn   # the fingerprint reads the user's code; the values enter as observed sites
+    return conditioned
+
+
+def _check_observations(model: UserModel, values: dict) -> None:
+    if not isinstance(values, dict) or set(values) != set(model._observed):
+        raise ValueError(f"{model!r}: new observations must give every observed variable, "
+                         f"{sorted(model._observed)}; got {sorted(values) if isinstance(values, dict) else values!r}")
+    for key, value in values.items():
+        if list(np.shape(value)) != model._observed[key]:
+            raise ValueError(f"{model!r}: new observations of {key!r} must have shape "
+                             f"{tuple(model._observed[key])}; got {np.shape(value)}")
 
 
 def _is_factor(site) -> bool:
@@ -530,6 +571,9 @@ class SavedModel(UserModel):
         Model.validate(self, data)
 
     def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
+        raise ValueError(self._refusal)
+
+    def with_observations(self, values: dict, *, name: str | None = None) -> UserModel:
         raise ValueError(self._refusal)
 
 

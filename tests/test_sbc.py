@@ -14,6 +14,7 @@ from _scaled_gibbs import registered
 import bayeszoo as bz
 from bayeszoo import registry
 from bayeszoo.diagnostics.calibration import SBCResult
+from bayeszoo.results import build_fit
 
 UNIFORM_SD = np.sqrt(1 / 12)
 
@@ -189,3 +190,117 @@ def test_ranks_among_too_few_draws_are_not_judged(conjugate):
     few = bz.sbc(model, "gibbs", data, **{**run, "n_simulations": 20, "draws": 10, "thin": 2})
     assert set(few.n_ranked) == {5} and few.too_few_ranked and not few.passed
     assert "NOT JUDGED" in few.verdict() and "fewest: 5" in few.verdict()
+
+
+# ------------------------------------------------------------------------------------ a model of one's own
+SCHOOL_SIGMA = np.array([1.0, 2.0, 0.5])
+SCHOOL_Y = np.array([0.3, -1.0, 1.2])
+
+
+def _pymc_means():
+    import pymc as pm
+
+    with pm.Model(coords={"school": ["a", "b", "c"]}) as model:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Normal("y", mu, SCHOOL_SIGMA, observed=SCHOOL_Y, dims="school")
+    return bz.models.from_pymc(model, name="means")
+
+
+def _numpyro_means_fn(sigma, y=None):
+    import numpyro
+    import numpyro.distributions as dist
+
+    mu = numpyro.sample("mu", dist.Normal(0.0, 2.0))
+    with numpyro.plate("school", len(sigma)):
+        numpyro.sample("y", dist.Normal(mu, sigma), obs=y)
+
+
+def _conjugate_mean(scale: float):
+    """mu ~ N(0, 4), y_j ~ N(mu, sigma_j^2): the exact posterior of mu from the model's own observations, drawn
+    independently; ``scale`` multiplies its sd (1.5: a sampler too wide)."""
+    def run(model, data, *, draws, tune, chains, seed, progress):
+        y = np.asarray(model.observed_values()["y"], dtype=float)
+        precision = 1 / 4 + np.sum(1 / SCHOOL_SIGMA ** 2)
+        mean = np.sum(y / SCHOOL_SIGMA ** 2) / precision
+        noise = np.random.default_rng(seed).standard_normal((chains, draws))
+        return build_fit(model, data, f"exact_x{scale:g}", "approximation",
+                         {"mu": mean + scale * noise / np.sqrt(precision)}, timing={"sample": 0.0})
+    return run
+
+
+@pytest.fixture
+def conjugate_backends():
+    generic = dict(registry._GENERIC)
+    bz.register_backend("mean_exact", _conjugate_mean(1.0), kind="approximation", description="exact posterior")
+    bz.register_backend("mean_wide", _conjugate_mean(1.5), kind="approximation", description="sd 1.5 times too wide")
+    yield
+    registry._GENERIC.clear()
+    registry._GENERIC.update(generic)
+
+
+@pytest.mark.parametrize("library", ["pymc", "numpyro"])
+def test_a_model_of_ones_own_is_simulated_by_its_library_and_refitted(library, conjugate_backends):
+    """The user's model is rebuilt around each simulation's observations (pm.observe / numpyro's condition): the
+    exact conjugate posterior passes, one 1.5 times too wide fails, and the user's model is left as it was."""
+    model = _pymc_means() if library == "pymc" else bz.models.from_numpyro(_numpyro_means_fn, SCHOOL_SIGMA,
+                                                                          y=SCHOOL_Y)
+    run = dict(n_simulations=120, draws=49, chains=1, seed=3, progress=False)
+    exact = bz.sbc(model, "mean_exact", **run)
+    assert exact.passed and not exact.errors and exact.components == ["mu"] and set(exact.n_ranked) == {49}
+    assert exact.model_spec == model.spec() and exact.data_name == model.name
+    u = exact.fractional_ranks().to_numpy()
+    assert abs(u.mean() - 0.5) < 4 * UNIFORM_SD / np.sqrt(120)
+    wide = bz.sbc(model, "mean_wide", **run)
+    assert not wide.passed and wide.failed_components == ["mu"]
+    # u = Phi(z / 1.5): sd sqrt(asin(a^2 / (1 + a^2)) / (2 pi)) with a = 1 / 1.5, 0.223 instead of 0.289
+    a2 = 1 / 1.5 ** 2
+    assert abs(wide.fractional_ranks().to_numpy().std() - np.sqrt(np.arcsin(a2 / (1 + a2)) / (2 * np.pi))) < 0.025
+    np.testing.assert_array_equal(model.dataset().y, SCHOOL_Y)      # the user's observations are untouched
+    again = bz.sbc(model, "mean_exact", **{**run, "n_simulations": 5})
+    assert again.ranks.equals(exact.ranks.iloc[:5])                  # simulation i depends on the seed and i only
+
+
+def test_a_model_rebuilt_with_other_observations():
+    model = _pymc_means()
+    other = model.with_observations({"y": np.array([5.0, 6.0, 7.0])}, name="other")
+    np.testing.assert_array_equal(other.dataset().y, [5.0, 6.0, 7.0])
+    assert other.fingerprint != model.fingerprint and other.var_dims() == model.var_dims()
+    assert tuple(other.pymc_model().named_vars_to_dims["y"]) == ("school",)
+    assert list(other.pymc_model().coords["school"]) == ["a", "b", "c"]
+    np.testing.assert_array_equal(model.dataset().y, SCHOOL_Y)
+    same = model.with_observations({"y": SCHOOL_Y.copy()})
+    assert same.fingerprint == model.fingerprint
+    numpyro_model = bz.models.from_numpyro(_numpyro_means_fn, SCHOOL_SIGMA, y=SCHOOL_Y)
+    moved = numpyro_model.with_observations({"y": np.array([5.0, 6.0, 7.0])})
+    np.testing.assert_array_equal(moved.dataset().y, [5.0, 6.0, 7.0])
+    assert moved.fingerprint != numpyro_model.fingerprint
+    for wrong, message in [({"z": SCHOOL_Y}, r"must give every observed variable, \['y'\]"),
+                           ({"y": np.zeros(4)}, r"observations of 'y' must have shape \(3,\); got \(4,\)")]:
+        with pytest.raises(ValueError, match=message):
+            model.with_observations(wrong)
+        with pytest.raises(ValueError, match=message):
+            numpyro_model.with_observations(wrong)
+
+
+def test_models_of_ones_own_that_cannot_be_simulated_are_refused(conjugate_backends, tmp_path):
+    import pymc as pm
+
+    with pm.Model() as potential:
+        mu = pm.Normal("mu", 0.0, 2.0)
+        pm.Potential("soft_bound", -mu ** 2)
+        pm.Normal("y", mu, 1.0, observed=SCHOOL_Y)
+    with pytest.raises(ValueError, match=r"adds density terms with pm.Potential \(soft_bound\)"):
+        bz.sbc(bz.models.from_pymc(potential), "mean_exact", n_simulations=5, progress=False)
+    with pm.Model() as flat:
+        mu = pm.Flat("mu")
+        pm.Normal("y", mu, 1.0, observed=SCHOOL_Y)
+    with pytest.raises(ValueError, match="cannot be simulated from its prior .*proper priors"):
+        bz.sbc(bz.models.from_pymc(flat), "mean_exact", n_simulations=5, progress=False)
+    model = _pymc_means()
+    with pytest.raises(ValueError, match="carries its own observations"):
+        bz.sbc(model, "mean_exact", bz.datasets.load("sinc", n=10, seed=0), n_simulations=5, progress=False)
+    fit = bz.fit(model, backend="mean_exact", draws=5, chains=1, progress=False)
+    fit.save(tmp_path / "fit.nc")
+    saved = bz.load_fit(tmp_path / "fit.nc").model()
+    with pytest.raises(ValueError, match="cannot sample. Wrap the original model again"):
+        bz.sbc(saved, "mean_exact", n_simulations=5, progress=False)
