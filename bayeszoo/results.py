@@ -506,9 +506,9 @@ MAX_LOG_LIKELIHOOD_VALUES = 25_000_000
 
 
 def _add_log_likelihood(fit: Fit, model, data) -> None:
-    """ArviZ's ``log_likelihood`` group (variable ``y`` over chain, draw, obs) from the model's pointwise log
-    likelihood, so ``az.loo`` / ``az.compare`` work on the fit; too large a group is left out, and ``info`` says
-    so."""
+    """ArviZ's ``log_likelihood`` group (variable ``y`` over chain, draw, obs; over ``event`` for a multivariate
+    likelihood) from the model's pointwise log likelihood, so ``az.loo`` / ``az.compare`` work on the fit; too
+    large a group is left out, and ``info`` says so."""
     pointwise = getattr(model, "log_likelihood", None)
     if pointwise is None or not _LOG_LIKELIHOOD.get():
         return
@@ -521,8 +521,13 @@ def _add_log_likelihood(fit: Fit, model, data) -> None:
     if values is None:
         return
     values = np.asarray(values, dtype=float).reshape(fit.n_chains, fit.n_draws, -1)
-    obs = fit.idata.observed_data["y"]["obs"].values
-    group = xr.Dataset({"y": xr.DataArray(values, dims=("chain", "draw", "obs"), coords={"obs": obs})},
+    if values.shape[-1] == data.n:
+        dim, coords = "obs", fit.idata.observed_data["y"]["obs"].values
+    else:   # a multivariate likelihood: one term per event, which holds several observed values
+        dim, coords = "event", np.arange(values.shape[-1])
+        fit.info["log_likelihood"] = (f"one term per event: {values.shape[-1]} terms for {data.n} observed values "
+                                      f"(a multivariate likelihood); PSIS-LOO leaves out one event at a time")
+    group = xr.Dataset({"y": xr.DataArray(values, dims=("chain", "draw", dim), coords={dim: coords})},
                        coords=_chain_draw(fit.n_chains, fit.n_draws))
     group.attrs.update(fit.idata.posterior.attrs)
     fit.idata.add_groups(log_likelihood=group)

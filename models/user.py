@@ -19,9 +19,8 @@ What the families declare by hand is read off the model here:
   catalogue does not match it, and a Dask worker rebuilds the same model.
 * the pointwise log-likelihood of every observed value at every draw (ArviZ's ``log_likelihood`` group, ``y``
   over ``obs`` as ``observed_data``, which ``az.loo`` reads): PyMC's ``pm.compute_log_likelihood`` or
-  ``numpyro.infer.log_likelihood``, whatever backend made the draws. A model with a multivariate observed
-  variable (an MvNormal, a NumPyro ``to_event``) has likelihood terms per event, not per value, and no group
-  (``pointwise_log_likelihood`` gives them per variable).
+  ``numpyro.infer.log_likelihood``, whatever backend made the draws. A multivariate observed variable (an
+  MvNormal, a NumPyro ``to_event``) has one term per event, not per value: then ``y`` is over ``event``.
 
 A PyMC model runs on every generic backend: PyMC's own (``nuts``, ``advi``, ``fullrank_advi``), ``nutpie``, and
 through PyMC's JAX export (``pymc.sampling.jax.get_jaxified_graph``) on NumPyro NUTS and the BlackJAX engines: its
@@ -169,16 +168,15 @@ class UserModel(Model):
         variables over chain and draw): name -> (chain, draw, *batch shape), one value per likelihood term."""
         raise NotImplementedError
 
-    def log_likelihood(self, fit, data: Dataset) -> np.ndarray | None:
-        """The fit's ``log_likelihood`` group (``bayeszoo.results``): log p(y_n | draw), (chain * draw, n), one
-        column per entry of ``dataset().y``. None when an observed variable is multivariate (an MvNormal, a
-        NumPyro ``to_event``): its likelihood terms are events, not the values ``y`` lists."""
+    def log_likelihood(self, fit, data: Dataset) -> np.ndarray:
+        """The fit's ``log_likelihood`` group (``bayeszoo.results``): (chain * draw, terms), one column per
+        likelihood term of every observed variable in the model's order. A univariate variable has a term per
+        value (the entries of ``dataset().y``); a multivariate one (an MvNormal, a NumPyro ``to_event``) a term
+        per event, its values jointly, so PSIS-LOO leaves out one event at a time."""
         terms = self.pointwise_log_likelihood(fit.idata.posterior)
         columns = []
-        for name, shape in self._observed.items():
+        for name in self._observed:
             values = np.asarray(terms[name], dtype=float)
-            if values[0, 0].size != int(np.prod(shape, dtype=int)):
-                return None
             columns.append(values.reshape(values.shape[0] * values.shape[1], -1))
         return np.concatenate(columns, axis=1)
 

@@ -18,6 +18,7 @@ import pytest
 from scipy import stats
 
 import bayeszoo as bz
+from bayeszoo.results import build_fit
 
 Y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
 SIGMA = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
@@ -166,12 +167,13 @@ def test_log_likelihood_is_the_normal_density_of_each_school(pymc_model, numpyro
         np.testing.assert_allclose(values, _expected_log_likelihood(post), rtol=1e-10)
 
 
-def test_a_multivariate_observation_gives_no_pointwise_group():
-    """A to_event observation is one likelihood term for three values: no y-over-obs group (the LOO columns are
-    then empty), and the per-variable terms are still there."""
+def test_a_multivariate_observation_has_one_term_per_event():
+    """A to_event observation is one likelihood term for its three values, an MvNormal one term per row: the
+    log_likelihood group holds y over ``event`` (the joint densities), and PSIS-LOO leaves out one event at a
+    time."""
     import numpyro
     import numpyro.distributions as dist
-    from types import SimpleNamespace
+    import pymc as pm
 
     def block(y=None):
         mean = numpyro.sample("mean", dist.Normal(0.0, 1.0))
@@ -184,7 +186,25 @@ def test_a_multivariate_observation_gives_no_pointwise_group():
     assert terms.shape == (2, 4)
     np.testing.assert_allclose(terms, stats.norm.logpdf(values, post["mean"].values[..., None], 1.0).sum(-1),
                                rtol=1e-10)
-    assert model.log_likelihood(SimpleNamespace(idata=SimpleNamespace(posterior=post)), model.dataset()) is None
+    fit = build_fit(model, model.dataset(), "given", "approximation", {"mean": post["mean"].values}, timing={})
+    np.testing.assert_allclose(fit.idata.log_likelihood["y"].values, terms[..., None], rtol=1e-12)
+    assert fit.idata.log_likelihood["y"].dims == ("chain", "draw", "event") and "one term per event" in \
+        fit.info["log_likelihood"]
+
+    rows = np.array([[0.5, -1.0], [1.5, 0.2], [-0.3, 0.8], [0.0, 2.1]])
+    cov = np.array([[1.0, 0.6], [0.6, 2.0]])
+    with pm.Model() as pm_model:
+        centre = pm.Normal("centre", 0.0, 3.0, shape=2)
+        pm.MvNormal("rows", centre, cov=cov, observed=rows)
+    mv = bz.models.from_pymc(pm_model, name="rows")
+    centres = np.random.default_rng(2).normal(size=(2, 50, 2))
+    fit = build_fit(mv, mv.dataset(), "given", "approximation", {"centre": centres}, timing={})
+    group = fit.idata.log_likelihood["y"]
+    assert group.shape == (2, 50, 4) and fit.idata.observed_data["y"].shape == (8,)
+    expected = [[[stats.multivariate_normal.logpdf(r, c, cov) for r in rows] for c in chain] for chain in centres]
+    np.testing.assert_allclose(group.values, expected, rtol=1e-10)
+    loo = bz.diagnostics.metrics.loo_columns(fit)
+    assert np.isfinite(loo["elpd_loo"]) and loo["elpd_loo"] < 0
 
 
 # ------------------------------------------------------------------------------------------------ bad input
