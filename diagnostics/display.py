@@ -116,6 +116,10 @@ def figure(comparison, kind: str, backend: str | None = None, components=None):
     elif kind == "ess_per_second":
         fig = plots.ess_per_second_bars(comparison.table())
     elif kind == "family":
+        if comparison.model.family == "user":   # a model of one's own has no family and no inputs to draw over
+            raise ValueError("figure 'family' draws a built-in family's own picture (fitted curve, boundaries, "
+                             "images); a model of one's own has none: see 'marginals', 'trace' or 'rank', or draw "
+                             "posterior predictions with its library (pm.sample_posterior_predictive)")
         fig = plots.family_picture(comparison)
     else:
         fig = plots.objective_figure(comparison)

@@ -173,3 +173,17 @@ def test_an_installed_plugin_is_found_by_the_api_and_the_cli(tmp_path):
     assert "backend plugin 'broken'" in out.stderr and "ModuleNotFoundError" in out.stderr
     cli = _run("from bayeszoo.cli import main; raise SystemExit(main(['list']))", path)
     assert cli.returncode == 0 and "plugin_draws" in cli.stdout, cli.stdout + cli.stderr
+
+
+def test_a_model_of_ones_own_has_no_family_picture(restore_registry):
+    import pymc as pm
+
+    with pm.Model() as pm_model:
+        mu = pm.Normal("mu", 0.0, 1.0)
+        pm.Normal("y", mu, 1.0, observed=np.array([0.1, 0.5]))
+    bz.register_backend("prior_draws", _prior_draws, kind="approximation")
+    cmp = bz.compare(bz.models.from_pymc(pm_model), backends=["prior_draws"], reference=None, draws=20, chains=2,
+                     progress=False)
+    with pytest.raises(ValueError, match="a model of one's own has none: see 'marginals'"):
+        cmp.plot("family")
+    assert cmp.plot("trace") is not None
