@@ -14,7 +14,7 @@ import bayeszoo as bz
 from bayeszoo import registry, resources
 from bayeszoo.resources import DRAW_COPIES, LIMIT_VARIABLE, Limit, Need
 
-FAMILIES_WITH_DECLARED_MEMORY = ("rvm", "gpc", "pmkl", "slm", "imagervm")
+FAMILIES_WITH_DECLARED_MEMORY = ("rvm", "gpc", "pmkl", "slm", "imagervm", "bid")
 
 
 def classification(n, seed=0):
@@ -242,7 +242,8 @@ def test_a_refused_cell_of_a_grid_is_an_error_row(sinc, monkeypatch):
 # ------------------------------------------------------------------------------------------------ against reality
 MEASURED = [("rvm", "em", {"max_iter": 3}), ("rvm", "gibbs", {"tune": 2}), ("gpc", "laplace", {"max_iter": 2}),
             ("gpc", "ep", {"max_sweeps": 1, "min_sweeps": 1}), ("pmkl", "mrvm1", {"max_iter": 5}),
-            ("slm", "gibbs", {"tune": 2})]
+            ("slm", "gibbs", {"tune": 2}), ("bid", "gibbs", {"tune": 1}), ("bid", "vb", {"max_iter": 2}),
+            ("bid", "vb_sparse", {"max_iter": 1})]
 
 
 def _measured_problem(family):
@@ -252,6 +253,9 @@ def _measured_problem(family):
         return bz.models.GPC(), classification(500)
     if family == "pmkl":
         return bz.models.PMKL(rule="mean"), bz.datasets.load("mkl_sources", n=300, n_test=10, seed=0)
+    if family == "bid":     # image-sized arrays throughout: their count, not the size, is what is checked
+        return bz.models.BID(psf_size=7), bz.datasets.load("cameraman", psf="uniform", snr_db=30, seed=0,
+                                                           crop=(0, 0, 96))
     return (bz.models.SLM(tau=2.0, sigma2=0.05, B="tv"),
             bz.datasets.load("slm_signal", kind="spikes", n=500, m=100, sigma2=0.05, seed=0))
 

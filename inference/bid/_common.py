@@ -1,5 +1,5 @@
-"""What the BID backends share: the problem's fixed operators and starting weights, Gamma-factor helpers, draw-size
-guard and default draw counts."""
+"""What the BID backends share: the problem's fixed operators and starting weights, Gamma-factor helpers, working
+memory and default draw counts."""
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -8,11 +8,10 @@ import numpy as np
 from scipy.special import digamma, gammaln
 
 from bayeszoo.inference.timing import Timer  # noqa: F401  (re-exported)
-
 from bayeszoo.numerics import fft as _fft
+from bayeszoo.resources import Need, dense
 
 LOG_2PI = float(np.log(2.0 * np.pi))
-MAX_DRAW_VALUES = 50_000_000   # chains x draws x pixels kept in memory (400 MB of float64)
 DEFAULT_DRAW_VALUES = 5_000_000   # chains x draws x pixels of a run whose counts are not given (40 MB of float64)
 MAX_DEFAULT_DRAWS = 1000
 
@@ -74,14 +73,14 @@ def make_problem(model, data) -> Problem:
                    unit=model.intensity_unit(g), known_otf=known_otf, **precisions)
 
 
-def check_draw_budget(owner: str, chains: int, draws: int, shape) -> None:
-    """Draws of the full image are kept in memory: refuse (before any work) what would not fit. ``owner`` names the
-    backend (``registry.owner``)."""
-    values = chains * draws * shape[0] * shape[1]
-    if values > MAX_DRAW_VALUES:
-        raise ValueError(f"{owner}: chains x draws x pixels = {chains} x {draws} x {shape[0] * shape[1]} = "
-                         f"{values:.3g} values exceeds {MAX_DRAW_VALUES:.0e}; ask for fewer draws or chains "
-                         f"(e.g. draws=20, chains=1 on a 256 x 256 image)")
+def memory(image_arrays: float):
+    """A backend's working memory (``bayeszoo.resources``): ``image_arrays`` float64 arrays of the image's size alive at
+    its peak (the images, the PSF and its weights, their FFTs, the CG vectors); the stored draws are counted apart."""
+    def need(model, data, options) -> Need:
+        rows, cols = model.image_shape(data)
+        return Need({f"{image_arrays:g} arrays of the {rows} x {cols} image": dense(rows, cols, image_arrays)},
+                    "ask for fewer draws or chains (each draw holds the whole image), or deconvolve a crop")
+    return need
 
 
 def default_counts(model, data, *, chains: int, tune_per_draw: float) -> dict:

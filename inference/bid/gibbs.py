@@ -225,12 +225,12 @@ def _defaults(model, data) -> dict:
 
 
 @register("gibbs", kind="mcmc", family="bid", options=OPTIONS, check=_check, defaults=_defaults,
+          memory=C.memory(25),
           description="conjugate Gibbs for BID: Gaussian blocks by perturb-and-solve with Fourier-domain PCG, "
                       "Gamma precisions in closed form")
 def run(model, data, *, draws, tune, chains, seed, progress, thin, cg_max_iter, cg_tol, jitter, scale_move):
     """Conjugate Gibbs sampler (multi-chain, seeded)."""
     who = owner("bid", "gibbs")
-    C.check_draw_budget(who, chains, draws, model.image_shape(data))
     t0 = time.perf_counter()
     problem = C.make_problem(model, data)
     allocator.keep_temporaries_on_the_heap()

@@ -384,6 +384,7 @@ def _one_run(problem, opts, t0: float, bar):
 
 
 @register("vb", kind="approximation", family="bid", options=OPTIONS, check=_check, defaults=_defaults,
+          memory=C.memory(31),
           description="variational Bayesian BID (Tzikas PhD ch. 5): FFT / PCG means, diagonal / circulant "
                       "covariances, Gamma factors in closed form, noise hyperparameters by root finding")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
@@ -392,7 +393,6 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     The canonical ``image`` and ``psf`` are non-linear in (f, w) (normalised by sum(h)), so q is no Gaussian over
     them: the Fit is built here from draws of q(f) q(w) (chain c of seed s from ``chains.numpy_rng(s, c)``)."""
     shape = model.image_shape(data)
-    C.check_draw_budget(owner("bid", "vb"), chains, draws, shape)
     timer = C.Timer()
     state, res = _vb_fit(model, data, opts, progress)
     t_opt = timer()

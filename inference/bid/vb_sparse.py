@@ -455,6 +455,7 @@ def _unavailable(model):
 
 @register("vb_sparse", kind="approximation", family="bid", options=OPTIONS, check=_check,
           defaults={**APPROXIMATION_DEFAULTS, "draws": 1, "chains": 1}, unavailable=_unavailable,
+          memory=C.memory(72),
           description="variational blind deconvolution (Levin et al. 2011, Babacan et al. 2012): sparse derivative "
                       "prior, diagonal q(x), non-negative unit-sum PSF by NNLS, coarse to fine, HQS restoration")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
@@ -462,7 +463,6 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     who = owner("bid", "vb_sparse")
     g = model.observed_image(data)
     shape = g.shape
-    C.check_draw_budget(who, chains, draws, shape)
     side = opts["psf_side"] or model.psf_size or min(31, min(shape) if min(shape) % 2 else min(shape) - 1)
     unit = model.intensity_unit(g)
     sigma = opts["noise_sd"] * unit if opts["noise_sd"] is not None else mad_noise_sd(g)
