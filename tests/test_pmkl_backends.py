@@ -162,6 +162,16 @@ def test_mrvm1_is_sparse_and_stops_by_criterion_2(small):
     assert traces["n_relevant"].values[-1] == len(fit.idata.relevance["relevance_vectors"])
 
 
+def test_mrvm1_refuses_a_minimum_above_its_maximum_given_or_by_default(small):
+    model = bz.models.PMKL()
+    for options, message in [({"min_iter": 50, "max_iter": 40}, r"'min_iter' \(50\) must be <= 'max_iter' \(40\)"),
+                             ({"min_iter": 20 * small.n + 1}, rf"'max_iter' \({20 * small.n}\) .*20 N = ")]:
+        with pytest.raises(ValueError, match=message):
+            bz.fit(model, small, "mrvm1", progress=False, **options)
+    short = bz.fit(model, small, "mrvm1", draws=2, chains=1, progress=False, max_iter=3)   # stops sooner: allowed
+    assert short.info["iterations"] == 3 and not short.info["converged"]
+
+
 def test_thesis_cv_protocol_returns_mean_and_sd(iris):
     out = thesis_cv(bz.models.PMKL(rule="mean"), iris, "vb", folds=3, repeats=1, draws=10, chains=1,
                     progress=False)
