@@ -19,7 +19,7 @@ from bayeszoo import catalogue, checks, registry, resources
 from bayeszoo.catalogue import Reference
 from bayeszoo.comparison import COMPARISON_FILE, Comparison, fit_filename, folder_lock
 from bayeszoo.datasets import Dataset
-from bayeszoo.results import Fit, ResultExists, jsonable, load_fit, recording
+from bayeszoo.results import Fit, ResultExists, jsonable, load_fit, recording, saved_fit_identity
 from bayeszoo.models import Model, UserModel
 from bayeszoo.progress import progress_bar
 
@@ -240,8 +240,9 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
         The same for every backend; where None, each backend's own default.
     seed : int or None, default 0
         The seed of every cell, an integer in [0, 2**32). None draws one fresh seed for the whole grid, which
-        every cell then uses (each fit records it as ``seed_used``); a grid resumed from ``out`` reuses its saved
-        fits only when they were made with the same seed, so give an integer to resume.
+        every cell then uses (each fit records it as ``seed_used``); with ``out``, None first looks for the seed
+        of the fits of this model and data already saved there, so that a grid stopped half-way resumes with the
+        seed it started with.
     progress : bool, default True
         Show progress bars.
     executor : concurrent.futures.Executor or distributed.Client, optional
@@ -293,6 +294,8 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
     if unknown:
         raise ValueError(f"options given for backends not in the grid: {sorted(unknown)}")
     _check_counts(draws, tune, chains, seed)
+    if seed is None and out is not None:
+        seed = _saved_grid_seed(out, model, data)
     seed = _seed_to_use(seed)   # drawn once: every cell of the grid runs with the same seed
     asked = {"draws": draws, "tune": tune, "chains": chains}
 
@@ -457,6 +460,27 @@ def _check_writable(directory: str) -> None:
             pass
     except OSError as exc:
         raise ValueError(f"compare: cannot write fits to {directory!r} ({type(exc).__name__}: {exc})") from None
+
+
+def _saved_grid_seed(out, model, data) -> int | None:
+    """The seed of the fits of ``model`` on ``data`` saved under ``out``/fits (the newest, if they differ), or None:
+    a grid run with ``seed=None`` and stopped resumes with the seed its first run drew."""
+    fits_dir = os.path.join(os.fspath(out), "fits")
+    if not os.path.isdir(fits_dir):
+        return None
+    model_spec, fingerprint, found = jsonable(model.spec()), data.fingerprint(), []
+    for name in os.listdir(fits_dir):
+        if not name.endswith(".nc"):
+            continue
+        try:
+            saved = saved_fit_identity(os.path.join(fits_dir, name))
+        except ValueError:   # an unreadable file is the resume's business, not the seed's
+            continue
+        provenance, settings = saved["provenance"] or {}, saved["settings"] or {}
+        if provenance.get("model") == model_spec and provenance.get("data") == fingerprint and \
+                isinstance(settings.get("seed"), int):
+            found.append((str(saved["created_at"] or ""), settings["seed"]))
+    return max(found)[1] if found else None
 
 
 def _resume(path: str, settings: dict, provenance: dict) -> tuple[Fit | None, str]:

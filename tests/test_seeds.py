@@ -87,6 +87,26 @@ def test_a_comparison_draws_one_seed_for_every_cell_and_repeats_with_it(sinc):
     assert len({fit.seed_used for fit in parallel.fits.values()}) == 1
 
 
+def test_a_grid_with_a_fresh_seed_resumes_with_the_seed_it_started_with(sinc, tmp_path):
+    """Stopped after its first cell (no comparison.json yet), a grid run with seed=None resumes from ``out`` with
+    the seed its first run drew: the saved cell is reused and the next one runs with the same seed."""
+    import os
+
+    model, data = sinc
+    kw = dict(reference=None, progress=False, out=tmp_path, **COUNTS)
+    first = bz.compare(model, data, backends=["fake_ok"], seed=None, **kw)
+    os.remove(tmp_path / "comparison.json")                 # as if stopped before the grid was saved
+    resumed = bz.compare(model, data, backends=["fake_ok", "fake_vb"], seed=None, **kw)
+    assert resumed.notes == {"fake_ok": "resumed"}
+    assert resumed.fits["fake_vb"].seed_used == resumed.fits["fake_ok"].seed_used == first.fits["fake_ok"].seed_used
+    os.remove(tmp_path / "comparison.json")
+    other = bz.datasets.Dataset(X=data.X, y=data.y + 1.0, name="shifted", meta=data.meta)
+    replaced = bz.compare(model, other, backends=["fake_ok"], seed=None, overwrite=True, **kw)
+    # the saved fits are of other data: not this grid's seed, so a fresh one
+    assert replaced.fits["fake_ok"].seed_used != first.fits["fake_ok"].seed_used
+    assert replaced.notes["fake_ok"].startswith("refitted: the saved fit was made with another data")
+
+
 def test_cross_validation_records_the_seed_of_each_fold(sinc):
     model, data = sinc
     kw = dict(folds=3, repeats=2, draws=5, chains=1, progress=False)
