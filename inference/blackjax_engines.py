@@ -44,7 +44,8 @@ import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.results import Fit, build_fit
-from bayeszoo.inference.generic import JaxCompileClock, convergence_info, chain_seeds, stochastic_vi_info
+from bayeszoo.inference.generic import (JAX_COPIES, JaxCompileClock, chain_seeds, convergence_info, declaration_memory,
+                                        stochastic_vi_info)
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, needs_declaration, register
 
@@ -140,9 +141,12 @@ def _counts_or_fail(backend: str, tune: int, least: int, why: str) -> None:
         raise ValueError(f"backend {backend!r} needs tune >= {least} ({why}), got tune={tune}")
 
 
+_MEMORY = declaration_memory(JAX_COPIES)
+
+
 # ----------------------------------------------------------------------------------------------- NUTS
 @register("blackjax_nuts", kind="mcmc", description="BlackJAX NUTS with window adaptation", library=_LIBRARY,
-          unavailable=needs_declaration("numpyro"), options={
+          unavailable=needs_declaration("numpyro"), memory=_MEMORY, options={
               "target_accept": Option(0.8, "target mean acceptance probability of the step-size adaptation, "
                                            "in (0, 1)", Interval(float, 0, 1, "neither")),
               "max_tree_depth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)",
@@ -219,7 +223,7 @@ _MCLMC_FRACTIONS_PLAIN = {"frac_tune1": 0.35, "frac_tune2": 0.35, "frac_tune3": 
 
 
 @register("blackjax_mclmc", kind="mcmc", description="BlackJAX microcanonical Langevin Monte Carlo",
-          library=_LIBRARY, unavailable=needs_declaration("numpyro"), options={
+          library=_LIBRARY, unavailable=needs_declaration("numpyro"), memory=_MEMORY, options={
               "desired_energy_var": Option(5e-4, "energy-error variance per dimension the step size is tuned to "
                                                  "(smaller: smaller steps, less bias)", POSITIVE),
               "diagonal_preconditioning": Option(True, "tune a diagonal preconditioner (mass matrix)", Flag()),
@@ -356,7 +360,7 @@ def _count_gradients(logdensity):
 
 
 @register("blackjax_pathfinder", kind="approximation", description="BlackJAX Pathfinder (one path per chain)",
-          library=_LIBRARY, unavailable=needs_declaration("numpyro"), defaults={"tune": 0},
+          library=_LIBRARY, unavailable=needs_declaration("numpyro"), memory=_MEMORY, defaults={"tune": 0},
           options={
               "max_iter": Option(200, "most L-BFGS iterations per path", POSITIVE_INT),
               "maxcor": Option(10, "L-BFGS history size (rank of the inverse-Hessian update)", POSITIVE_INT),
@@ -411,7 +415,7 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
 
 # ------------------------------------------------------------------------------------- mean-field VI
 @register("blackjax_meanfield_vi", kind="approximation", description="BlackJAX mean-field VI (Adam)",
-          library=_LIBRARY, unavailable=needs_declaration("numpyro"), defaults={"tune": 0},
+          library=_LIBRARY, unavailable=needs_declaration("numpyro"), memory=_MEMORY, defaults={"tune": 0},
           options={
               "max_iter": Option(10000, "Adam steps on the ELBO (all of them are taken)",
                                  Interval(int, 2, None, "left")),

@@ -42,11 +42,33 @@ from bayeszoo.results import Fit, build_fit
 from bayeszoo.progress import progress_bar
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.registry import Option, needs_declaration, register
+from bayeszoo.resources import Need, dense, values_per_draw
 
 _STATS = ("diverging", "n_steps", "tree_depth", "step_size", "acceptance_rate", "energy", "lp")
 
+#: copies of a declaration's dense arrays alive at a fit's peak (peak RSS growth of RVM fits at n = 1500 and 2500 and
+#: a GPC fit at n = 2000, 2026-11-26): PyMC 3.2 to 4.9 (the model's arrays, their temporaries, PyTensor's
+#: constants); JAX 6.6 above a fixed few hundred MB (XLA embeds the arrays in the program and copies them as it
+#: compiles)
+PYMC_COPIES, JAX_COPIES = 5, 7
+
 
 # ----------------------------------------------------------------------------------------- shared helpers
+def declaration_memory(copies: float, *, full_rank: bool = False):
+    """The ``memory`` of a backend that runs a family's declaration (``bayeszoo.resources``): ``copies`` of each
+    dense array the declaration builds (``model.declaration_memory``); ``full_rank`` adds a dense covariance over
+    the draw's values with its gradient and the optimiser's two moments."""
+    def need(model, data, options) -> Need:
+        parts = {f"{what}, {copies:g} copies": int(copies * size)
+                 for what, size in model.declaration_memory(data).items()}
+        if full_rank:
+            P = values_per_draw(model, data)
+            parts[f"full-rank covariance factor ({P:,} x {P:,}), its gradient and 2 optimiser moments"] = dense(P, P, 4)
+        return Need(parts, "use one of the family's own backends, which hold no declaration (bz.backends(model)), "
+                           "or fit a subset of the data")
+    return need
+
+
 def chain_seeds(seed, chains: int) -> list[int]:
     """Per-chain integer seeds derived from one seed (same seed, same chains)."""
     return [int(s) for s in np.random.default_rng(seed).integers(0, 2**30, size=chains)]
@@ -84,7 +106,7 @@ _TREE_DEPTH = Option(10, "largest tree depth of a NUTS trajectory (2^depth leapf
 
 
 @register("nuts", kind="mcmc", description="PyMC NUTS (pm.sample)", library="pymc",
-          unavailable=needs_declaration("pymc"), options={
+          unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES), options={
     "target_accept": Option(0.9, _TARGET_ACCEPT, _TARGET),
     "cores": Option(1, "processes running chains in parallel (1: one chain after another)", POSITIVE_INT),
     "max_tree_depth": _TREE_DEPTH})
@@ -120,7 +142,7 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
 
 # ------------------------------------------------------------------------------------------------ nutpie
 @register("nutpie", kind="mcmc", description="nutpie NUTS on the PyMC declaration", library="nutpie",
-          unavailable=needs_declaration("pymc"),
+          unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES),
           options={
               "target_accept": Option(0.8, _TARGET_ACCEPT, _TARGET),
               "cores": Option(1, "threads running chains in parallel", POSITIVE_INT)})
@@ -183,7 +205,7 @@ class JaxCompileClock:
 
 
 @register("numpyro", kind="mcmc", description="NumPyro NUTS", library="numpyro",
-          unavailable=needs_declaration("numpyro"), options={
+          unavailable=needs_declaration("numpyro"), memory=declaration_memory(JAX_COPIES), options={
     "target_accept": Option(0.9, _TARGET_ACCEPT, _TARGET),
     "chain_method": Option("sequential", "how chains run: 'sequential', 'vectorized' (vmap) or 'parallel' (pmap)",
                            OneOf(("sequential", "vectorized", "parallel"))),
@@ -305,7 +327,7 @@ def stochastic_vi_info(losses: np.ndarray, *, n_grad: int, learning_rate: float)
 
 
 @register("advi", kind="approximation", description="PyMC mean-field ADVI", library="pymc",
-          unavailable=needs_declaration("pymc"),
+          unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES),
           options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
 def run_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """Mean-field ADVI (pm.ADVI)."""
@@ -314,7 +336,7 @@ def run_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
 
 
 @register("fullrank_advi", kind="approximation", description="PyMC full-rank ADVI", library="pymc",
-          unavailable=needs_declaration("pymc"),
+          unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES, full_rank=True),
           options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
 def run_fullrank_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """Full-rank ADVI (pm.FullRankADVI)."""

@@ -90,6 +90,12 @@ class Model:
     def numpyro_model(self, data: Dataset):
         raise NotImplementedError(f"{type(self).__name__} has no NumPyro declaration")
 
+    def declaration_memory(self, data: Dataset) -> dict[str, int]:
+        """The dense arrays :meth:`pymc_model` and :meth:`numpyro_model` build from ``data``, as {what: bytes of
+        float64}: what the memory guard of the backends that run a declaration counts (``bayeszoo.resources``).
+        Empty for a family whose declarations hold nothing that grows faster than the data."""
+        return {}
+
     def declaration_problem(self, library: str) -> str | None:
         """Why this model's declaration in ``library`` (``"pymc"`` or ``"numpyro"``) cannot be sampled, or None
         when it can, judged from the model's options alone (the data may still be refused by ``validate``).

@@ -241,6 +241,9 @@ class GPC(Model):
         return {"X": data.X}
 
     # ---- declarations --------------------------------------------------------------------------------
+    def declaration_memory(self, data: Dataset) -> dict[str, int]:
+        return {f"kernel matrix K and its Cholesky factor L ({data.n:,} x {data.n:,}, 2)": 2 * 8 * data.n ** 2}
+
     def pymc_model(self, data: Dataset):
         """GPC in PyMC, whitened: ``z`` ~ N(0, I) over ``obs``, ``f = L z`` (Deterministic over ``obs``),
         L = chol(K + jitter I) computed once in NumPy; y ~ Bernoulli(sig(f))."""

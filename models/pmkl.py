@@ -264,6 +264,10 @@ class PMKL(Model):
                     "sample; use gibbs or vb")
         return super().declaration_problem(library)
 
+    def declaration_memory(self, data: Dataset) -> dict[str, int]:
+        S = len(self.source_list(data))
+        return {f"{S} base kernels ({data.n:,} x {data.n:,} each)": S * 8 * data.n ** 2}
+
     def pymc_model(self, data: Dataset):
         """pMKL in PyMC with y marginalised (reduced model, Fig. 3.2): free ``log_alpha`` and ``z`` over
         (basis, class), ``W = z exp(-log_alpha / 2)``; ``beta`` Dirichlet (convex) or Gamma with exponential

@@ -276,6 +276,9 @@ class RVM(Model):
         Phi = self.training_design(data)
         return Phi, np.asarray(data.y, dtype=float)
 
+    def declaration_memory(self, data: Dataset) -> dict[str, int]:
+        return {f"design matrix Phi ({data.n:,} x {self.n_basis(data):,})": 8 * data.n * self.n_basis(data)}
+
     def pymc_model(self, data: Dataset):
         """The RVM in PyMC. Free variables: ``log_alpha`` (basis), ``z`` (basis), ``log_beta`` (regression).
 

@@ -223,6 +223,43 @@ def test_a_gpc_on_50000_points_is_refused_without_allocating_its_kernel(monkeypa
     assert seconds < 1.0 and peak < 50 * 2**20
 
 
+def test_the_generic_backends_count_the_declarations_dense_arrays(sinc):
+    """A generic backend holds copies of the arrays the family's declaration builds (the RVM's n x (n + 1) design,
+    the GPC's K and L, the PMKL's kernels); full-rank ADVI also a dense covariance over the draw's values."""
+    from bayeszoo.inference.generic import JAX_COPIES, PYMC_COPIES
+
+    model = bz.models.RVM(width=3.0)
+    n, values = sinc.n, resources.values_per_draw(model, sinc)
+    assert model.declaration_memory(sinc) == {f"design matrix Phi ({n} x {n + 1})": 8 * n * (n + 1)}
+    stored = resources.draws_bytes(values, 10, 2)
+    for backend, copies in (("nuts", PYMC_COPIES), ("advi", PYMC_COPIES), ("numpyro", JAX_COPIES),
+                            ("blackjax_nuts", JAX_COPIES), ("blackjax_pathfinder", JAX_COPIES)):
+        assert need_of(model, sinc, backend, draws=10, chains=2).total == copies * 8 * n * (n + 1) + stored, backend
+    full = need_of(model, sinc, "fullrank_advi", draws=10, chains=2)
+    assert full.total == PYMC_COPIES * 8 * n * (n + 1) + 4 * 8 * values ** 2 + stored
+    data = classification(30)
+    assert bz.models.GPC().declaration_memory(data) == {"kernel matrix K and its Cholesky factor L (30 x 30, 2)": 14400}
+    pmkl_data = bz.datasets.load("mkl_sources", n=20, n_test=5, seed=0)
+    pmkl = bz.models.PMKL()
+    assert sum(pmkl.declaration_memory(pmkl_data).values()) == len(pmkl.source_list(pmkl_data)) * 8 * 20 ** 2
+    assert bz.models.SLM().declaration_memory(bz.datasets.load("slm_signal", n=8, m=6, seed=0)) == {}
+
+
+def test_numpyro_on_a_gpc_of_50000_points_is_refused_before_its_declaration_is_built(monkeypatch):
+    monkeypatch.setenv(LIMIT_VARIABLE, "64GiB")
+    data = classification(50_000)
+    tracemalloc.start()
+    started = time.perf_counter()
+    with pytest.raises(ValueError, match=r"backend 'numpyro': this fit would need about 2\d\d GiB.*kernel matrix K "
+                                         r"and its Cholesky factor L \(50,000 x 50,000, 2\), 7 copies.*family's own "
+                                         r"backends"):
+        bz.fit(bz.models.GPC(), data, "numpyro", progress=False)
+    seconds = time.perf_counter() - started
+    peak = tracemalloc.get_traced_memory()[1]
+    tracemalloc.stop()
+    assert seconds < 1.0 and peak < 50 * 2**20
+
+
 def test_bayes_gp_classifier_is_refused_the_same_way(monkeypatch):
     from bayeszoo.sklearn import BayesGPClassifier
 
