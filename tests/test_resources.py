@@ -14,7 +14,7 @@ import bayeszoo as bz
 from bayeszoo import registry, resources
 from bayeszoo.resources import DRAW_COPIES, LIMIT_VARIABLE, Limit, Need
 
-FAMILIES_WITH_DECLARED_MEMORY = ("rvm", "gpc", "pmkl", "slm", "imagervm", "bid")
+FAMILIES_WITH_DECLARED_MEMORY = ("rvm", "arvm", "gpc", "pmkl", "slm", "imagervm", "bid")
 
 
 def classification(n, seed=0):
@@ -280,7 +280,7 @@ def test_a_refused_cell_of_a_grid_is_an_error_row(sinc, monkeypatch):
 MEASURED = [("rvm", "em", {"max_iter": 3}), ("rvm", "gibbs", {"tune": 2}), ("gpc", "laplace", {"max_iter": 2}),
             ("gpc", "ep", {"max_sweeps": 1, "min_sweeps": 1}), ("pmkl", "mrvm1", {"max_iter": 5}),
             ("slm", "gibbs", {"tune": 2}), ("bid", "gibbs", {"tune": 1}), ("bid", "vb", {"max_iter": 2}),
-            ("bid", "vb_sparse", {"max_iter": 1})]
+            ("bid", "vb_sparse", {"max_iter": 1}), ("arvm", "arvm", {"max_iter": 3})]
 
 
 def _measured_problem(family):
@@ -290,6 +290,8 @@ def _measured_problem(family):
         return bz.models.GPC(), classification(500)
     if family == "pmkl":
         return bz.models.PMKL(rule="mean"), bz.datasets.load("mkl_sources", n=300, n_test=10, seed=0)
+    if family == "arvm":    # the candidate search's N x candidates arrays dominate
+        return bz.models.ARVM(), bz.datasets.load("sinc", n=400, n_test=10, seed=0)
     if family == "bid":     # image-sized arrays throughout: their count, not the size, is what is checked
         return bz.models.BID(psf_size=7), bz.datasets.load("cameraman", psf="uniform", snr_db=30, seed=0,
                                                            crop=(0, 0, 96))
