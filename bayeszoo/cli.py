@@ -273,7 +273,8 @@ def _family_model(args):
                 model_opts[key] = float(value)
         elif isinstance(default, bool) and not isinstance(value, bool):
             raise CLIError(f"--model-opt {key} must be true or false, got {value!r}")
-        elif isinstance(default, str) and not isinstance(value, str):
+        elif isinstance(default, str) and not isinstance(value, (str, int, float)):
+            # a number stays a number: some string defaults also take one (RVM width="scale", ARVM sparsity="bic")
             model_opts[key] = str(value)
     try:
         return from_spec({"family": args.family, **model_opts})

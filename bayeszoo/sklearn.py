@@ -118,8 +118,11 @@ class RelevanceVectorRegressor(_Regressor):
     ----------
     kernel : {"gauss", "poly", "sigmoid", "bspline", "linear"}, default="gauss"
         Basis functions; ``"gauss"`` is ``exp(-|x - x_n|^2 / width^2)``.
-    width : float, default=1.0
-        Kernel width, in the units of the (scaled) inputs.
+    width : float or "scale", default="scale"
+        Kernel width, in the units of the (scaled) inputs. ``"scale"`` sets it at ``fit`` from the training inputs
+        as ``SVC(gamma="scale")`` does: width = sqrt(n_features * X.var()), so that the ``"gauss"`` kernel is SVC's
+        rbf kernel (``"sigmoid"``: n_features * X.var()); the number used is ``fit_.idata.constant_data
+        ["kernel_width"]``.
     degree : int, default=2
         Degree of the ``"poly"`` kernel.
     offset : float, default=1.0
@@ -153,15 +156,16 @@ class RelevanceVectorRegressor(_Regressor):
 
     Notes
     -----
-    The priors are not scale-free: standardise the inputs (e.g. in a ``Pipeline`` with ``StandardScaler``) and
-    choose ``width`` on that scale; very large or tiny targets are refused with a ``ValueError``.
+    The priors are not scale-free: standardise the inputs (e.g. in a ``Pipeline`` with ``StandardScaler``; the
+    default ``width="scale"`` then follows the number of features) or choose ``width`` on their scale; very large or
+    tiny targets are refused with a ``ValueError``.
     """
 
     _model_class = models.RVM
     _model_params = ("kernel", "width", "degree", "offset", "bias", "a", "b", "c", "d")
     _fixed = {"task": "regression"}
 
-    def __init__(self, kernel="gauss", width=1.0, degree=2, offset=1.0, bias=True, a=1e-4, b=1e-4, c=1e-4,
+    def __init__(self, kernel="gauss", width="scale", degree=2, offset=1.0, bias=True, a=1e-4, b=1e-4, c=1e-4,
                  d=1e-4, backend="fast", seed=0, backend_options=None):
         self.kernel = kernel
         self.width = width
@@ -332,8 +336,11 @@ class RelevanceVectorClassifier(_Classifier):
     ----------
     kernel : {"gauss", "poly", "sigmoid", "bspline", "linear"}, default="gauss"
         Basis functions; ``"gauss"`` is ``exp(-|x - x_n|^2 / width^2)``.
-    width : float, default=1.0
-        Kernel width, in the units of the (scaled) inputs.
+    width : float or "scale", default="scale"
+        Kernel width, in the units of the (scaled) inputs. ``"scale"`` sets it at ``fit`` from the training inputs
+        as ``SVC(gamma="scale")`` does: width = sqrt(n_features * X.var()), so that the ``"gauss"`` kernel is SVC's
+        rbf kernel (``"sigmoid"``: n_features * X.var()); the number used is ``fit_.idata.constant_data
+        ["kernel_width"]``.
     degree : int, default=2
         Degree of the ``"poly"`` kernel.
     offset : float, default=1.0
@@ -370,7 +377,7 @@ class RelevanceVectorClassifier(_Classifier):
     _multiclass_advice = ("RelevanceVectorClassifier models two classes; for more use PMKLClassifier, or "
                           "sklearn.multiclass.OneVsRestClassifier(RelevanceVectorClassifier(...)).")
 
-    def __init__(self, kernel="gauss", width=1.0, degree=2, offset=1.0, bias=True, link="logit", a=1e-4, b=1e-4,
+    def __init__(self, kernel="gauss", width="scale", degree=2, offset=1.0, bias=True, link="logit", a=1e-4, b=1e-4,
                  backend="fast", seed=0, backend_options=None):
         self.kernel = kernel
         self.width = width

@@ -35,6 +35,28 @@ MIN_TARGET_SCALE = 1e-100
 CONSTANT_KERNEL = 1e-8
 #: range of the Gamma hyperparameters a, b, c, d
 HYPER_MIN, HYPER_MAX = 1e-50, 1e50
+#: the ``width`` resolved from the training inputs at fit time (see :func:`scale_width`)
+SCALE = "scale"
+
+
+def scale_width(X, kernel: str = "gauss") -> float:
+    """The width that ``width="scale"`` stands for, from the training inputs X (n, d): scikit-learn SVC's
+    ``gamma="scale"``, gamma = 1 / (d var(X)) with var over every entry of X, in this family's parametrisation.
+
+    ``gauss`` and ``bspline``: h = sqrt(d var(X)), so exp(-|x - x'|^2 / h^2) = exp(-gamma |x - x'|^2) (the typical
+    squared distance between two rows is 2 d var(X)); ``sigmoid``: width = d var(X), so tanh(<x, x'> / width +
+    offset) = tanh(gamma <x, x'> + offset). (``poly`` and ``linear`` have no width: ``RVM.kernel_width`` gives 1.0,
+    unused, for them.)
+    """
+    X = np.asarray(X, dtype=float)
+    X = X.reshape(X.shape[0], -1) if X.ndim else X.reshape(1, 1)
+    spread = X.shape[1] * float(np.var(X)) if X.size else 0.0
+    if not (np.isfinite(spread) and spread > 0):
+        # var(X) = 0: every entry of X is the same number
+        raise ValueError(f"RVM: width='scale' sets the kernel width from the spread of the training inputs, but all "
+                         f"{X.shape[0]} training inputs are the same point (d var(X) = {spread:g}); the model can "
+                         f"only fit a constant")
+    return spread if kernel == "sigmoid" else float(np.sqrt(spread))
 
 
 def kernel_matrix(X1, X2, kernel: str = "gauss", width: float = 1.0, degree: int = 2, offset: float = 1.0):
@@ -78,6 +100,13 @@ def checked_new_inputs(model, fit, X_new) -> np.ndarray:
         raise ValueError(f"{type(model).__name__}: X_new reaches {top:.3g} in magnitude; the limit is "
                          f"{MAX_MAGNITUDE:g}")
     return X_new
+
+
+def fitted_width(model, fit, centers) -> float:
+    """The kernel width a fit was made with: the number stored with it (``constant_data["kernel_width"]``), or, for a
+    fit saved before widths were stored, the model's width for its training inputs ``centers``."""
+    stored = fit.idata.constant_data.get("kernel_width")
+    return float(stored.values) if stored is not None else model.kernel_width(centers)
 
 
 def check_gamma_hyperpriors(model) -> None:
@@ -141,8 +170,11 @@ class RVM(Model):
     task : {"regression", "classification"}
     kernel : {"gauss", "poly", "sigmoid", "bspline", "linear"}
         Basis functions centred on the training inputs.
-    width : float
+    width : float or "scale"
         Kernel width h of ``exp(-|x - x_n|^2 / h^2)`` ([P 63]); scale for ``bspline`` and ``sigmoid``.
+        ``"scale"`` (the default) sets it at fit time from the training inputs as scikit-learn's SVC sets
+        ``gamma="scale"``: h = sqrt(d var(X)) (``sigmoid``: d var(X)); see :func:`scale_width`. The number used is
+        stored with the fit (``fit.idata.constant_data["kernel_width"]``), and predictions use it.
     degree, offset : polynomial kernel (<x1,x2> + offset)^degree; ``offset`` is also the sigmoid's theta.
     bias : bool
         Add a constant basis function (column 0 of Phi).
@@ -159,7 +191,7 @@ class RVM(Model):
 
     task: str = "regression"
     kernel: str = "gauss"
-    width: float = 1.0
+    width: float | str = SCALE
     degree: int = 2
     offset: float = 1.0
     bias: bool = True
@@ -174,7 +206,11 @@ class RVM(Model):
     def __post_init__(self):
         self.task = checks.choice("RVM", "task", self.task, TASKS)
         self.kernel = checks.choice("RVM", "kernel", self.kernel, KERNELS)
-        self.width = checks.positive("RVM", "width", self.width)
+        if isinstance(self.width, str):
+            if self.width != SCALE:
+                raise ValueError(f"RVM: width must be a number > 0 or {SCALE!r}; got {self.width!r}"[:200])
+        else:
+            self.width = checks.positive("RVM", "width", self.width)
         self.degree = checks.positive("RVM", "degree", self.degree, integer=True)
         self.offset = checks.number("RVM", "offset", self.offset)
         self.bias = checks.flag("RVM", "bias", self.bias)
@@ -202,31 +238,46 @@ class RVM(Model):
         check_task_matches_data(self, data)
         check_scales(self, data)
 
-    def design(self, X_new, centers) -> np.ndarray:
-        """Design matrix Phi (n_new x M): [1, K(x, x_1), ..., K(x, x_N)] with the bias column first."""
-        K = kernel_matrix(X_new, centers, self.kernel, self.width, self.degree, self.offset)
+    def kernel_width(self, X) -> float:
+        """The kernel width for training inputs X: ``width`` itself, or :func:`scale_width` of X for "scale"."""
+        if self.width != SCALE:
+            return float(self.width)
+        # poly and linear kernels have no width: "scale" stands for nothing there (1.0, unused)
+        return 1.0 if self.kernel in ("poly", "linear") else scale_width(X, self.kernel)
+
+    def design(self, X_new, centers, width: float | None = None) -> np.ndarray:
+        """Design matrix Phi (n_new x M): [1, K(x, x_1), ..., K(x, x_N)] with the bias column first. ``width``: the
+        kernel width (None: :meth:`kernel_width` of the centres, i.e. of the training inputs)."""
+        width = self.kernel_width(centers) if width is None else width
+        K = kernel_matrix(X_new, centers, self.kernel, width, self.degree, self.offset)
         if self.bias:
             K = np.column_stack([np.ones(K.shape[0]), K])
         return K
 
-    def _kernel_text(self) -> str:
+    def _kernel_text(self, width: float | None = None) -> str:
+        """The kernel in words; ``width``: the resolved number (None: the ``width`` option as given)."""
+        if width is None:
+            shown = repr(SCALE) if self.width == SCALE else f"{self.width:g}"
+        else:
+            shown = f"{width:g}" + (f" ({SCALE!r})" if self.width == SCALE else "")
         if self.kernel in ("gauss", "bspline"):
-            return f"kernel {self.kernel!r} of width {self.width:g}"
+            return f"kernel {self.kernel!r} of width {shown}"
         if self.kernel == "poly":
             return f"kernel 'poly' of degree {self.degree} and offset {self.offset:g}"
         if self.kernel == "sigmoid":
-            return f"kernel 'sigmoid' of width {self.width:g} and offset {self.offset:g}"
+            return f"kernel 'sigmoid' of width {shown} and offset {self.offset:g}"
         return "kernel 'linear'"
 
     def training_design(self, data: Dataset) -> np.ndarray:
         """Phi at the training inputs, checked before any work: finite, entries within MAX_MAGNITUDE (so that
         Phi^T Phi is finite), and a kernel matrix that is not constant (every basis function would be the bias: a
         width far larger than the distances between the inputs, or inputs that are all the same point)."""
+        width = self.kernel_width(data.X)
         with np.errstate(over="ignore", invalid="ignore"):
-            K = kernel_matrix(data.X, data.X, self.kernel, self.width, self.degree, self.offset)
+            K = kernel_matrix(data.X, data.X, self.kernel, width, self.degree, self.offset)
         top = float(np.max(np.abs(K))) if np.all(np.isfinite(K)) else np.inf
         if top > MAX_MAGNITUDE:
-            raise ValueError(f"RVM: the {self._kernel_text()} overflows on these inputs (kernel values up to "
+            raise ValueError(f"RVM: the {self._kernel_text(width)} overflows on these inputs (kernel values up to "
                              f"{top:.3g}; the limit is {MAX_MAGNITUDE:g}): rescale X to near unit scale or choose "
                              f"another kernel")
         if np.max(K) - np.min(K) <= CONSTANT_KERNEL * top:
@@ -239,7 +290,7 @@ class RVM(Model):
             else:
                 why = ("the inner products of the inputs do not change the kernel's value (inputs too close to zero, "
                        "a width too large or an offset too large in magnitude); rescale X or change those options")
-            raise ValueError(f"RVM: the {self._kernel_text()} is constant on the training inputs, so every basis "
+            raise ValueError(f"RVM: the {self._kernel_text(width)} is constant on the training inputs, so every basis "
                              f"function equals the bias and the model can only fit a constant: {why}")
         if self.bias:
             K = np.column_stack([np.ones(K.shape[0]), K])
@@ -249,11 +300,12 @@ class RVM(Model):
         """Phi at X_new for a fit made with this model, after checking the fit and the inputs."""
         X_new = checked_new_inputs(self, fit, X_new)
         centers = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
+        width = fitted_width(self, fit, centers)
         with np.errstate(over="ignore", invalid="ignore"):
-            Phi = self.design(X_new, centers)
+            Phi = self.design(X_new, centers, width)
         if not np.all(np.isfinite(Phi)) or (Phi.size and np.max(np.abs(Phi)) > MAX_MAGNITUDE):
-            raise ValueError(f"RVM: the {self._kernel_text()} overflows at X_new (the limit is {MAX_MAGNITUDE:g}); "
-                             f"X_new must be on the scale of the training inputs")
+            raise ValueError(f"RVM: the {self._kernel_text(width)} overflows at X_new (the limit is "
+                             f"{MAX_MAGNITUDE:g}); X_new must be on the scale of the training inputs")
         return Phi
 
     def n_basis(self, data: Dataset) -> int:
@@ -269,7 +321,7 @@ class RVM(Model):
         return {"basis": np.arange(self.n_basis(data)), "obs": np.arange(data.n)}
 
     def constant_data(self, data: Dataset) -> dict:
-        return {"X": data.X}
+        return {"X": data.X, "kernel_width": self.kernel_width(data.X)}
 
     # ---- declarations --------------------------------------------------------------------------------
     def _arrays(self, data: Dataset):
@@ -351,8 +403,10 @@ class RVM(Model):
         if w.shape[1] != Phi.shape[1]:
             raise ValueError(f"fit has {w.shape[1]} weights but this model's basis has {Phi.shape[1]} functions; "
                              f"was the fit made with a different RVM (bias / kernel)?")
+        # type-II fits set the pruned bases' weights to exactly 0 in every draw: skip those columns
+        used = np.any(w != 0.0, axis=0)
         with np.errstate(over="ignore", invalid="ignore"):
-            f = w @ Phi.T
+            f = w[:, used] @ Phi[:, used].T
         if not np.all(np.isfinite(f)):
             raise ValueError("RVM: the latent function overflows at X_new (weights times kernel values beyond double "
                              "precision); X_new must be on the scale of the training inputs")
@@ -402,7 +456,7 @@ class RVM(Model):
         """Per-basis relevance r_i = rms_n |phi_i(x_n)| / sqrt(median alpha_i) / target scale (see n_relevant)."""
         self.check_fit(fit)
         centers = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
-        Phi = self.design(centers, centers)
+        Phi = self.design(centers, centers, fitted_width(self, fit, centers))
         rms = np.sqrt(np.mean(Phi**2, axis=0))
         log_alpha = self._draws(fit, "log_alpha")
         med = np.median(log_alpha, axis=0)

@@ -239,3 +239,46 @@ def test_fast_fits_targets_that_are_all_zero():
     zero = bz.datasets.Dataset(d.X, np.zeros(d.n), name="zero", meta={"task": "regression"})
     fit = bz.fit(RVM(width=3.0), zero, "fast", draws=5, chains=1, progress=False)
     assert np.all(np.abs(RVM(width=3.0).predict(fit, d.X_test)) < 1e-6)
+
+
+# ------------------------------------------------------------------------------------------- width="scale"
+def test_scale_width_is_svc_gamma_scale_on_a_tiny_x():
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from bayeszoo.models.rvm import kernel_matrix
+
+    X = np.array([[0.0, 0.0], [1.0, 2.0], [2.0, 4.0]])
+    # entries 0, 0, 1, 2, 2, 4: mean 1.5, variance 11.5 / 6, so d var(X) = 23 / 6
+    assert RVM().width == "scale"
+    assert RVM().kernel_width(X) == np.sqrt(23.0 / 6.0)
+    assert RVM(kernel="sigmoid").kernel_width(X) == 23.0 / 6.0
+    assert RVM(width=0.7).kernel_width(X) == 0.7
+    # exp(-|x - x'|^2 / h^2) with h^2 = d var(X) is SVC's rbf with gamma="scale" = 1 / (d var(X))
+    np.testing.assert_allclose(kernel_matrix(X, X, "gauss", RVM().kernel_width(X)), rbf_kernel(X, gamma=6.0 / 23.0),
+                               rtol=1e-14, atol=0)
+
+
+def test_scale_width_is_resolved_at_fit_time_stored_and_reloaded(sinc, tmp_path):
+    h = float(np.sqrt(np.var(sinc.X)))                 # one feature
+    fit = bz.fit(RVM(), sinc, "fast", draws=20, chains=1, seed=0, progress=False)
+    same = bz.fit(RVM(width=h), sinc, "fast", draws=20, chains=1, seed=0, progress=False)
+    assert float(fit.idata.constant_data["kernel_width"]) == h
+    np.testing.assert_allclose(RVM().predict(fit, sinc.X_test), RVM(width=h).predict(same, sinc.X_test),
+                               rtol=1e-12, atol=1e-14)
+    back = bz.load_fit(fit.save(tmp_path / "scale.nc"))
+    assert back.model() == RVM() and float(back.idata.constant_data["kernel_width"]) == h
+    np.testing.assert_array_equal(back.model().predict(back, sinc.X_test), RVM().predict(fit, sinc.X_test))
+
+
+@pytest.mark.parametrize("width, message", [
+    ("auto", "width must be a number > 0 or 'scale'; got 'auto'"), ("Scale", "width must be a number > 0 or"),
+    (0.0, "width must be"), (-1.0, "width must be"), (np.inf, "width must be")])
+def test_bad_widths_are_refused(width, message):
+    with pytest.raises(ValueError, match=message):
+        RVM(width=width)
+
+
+def test_scale_width_of_inputs_that_do_not_vary_is_refused_before_any_work():
+    same = bz.datasets.Dataset(np.full((4, 2), 3.0), np.arange(4.0), name="same", meta={"task": "regression"})
+    with pytest.raises(ValueError, match=r"width='scale'.*all 4 training inputs are the same point"):
+        bz.fit(RVM(), same, "fast", progress=False)

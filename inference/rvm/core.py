@@ -126,47 +126,63 @@ def basis_contribution(alpha, s, q2, a, b):
     return 0.5 * (np.log(alpha) - np.log(alpha + s) + q2 / (alpha + s)) + a * np.log(alpha) - b * alpha
 
 
+#: log(alpha / s) grid on which the local maxima of f_i are bracketed (see :func:`best_alpha`)
+_BRACKET_GRID = np.exp(np.linspace(-30.0, 36.0, 89))
+
+
 def best_alpha(s, q2, a, b, alpha_max=1e12):
     """Maximise f_i(alpha) over alpha for every basis at once; returns ``(alpha*, f*)``.
 
     With a = b = 0 this is [T 3.7-3.8] (alpha = s^2 / (q^2 - s), or infinity). With the Gamma hyperprior
-    the stationarity condition is a cubic, which can have two local maxima; they are bracketed on a log grid
-    of d f / d log alpha and refined by bisection. Where no finite maximum exists, or the best lies above
-    ``alpha_max``, alpha* = inf and f* = 0 (the basis is better left out).
+    the stationarity condition is a cubic, which can have two local maxima. Writing alpha = s x, the sign of
+    d f / d log alpha is that of P(x) = -b s x^3 + (a - 2 b s) x^2 + (2 a + 1/2 - b s - q^2 / 2s) x + a + 1/2;
+    its + to - crossings are bracketed on a log grid of x in [e^-30, e^36] and refined by Newton's method on P
+    inside the bracket (bisection where a Newton step would leave it). Where no finite maximum exists, or the best
+    lies above ``alpha_max``, alpha* = inf and f* = 0 (the basis is better left out).
     """
     s = np.atleast_1d(np.asarray(s, float))
     q2 = np.atleast_1d(np.asarray(q2, float))
     K = s.shape[0]
-
-    def dlog(u):  # d f / d log alpha at alpha = s * exp(u)
-        al = s[:, None] * np.exp(u)
-        ss = s[:, None]
-        return 0.5 * (ss / (al + ss) - q2[:, None] * al / (al + ss) ** 2) + a - b * al
-
-    grid = np.linspace(-30.0, 36.0, 89)
-    F = dlog(np.broadcast_to(grid, (K, grid.size)))
-    down = (F[:, :-1] > 0) & (F[:, 1:] <= 0)                  # + to -: a local maximum of f
     best_f = np.zeros(K)
     best_a = np.full(K, np.inf)
-    rows, cols = np.nonzero(down)
-    if rows.size:
-        lo = grid[cols].astype(float)
-        hi = grid[cols + 1].astype(float)
-        ss = s[rows]
-        qq = q2[rows]
-        for _ in range(44):
-            mid = 0.5 * (lo + hi)
-            al = ss * np.exp(mid)
-            fm = 0.5 * (ss / (al + ss) - qq * al / (al + ss) ** 2) + a - b * al
-            pos = fm > 0
-            lo = np.where(pos, mid, lo)
-            hi = np.where(pos, hi, mid)
-        al = ss * np.exp(0.5 * (lo + hi))
-        fv = basis_contribution(al, ss, qq, a, b)
-        ok = (al <= alpha_max) & (fv > 0)
-        for r, x, f in zip(rows[ok], al[ok], fv[ok]):
-            if f > best_f[r]:
-                best_f[r], best_a[r] = f, x
+    theta = q2 / s
+    bs = b * s
+    x = _BRACKET_GRID
+    xp1 = x + 1.0
+    # P(x) / (x + 1)^2 = (1/2 / (x + 1) + a) - theta x / 2 (x + 1)^2 - b s x on the grid, as one matrix product
+    F = np.column_stack([np.ones(K), theta, bs]) @ np.stack([0.5 / xp1 + a, -0.5 * x / (xp1 * xp1), -x])
+    up = F > 0
+    rows, cols = np.nonzero(up[:, :-1] & ~up[:, 1:])
+    if rows.size == 0:
+        return best_a, best_f
+    lo, hi = x[cols], x[cols + 1]
+    c3 = -bs[rows]
+    c2 = a - 2.0 * bs[rows]
+    c1 = 2.0 * a + 0.5 - bs[rows] - 0.5 * theta[rows]
+    c0 = a + 0.5
+    r = np.sqrt(lo * hi)
+    for _ in range(100):
+        p = ((c3 * r + c2) * r + c1) * r + c0
+        positive = p > 0
+        lo = np.where(positive, r, lo)
+        hi = np.where(positive, hi, r)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            newton = r - p / ((3.0 * c3 * r + 2.0 * c2) * r + c1)
+        step = np.where((newton >= lo) & (newton <= hi), newton, np.sqrt(lo * hi))
+        settled = np.all(np.abs(step - r) <= 1e-14 * r)
+        r = step
+        if settled:
+            break
+    ss, qq = s[rows], q2[rows]
+    al = ss * r
+    fv = basis_contribution(al, ss, qq, a, b)
+    ok = (al <= alpha_max) & (fv > 0)
+    rows, al, fv = rows[ok], al[ok], fv[ok]
+    np.maximum.at(best_f, rows, fv)
+    # of two equal maxima the smaller alpha (rows come in increasing x within a basis)
+    winners = fv == best_f[rows]
+    kept, first = np.unique(rows[winners], return_index=True)
+    best_a[kept] = al[winners][first]
     return best_a, best_f
 
 
@@ -256,19 +272,20 @@ def type2_approximation(M: int, res: dict, *, classifier: bool) -> GaussianAppro
 
 
 def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chains: int, seed, extra_info,
-              progress: bool = False):
+              progress: bool = False, one_thread: bool = False):
     """Shared driver of the type-II backends (``em``, ``fast``): design matrix, ``solver``, Fit of the Gaussian.
 
     ``solver(model, Phi, t, opts, progress)`` returns a dict with ``active``, ``alpha``, ``beta``, ``post``,
     ``log_evidence`` / ``objective`` traces, ``iterations`` and ``converged``; ``extra_info(res)`` adds the
-    backend's own entries to ``fit.info``. The optimised quantity is the ``objective`` trace (J); its last value is
+    backend's own entries to ``fit.info``. ``one_thread``: BLAS on one thread whatever N (a solver whose matrices are
+    the active set's, not N-square). The optimised quantity is the ``objective`` trace (J); its last value is
     ``fit.idata.objective["objective"][-1]`` and the final log evidence is ``fit.info["log_evidence"]``.
     """
     t0 = time.perf_counter()
     Phi = model.training_design(data)
     t = np.asarray(data.y, float)
-    # many small factorisations: below SMALL_N points a second BLAS thread only contends
-    with warnings.catch_warnings(), one_blas_thread(min(Phi.shape)):
+    # many small factorisations: below SMALL_N points (or on the active set) a second BLAS thread only contends
+    with warnings.catch_warnings(), one_blas_thread(0 if one_thread else min(Phi.shape)):
         warnings.simplefilter("ignore", RuntimeWarning)
         res = solver(model, Phi, t, opts, progress)
     q = type2_approximation(Phi.shape[1], res, classifier=model.is_classifier)

@@ -7,7 +7,9 @@ active set: O(N M^2) per iteration, never O(N^3)) and s_m, q_m [T 3.10]; takes t
 share of J is f_i = l(alpha_i) [T 3.5] + a log alpha_i - b alpha_i; with a = b = 0 its maximiser is
 [T 3.7-3.8] alpha_i = s_i^2 / (q_i^2 - s_i), and with the model's Gamma hyperprior it is found numerically
 (:func:`.core.best_alpha`). Regression: beta is re-estimated after every action with [T 2.27]
-(corrected: Gamma(c, d) on beta) and Sigma, mu, S, Q are recomputed from scratch for the new beta.
+(corrected: Gamma(c, d) on beta) and Sigma, mu, S, Q are recomputed on the active set for the new beta (Sigma
+depends on beta, so the rank-one updates of [T ch. 3], valid at fixed beta, do not apply); of the Gram Phi^T Phi
+only the columns of bases that enter the model are formed. BLAS runs on one thread (the matrices are M x M).
 Classification: the Laplace mode is recomputed by IRLS after every action and S, Q use B and t-hat [P 19-20].
 """
 from __future__ import annotations
@@ -40,14 +42,16 @@ def fast_fit(model, Phi, t, opts, progress=False):
     if clf:
         t_eff = 4.0 * (t - 0.5)                                  # t-hat at w = 0 for the logit link
         beta = None
-        G = Pt = None
+        Pt = None
     else:
         t_eff = t
         var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
         beta = float(opts["init_beta"] or 10.0 / var_t)
-        G = Phi.T @ Phi                                         # Gram of the basis: formed once, O(N M^2)
         Pt = Phi.T @ t
-        gdiag = np.diag(G).copy()
+        gdiag = np.sum(Phi**2, 0)
+        # columns of the Gram Phi^T Phi for the bases in the model only, each formed once when its basis first enters
+        # (O(N M) each): forming all of it would cost O(N M^2), more than the whole run on large N
+        gram_columns = {}
     proj = (Phi.T @ t_eff) ** 2 / norms
     first = int(np.argmax(proj))
     sig2 = 0.1 * float(np.var(t_eff)) if np.var(t_eff) > 0 else 1.0
@@ -56,6 +60,8 @@ def fast_fit(model, Phi, t, opts, progress=False):
         # [T §3.2] step 2; targets orthogonal to every basis (e.g. all zero) start from the pruning level
         alpha[first] = min(norms[first] / denom, opts["prune_alpha"]) if denom > 0 else opts["prune_alpha"]
     active = np.array([first])
+    if not clf:
+        Ga = _gram_columns(Phi, active, gram_columns)          # Phi^T Phi[:, active], kept in step with `active`
     tt = float(t @ t)
     w_mode = None
     trace_ev, trace_obj, actions = [], [], {"add": 0, "reestimate": 0, "delete": 0}
@@ -74,11 +80,10 @@ def fast_fit(model, Phi, t, opts, progress=False):
                 S = (Phi**2).T @ W - np.sum((PBP @ post.Sigma) * PBP, 1)           # [P 28]
                 Q = PBt - PBP @ (post.Sigma @ PBt[active])                           # [P 29]
             else:
-                H = beta * G[np.ix_(active, active)]
+                H = beta * Ga[active]
                 H[np.diag_indices(active.size)] += al
                 post = C.Gaussian(H, beta * Pt[active])
                 ev = C.log_evidence(post, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
-                Ga = G[:, active]
                 S = beta * gdiag - beta * beta * np.sum((Ga @ post.Sigma) * Ga, 1)      # [P 28]
                 Q = beta * Pt - beta * beta * (Ga @ post.Sigma) @ Pt[active]            # [P 29]
             trace_ev.append(ev)
@@ -119,6 +124,8 @@ def fast_fit(model, Phi, t, opts, progress=False):
                     active = np.append(active, i)
                     if clf:
                         w_mode = np.append(w_mode, 0.0)
+                    else:
+                        Ga = np.column_stack([Ga, _gram_columns(Phi, [i], gram_columns)])
                     actions["add"] += 1
                 elif np.isfinite(a_star[i]):
                     alpha[i] = a_star[i]
@@ -129,6 +136,8 @@ def fast_fit(model, Phi, t, opts, progress=False):
                     active = active[keep]
                     if clf:
                         w_mode = w_mode[keep]
+                    else:
+                        Ga = Ga[:, keep]
                     actions["delete"] += 1
             beta = new_beta
     # posterior for the final active set, alpha and beta
@@ -136,7 +145,7 @@ def fast_fit(model, Phi, t, opts, progress=False):
     if clf:
         post_final, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, al, model.link, w0=w_mode)
     else:
-        H = beta * G[np.ix_(active, active)]
+        H = beta * Ga[active]
         H[np.diag_indices(active.size)] += al
         post_final = C.Gaussian(H, beta * Pt[active])
         if not converged:
@@ -149,6 +158,14 @@ def fast_fit(model, Phi, t, opts, progress=False):
     return dict(active=active, alpha=alpha[active], beta=beta, post=post_final,
                 log_evidence=np.array(trace_ev), objective=np.array(trace_obj), iterations=it,
                 converged=converged, actions=actions)
+
+
+def _gram_columns(Phi, indices, cache):
+    """Phi^T Phi[:, indices] (M x k), from ``cache`` where a column was formed before."""
+    for i in indices:
+        if i not in cache:
+            cache[i] = Phi.T @ Phi[:, i]
+    return np.column_stack([cache[i] for i in indices])
 
 
 class _Permuted:
@@ -168,5 +185,6 @@ def _permute(post, order):
           description="Tipping-Faul fast marginal likelihood maximisation (add / re-estimate / delete)")
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Tipping-Faul sequential type-II ML / MAP; Gaussian (or Laplace) posterior of w at the estimate."""
+    # one BLAS thread: the factorisations are of the active set (M x M, M << N) and the products with Phi level-2
     return C.run_type2("fast", fast_fit, model, data, opts, draws=draws, chains=chains, seed=seed, progress=progress,
-                       extra_info=lambda res: {"actions": res["actions"]})
+                       extra_info=lambda res: {"actions": res["actions"]}, one_thread=True)
