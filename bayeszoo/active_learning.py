@@ -33,7 +33,7 @@ import scipy.linalg as sla
 from bayeszoo import checks
 from bayeszoo.api import fit as fit_model
 from bayeszoo.datasets import Dataset
-from bayeszoo.design import precision
+from bayeszoo.design import GAUSSIAN_BACKENDS, check_options, precision, real_array
 from bayeszoo.numerics.potentials import Potential
 from bayeszoo.progress import progress_bar
 
@@ -105,13 +105,25 @@ class ActiveLearning:
 
 
 def _labels(y, what: str) -> np.ndarray:
-    y = checks.finite_array(OWNER, what, y).ravel()
+    """Binary labels (0 / 1 or -1 / +1: numbers, not strings) of a 1-d array, as -1 / +1."""
+    y = real_array(OWNER, what, y)
+    if y.ndim != 1:       # a (3, 4) array would otherwise label 12 cases in an order nobody chose
+        raise ValueError(f"{OWNER}: {what} must be a 1-d array of labels, one per case; got shape {y.shape}")
+    y = checks.finite_array(OWNER, what, y)
     values = set(np.unique(y).tolist())
     if values <= {0.0, 1.0}:
         return 2.0 * y - 1.0
     if values <= {-1.0, 1.0}:
         return y
     raise ValueError(f"{OWNER}: {what} must be binary labels (0 / 1 or -1 / +1), got values {sorted(values)[:5]}")
+
+
+def _features(features, what: str, width: int | None = None) -> np.ndarray:
+    """Checked (m, n) features of real numbers, m >= 1 and n >= 1 (``width`` columns when given)."""
+    F = checks.finite_array(OWNER, what, real_array(OWNER, what, features), ndim=2, columns=width, min_rows=1)
+    if F.shape[1] == 0:
+        raise ValueError(f"{OWNER}: {what} must have at least one column (feature); got shape {F.shape}")
+    return F
 
 
 def _check_model(model) -> None:
@@ -123,7 +135,7 @@ def _check_model(model) -> None:
 def logistic_data(features, labels, name: str = "logistic") -> Dataset:
     """The SLM data set of logistic regression on ``features`` (q, n) with ``labels`` (0 / 1 or -1 / +1): X = I,
     y = 0 (the Gaussian prior), B = the features, ``meta["labels"]`` = +-1."""
-    F = checks.finite_array(OWNER, "features", features, ndim=2)
+    F = _features(features, "features")
     c = _labels(labels, "labels")
     if c.size != F.shape[0]:
         raise ValueError(f"{OWNER}: {F.shape[0]} feature rows but {c.size} labels")
@@ -133,7 +145,7 @@ def logistic_data(features, labels, name: str = "logistic") -> Dataset:
 
 def _cases(features, labels, width: int | None, what: str) -> tuple[np.ndarray, np.ndarray]:
     """Checked (m, n) features with ``width`` columns (when given) and their m labels as +-1."""
-    F = checks.finite_array(OWNER, f"{what}_features", features, ndim=2, columns=width, min_rows=1)
+    F = _features(features, f"{what}_features", width)
     c = _labels(labels, f"{what}_labels")
     if c.size != F.shape[0]:
         raise ValueError(f"{OWNER}: {F.shape[0]} {what}_features rows but {c.size} {what}_labels")
@@ -195,10 +207,11 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
     checks.choice(OWNER, "score", score, SCORES)
     n_blocks = checks.number(OWNER, "n_blocks", n_blocks, low=1, low_inclusive=True, integer=True)
     block = checks.number(OWNER, "block", block, low=1, low_inclusive=True, integer=True)
-    F = checks.finite_array(OWNER, "pool_features", pool_features, ndim=2)
+    checks.choice(OWNER, "backend", backend, GAUSSIAN_BACKENDS)   # the approximations the scores are built on
+    F = _features(pool_features, "pool_features")
     c = _labels(pool_labels, "pool_labels")
     if c.size != F.shape[0]:
-        raise ValueError(f"{OWNER}: {F.shape[0]} pool cases but {c.size} labels")
+        raise ValueError(f"{OWNER}: {F.shape[0]} pool_features rows but {c.size} pool_labels")
     start = _indices(initial, F.shape[0])
     if start.size + n_blocks * block > F.shape[0]:
         raise ValueError(f"{OWNER}: {n_blocks} blocks of {block} need {n_blocks * block} candidates beyond the "
@@ -210,8 +223,7 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
                                                                                               "test_labels")
             raise ValueError(f"{OWNER}: {given} given without {missing}; the test error needs both")
         test_features, test_labels = _cases(test_features, test_labels, F.shape[1], "test")
-    if options is not None and not isinstance(options, dict):
-        raise ValueError(f"{OWNER}: options must be a dict of the backend's options, got {type(options).__name__}")
+    options = check_options(OWNER, options)
     seed = checks.seed(OWNER, "seed", seed)
     seed = checks.fresh_seed() if seed is None else seed   # one seed for every fit and choice, recorded
     rng = np.random.default_rng(seed)
@@ -224,8 +236,7 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
 
     def refit():
         data = logistic_data(F[labelled], c[labelled], name="active_learning")
-        fit = fit_model(model, data, backend, draws=STEP_DRAWS, chains=1, seed=seed, progress=False,
-                        **(options or {}))
+        fit = fit_model(model, data, backend, draws=STEP_DRAWS, chains=1, seed=seed, progress=False, **options)
         result.sizes.append(len(labelled))
         if has_test:
             result.test_error.append(error_rate(model, data, fit, test_features, test_labels))

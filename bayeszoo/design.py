@@ -6,9 +6,11 @@ Under a Gaussian approximation N(m, A^-1) of the SLM posterior (EP's or the doub
 
 with pi the site precisions (EP: ``site_precision``; double loop: 1 / gamma), measuring y* = X* u + noise with
 the filters X* (r x n, one measurement per row) changes A to A + X*^T X* / sigma2, and the information gain of
-that measurement under the approximation (the entropy it removes) is
+that measurement under the approximation is scored as
 
-    IG(X*) = log |I + X* A^-1 X*^T / sigma2|   (nats; a single filter x: log(1 + x^T A^-1 x / sigma2)).
+    IG(X*) = log |I + X* A^-1 X*^T / sigma2|   (a single filter x: log(1 + x^T A^-1 x / sigma2)),
+
+twice the entropy in nats it removes (the entropy of N(m, A^-1) is -log|A| / 2 plus a constant).
 
 It depends on the design only, not on the values that will be measured, so a design step scores every candidate
 with one factorisation. For n up to ``DENSE_N`` A is factorised by Cholesky and the gains are exact; above it,
@@ -35,6 +37,7 @@ from scipy.sparse.linalg import LinearOperator, eigsh
 from bayeszoo import checks
 from bayeszoo.api import fit as fit_model
 from bayeszoo.datasets import Dataset
+from bayeszoo.models.slm import MAX_MAGNITUDE   # largest |X| and |y| the SLM takes
 from bayeszoo.numerics.lanczos import lanczos
 from bayeszoo.numerics.linalg import DENSE_N   # largest n whose precision matrix is factorised densely
 from bayeszoo.numerics.operators import to_dense
@@ -43,6 +46,8 @@ from bayeszoo.progress import progress_bar
 GAUSSIAN_BACKENDS = ("ep", "dloop")   # the backends whose fits carry a Gaussian approximation of the posterior
 OWNER = "bz.design"
 STEP_DRAWS = 2            # draws of the fits between steps: only their Gaussian approximation is used
+#: arguments of ``bz.fit`` the loops set themselves: in ``options`` they would reach it twice
+FIT_ARGUMENTS = ("model", "data", "backend", "draws", "chains", "seed", "progress")
 
 
 @dataclass
@@ -115,9 +120,35 @@ def precision(model, data, fit) -> Precision:
     return Precision(X=model.operator_X(data), B=B, pi=pi, sigma2=float(model.sigma2))
 
 
+def real_array(owner: str, name: str, value) -> np.ndarray:
+    """``value`` as a float array. Strings, complex numbers, ragged nestings and other objects are refused by name
+    rather than converted: NumPy would read "1.5" as 1.5 and drop an imaginary part with only a warning."""
+    try:
+        raw = np.asarray(getattr(value, "to_numpy", lambda: value)())
+    except (TypeError, ValueError):
+        raw = None
+    if raw is None or raw.dtype.kind not in "biuf":
+        shown = repr(value) if len(repr(value)) <= 80 else repr(value)[:77] + "..."
+        raise ValueError(f"{owner}: {name} must be an array of real numbers; got {shown}")
+    return raw.astype(float)
+
+
+def check_options(owner: str, options) -> dict:
+    """The backend options of a loop's fits: a dict, without the arguments the loop gives ``bz.fit`` itself."""
+    if options is None:
+        return {}
+    if not isinstance(options, dict):
+        raise ValueError(f"{owner}: options must be a dict of the backend's options, got {type(options).__name__}")
+    clash = [k for k in FIT_ARGUMENTS if k in options]
+    if clash:
+        raise ValueError(f"{owner}: options are the backend's own; {', '.join(clash)} cannot be among them (the "
+                         f"loop sets draws, chains and progress of its fits, and seeds them with its seed argument)")
+    return options
+
+
 def _as_blocks(candidates, n: int) -> np.ndarray:
     """Candidates as (c, r, n): c candidates of r filters each; a (c, n) array is c single filters."""
-    C = np.asarray(candidates, dtype=float)
+    C = real_array(OWNER, "candidates", candidates)
     if C.ndim == 2:
         C = C[:, None, :]
     if C.ndim != 3 or C.shape[0] == 0 or C.shape[1] == 0:
@@ -173,10 +204,14 @@ def information_gain(model, data, fit, candidates, *, lanczos_k: int | None = No
 
 def best_filter(model, data, fit) -> np.ndarray:
     """The unit-norm filter of largest information gain: the eigenvector of the smallest eigenvalue of A (sign
-    fixed so that its largest entry is positive)."""
+    fixed so that its largest entry is positive). Dense, it is found as the top eigenvector of A^-1 from A's
+    Cholesky factor: an eigensolver on A itself resolves the smallest eigenvalue only relative to the largest, so
+    on a strongly graded A (one measurement column far larger than the others) it pointed elsewhere."""
     prec = precision(model, data, fit)
     if prec.n <= DENSE_N:
-        x = sla.eigh(prec.dense(), subset_by_index=[0, 0])[1][:, 0]
+        L = _cholesky(prec.dense(), "the precision matrix", "rescale X, y and sigma2")
+        covariance = sla.cho_solve((L, True), np.eye(prec.n))
+        x = sla.eigh(0.5 * (covariance + covariance.T), subset_by_index=[prec.n - 1, prec.n - 1])[1][:, 0]
     else:
         op = LinearOperator((prec.n, prec.n), matvec=prec.matvec, dtype=float)
         x = eigsh(op, k=1, which="SA", v0=np.ones(prec.n))[1][:, 0]
@@ -193,15 +228,20 @@ def _extended(data: Dataset, rows: np.ndarray, values: np.ndarray) -> Dataset:
 
 
 def _measured(returned, r: int) -> np.ndarray:
-    """What ``measure`` returned for r filters, as r finite floats; a ValueError naming what it returned."""
+    """What ``measure`` returned for r filters, as r finite floats: shape (r,), or (r, 1), or a number when r = 1;
+    a ValueError naming what it returned."""
     try:
-        values = np.asarray(returned, dtype=float).reshape(-1)
-    except (TypeError, ValueError):
+        values = real_array(OWNER, "measure's values", returned)
+    except ValueError:
         values = None
-    if values is None or values.shape != (r,) or not np.all(np.isfinite(values)):
-        shown = repr(returned) if len(repr(returned)) <= 80 else repr(returned)[:77] + "..."
+    shown = repr(returned) if len(repr(returned)) <= 80 else repr(returned)[:77] + "..."
+    if (values is None or values.shape not in ((r,), (r, 1)) + (((),) if r == 1 else ())
+            or not np.all(np.isfinite(values))):
         raise ValueError(f"{OWNER}: measure must return {r} finite values for {r} filters, got {shown}")
-    return values
+    if np.max(np.abs(values)) > MAX_MAGNITUDE:
+        raise ValueError(f"{OWNER}: measure returned values beyond {MAX_MAGNITUDE:g} in magnitude, more than the SLM "
+                         f"takes as measurements; rescale them: got {shown}")
+    return values.reshape(r)
 
 
 def sequential_design(model, data, measure, n_steps, *, candidates=None, backend: str = "ep", batch: int = 1,
@@ -237,14 +277,19 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
     batch = checks.number(OWNER, "batch", batch, low=1, low_inclusive=True, integer=True)
     refit_every = checks.number(OWNER, "refit_every", refit_every, low=1, low_inclusive=True, integer=True)
     checks.choice(OWNER, "backend", backend, GAUSSIAN_BACKENDS)
+    checks.number(OWNER, "lanczos_k", lanczos_k, low=1, low_inclusive=True, integer=True, allow_none=True)
+    if lanczos_k is None and data.X.shape[1] > DENSE_N:
+        raise ValueError(f"{OWNER}: n = {data.X.shape[1]} is above {DENSE_N}: give lanczos_k to score by Lanczos")
     C = None if candidates is None else _as_blocks(candidates, data.X.shape[1])
+    if C is not None and np.max(np.abs(C)) > MAX_MAGNITUDE:
+        raise ValueError(f"{OWNER}: candidates reach {np.max(np.abs(C)):.3g} in magnitude, beyond the "
+                         f"{MAX_MAGNITUDE:g} the SLM takes in X; rescale them")
     if C is not None and n_steps * batch > C.shape[0]:
         raise ValueError(f"{OWNER}: {n_steps} steps of {batch} need {n_steps * batch} candidates, only "
                          f"{C.shape[0]} were given")
     if C is None and batch != 1:
         raise ValueError(f"{OWNER}: free filters are designed one per step (batch=1), got batch={batch}")
-    if options is not None and not isinstance(options, dict):
-        raise ValueError(f"{OWNER}: options must be a dict of the backend's options, got {type(options).__name__}")
+    options = check_options(OWNER, options)
     seed = checks.seed(OWNER, "seed", seed)
     seed = checks.fresh_seed() if seed is None else seed
 
@@ -255,7 +300,7 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
         for step in range(n_steps):
             if step % refit_every == 0:
                 fit = fit_model(model, current, backend, draws=STEP_DRAWS, chains=1, seed=seed, progress=False,
-                                **(options or {}))
+                                **options)
             if C is None:
                 rows = best_filter(model, current, fit)[None, :]
                 chosen = None
@@ -274,5 +319,5 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
             result.values.append(values)
             bar.update(1)
     result.data = current
-    result.fit = fit_model(model, current, backend, seed=seed, progress=False, **(options or {}))
+    result.fit = fit_model(model, current, backend, seed=seed, progress=False, **options)
     return result
