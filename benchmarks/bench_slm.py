@@ -39,21 +39,28 @@ the O(n k^2) re-orthogonalisation; the measured ratios t(2S) / t(S) are set besi
 4 log(4n) / log(n) (k is the same at every size, so the k of "k MVMs" cancels) and beside 4 (n alone). Median over
 the 3 outer iterations of one run, best of ``repeats`` rounds with the sizes interleaved.
 
-``map_peers``: (a) the signal ``bz.datasets.load("slm_signal", kind="spikes", n=512, m=200, design="gaussian")``,
-``SLM(tau=5, sigma2=0.005, B="identity")``: ``map`` (``fista`` and ``admm``, default tolerances) against
-scikit-learn's ``Lasso``, which minimises ||y - X w||^2 / (2 m) + alpha ||w||_1, our objective
-||X u - y||^2 / (2 sigma2) + tau ||u||_1 times sigma2 / m: alpha = tau sigma2 / m, ``fit_intercept=False``,
-``tol=1e-12``; best of ``repeats`` wall times, ours through ``bz.fit``. (b) the camera image at 128 x 128
-(``--quick``: 64 x 64) measured by m = 1200 (1024) Fourier rows, ``SLM(tau=5, sigma2=0.005, B="wavelet")``:
-``map`` (``fista``, ``admm``) against SigPy's ``sigpy.mri.app.L1WaveletRecon`` (one coil of sensitivity 1, its
-default accelerated proximal gradient), each at the same iteration budgets (100, SigPy's default, and 1000), one
-run each. SigPy works on complex images with a centred FFT and a zero-padded (not periodised) wavelet transform of
-pywt's greatest depth; it is given our Daubechies-4 filter (``wave_name="db2"``), lambda = tau sigma2, and the data
-in its layout (:func:`sigpy_problem`: on real images its data term equals ours up to a constant and its iterates
-stay real). Its wavelet term still differs from ours, so every solution is scored on OUR objective and on SigPy's
-(:func:`sigpy_objective`). Reported: wall time, objectives, relative difference to the lowest of our objective
-found; time ratios. Target: on the signal, ``map`` reaches Lasso's objective (relative difference <= 1e-6) at least
-as fast as Lasso.
+``map_peers``: (a) the signal ``bz.datasets.load("slm_signal", kind="spikes", n=n, m=m, design="gaussian")`` at
+(n, m) = (512, 200) and (4096, 1600), ``SLM(tau=5, sigma2=0.005, B="identity")``: ``map`` (``cd``, ``fista``,
+and at n = 512 ``admm``; default tolerances, through ``bz.fit``, whose wall time counts; the time inside the
+backend, ``fit.timing["tune"]``, is kept beside it) against scikit-learn's ``Lasso``, which minimises
+||y - X w||^2 / (2 m) + alpha ||w||_1, our objective ||X u - y||^2 / (2 sigma2) + tau ||u||_1 times sigma2 / m:
+alpha = tau sigma2 / m, ``fit_intercept=False``, at tolerances 1e-6, 1e-8, 1e-10 and 1e-12. The "same objective"
+is a relative difference of at most 1e-10 to the lowest found; Lasso's time is that of its loosest tolerance that
+reaches it (the most favourable to Lasso). ``repeats`` rounds (default 5) with every method and tolerance
+interleaved; median, min and max. (b) the camera image at 128 x 128 measured by m = 1200 Fourier rows and at
+256 x 256 by 304 (the most the loader forms densely; the FFT's cost does not depend on m),
+``SLM(tau=5, sigma2=0.005, B="wavelet")``: ``map`` (``fista``) against the solver of SigPy's
+``sigpy.mri.app.L1WaveletRecon`` (``LinearLeastSquares``: accelerated proximal gradient on the weighted SENSE
+operator, step from its power iteration) given our periodised orthonormal wavelet
+(:func:`periodised_wavelet_linop`), so that both minimise the same objective (SigPy's is sigma2 times ours plus
+a constant: :func:`sigpy_problem` moves the data to its layout). Time to the same objective: one untimed run of
+3000 iterations of each gives the lowest objective found and the iterations each needs to come within 1e-4 and
+1e-6 (relative) of it; runs of exactly that many iterations are then timed (ours through ``bz.fit``), 3 rounds
+interleaved. Also timed at SigPy's default 100 iterations: both, and SigPy's own ``L1WaveletRecon`` (one coil of
+sensitivity 1, our Daubechies-4 filter ``wave_name="db2"``, lambda = tau sigma2), whose zero-padded,
+non-orthonormal wavelet makes its objective another one. The products of one iteration (X and X^T, W and W^T;
+SigPy's operator and adjoint, its wavelet pair) are timed alone (median of 20). Target: ``map`` at least as fast
+as Lasso at both sizes and as SigPy's solver at both image sizes.
 
 ``sbl_ard``: ``sbl`` against scikit-learn's ``ARDRegression`` on the signal of ``map_peers``, hyperpriors switched
 off as in tests/test_slm_backends.py (``alpha_1 = alpha_2 = lambda_1 = lambda_2 = 0``, ``threshold_lambda`` =
@@ -85,10 +92,17 @@ SCALING_OPTIONS = {"lanczos_k": 50, "n_inner": 5, "inner_tol": 1e-300, "cg_max_i
 FAST_OUTER = 1e-300       # outer_tol: run every outer iteration asked for
 DLOOP_CG = {"cg_tol": 1e-8, "cg_max_iter": 300}   # the dloop backend's defaults, also the baseline's solves
 SIGNAL = {"kind": "spikes", "n": 512, "m": 200, "design": "gaussian"}
-BUDGETS = (100, 1000)     # map / SigPy iteration budgets on the image (100: SigPy's default)
+SIGNAL_SIZES = ((512, 200), (4096, 1600))   # (n, m) of the Lasso problems: m / n about 0.39 at both sizes
+LASSO_TOLS = (1e-6, 1e-8, 1e-10, 1e-12)     # Lasso's tolerances; its time is that of the loosest reaching ours
+SAME_OBJECTIVE = 1e-10    # relative objective difference that counts as the same optimum on the signal
+IMAGE_SIZES = ((128, 1200), (256, IMAGE_M))  # (side, Fourier rows); the loader forms X densely: 304 rows at 256
+IMAGE_TARGETS = (1e-4, 1e-6)   # image: relative distances to the lowest objective found that count as reaching it
+IMAGE_LONG_RUN = 3000     # iterations of each solver's untimed run that finds the lowest objective
+IMAGE_REPEATS = 3         # timed rounds on the images (a SigPy run to the target at 256 x 256 takes about a minute)
 
 TARGET_CD = "one coordinate-descent sweep costs >= 100x one dloop outer iteration"
-TARGET_MAP = "map reaches Lasso's objective (relative difference <= 1e-6) at least as fast as Lasso on the signal"
+TARGET_MAP = ("map reaches Lasso's objective (relative difference <= 1e-10) at least as fast as Lasso at n = 512 "
+              "and 4096, and the image objective (to 1e-6) at least as fast as SigPy's solver at 128 and 256")
 TARGET_SBL = ("sbl coefficients within 1e-4 of ARDRegression's (5000 iterations), sbl to its stopping rule no "
               "slower than ARDRegression")
 
@@ -360,25 +374,6 @@ def _l1_objective(model, data):
     return f
 
 
-def _map(model, data, solver, repeats, **options):
-    import bayeszoo as bz
-
-    secs, fit = best_of(lambda: bz.fit(model, data, "map", solver=solver, seed=0, progress=False, **options), repeats)
-    return secs, model.posterior_mean(fit), fit
-
-
-def _lasso(data, alpha, repeats):
-    import warnings
-
-    from sklearn.linear_model import Lasso
-
-    def go():
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            return Lasso(alpha=alpha, fit_intercept=False, tol=1e-12, max_iter=100_000).fit(data.X, data.y)
-    return best_of(go, repeats)
-
-
 def _mirror(a):
     """a[-k] (indices modulo N) of a 2-D array."""
     return np.roll(np.flip(a, (0, 1)), 1, (0, 1))
@@ -434,53 +429,221 @@ def _sigpy(data, lam, max_iter):
     return secs, np.real(x).ravel(), float(np.max(np.abs(np.imag(x))))
 
 
-def run_map_peers(image_size: int = 128, image_m: int = 1200, budgets=BUDGETS, repeats: int = 3,
-                  blas_threads: int | None = 1) -> dict:
+def _spread(times) -> dict:
+    """median, min, max and every time of a list of wall times."""
+    return {"median": float(np.median(times)), "min": float(np.min(times)), "max": float(np.max(times)),
+            "all": [float(t) for t in times]}
+
+
+def _lasso_fit(data, alpha, tol):
     import warnings
 
+    from sklearn.linear_model import Lasso
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return Lasso(alpha=alpha, fit_intercept=False, tol=tol, max_iter=100_000).fit(data.X, data.y)
+
+
+def _timed(fn):
+    t0 = time.perf_counter()
+    out = fn()
+    return time.perf_counter() - t0, out
+
+
+def _signal_peers(n, m, repeats, solvers):
+    """map's solvers (default tolerances, through bz.fit) against Lasso at each tolerance of LASSO_TOLS, ``repeats``
+    rounds with the methods interleaved; Lasso's time is that of its loosest tolerance whose objective is within
+    SAME_OBJECTIVE of the lowest found."""
     import bayeszoo as bz
 
+    data = bz.datasets.load("slm_signal", sigma2=SIGMA2, seed=0, **dict(SIGNAL, n=n, m=m))
+    model = bz.models.SLM(potential="laplace", tau=TAU, sigma2=SIGMA2, B="identity")
+    f = _l1_objective(model, data)
+    alpha = TAU * SIGMA2 / m
+    for solver in solvers:                                              # warm-up (Numba's cache, FFT plans)
+        bz.fit(model, data, "map", solver=solver, seed=0, progress=False, max_iter=5)
+    _lasso_fit(data, alpha, 1e-4)
+    times = {k: [] for k in [f"map {s}" for s in solvers] + [f"Lasso tol={t:g}" for t in LASSO_TOLS]}
+    inside, out = {s: [] for s in solvers}, {}
+    for _ in range(repeats):
+        for solver in solvers:
+            secs, fit = _timed(lambda: bz.fit(model, data, "map", solver=solver, seed=0, progress=False))
+            times[f"map {solver}"].append(secs)
+            inside[solver].append(fit.timing["tune"])
+            out[f"map {solver}"] = {"objective": f(model.posterior_mean(fit)), "iterations": fit.info["iterations"],
+                                    "converged": fit.info["converged"]}
+        for tol in LASSO_TOLS:
+            secs, lasso = _timed(lambda: _lasso_fit(data, alpha, tol))
+            times[f"Lasso tol={tol:g}"].append(secs)
+            out[f"Lasso tol={tol:g}"] = {"objective": f(lasso.coef_), "iterations": int(lasso.n_iter_),
+                                         "coef": lasso.coef_}
+    for key, v in out.items():
+        v["seconds"] = _spread(times[key])
+    for solver in solvers:
+        out[f"map {solver}"]["seconds_inside_fit"] = _spread(inside[solver])
+    _relative(out)
+    same = [t for t in LASSO_TOLS if out[f"Lasso tol={t:g}"]["relative"] <= SAME_OBJECTIVE]
+    lasso = out[f"Lasso tol={same[0]:g}"] if same else None
+    for v in out.values():
+        v.pop("coef", None)
+    best = min((v for k, v in out.items() if k.startswith("map") and v["relative"] <= SAME_OBJECTIVE),
+               key=lambda v: v["seconds"]["median"], default=None)
+    ratio = None if lasso is None or best is None else best["seconds"]["median"] / lasso["seconds"]["median"]
+    return {"n": n, "m": m, "alpha": alpha, "methods": out, "lasso_tol": same[0] if same else None,
+            "ours_over_lasso": ratio, "nonzeros": int(np.count_nonzero(_lasso_fit(data, alpha, 1e-12).coef_))}
+
+
+def periodised_wavelet_linop(N):
+    """Our orthonormal periodised Daubechies-4 transform as a SigPy Linop on complex N x N images (real and
+    imaginary parts transformed apart, as PyWavelets does for SigPy's own wavelet)."""
+    import sigpy
+
+    from bayeszoo.numerics.operators import wavelet
+
+    W = wavelet((N, N))
+
+    class PeriodisedWavelet(sigpy.linop.Linop):
+        def __init__(self, inverse=False):
+            self.inverse = inverse
+            super().__init__((N, N), (N, N))
+
+        def _apply(self, x):
+            f = W.rmatvec if self.inverse else W.matvec
+            return (f(np.real(x).ravel()) + 1j * f(np.imag(x).ravel())).reshape(N, N)
+
+        def _adjoint_linop(self):
+            return PeriodisedWavelet(not self.inverse)
+    return PeriodisedWavelet()
+
+
+def sigpy_same_objective_app(data, lam, max_iter):
+    """The solver of ``sigpy.mri.app.L1WaveletRecon`` (``LinearLeastSquares``: its accelerated proximal gradient
+    on the weighted SENSE operator, step from its power iteration) with our periodised wavelet in place of SigPy's
+    zero-padded one: it minimises sigma2 times our objective plus a constant."""
+    import sigpy
+    import sigpy.mri
+
+    ksp, weights, maps = sigpy_problem(data)
+    A = sigpy.mri.linop.Sense(maps, weights=weights)
+    W = periodised_wavelet_linop(ksp.shape[-1])
+    proxg = sigpy.prox.UnitaryTransform(sigpy.prox.L1Reg(W.oshape, lam), W)
+    return sigpy.app.LinearLeastSquares(A, ksp * weights**0.5, proxg=proxg, max_iter=max_iter, show_pbar=False)
+
+
+def _sigpy_trace(data, lam, max_iter, f):
+    """Our objective after each iteration of the SigPy solver above (one untimed run)."""
+    app = sigpy_same_objective_app(data, lam, max_iter)
+    trace = []
+    app._post_update = lambda: trace.append(f(np.real(np.asarray(app.x)).ravel()))
+    app.run()
+    return np.asarray(trace)
+
+
+def _per_iteration_costs(data, model, repeats=20):
+    """Seconds of the products one iteration makes: ours (X, X^T, W, W^T on real images) and SigPy's (the weighted
+    SENSE operator and its adjoint, its zero-padded wavelet and inverse on complex images)."""
+    import sigpy
+    import sigpy.mri
+
+    X, B = model.operator_X(data), model.operator_B(data)
+    N = math.isqrt(data.d)
+    ksp, weights, maps = sigpy_problem(data)
+    A = sigpy.mri.linop.Sense(maps, weights=weights)
+    Ws = sigpy.linop.Wavelet((N, N), wave_name="db2")
+    u = np.asarray(data.meta["true_u"], float).ravel()
+    x = u.reshape(N, N).astype(complex)
+    pairs = {"ours: X and X^T (FFT)": lambda: X.rmatvec(X.matvec(u)),
+             "ours: W and W^T (periodised)": lambda: B.rmatvec(B.matvec(u)),
+             "SigPy: A and A^H (centred FFT, weights)": lambda: A.H(A(x)),
+             "SigPy: W and W^H (zero-padded, complex)": lambda: Ws.H(Ws(x))}
+    out = {}
+    for name, fn in pairs.items():
+        fn()
+        out[name] = float(np.median([_timed(fn)[0] for _ in range(repeats)]))
+    return out
+
+
+def _image_peers(size, m, repeats, targets, long_run):
+    """Time to reach our objective within each of ``targets`` (relative) of the lowest found by ``long_run``
+    iterations of either solver: the iterations each needs are read off one untimed run's trace, then runs of
+    exactly that many iterations are timed, ``repeats`` rounds interleaved. Also both at SigPy's default 100
+    iterations, and SigPy's own L1WaveletRecon (its zero-padded wavelet: another objective) at 100."""
+    import bayeszoo as bz
+
+    data = image_data(size, m)
+    model = image_model("wavelet")
+    f = _l1_objective(model, data)
+    lam = TAU * SIGMA2
+    bz.fit(model, data, "map", solver="fista", max_iter=5, tol=1e-300, progress=False)   # warm-up
+    _sigpy(data, lam, 5)                                                                 # (numba compiles SigPy)
+    traces = {"map fista": np.asarray(bz.fit(model, data, "map", solver="fista", max_iter=long_run, tol=1e-300,
+                                             progress=False).idata.objective["neg_log_joint"].values[:-1], float),
+              "SigPy solver, our wavelet": _sigpy_trace(data, lam, long_run, f)}
+    best = min(t.min() for t in traces.values())
+    need = {}
+    for name, trace in traces.items():
+        for target in targets:
+            hit = np.flatnonzero(trace <= best * (1.0 + target))
+            need[(name, f"to {target:g}")] = int(hit[0]) + 1 if hit.size else None
+
+    def run_ours(k):
+        return _timed(lambda: bz.fit(model, data, "map", solver="fista", max_iter=k, tol=1e-300, progress=False))
+
+    def run_theirs(k):
+        return _timed(lambda: sigpy_same_objective_app(data, lam, k).run())
+
+    def run_stock(k):
+        return _sigpy(data, lam, k)[0], None
+    runs = {key: (run_ours if key[0] == "map fista" else run_theirs, k) for key, k in need.items()}
+    runs.update({("map fista", "100"): (run_ours, 100), ("SigPy solver, our wavelet", "100"): (run_theirs, 100),
+                 ("SigPy L1WaveletRecon", "100"): (run_stock, 100)})
+    times = {key: [] for key, (_, k) in runs.items() if k is not None}
+    inside = {key: [] for key in times if key[0] == "map fista"}
+    for _ in range(repeats):
+        for key, (fn, k) in runs.items():
+            if k is None:
+                continue
+            secs, fit = fn(k)
+            times[key].append(secs)
+            if key in inside:
+                inside[key].append(fit.timing["tune"])
+    table = {f"{name}, {which}": {"iterations": runs[(name, which)][1], "seconds": _spread(t)}
+             for (name, which), t in times.items()}
+    for (name, which), t in inside.items():
+        table[f"{name}, {which}"]["seconds_inside_fit"] = _spread(t)
+    ratios = {}
+    for target in targets:
+        ours, theirs = times.get(("map fista", f"to {target:g}")), times.get(("SigPy solver, our wavelet",
+                                                                               f"to {target:g}"))
+        ratios[f"{target:g}"] = None if not (ours and theirs) else float(np.median(ours) / np.median(theirs))
+    return {"size": size, "m": m, "targets": list(targets), "long_run": long_run, "lowest_objective": float(best),
+            "lowest_by": min(traces, key=lambda k: traces[k].min()),
+            "iterations_to_target": {f"{name}, {which}": k for (name, which), k in need.items()},
+            "objective_at": {name: {str(k): float(t[k - 1]) for k in sorted({100, 1000, long_run}) if k <= t.size}
+                             for name, t in traces.items()},
+            "runs": table, "ours_over_sigpy": ratios, "per_iteration_products": _per_iteration_costs(data, model)}
+
+
+def run_map_peers(image_size: int | None = None, image_m: int | None = None, repeats: int = 5,
+                  blas_threads: int | None = 1, signal_sizes=SIGNAL_SIZES, image_sizes=IMAGE_SIZES,
+                  targets=IMAGE_TARGETS, long_run: int = IMAGE_LONG_RUN) -> dict:
+    """The module docstring's ``map_peers``; ``image_size`` / ``image_m`` replace ``image_sizes`` by one size."""
+    import warnings
+
+    if image_size is not None:
+        image_sizes = ((image_size, image_m or IMAGE_M),)
     with _blas(blas_threads), warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        # (a) the signal: map against Lasso, each to its own stopping rule
-        data = bz.datasets.load("slm_signal", sigma2=SIGMA2, seed=0, **SIGNAL)
-        model = bz.models.SLM(potential="laplace", tau=TAU, sigma2=SIGMA2, B="identity")
-        f = _l1_objective(model, data)
-        _map(model, data, "fista", 1)                                     # warm-up
-        signal = {}
-        for solver in ("fista", "admm"):
-            secs, u, fit = _map(model, data, solver, repeats)
-            signal[f"map {solver}"] = {"seconds": secs, "objective": f(u), "iterations": fit.info["iterations"],
-                                       "converged": fit.info["converged"]}
-        alpha = TAU * SIGMA2 / data.n
-        secs, lasso = _lasso(data, alpha, repeats)
-        signal["sklearn Lasso"] = {"seconds": secs, "objective": f(lasso.coef_), "iterations": int(lasso.n_iter_),
-                                   "alpha": alpha}
-        _relative(signal)
-        # (b) the image: map against SigPy's L1-wavelet reconstruction at equal iteration budgets
-        idata = image_data(image_size, image_m)
-        imodel = image_model("wavelet")
-        fi = _l1_objective(imodel, idata)
-        fs = sigpy_objective(idata, TAU * SIGMA2)
-        _sigpy(idata, TAU * SIGMA2, 5)                                    # warm-up (numba compiles SigPy's kernels)
-        image = {}
-        for it in budgets:
-            for solver in ("fista", "admm"):
-                secs, u, fit = _map(imodel, idata, solver, 1, max_iter=it, tol=1e-300)
-                image[f"map {solver}, {it} it."] = {"seconds": secs, "objective": fi(u), "iterations": it,
-                                                     "sigpy_objective": fs(u)}
-            secs, u, imag = _sigpy(idata, TAU * SIGMA2, it)
-            image[f"SigPy L1WaveletRecon, {it} it."] = {"seconds": secs, "objective": fi(u), "iterations": it,
-                                                          "sigpy_objective": fs(u), "max_abs_imag": imag}
-        _relative(image)
-    best_map = min((v for k, v in signal.items() if k.startswith("map")), key=lambda v: v["seconds"])
-    ok = [v for k, v in signal.items() if k.startswith("map") and v["relative"] <= 1e-6]
-    met = bool(ok) and min(v["seconds"] for v in ok) <= signal["sklearn Lasso"]["seconds"]
-    return {"name": "slm_map_peers", "signal": signal, "image": image,
-            "lasso_time_over_map": signal["sklearn Lasso"]["seconds"] / best_map["seconds"],
-            "signal_problem": dict(SIGNAL, tau=TAU, sigma2=SIGMA2),
-            "image_problem": {"size": image_size, "m": image_m, "tau": TAU, "sigma2": SIGMA2, "B": "wavelet"},
-            "blas_threads": blas_threads, "target": TARGET_MAP, "target_met": met}
+        signal = [_signal_peers(n, m, repeats, ("cd", "fista", "admm") if n <= 512 else ("cd", "fista"))
+                  for n, m in signal_sizes]
+        image = [_image_peers(size, m, min(repeats, IMAGE_REPEATS), targets, long_run) for size, m in image_sizes]
+    met_a = all(r["ours_over_lasso"] is not None and r["ours_over_lasso"] <= 1.0 for r in signal)
+    met_b = all(v is not None and v <= 1.0 for r in image for v in r["ours_over_sigpy"].values())
+    return {"name": "slm_map_peers", "signal": signal, "image": image, "repeats": repeats,
+            "signal_problem": dict(SIGNAL, tau=TAU, sigma2=SIGMA2), "same_objective": SAME_OBJECTIVE,
+            "blas_threads": blas_threads, "target": TARGET_MAP, "target_met": bool(met_a and met_b),
+            "target_met_signal": met_a, "target_met_image": met_b}
 
 
 def _relative(table: dict) -> None:
@@ -490,25 +653,33 @@ def _relative(table: dict) -> None:
         v["relative"] = (v["objective"] - low) / abs(low)
 
 
+def _ms(s: dict) -> str:
+    return f"{s['median'] * 1e3:.1f} ms ({s['min'] * 1e3:.1f}-{s['max'] * 1e3:.1f})"
+
+
+def _sec(s: dict) -> str:
+    return f"{s['median']:.2f} s ({s['min']:.2f}-{s['max']:.2f})"
+
+
 def rows_map_peers(r: dict) -> list[tuple[str, str, str]]:
     out = []
-    p = r["signal_problem"]
-    for name, v in r["signal"].items():
-        extra = f", converged {v['converged']}" if "converged" in v else ""
-        out.append((f"slm signal {name}", f"{v['seconds'] * 1e3:.1f} ms",
-                    f"objective {v['objective']:.8g} (+{v['relative']:.1e} rel.), {v['iterations']} iterations{extra}"))
-    out.append(("slm signal Lasso time / fastest map time", f"{r['lasso_time_over_map']:.2f}x",
-                f"{p['kind']} n = {p['n']}, m = {p['m']}, tau = {p['tau']:g}"))
-    q = r["image_problem"]
-    for name, v in r["image"].items():
-        out.append((f"slm image {name}", f"{v['seconds']:.2f} s",
-                    f"objective {v['objective']:.8g} (+{v['relative']:.1e} rel.); SigPy's objective "
-                    f"{v['sigpy_objective']:.6g}"))
-    for it in sorted({v["iterations"] for v in r["image"].values()}):
-        sig = r["image"][f"SigPy L1WaveletRecon, {it} it."]["seconds"]
-        fista = r["image"][f"map fista, {it} it."]["seconds"]
-        out.append((f"slm image map fista / SigPy time, {it} it.", f"{fista / sig:.2f}x",
-                    f"camera {q['size']}x{q['size']}, m = {q['m']}"))
+    for sig in r["signal"]:
+        for name, v in sig["methods"].items():
+            extra = f", converged {v['converged']}" if "converged" in v else ""
+            out.append((f"slm signal n={sig['n']} {name}", _ms(v["seconds"]),
+                        f"objective {v['objective']:.10g} (+{v['relative']:.1e} rel.), {v['iterations']} "
+                        f"iterations{extra}"))
+        ratio = sig["ours_over_lasso"]
+        out.append((f"slm signal n={sig['n']} fastest map / Lasso (tol={sig['lasso_tol']}) time",
+                    "n/a" if ratio is None else f"{ratio:.2f}x", f"m = {sig['m']}, {sig['nonzeros']} nonzeros"))
+    for img in r["image"]:
+        for name, v in img["runs"].items():
+            out.append((f"slm image {img['size']}x{img['size']} {name}", _sec(v["seconds"]),
+                        f"{v['iterations']} iterations"))
+        for target, ratio in img["ours_over_sigpy"].items():
+            out.append((f"slm image {img['size']}x{img['size']} map fista / SigPy solver time to {target}",
+                        "n/a" if ratio is None else f"{ratio:.2f}x",
+                        f"lowest objective {img['lowest_objective']:.10g} ({img['lowest_by']})"))
     return out
 
 

@@ -27,12 +27,12 @@ def _l1_reference(model, data):
     return res.fun
 
 
-@pytest.mark.parametrize("B,solver", [("identity", "fista"), ("wavelet", "fista"), ("tv", "admm"),
+@pytest.mark.parametrize("B,solver", [("identity", "cd"), ("identity", "fista"), ("wavelet", "fista"), ("tv", "admm"),
                                       ("wavelet+tv", "admm")])
 def test_map_l1_matches_a_generic_convex_solver(B, solver):
     data = _signal(n=16, m=10)
     model = SLM(tau=2.0, tau_tv=3.0, sigma2=0.05, B=B, wavelet_level=2)
-    fit = bz.fit(model, data, "map", progress=False)
+    fit = bz.fit(model, data, "map", solver=solver, progress=False)
     assert fit.info["solver"] == solver and fit.info["converged"]
     ours = float(fit.idata.objective["neg_log_joint"].values[-1])
     ref = _l1_reference(model, data)
@@ -59,6 +59,51 @@ def test_map_smooth_matches_newton(potential):
 def test_map_refuses_a_solver_that_does_not_fit():
     with pytest.raises(ValueError, match="does not fit"):
         bz.fit(SLM(B="tv"), _signal(), "map", solver="fista", progress=False)
+    with pytest.raises(ValueError, match="does not fit"):
+        bz.fit(SLM(B="wavelet"), _signal(n=16), "map", solver="cd", progress=False)
+    with pytest.raises(ValueError, match="does not fit"):
+        bz.fit(SLM(potential="student"), _signal(), "map", solver="cd", progress=False)
+    with pytest.raises(ValueError, match="solver"):
+        bz.fit(SLM(), _signal(), "map", solver="newton", progress=False)
+
+
+@pytest.mark.parametrize("n,m,seed", [(40, 25, 0), (30, 60, 1)])
+def test_map_cd_agrees_with_sklearn_lasso(n, m, seed):
+    """Coordinate descent reaches scikit-learn's Lasso optimum: Lasso minimises ||y - X w||^2 / (2 m) + alpha
+    ||w||_1, our objective times sigma2 / m with alpha = tau sigma2 / m (a wide and a tall X)."""
+    import warnings
+
+    from sklearn.linear_model import Lasso
+
+    data = bz.datasets.load("slm_signal", kind="nonuniform_spikes", n=n, m=m, sigma2=0.01, design="gaussian",
+                            seed=seed)
+    model = SLM(tau=4.0, sigma2=0.01, B="identity")
+    fit = bz.fit(model, data, "map", progress=False)
+    assert fit.info["solver"] == "cd" and fit.info["converged"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lasso = Lasso(alpha=4.0 * 0.01 / m, fit_intercept=False, tol=1e-14, max_iter=1_000_000).fit(data.X, data.y)
+    u = model.posterior_mean(fit)
+    objective = lambda w: -float(model.log_joint(w, data))                              # noqa: E731
+    assert objective(u) == pytest.approx(objective(lasso.coef_), rel=1e-10)
+    assert float(fit.idata.objective["neg_log_joint"].values[-1]) == pytest.approx(objective(u), rel=1e-12)
+    np.testing.assert_allclose(u, lasso.coef_, atol=1e-6)
+    assert 0 < np.count_nonzero(u) < n            # a sparse solution: the test is not about the zero vector
+
+
+def test_map_auto_solver_follows_the_problems_structure():
+    from bayeszoo.inference.slm.map import choose_solver
+
+    dense = _signal(n=16, m=10)
+    image = bz.datasets.load("slm_image", size=8, m=20, design="fourier", seed=0)
+    assert "X_operator" in image.meta and "X_operator" not in dense.meta
+    assert choose_solver(SLM(B="identity"), dense, "auto") == "cd"              # a dense Lasso
+    assert choose_solver(SLM(B="identity"), image, "auto") == "fista"           # X an FFT: products, no columns
+    assert choose_solver(SLM(B="wavelet"), dense, "auto") == "fista"
+    assert choose_solver(SLM(B="tv"), dense, "auto") == "admm"
+    assert choose_solver(SLM(potential="student", B="identity"), dense, "auto") == "lbfgs"
+    assert choose_solver(SLM(B="identity"), image, "cd") == "cd"                # asked for: the dense X serves
+    assert bz.fit(SLM(B="identity"), dense, "map", progress=False).info["solver"] == "cd"
 
 
 def test_sbl_matches_sklearn_ard():

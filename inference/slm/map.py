@@ -3,10 +3,24 @@
     u_MAP = argmin_u  ||X u - y||^2 / (2 sigma2) - sum_j ln T_j((B u)_j)
 
 convex for the log-concave potentials (Laplace, logistic, Gaussian); for Student's t a local minimum from u = 0.
-Solvers (option ``solver``, "auto" picks the first that fits):
+Solvers (option ``solver``; "auto" picks by the problem's structure, the first that fits):
 
-* ``fista``: PyLops' FISTA (Beck & Teboulle 2009) on the coefficients c = B u, for Laplace potentials with an
-  orthonormal B (``identity``, ``wavelet``): min ||X B^T c - y||^2 / 2 + sigma2 tau ||c||_1;
+* ``cd``: coordinate descent for the Lasso (Laplace potentials, B = I, X a dense matrix: no ``X_operator``):
+  min ||X u - y||^2 / 2 + sigma2 tau ||u||_1 by cyclic soft-thresholding steps on working sets (Massias et al.
+  2018, celer: the support and the coordinates whose dual constraints are closest to active, doubling), each
+  solved to 0.3 times the full problem's duality gap (dual point: the residual scaled into the dual feasible set,
+  as scikit-learn's Lasso); once the signs have settled, the exact minimiser with those signs (one Cholesky
+  solve on the support) is tried, which ends the run in one step when the support is right. Stops when the
+  duality gap is below ``tol`` times the objective. The inner loops are compiled by Numba (a dependency of
+  PyTensor, cached on disk);
+* ``fista``: greedy FISTA (Liang, Luo & Schoenlieb 2022; after Beck & Teboulle 2009) on the coefficients
+  c = B u, for Laplace potentials with an orthonormal B (``identity``, ``wavelet``):
+  min ||X B^T c - y||^2 / 2 + sigma2 tau ||c||_1 with momentum 1, a restart whenever the momentum points uphill
+  (O'Donoghue & Candes 2015), step 1.3 / L shrunk towards 1 / L whenever a move outgrows the first (the safeguard
+  that makes it converge), L = 1 for Fourier sampling (rows of an orthonormal DFT: ||X|| <= 1) and a
+  power-iteration bound otherwise. One product with X B^T and one with its transpose per iteration (X B^T c is
+  carried along the extrapolation, so the objective costs no product); stops when a step moves c by less than
+  ``tol`` relative to c;
 * ``admm``: ADMM with the split s = B u (Boyd et al. 2011, §6.4), for Laplace potentials with any B (L1+TV): an
   exact u-step (dense Cholesky for n <= ``DENSE_N``, CG on the operators above), soft thresholding in s;
 * ``lbfgs``: SciPy's L-BFGS-B on u, for the smooth potentials (Student's t, logistic, Gaussian).
@@ -18,6 +32,7 @@ from __future__ import annotations
 
 import time
 
+import numba
 import numpy as np
 import scipy.linalg as sla
 from scipy.optimize import minimize
@@ -25,61 +40,240 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.approximations import PointEstimate, approximation_fit
-from bayeszoo.inference.slm._common import blas_threads, check_finite, dense_memory, precision_cholesky, problem
-from bayeszoo.resources import Need
+from bayeszoo.inference.slm._common import (MEMORY_ADVICE, blas_threads, check_finite, dense_memory,
+                                            precision_cholesky, problem)
+from bayeszoo.resources import Need, dense
+from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import DENSE_N   # the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
+from bayeszoo.numerics.operators import FourierSampling
 from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
-SOLVERS = ("auto", "fista", "admm", "lbfgs")
+SOLVERS = ("auto", "cd", "fista", "admm", "lbfgs")
+CD_FIRST_WORKING_SET = 64     # coordinates of the first working set (celer's p0 order)
+CD_SWEEPS_PER_CHECK = 5       # sweeps between two duality-gap evaluations of a working set
+CD_POLISH_BELOW = 1e-4        # relative gap of the working set below which settled signs are worth a solve
+CD_STEADY_CHECKS = 1          # gap evaluations with unchanged signs before that solve
+FISTA_STEP = 1.3              # greedy FISTA's step, in units of 1 / L (Liang, Luo & Schoenlieb 2022: in [1, 2))
+FISTA_SHRINK = 0.96           # its safeguard's factor on the step when a move outgrows the first one
 
 
 def _check(options, model, data):
-    choose_solver(model, options["solver"])     # a solver that does not fit the potential or B
+    choose_solver(model, data, options["solver"])     # a solver that does not fit the potential, B or X
 
 
-def choose_solver(model, solver: str) -> str:
-    """The solver ``auto`` means for this model; a ValueError when the asked one does not fit."""
-    orthonormal = model.B in ("identity", "wavelet")
-    fits = {"fista": model.potential == "laplace" and orthonormal, "admm": model.potential == "laplace",
-            "lbfgs": model.potential != "laplace"}
+def choose_solver(model, data, solver: str) -> str:
+    """The solver ``auto`` means for this model and data; a ValueError when the asked one does not fit."""
+    laplace = model.potential == "laplace"
+    dense_x = data.meta.get("X_operator") is None
+    fits = {"cd": laplace and model.B == "identity",
+            "fista": laplace and model.B in ("identity", "wavelet"), "admm": laplace, "lbfgs": not laplace}
     if solver == "auto":
+        if fits["cd"] and dense_x:
+            return "cd"          # a dense Lasso: coordinate steps cost one column each
         return "fista" if fits["fista"] else "admm" if fits["admm"] else "lbfgs"
     if not fits[solver]:
         raise ValueError(f"{owner('slm', 'map')}: solver {solver!r} does not fit potential={model.potential!r}, "
-                         f"B={model.B!r} (fista: Laplace with B 'identity' or 'wavelet'; admm: Laplace; "
-                         f"lbfgs: the smooth potentials)")
+                         f"B={model.B!r} (cd: Laplace with B 'identity'; fista: Laplace with B 'identity' or "
+                         f"'wavelet'; admm: Laplace; lbfgs: the smooth potentials)")
     return solver
 
 
-def _lipschitz(Op, iters: int = 300) -> float:
+# ------------------------------------------------------------------------------------- coordinate descent
+@numba.njit(cache=True, nogil=True, fastmath=True)
+def _dot(a, b):
+    total = 0.0
+    for i in range(a.size):
+        total += a[i] * b[i]
+    return total
+
+
+@numba.njit(cache=True, nogil=True)
+def _cd_sweeps(XT, r, u, work, lam, norms2, n_sweeps):
+    """``n_sweeps`` cyclic soft-thresholding sweeps over the coordinates ``work`` of
+    min ||y - X u||^2 / 2 + sum_j lam_j |u_j|; XT holds the columns of X as rows, r = y - X u is kept current."""
+    m = XT.shape[1]
+    for _ in range(n_sweeps):
+        for j in work:
+            nj = norms2[j]
+            if nj == 0.0:
+                continue
+            x = XT[j]
+            old = u[j]
+            z = _dot(x, r) + nj * old
+            if z > lam[j]:
+                new = (z - lam[j]) / nj
+            elif z < -lam[j]:
+                new = (z + lam[j]) / nj
+            else:
+                new = 0.0
+            if new != old:
+                step = new - old
+                for i in range(m):
+                    r[i] -= step * x[i]
+                u[j] = new
+
+
+@numba.njit(cache=True, nogil=True)
+def _cd_gap(XT, r, u, y, work, lam):
+    """(primal, duality gap) of the Lasso restricted to ``work`` (u is zero elsewhere): the dual point is the
+    residual scaled into {theta: |x_j^T theta| <= lam_j, j in work}."""
+    scale = 1.0
+    penalty = 0.0
+    for j in work:
+        scale = max(scale, abs(_dot(XT[j], r)) / lam[j])
+        penalty += lam[j] * abs(u[j])
+    rr = _dot(r, r)
+    primal = 0.5 * rr + penalty
+    return primal, primal - (_dot(r, y) / scale - 0.5 * rr / scale**2)
+
+
+def _cd(prob, data, max_iter, tol, bar):
+    """Working-set coordinate descent with a sign-fixed exact solve (module docstring); ``max_iter`` bounds the
+    sweeps over working sets."""
+    s2 = prob.sigma2
+    y = np.ascontiguousarray(prob.y, dtype=float)
+    XT = np.ascontiguousarray(np.asarray(data.X, dtype=float).T)      # column j of X contiguous
+    n = XT.shape[0]
+    lam = s2 * np.asarray(prob.potential.tau, dtype=float)            # the Lasso's weights: sigma2 tau_j
+    norms2 = np.einsum("ij,ij->i", XT, XT)
+    norms = np.where(norms2 > 0, np.sqrt(norms2), 1.0)
+    u = np.zeros(n)
+    r = y.copy()
+    trace, sweeps, size = [], 0, 0
+    settled = tried = None        # the sign pattern at the previous gap evaluation, the last one solved for
+    steady = 0                    # gap evaluations since the signs last changed
+    converged = False
+    while True:
+        scores = XT @ r
+        scale = max(1.0, float(np.max(np.abs(scores) / lam)))
+        primal = 0.5 * (r @ r) + lam @ np.abs(u)
+        gap = primal - ((r @ y) / scale - 0.5 * (r @ r) / scale**2)
+        trace.append(primal / s2)
+        show(bar, f"duality gap {gap / primal:.2g} (tol {tol:g})")
+        if gap <= tol * primal:
+            converged = True
+            break
+        if sweeps >= max_iter:
+            break
+        support = np.flatnonzero(u)
+        size = min(n, max(CD_FIRST_WORKING_SET, 2 * support.size, size))
+        # distance of the dual point to each coordinate's constraint: the closest are the likeliest to enter
+        distance = (lam - np.abs(scores) / scale) / norms
+        distance[support] = -np.inf
+        work = np.sort(np.argpartition(distance, size - 1)[:size]) if size < n else np.arange(n)
+        while sweeps < max_iter:
+            _cd_sweeps(XT, r, u, work, lam, norms2, CD_SWEEPS_PER_CHECK)
+            sweeps += CD_SWEEPS_PER_CHECK
+            bar.update(CD_SWEEPS_PER_CHECK)
+            inner, inner_gap = _cd_gap(XT, r, u, y, work, lam)
+            trace.append(inner / s2)
+            if inner_gap <= max(0.3 * gap, tol * inner):
+                break
+            signs = np.sign(u)
+            steady = steady + 1 if settled is not None and np.array_equal(signs, settled) else 0
+            settled = signs
+            if (inner_gap < CD_POLISH_BELOW * inner and steady >= CD_STEADY_CHECKS
+                    and (tried is None or not np.array_equal(signs, tried))):
+                tried = signs
+                r = _sign_fixed_solve(XT, y, u, r, lam, signs)
+                inner, inner_gap = _cd_gap(XT, r, u, y, work, lam)
+                if inner_gap <= max(0.3 * gap, tol * inner):
+                    break
+    return u, sweeps, np.asarray(trace), converged
+
+
+def _sign_fixed_solve(XT, y, u, r, lam, signs):
+    """The minimiser of ||y - X u||^2 / 2 + lam^T |u| among u with the sign pattern ``signs`` and zeros elsewhere,
+    (X_S^T X_S) u_S = X_S^T y - lam_S signs_S; taken (u updated in place, the new residual returned) when its signs
+    are those and it lowers the objective, which makes it the Lasso's solution once the support is right."""
+    S = np.flatnonzero(signs)
+    if S.size == 0 or S.size > XT.shape[1]:
+        return r
+    XS = XT[S]
+    try:
+        factor = sla.cho_factor(XS @ XS.T, lower=True)
+    except np.linalg.LinAlgError:
+        return r
+    v = sla.cho_solve(factor, XS @ y - lam[S] * signs[S])
+    if not (np.all(np.isfinite(v)) and np.all(np.sign(v) == signs[S])):
+        return r
+    r_new = y - XS.T @ v
+    if 0.5 * (r_new @ r_new) + lam[S] @ np.abs(v) > 0.5 * (r @ r) + lam @ np.abs(u):
+        return r
+    u[:] = 0.0
+    u[S] = v
+    return r_new
+
+
+# ----------------------------------------------------------------------------------------------------- FISTA
+def _lipschitz(Op, iters: int = 300, rtol: float = 1e-6) -> float:
     """A bound on the largest eigenvalue of Op^H Op: a seeded power iteration (so the step, and the estimate, do
-    not change between runs), enlarged by 1 %."""
+    not change between runs) until the estimate changes by less than ``rtol``, enlarged by 1 %."""
     v = np.random.default_rng(0).standard_normal(Op.shape[1])
     lam = 0.0
     for _ in range(iters):
-        w = Op.H @ (Op @ v)
-        lam = float(np.linalg.norm(w))
-        if lam == 0.0:
+        w = Op.rmatvec(Op.matvec(v))
+        new = float(np.linalg.norm(w))
+        if new == 0.0:
             return 1.0
-        v = w / lam
+        v = w / new
+        if abs(new - lam) <= rtol * new:
+            lam = new
+            break
+        lam = new
     return 1.01 * lam
 
 
 def _fista(prob, max_iter, tol, bar):
-    from pylops.optimization.sparsity import fista
+    # level-1 BLAS on image-sized vectors between transforms: a second thread only adds waits (_common.blas_threads)
+    with one_blas_thread(0):
+        return _fista_loop(prob, max_iter, tol, bar)
 
-    tau = float(prob.potential.tau[0])       # identity / wavelet rows all carry tau
-    Op = prob.X @ prob.B.H                   # X B^T: B orthonormal, u = B^T c
+
+def _fista_loop(prob, max_iter, tol, bar):
+    X, B, y = prob.X, prob.B, prob.y
+    lam = prob.sigma2 * np.asarray(prob.potential.tau, dtype=float)    # identity / wavelet: one weight per c_j
+
+    def forward(c):                          # X B^T c: B orthonormal, u = B^T c
+        return X.matvec(B.rmatvec(c))
+
+    def adjoint(r):
+        return B.matvec(X.rmatvec(r))
+
+    def prox_step(z, Az, step):
+        v = z - step * adjoint(Az - y)
+        return np.sign(v) * np.maximum(np.abs(v) - step * lam, 0.0)
+
+    # rows of an orthonormal DFT: ||X u|| <= ||u|| (Parseval), and B is orthonormal
+    L = 1.0 if isinstance(X, FourierSampling) else _lipschitz(LinearOperator((X.shape[0], B.shape[0]), matvec=forward,
+                                                                              rmatvec=adjoint, dtype=float))
+    step = FISTA_STEP / L
+    c = c_old = np.zeros(B.shape[0])
+    Ac = Ac_old = np.zeros(X.shape[0])
+    first_move = None
     trace = []
-    # PyLops' FISTA thresholds at eps * step / 2, i.e. it minimises ||y - Op c||^2 / 2 + (eps / 2) ||c||_1
-    def step(c):
-        trace.append(prob.neg_log_joint(prob.B.H @ c))
+    converged = False
+    for it in range(1, max_iter + 1):
+        z, Az = c + (c - c_old), Ac + (Ac - Ac_old)         # momentum 1 (greedy FISTA)
+        c_new = prox_step(z, Az, step)
+        if (z - c_new) @ (c_new - c) > 0:                   # the momentum points uphill: restart from c
+            z, Az = c, Ac
+            c_new = prox_step(z, Az, step)
+        Ac_new = forward(c_new)
+        r = Ac_new - y
+        trace.append((0.5 * (r @ r) + lam @ np.abs(c_new)) / prob.sigma2)
+        move = float(np.linalg.norm(c_new - c))
+        if first_move is None:
+            first_move = move
+        elif move > first_move:                             # the safeguard: shrink the step towards 1 / L
+            step = max(FISTA_SHRINK * step, 1.0 / L)
+        c_old, Ac_old, c, Ac = c, Ac, c_new, Ac_new
         bar.update()
-
-    c, iters, _ = fista(Op, prob.y, niter=max_iter, eps=2.0 * prob.sigma2 * tau, tol=tol, alpha=1.0 / _lipschitz(Op),
-                        callback=step)
-    return prob.B.H @ c, int(iters), np.asarray(trace), int(iters) < max_iter
+        if move <= tol * max(np.linalg.norm(c), 1e-300):
+            converged = True
+            break
+    return B.rmatvec(c), it, np.asarray(trace), converged
 
 
 def _admm(prob, max_iter, tol, rho, bar):
@@ -147,30 +341,40 @@ def _lbfgs(prob, max_iter, tol, bar):
 
 
 def memory(model, data, options) -> Need:
-    """ADMM up to n = DENSE_N factorises X^T X / sigma2 + rho B^T B densely; FISTA, L-BFGS and ADMM above hold
-    vectors only."""
-    if choose_solver(model, options["solver"]) == "admm" and data.d <= DENSE_N:
+    """ADMM up to n = DENSE_N factorises X^T X / sigma2 + rho B^T B densely; coordinate descent copies X with its
+    columns contiguous; FISTA, L-BFGS and ADMM above hold vectors only."""
+    solver = choose_solver(model, data, options["solver"])
+    if solver == "admm" and data.d <= DENSE_N:
         return dense_memory(model, data, 3)
+    if solver == "cd":
+        return Need({f"X with contiguous columns ({data.d:,} x {data.n:,})": dense(data.d, data.n)}, MEMORY_ADVICE)
     return Need({})
 
 
 @register("map", kind="approximation", family="slm", check=_check, memory=memory,
           defaults={**APPROXIMATION_DEFAULTS, "draws": 1, "chains": 1},
-          description="MAP / penalised least squares (L1, L1+TV): FISTA, ADMM or L-BFGS",
-          options={"solver": Option("auto", "fista (Laplace, orthonormal B), admm (Laplace, any B), lbfgs "
-                                            "(smooth potentials) or auto", OneOf(SOLVERS)),
-                   "max_iter": Option(5000, "most iterations of the solver", POSITIVE_INT),
-                   "tol": Option(1e-10, "relative tolerance of the solver's stopping rule", POSITIVE),
+          description="MAP / penalised least squares (L1, L1+TV): coordinate descent, FISTA, ADMM or L-BFGS",
+          options={"solver": Option("auto", "cd (Laplace, B identity: coordinate descent on working sets), fista "
+                                            "(Laplace, orthonormal B), admm (Laplace, any B), lbfgs (smooth "
+                                            "potentials) or auto: cd for a dense X (no X_operator) with B "
+                                            "identity, else the first of fista, admm, lbfgs that fits",
+                                    OneOf(SOLVERS)),
+                   "max_iter": Option(5000, "most iterations of the solver (cd: sweeps over working sets)",
+                                      POSITIVE_INT),
+                   "tol": Option(1e-10, "relative tolerance of the solver's stopping rule (cd: duality gap over "
+                                        "objective; fista: step over coefficients)", POSITIVE),
                    "rho": Option(None, "ADMM penalty (None: balances X^T X / sigma2 against B^T B)",
                                  Interval(float, 0, None, "neither", none=True))})
 @blas_threads()
 def run(model, data, *, draws, tune, chains, seed, progress, solver, max_iter, tol, rho):
     """The MAP estimate of u (penalised least squares)."""
     t0 = time.perf_counter()
-    solver = choose_solver(model, solver)
+    solver = choose_solver(model, data, solver)
     prob = problem(model, data)
     with progress_bar(total=max_iter, desc=f"map ({solver})", disable=not progress, unit="iteration") as bar:
-        if solver == "fista":
+        if solver == "cd":
+            u, iters, trace, converged = _cd(prob, data, max_iter, tol, bar)
+        elif solver == "fista":
             u, iters, trace, converged = _fista(prob, max_iter, tol, bar)
         elif solver == "admm":
             u, iters, trace, converged = _admm(prob, max_iter, tol, rho, bar)
