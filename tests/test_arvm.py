@@ -709,3 +709,23 @@ def test_noise_free_interpolation_keeps_beta_finite():
     one = bz.datasets.Dataset(np.array([[0.0]]), np.array([0.0125]), name="one", meta={"task": "regression"})
     fit = bz.fit(ARVM(), one, "arvm", draws=5, chains=1, progress=False, n_candidates=5, max_iter=4)
     assert np.isfinite(fit.posterior.log_beta.values).all()
+
+
+@pytest.mark.slow
+def test_boston_protocol_keeps_its_recorded_accuracy():
+    # the quick protocol check of benchmarks/bench_arvm.py (--protocol --quick): the aRVM's nested CV on 150 Boston
+    # points. The MSE and relevance vectors must stay within the recorded tolerances, which are set from the
+    # spread of the same figures over candidate seeds (docs/families/arvm.md, "The protocol's figures and their
+    # spread"): a rounding change moves them like a new seed, a loss of accuracy moves them further
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "bench_arvm.py"
+    spec = importlib.util.spec_from_file_location("bench_arvm", path)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    res = bench.run_protocol(quick=True)
+    record = bench.PROTOCOL_RECORD["quick"]
+    assert res["n"] == 150 and len(res["fold_mse"]) == 3
+    assert abs(res["mse"] - record["mse"]) <= record["mse_tol"], (res["mse"], record)
+    assert abs(res["n_relevant"] - record["n_relevant"]) <= record["n_relevant_tol"], (res["n_relevant"], record)
