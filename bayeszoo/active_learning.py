@@ -224,6 +224,7 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
             raise ValueError(f"{OWNER}: {given} given without {missing}; the test error needs both")
         test_features, test_labels = _cases(test_features, test_labels, F.shape[1], "test")
     options = check_options(OWNER, options)
+    checks.flag(OWNER, "progress", progress)
     seed = checks.seed(OWNER, "seed", seed)
     seed = checks.fresh_seed() if seed is None else seed   # one seed for every fit and choice, recorded
     rng = np.random.default_rng(seed)

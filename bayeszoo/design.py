@@ -290,6 +290,7 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
     if C is None and batch != 1:
         raise ValueError(f"{OWNER}: free filters are designed one per step (batch=1), got batch={batch}")
     options = check_options(OWNER, options)
+    checks.flag(OWNER, "progress", progress)
     seed = checks.seed(OWNER, "seed", seed)
     seed = checks.fresh_seed() if seed is None else seed
 

@@ -73,6 +73,14 @@ def test_bad_seeds_and_options_are_refused_before_the_first_fit(no_fits):
             al.active_learning(logistic_model(), F, c, initial=[0], n_blocks=1, seed=seed, progress=False)
     with pytest.raises(ValueError, match="options must be a dict"):
         al.active_learning(logistic_model(), F, c, initial=[0], n_blocks=1, options=["exact"], progress=False)
+    with pytest.raises(ValueError, match="progress must be True or False"):
+        al.active_learning(logistic_model(), F, c, initial=[0], n_blocks=1, progress="yes")
+
+
+def test_design_refuses_a_progress_that_is_not_a_flag(slm_problem):
+    model, data = slm_problem
+    with pytest.raises(ValueError, match="progress must be True or False"):
+        design.sequential_design(model, data, lambda rows: rows[:, 0], 1, candidates=np.eye(12)[:4], progress=1)
 
 
 def test_random_active_learning_with_a_fresh_seed_repeats_with_the_recorded_one():
