@@ -109,9 +109,13 @@ def finite_array(owner: str, name: str, value, *, ndim: int | None = None, colum
     """A float array with no NaN or inf; ``ndim`` and the number of ``columns`` (last axis) when given.
     pandas objects are accepted (their values are used)."""
     try:
-        array = np.asarray(getattr(value, "to_numpy", lambda: value)(), dtype=float)
+        raw = np.asarray(getattr(value, "to_numpy", lambda: value)())
+        # text ("1.5") would convert, and complex numbers lose their imaginary part: neither is an array of numbers
+        if raw.dtype.kind not in "biuf" and not (raw.dtype.kind == "O" and _all_real_numbers(raw)):
+            raise TypeError
+        array = raw.astype(float)
     except (TypeError, ValueError):
-        raise _fail(owner, name, "an array of numbers", value) from None
+        raise _fail(owner, name, "an array of real numbers", value) from None
     if ndim is not None and array.ndim != ndim:
         raise ValueError(f"{owner}: {name} must have {ndim} dimension(s); got shape {array.shape}")
     if columns is not None and (array.ndim < 1 or array.shape[-1] != columns):
@@ -121,6 +125,11 @@ def finite_array(owner: str, name: str, value, *, ndim: int | None = None, colum
     if not np.all(np.isfinite(array)):
         raise ValueError(f"{owner}: {name} contains NaN or inf ({int(np.sum(~np.isfinite(array)))} values)")
     return array
+
+
+def _all_real_numbers(array: np.ndarray) -> bool:
+    """An object array (a list mixing ints and floats, a pandas column of objects) holding real numbers only."""
+    return all(isinstance(v, (int, float, np.bool_, np.integer, np.floating)) for v in array.ravel())
 
 
 # ------------------------------------------------------------------------------- declarative constraints

@@ -44,3 +44,16 @@ def test_constraints_return_the_value_or_name_what_it_must_be(constraint, good, 
     np.testing.assert_equal(constraint("X backend 'b'", "option 'o'", good), expected)
     with pytest.raises(ValueError, match=rf"^X backend 'b': option 'o' .*{re.escape(message)}"):
         constraint("X backend 'b'", "option 'o'", bad)
+
+
+@pytest.mark.parametrize("value", [["1.5", "2"], [1 + 2j, 3.0], [[1.0, 2.0], [3.0]], {"a": 1.0}, [None, 1.0]])
+def test_finite_array_refuses_what_is_not_an_array_of_real_numbers(value):
+    with pytest.raises(ValueError, match="X: a must be an array of real numbers"):
+        checks.finite_array("X", "a", value)
+
+
+def test_finite_array_takes_numbers_of_any_real_kind():
+    import pandas as pd
+
+    for value in ([1, 2.5], np.array([1, 2], dtype=np.int32), pd.Series([1, 2], dtype=object), [True, False]):
+        assert checks.finite_array("X", "a", value).dtype == float
