@@ -13,6 +13,14 @@
                regime only, scaled by LA's time there. Target: EP within 10x of LA.
 ``gpc_ess``    ESS per second of ``gibbs`` against PyMC ``nuts`` on the latent f for sonar (probit, SE,
                ln ell = 2, ln sf = 1), default settings (4 chains x 1000 + 1000; gibbs thins by 5).
+``gpc_large``  the ``gpc_peers`` pairs on synthetic data of n = 3000 and 5000 training points (:func:`synthetic`;
+               SE, ln ell = 0.5, ln sf = 1 fixed), with sonar's pairs in the same run: wall time of the algorithm
+               (approximation + test predictions) against the peer's fit + predictions, repeats interleaved,
+               log evidence side by side. GPy's EP streams all of Sigma three times per site, so above
+               ``GPY_FULL_N`` points it is stopped after ``gpy_passes`` passes (its own convergence test needs two
+               at least): its time is then a lower bound on its fit. Target: ours at least as fast.
+
+Run one alone with ``python benchmarks/bench_gpc.py large`` (or ``peers``, ``times``, ``ess``).
 """
 from __future__ import annotations
 
@@ -222,3 +230,172 @@ def rows_ess(result: dict) -> list[tuple[str, str, str]]:
            for n, b in result["backends"].items()]
     out.append(("gpc_ess ratio gibbs/nuts", f"{result['ratio']:.1f}x", "sonar, probit, latent f"))
     return out
+
+
+# ------------------------------------------------------------------------------------------------ large
+LARGE_HYP = {"log_lengthscale": 0.5, "log_amplitude": 1.0}
+LARGE_SIZES = (3000, 5000)
+GPY_FULL_N = 1000      # GPy's EP runs to its own convergence up to this many points
+LARGE_TARGET = 1.0
+
+
+def synthetic(n: int, seed: int = 0, n_test: int = 500):
+    """Binary labels from a smooth non-linear function of 4 standard-normal inputs, with noise:
+    y = 1[sin(2 x1) + x2 x3 - x4 / 2 + 0.3 e > 0], e ~ N(0, 1) (about half the labels are 1; the classes
+    overlap, so no site is degenerate)."""
+    import bayeszoo as bz
+
+    rng = np.random.default_rng(seed)
+
+    def draw(m):
+        X = rng.standard_normal((m, 4))
+        f = np.sin(2.0 * X[:, 0]) + X[:, 1] * X[:, 2] - 0.5 * X[:, 3]
+        return X, (f + 0.3 * rng.standard_normal(m) > 0).astype(float)
+
+    X, y = draw(n)
+    X_test, y_test = draw(n_test)
+    return bz.datasets.Dataset(X=X, y=y, X_test=X_test, y_test=y_test, name=f"synthetic-{n}",
+                               meta={"task": "classification"})
+
+
+def _ours_core(model, data, backend):
+    """The algorithm alone: the approximation at the model's hyperparameters + predictive probabilities."""
+    from bayeszoo.inference.gpc import _common as C
+    from bayeszoo.inference.gpc.ep import fit_ep
+    from bayeszoo.inference.gpc.laplace import fit_laplace
+    from bayeszoo.models.gpc import predictive_probability
+
+    t0 = time.perf_counter()
+    res = (fit_ep if backend == "ep" else fit_laplace)(model, data)
+    mu, var = C.predict_latent(model, data.X, data.X_test, res["alpha"], res["sW"], res["L"])
+    p = predictive_probability(mu, var, model.likelihood)
+    return time.perf_counter() - t0, {"log_evidence": float(res["log_evidence"]), "p": p,
+                                      "iterations": int(res["iterations"]), "converged": bool(res["converged"])}
+
+
+def _gpy_ep_once(data, hyp, max_iters=None):
+    import GPy
+
+    np.random.seed(0)        # GPy visits the sites in a random order drawn from NumPy's global generator
+    ep = (GPy.inference.latent_function_inference.EP() if max_iters is None
+          else GPy.inference.latent_function_inference.EP(max_iters=max_iters))
+    t0 = time.perf_counter()
+    kern = GPy.kern.RBF(data.X.shape[1], variance=math.exp(2.0 * hyp["log_amplitude"]),
+                        lengthscale=math.exp(hyp["log_lengthscale"]))
+    m = GPy.core.GP(data.X, data.y[:, None].astype(float), kernel=kern, likelihood=GPy.likelihoods.Bernoulli(),
+                    inference_method=ep)
+    lz = float(m.log_likelihood())
+    p = m.predict(data.X_test)[0].ravel()
+    return time.perf_counter() - t0, {"log_evidence": lz, "p": p}
+
+
+def _sklearn_once(data, hyp):
+    from sklearn.gaussian_process import GaussianProcessClassifier
+    from sklearn.gaussian_process.kernels import RBF, ConstantKernel
+
+    t0 = time.perf_counter()
+    kern = ConstantKernel(math.exp(2.0 * hyp["log_amplitude"]), "fixed") * RBF(math.exp(hyp["log_lengthscale"]),
+                                                                               "fixed")
+    clf = GaussianProcessClassifier(kernel=kern, optimizer=None).fit(data.X, data.y)
+    p = clf.predict_proba(data.X_test)[:, 1]
+    return time.perf_counter() - t0, {"log_evidence": float(clf.log_marginal_likelihood_value_), "p": p}
+
+
+def _pair(model, data, backend, peer_once, repeats, peer_repeats):
+    """Ours and the peer interleaved (ours, peer, ours, peer, ...): best times, the spread of the per-repeat
+    ratios ours / peer, and the numbers of the last run of each."""
+    ours_s, peer_s = [], []
+    ours = theirs = None
+    for r in range(max(repeats, peer_repeats)):
+        if r < repeats:
+            secs, ours = _ours_core(model, data, backend)
+            ours_s.append(secs)
+        if r < peer_repeats:
+            secs, theirs = peer_once()
+            peer_s.append(secs)
+    ratios = [o / p for o, p in zip(ours_s, peer_s)] or [min(ours_s) / min(peer_s)]
+    return {"ours_s": ours_s, "peer_s": peer_s, "ratio_best": min(ours_s) / min(peer_s),
+            "ratio_min": min(ratios), "ratio_max": max(ratios),
+            "log_evidence_ours": ours["log_evidence"], "log_evidence_peer": theirs["log_evidence"],
+            "d_log_evidence": ours["log_evidence"] - theirs["log_evidence"],
+            "max_abs_dp": float(np.max(np.abs(ours["p"] - theirs["p"]))), "ours_iterations": ours["iterations"],
+            "ours_converged": ours["converged"]}
+
+
+def run_large(sizes=LARGE_SIZES, repeats: int = 3, gpy_passes: int = 1, threads: int | None = 1,
+              include_sonar: bool = True, echo: bool = False) -> dict:
+    """``gpc_large`` (module docstring). ``threads``: BLAS threads for every library (None: their default);
+    ``echo``: print each pair's row when it is done (a full run takes tens of minutes)."""
+    import contextlib
+
+    from threadpoolctl import threadpool_limits
+
+    import bayeszoo as bz
+
+    limit = contextlib.nullcontext() if threads is None else threadpool_limits(threads, "blas")
+    problems = ([("sonar", bz.datasets.load("sonar"), PEER_HYP)] if include_sonar else []) + \
+        [(f"synthetic n = {n}", synthetic(n), LARGE_HYP) for n in sizes]
+    rows = []
+    with limit, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for name, data, hyp in problems:
+            for backend, lik in (("ep", "probit"), ("laplace", "logit")):
+                model = bz.models.GPC(likelihood=lik, kernel="se", **hyp)
+                if data.n < 500:
+                    _ours_core(model, data, backend)          # warm-up: imports and first-call overheads
+                full = backend == "laplace" or data.n <= GPY_FULL_N
+                if backend == "ep":
+                    peer = "GPy EP" + ("" if full else f" ({gpy_passes} pass{'es' if gpy_passes > 1 else ''})")
+                    once = (lambda d=data, h=hyp, full=full:
+                            _gpy_ep_once(d, h, None if full else gpy_passes))
+                else:
+                    peer, once = "sklearn GPC (Laplace)", (lambda d=data, h=hyp: _sklearn_once(d, h))
+                peer_repeats = repeats if full else 1
+                try:
+                    out = _pair(model, data, backend, once, repeats, peer_repeats)
+                except Exception as exc:
+                    rows.append({"problem": name, "backend": backend, "peer": peer,
+                                 "error": f"{type(exc).__name__}: {exc}", "traceback": traceback.format_exc()})
+                    continue
+                rows.append({"problem": name, "n": int(data.n), "backend": backend, "likelihood": lik,
+                             "peer": peer, "peer_complete": full, **out})
+                if echo:
+                    print(" | ".join(rows_large({"rows": rows[-1:]})[0]), flush=True)
+    ok = [r for r in rows if "error" not in r]
+    met = bool(ok) and len(ok) == len(rows) and all(r["ratio_best"] <= LARGE_TARGET for r in ok)
+    return {"name": "gpc_large", "sizes": list(sizes), "hyp": LARGE_HYP, "repeats": repeats,
+            "gpy_passes": gpy_passes, "blas_threads": threads, "rows": rows,
+            "target": "ours / peer <= 1 (best of the repeats)", "target_met": met}
+
+
+def rows_large(result: dict) -> list[tuple[str, str, str]]:
+    out = []
+    for r in result["rows"]:
+        key = f"gpc_large/{r['problem']}/{r['backend']} vs {r['peer']}"
+        if "error" in r:
+            out.append((key, "ERROR", r["error"][:100]))
+            continue
+        bound = "" if r["peer_complete"] else " (peer time a lower bound)"
+        out.append((key, f"ours/peer {r['ratio_best']:.3f}",
+                    f"spread {r['ratio_min']:.3f}-{r['ratio_max']:.3f}{bound}; ours {min(r['ours_s']):.2f} s "
+                    f"({r['ours_iterations']} it.), peer {min(r['peer_s']):.2f} s; log Z {r['log_evidence_ours']:.6f}"
+                    f" vs {r['log_evidence_peer']:.6f} (diff {r['d_log_evidence']:.1e}); max |dp| "
+                    f"{r['max_abs_dp']:.1e}"))
+    return out
+
+
+if __name__ == "__main__":
+    import json
+    import sys
+
+    which = sys.argv[1] if len(sys.argv) > 1 else "large"
+    run, rows = {"large": (run_large, rows_large), "peers": (run_peers, rows_peers),
+                 "times": (run_times, rows_times), "ess": (run_ess, rows_ess)}[which]
+    t0 = time.perf_counter()
+    result = run_large(echo=True) if which == "large" else run()
+    for row in rows(result):
+        print(" | ".join(row))
+    print(f"({which}: {time.perf_counter() - t0:.0f} s)")
+    if len(sys.argv) > 2:
+        with open(sys.argv[2], "w") as fh:
+            json.dump(result, fh, indent=1, default=float)

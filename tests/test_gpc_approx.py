@@ -289,6 +289,97 @@ def test_ep_damping_reaches_same_fixed_point():
             bz.fit(bz.models.GPC(), data, "ep", draws=2, chains=1, progress=False, damping=damping)
 
 
+def textbook_ep(K, y, likelihood, sweeps, damping=1.0):
+    """R&W Alg. 3.5 as printed: site by site, a rank-one update of all of Sigma after each site, Sigma recomputed
+    after each sweep; the reference for the blocked sweep. Returns (tau~, nu~, ln Z_EP)."""
+    n = len(y)
+    ttau, tnu = np.zeros(n), np.zeros(n)
+    Sigma, mu = K.copy(), np.zeros(n)
+    for _ in range(sweeps):
+        for i in range(n):
+            tau_c = 1.0 / Sigma[i, i] - ttau[i]
+            nu_c = mu[i] / Sigma[i, i] - tnu[i]
+            _, d1, d2 = C.tilted_moments(y[i], nu_c / tau_c, 1.0 / tau_c, likelihood)
+            denom = 1.0 + d2 / tau_c
+            tau_new = damping * max(-d2 / denom, 0.0) + (1.0 - damping) * ttau[i]
+            nu_new = damping * (d1 - nu_c / tau_c * d2) / denom + (1.0 - damping) * tnu[i]
+            dtau = tau_new - ttau[i]
+            ttau[i], tnu[i] = tau_new, nu_new
+            si = Sigma[:, i].copy()
+            Sigma -= dtau / (1.0 + dtau * si[i]) * np.outer(si, si)
+            mu = Sigma @ tnu
+        sW = np.sqrt(ttau)
+        L = np.linalg.cholesky(np.eye(n) + sW[:, None] * K * sW[None, :])
+        V = np.linalg.solve(L, sW[:, None] * K)
+        Sigma = K - V.T @ V
+        mu = Sigma @ tnu
+    return ttau, tnu, EP._log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L)
+
+
+@pytest.mark.parametrize("likelihood", ["probit", "logit"])
+def test_blocked_ep_sweep_is_the_sequential_schedule(likelihood):
+    # the blocked sweep (rank-b updates of Sigma) against site-by-site rank-one updates: equal after every sweep,
+    # for blocks of one site, blocks that do not divide n (a short last block) and one block holding every site
+    data = toy_data(40, seed=3)
+    K = se(data.X, 0.5, 1.5)
+    y = C.labels_pm(data.y)
+    for sweeps, damping in ((1, 1.0), (3, 1.0), (3, 0.6)):
+        ttau, tnu, lz = textbook_ep(K, y, likelihood, sweeps, damping)
+        for block in (1, 7, 64):
+            res = EP.ep_sites(K, y, likelihood, max_sweeps=sweeps, min_sweeps=sweeps, damping=damping, block=block)
+            np.testing.assert_allclose(res["ttau"], ttau, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(res["tnu"], tnu, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(res["log_evidence"], lz, rtol=1e-12)
+    ttau, tnu, lz = textbook_ep(K, y, likelihood, 40)
+    for block in (1, 7, 64):
+        res = EP.ep_sites(K, y, likelihood, tol=1e-12, block=block)
+        assert res["converged"] and res["iterations"] < 40
+        np.testing.assert_allclose(res["ttau"], ttau, atol=1e-8)
+        np.testing.assert_allclose(res["tnu"], tnu, atol=1e-8)
+        np.testing.assert_allclose(res["log_evidence"], lz, atol=1e-8)
+
+
+def test_scalar_probit_moments_match_the_vectorised_ones():
+    ys, mus, vs = np.meshgrid([-1.0, 1.0], [-40.0, -3.0, -0.2, 0.0, 0.7, 5.0, 60.0], [1e-6, 0.3, 4.0, 900.0])
+    lz, d1, d2 = C.tilted_moments(ys.ravel(), mus.ravel(), vs.ravel(), "probit")
+    scalar = np.array([C.probit_tilted_moments_scalar(a, b, c) for a, b, c in zip(ys.ravel(), mus.ravel(),
+                                                                                   vs.ravel())])
+    # d2 = -r (z + r) cancels in the far tail (z + r ~ 1 / |z|): an ulp of exp() becomes ~1e-13 there
+    np.testing.assert_allclose(scalar, np.stack([lz, d1, d2], axis=1), rtol=1e-11, atol=1e-300)
+
+
+def test_site_form_linear_algebra_matches_dense_formulas():
+    # chol(B), V = (K^-1 + W)^-1, diag V and tr(B^-1) (the Jensen bound's trace) against explicit inverses
+    data = toy_data(30, seed=4)
+    K = se(data.X, 0.3, 1.0)
+    sW = np.sqrt(np.random.default_rng(1).uniform(0.0, 0.3, 30))
+    B = np.eye(30) + np.diag(sW) @ K @ np.diag(sW)
+    L = C.chol_B(K, sW)
+    np.testing.assert_allclose(L @ L.T, B, atol=1e-12)
+    assert np.allclose(L, np.tril(L))
+    V = C.posterior_cov(K, sW, L)
+    np.testing.assert_allclose(V, np.linalg.inv(np.linalg.inv(K) + np.diag(sW**2)), atol=1e-8)
+    np.testing.assert_array_equal(V, V.T)
+    np.testing.assert_allclose(C.posterior_var(K, sW, L), np.diag(V), atol=1e-12)
+    np.testing.assert_allclose(C.trace_B_inv(L), np.trace(np.linalg.inv(B)), rtol=1e-12)
+
+
+def test_expected_log_lik_chunks_add_up(monkeypatch):
+    rng = np.random.default_rng(2)
+    m, v = rng.normal(0, 3, 700), rng.uniform(0.01, 50, 700)
+    y = np.where(rng.uniform(size=700) < 0.5, -1.0, 1.0)
+    chunked = C.expected_log_lik(y, m, v, "logit")
+    monkeypatch.setattr(C, "QUADRATURE_ROWS", 10_000)
+    whole = C.expected_log_lik(y, m, v, "logit")
+    np.testing.assert_allclose(chunked, whole, rtol=1e-13)
+    # each term against scipy's adaptive quadrature
+    for i in (0, 350, 699):
+        ref = integrate.quad(lambda f: np.exp(-0.5 * (f - m[i]) ** 2 / v[i]) / np.sqrt(2 * np.pi * v[i])
+                             * log_expit(y[i] * f), m[i] - 14 * np.sqrt(v[i]), m[i] + 14 * np.sqrt(v[i]),
+                             limit=200)[0]
+        np.testing.assert_allclose(C.expected_log_lik(y[i:i + 1], m[i:i + 1], v[i:i + 1], "logit"), ref, rtol=1e-8)
+
+
 @pytest.mark.slow
 def test_ep_predictions_close_to_nuts():
     data = toy_data(20, seed=6)

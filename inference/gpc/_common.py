@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import math
 import time
 import warnings
 from typing import NamedTuple
@@ -87,6 +88,8 @@ _FINE_F = np.concatenate([[-30.0, -24.0, -18.0, -14.0, -10.0, -8.0], np.linspace
 
 #: quadrature nodes per point of :func:`_graded_nodes`: the panels between the merged edges, 10 nodes each
 QUADRATURE_NODES = (_COARSE_T.size + _FINE_F.size - 1) * _GL_X.size
+#: rows per chunk of :func:`tilted_moments` (logit) and :func:`expected_log_lik`: their node arrays stay at a few MB
+QUADRATURE_ROWS = 256
 
 
 def _graded_nodes(m, sd):
@@ -127,50 +130,84 @@ def tilted_moments(y, mu, var, likelihood):
     shape = np.broadcast(y, mu, var).shape
     y, mu, var = (np.broadcast_to(a, shape).ravel() for a in (y, mu, var))
     sd = np.sqrt(var)
-    f, logw, t = _graded_nodes(mu, sd)
-    la = logw + log_lik(f, y[:, None], "logit")
-    lZ = logsumexp(la, axis=1)
-    p = np.exp(la - lZ[:, None])
-    mt = np.sum(p * t, axis=1)                  # tilted mean in standardised units
-    vt = np.maximum(np.sum(p * t * t, axis=1) - mt * mt, 0.0)
+    lZ, mt, vt = np.empty(mu.size), np.empty(mu.size), np.empty(mu.size)
+    for start in range(0, mu.size, QUADRATURE_ROWS):     # rows are independent: chunks bound the node arrays
+        rows = slice(start, start + QUADRATURE_ROWS)
+        f, logw, t = _graded_nodes(mu[rows], sd[rows])
+        la = logw + log_lik(f, y[rows, None], "logit")
+        lZ[rows] = logsumexp(la, axis=1)
+        p = np.exp(la - lZ[rows, None])
+        mt[rows] = np.sum(p * t, axis=1)                  # tilted mean in standardised units
+        vt[rows] = np.maximum(np.sum(p * t * t, axis=1) - mt[rows] ** 2, 0.0)
     d1 = mt / sd
     d2 = (vt - 1.0) / var
     return lZ.reshape(shape), d1.reshape(shape), d2.reshape(shape)
 
 
+def probit_tilted_moments_scalar(y: float, mu: float, var: float):
+    """:func:`tilted_moments` for one probit site, in scalar arithmetic (EP's sequential site loop calls it once
+    per site and pass, where NumPy's per-call overhead on 0-d arrays costs more than the formula)."""
+    s = math.sqrt(1.0 + var)
+    z = y * mu / s
+    lZ = float(log_ndtr(z))
+    r = math.exp(-0.5 * z * z - 0.5 * LOG_2PI - lZ)
+    return lZ, y * r / s, -min(max(r * (z + r), 0.0), 1.0) / (1.0 + var)
+
+
 def expected_log_lik(y, m, v, likelihood):
     """sum_i E_{N(f_i | m_i, v_i)} log sig(y_i f_i): term 1 of the Jensen bound (4.13)."""
-    sd = np.sqrt(np.maximum(np.asarray(v, float), 0.0))
-    f, logw, _ = _graded_nodes(np.atleast_1d(np.asarray(m, float)), np.atleast_1d(sd))
-    return float(np.sum(np.exp(logw) * log_lik(f, np.asarray(y, float)[:, None], likelihood)))
+    sd = np.atleast_1d(np.sqrt(np.maximum(np.asarray(v, float), 0.0)))
+    m = np.atleast_1d(np.asarray(m, float))
+    y = np.broadcast_to(np.asarray(y, float), m.shape)
+    total = 0.0
+    for start in range(0, m.size, QUADRATURE_ROWS):
+        rows = slice(start, start + QUADRATURE_ROWS)
+        f, logw, _ = _graded_nodes(m[rows], sd[rows])
+        total += float(np.sum(np.exp(logw) * log_lik(f, y[rows, None], likelihood)))
+    return total
 
 
 # ------------------------------------------------------------------------------------------------ linear algebra
+def _scaled_kernel(K, sW):
+    """sW K sW as a new C-ordered matrix (one n x n allocation: the products are formed in place)."""
+    A = sW[:, None] * K
+    A *= sW[None, :]
+    return A
+
+
 def chol_B(K, sW):
-    """Lower Cholesky factor of B = I + sW K sW (eigenvalues >= 1, thesis footnote 9)."""
+    """Lower Cholesky factor of B = I + sW K sW (eigenvalues >= 1, thesis footnote 9), Fortran-ordered.
+
+    B is built and factorised in one n x n buffer: LAPACK reads the buffer's transpose, which is B itself up to
+    the last bit of the products (the factor's memory is B's: no copies of n x n matrices)."""
     n = K.shape[0]
-    B = np.eye(n) + sW[:, None] * K * sW[None, :]
-    try:
-        return sla.cholesky(B, lower=True, check_finite=False)
-    except (np.linalg.LinAlgError, sla.LinAlgError):
-        pass
-    try:
-        return sla.cholesky(B + 1e-10 * np.eye(n), lower=True, check_finite=False)
-    except (np.linalg.LinAlgError, sla.LinAlgError):
-        raise ValueError(f"GPC: B = I + W^1/2 K W^1/2 is not positive definite in floating point (largest prior "
-                         f"variance {float(np.max(np.diag(K))):.3g}): K is numerically singular; increase the model's "
-                         f"jitter or lower the amplitude (log_sf)") from None
+    for extra in (0.0, 1e-10):
+        B = _scaled_kernel(K, sW)
+        B.flat[::n + 1] += 1.0 + extra
+        try:
+            return sla.cholesky(B.T, lower=True, overwrite_a=True, check_finite=False)
+        except (np.linalg.LinAlgError, sla.LinAlgError):
+            del B
+    raise ValueError(f"GPC: B = I + W^1/2 K W^1/2 is not positive definite in floating point (largest prior "
+                     f"variance {float(np.max(np.diag(K))):.3g}): K is numerically singular; increase the model's "
+                     f"jitter or lower the amplitude (log_sf)")
+
+
+def _half_cov(K, sW, L):
+    """L^-1 sW K, solved in place in a Fortran-ordered buffer ((K sW)^T = sW K for symmetric K)."""
+    return sla.solve_triangular(L, (K * sW[None, :]).T, lower=True, overwrite_b=True, check_finite=False)
 
 
 def posterior_cov(K, sW, L):
-    """V = K - K C K with C = sW B^-1 sW  (Table 4.3)."""
-    Vh = sla.solve_triangular(L, sW[:, None] * K, lower=True, check_finite=False)
-    V = K - Vh.T @ Vh
-    return 0.5 * (V + V.T)
+    """V = K - K C K with C = sW B^-1 sW  (Table 4.3); exactly symmetric (numpy forms Vh^T Vh with syrk)."""
+    Vh = _half_cov(K, sW, L)
+    V = Vh.T @ Vh
+    del Vh
+    return np.subtract(K, V, out=V)
 
 
 def posterior_var(K, sW, L):
-    Vh = sla.solve_triangular(L, sW[:, None] * K, lower=True, check_finite=False)
+    Vh = _half_cov(K, sW, L)
     return np.diag(K) - np.sum(Vh * Vh, axis=0)
 
 
@@ -203,8 +240,7 @@ def jensen_bound(y, m, V, likelihood, *, K=None, sW=None, L=None, alpha=None):
     n = m.shape[0]
     term1 = expected_log_lik(y, m, np.diag(V), likelihood)
     if sW is not None and L is not None and alpha is not None:
-        Li = sla.solve_triangular(L, np.eye(n), lower=True, check_finite=False)
-        reg = n - float(m @ alpha) - logdet_B(L) - float(np.sum(Li * Li))
+        reg = n - float(m @ alpha) - logdet_B(L) - trace_B_inv(L)
     else:
         if K is None:
             raise ValueError("jensen_bound needs K, or the site form (sW, L, alpha)")
@@ -246,8 +282,11 @@ def kernel_and_grads(model, X, hyp=None, grads=True):
     X = np.atleast_2d(np.asarray(X, float))
     if hyp is None:
         hyp = get_hyp(model, X)
-    K = gk.kernel_matrix(_kind(model), X, X, hyp, _degree(model))
-    K = 0.5 * (K + K.T) + getattr(model, "jitter", 1e-8) * np.eye(K.shape[0])
+    K0 = gk.kernel_matrix(_kind(model), X, X, hyp, _degree(model))
+    K = K0 + K0.T             # exactly symmetric; formed in place from here on (no n x n temporaries)
+    del K0
+    K *= 0.5
+    K.flat[::K.shape[0] + 1] += getattr(model, "jitter", 1e-8)
     if not grads:
         return K, None
     return K, np.stack(gk.kernel_grad(_kind(model), X, hyp, _degree(model)))
@@ -301,20 +340,22 @@ MEMORY_ADVICE = ("fit a random subset of the training points: every GPC backend 
                  "Cholesky factors, the posterior covariance)")
 
 
-def memory(square: float, approximation: bool = True):
+def memory(square: float, approximation: bool = True, quadrature_rows: int | None = None):
     """The ``memory`` declaration of a GPC backend (``bayeszoo.resources``): ``square`` n x n matrices alive at its
     peak (counted on its code path: the kernel and its symmetrised copy, chol(K), B and its factor, the covariance
     V and the temporaries that form it, the factor the draws use). An ``approximation`` also holds, up to n =
     ``DENSE_N``, its covariance in the fit's ``gaussian`` group (three n x n matrices while it is symmetrised), and
     evaluates the Jensen bound (and the logit's tilted moments) by quadrature: six arrays of n x
-    :data:`QUADRATURE_NODES`."""
+    :data:`QUADRATURE_NODES`, or of ``quadrature_rows`` x :data:`QUADRATURE_NODES` for a backend whose quadrature
+    runs in chunks of that many rows."""
     def need(model, data, options) -> Need:
         n = data.n
         parts = {f"{square:g} matrices of {n:,} x {n:,} (kernel, Cholesky factors, covariance)": dense(n, n, square)}
         if approximation and n <= DENSE_N:
             parts[f"the covariance kept with the fit ({n:,} x {n:,}, 3 matrices)"] = dense(n, n, 3)
         if approximation:
-            parts[f"quadrature (6 arrays of {n:,} x {QUADRATURE_NODES} nodes)"] = dense(n, QUADRATURE_NODES, 6)
+            rows = n if quadrature_rows is None else min(n, quadrature_rows)
+            parts[f"quadrature (6 arrays of {rows:,} x {QUADRATURE_NODES} nodes)"] = dense(rows, QUADRATURE_NODES, 6)
         return Need(parts, MEMORY_ADVICE)
     return need
 
@@ -406,6 +447,6 @@ def triangular_inverse(L):
 
 def trace_B_inv(L):
     """tr(B^-1) from L = chol(B): the trace term tr(V K^-1) of the Jensen bound (4.13)."""
-    Li = triangular_inverse(L)
-    return float(np.sum(Li * Li))
+    Li = triangular_inverse(L).ravel(order="K")          # a view: no second n x n array for the squares
+    return float(Li @ Li)
 

@@ -8,8 +8,11 @@ quadrature, :func:`._common.tilted_moments`), site update in the GPML form
 
 (d1, d2 the first two derivatives of log Z_i in the cavity mean; no division by a difference of small
 precisions, so wide cavities in regime 2 are safe), optionally damped, then a rank-one update of Sigma
-(R&W 3.70). After every sweep Sigma and mu are recomputed from L = chol(I + sW K sW) to stop round-off from
-accumulating. Converged when the largest change of the site parameters and of log Z_EP fall below ``tol``.
+(R&W 3.70). The rank-one updates of ``BLOCK`` consecutive sites are applied to the rest of Sigma as one
+rank-``BLOCK`` update (:func:`_sweep`: the same sequential schedule, with matrix-matrix BLAS instead of one pass
+over all of Sigma per site). After every sweep Sigma and mu are recomputed from L = chol(I + sW K sW) to stop
+round-off from accumulating, so a sweep costs about ten Cholesky factorisations of an n x n matrix. Converged
+when the largest change of the site parameters and of log Z_EP fall below ``tol``.
 
 Evidence, R&W 3.65 in the GPML ``infEP`` form (prior mean 0)::
 
@@ -42,16 +45,24 @@ OPTIONS = {
 RELATIONS = (AtMost("min_sweeps", "max_sweeps"),)
 
 
-_ger = sla.blas.get_blas_funcs("ger", dtype=np.float64)   # rank-one update A += alpha x y^T, in place
+_ger = sla.blas.get_blas_funcs("ger", dtype=np.float64)     # rank-one update A += alpha x y^T, in place
+_gemm = sla.blas.get_blas_funcs("gemm", dtype=np.float64)
+
+#: sites per block of the sweep: their rank-one updates are gathered into one rank-``BLOCK`` update of Sigma
+BLOCK = 128
 
 
 def _recompute(K, ttau, tnu):
+    """Sigma = K - K sW B^-1 sW K and mu = Sigma nu~ from scratch (R&W Alg. 3.5 line 12), with L = chol(B)."""
+    n = K.shape[0]
     sW = np.sqrt(np.maximum(ttau, 0.0))
+    if not np.any(sW):                  # no site information yet (the first sweep): B = I, Sigma = K
+        L = np.eye(n)
+        Sigma = K.copy()
+        return Sigma, Sigma @ tnu, sW, L
     L = C.chol_B(K, sW)
-    V = sla.solve_triangular(L, sW[:, None] * K, lower=True, check_finite=False)
-    Sigma = K - V.T @ V
-    mu = Sigma @ tnu
-    return Sigma, mu, sW, L
+    Sigma = C.posterior_cov(K, sW, L)
+    return Sigma, Sigma @ tnu, sW, L
 
 
 def _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L):
@@ -66,12 +77,85 @@ def _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L):
     return -nlZ
 
 
+def _sweep(Sigma, mu, ttau, tnu, y, likelihood, damping, block, report):
+    """One sequential pass over the sites (R&W Alg. 3.5 lines 4-11), in blocks of ``block`` sites.
+
+    Inside a block each site sees the exact sequential state: its rank-one updates (R&W 3.70) are applied to the
+    block's own rows and columns of Sigma and mu only. The block's sites then change Sigma by one rank-``block``
+    update (Woodbury), Sigma <- Sigma - Sigma[:, B] (I + D Sigma[B, B])^-1 D Sigma[B, :] with D = diag(dtau~_B),
+    and mu by the matching O(n block) term, both applied to the rows of the sites still to come (the rows
+    already visited are recomputed after the pass). Same arithmetic as site-by-site updates up to round-off, but
+    a rank-one update streams all of Sigma through memory for each site (once Sigma outgrows the cache the pass
+    is memory-bound) where the blocked update is matrix-matrix BLAS.
+    ``Sigma`` and ``mu`` are overwritten (their visited rows are stale afterwards); returns the largest
+    relative change of the (undamped) site parameters."""
+    n = Sigma.shape[0]
+    max_change = 0.0
+    if likelihood == "probit":
+        moments = C.probit_tilted_moments_scalar
+    else:
+        def moments(y_i, m_c, v_c):
+            return C.tilted_moments(y_i, m_c, v_c, likelihood)
+    for start in range(0, n, block):
+        stop = min(start + block, n)
+        S0 = Sigma[start:stop, start:stop].copy()      # the block of Sigma at the block's start
+        mu0 = mu[start:stop].copy()
+        S = S0.copy()
+        m = mu0.copy()
+        dtau = np.zeros(stop - start)
+        dnu = np.zeros(stop - start)
+        for k in range(stop - start):
+            i = start + k
+            s_ii = S[k, k]
+            tau_c = 1.0 / s_ii - ttau[i]
+            if not (tau_c > 0):           # round-off in a near-degenerate Sigma: skip this site once
+                continue
+            nu_c = m[k] / s_ii - tnu[i]
+            m_c, v_c = nu_c / tau_c, 1.0 / tau_c
+            _, d1, d2 = moments(float(y[i]), m_c, v_c)
+            denom = 1.0 + d2 * v_c
+            tau_new = max(-d2 / denom, 0.0)   # log-concave likelihoods: tau >= 0 (R&W 3.6 comment)
+            nu_new = (d1 - m_c * d2) / denom
+            # convergence is judged on the full (undamped) update: at a fixed point it is zero, whereas a
+            # damped step is small whenever the damping is, fixed point or not
+            max_change = max(max_change, abs(tau_new - ttau[i]) / (1.0 + abs(ttau[i])),
+                             abs(nu_new - tnu[i]) / (1.0 + abs(tnu[i])))
+            if damping < 1.0:
+                tau_new = damping * tau_new + (1.0 - damping) * ttau[i]
+                nu_new = damping * nu_new + (1.0 - damping) * tnu[i]
+            dt = tau_new - ttau[i]
+            dn = nu_new - tnu[i]
+            ttau[i], tnu[i] = tau_new, nu_new
+            dtau[k], dnu[k] = dt, dn
+            si = S[:, k].copy()
+            c = dt / (1.0 + dt * s_ii)
+            _ger(-c, si, si, a=S.T, overwrite_a=True)               # R&W 3.70 within the block, in place
+            m += si * (dn * (1.0 - c * s_ii) - c * m[k])            # = Sigma_new @ nu~_new on the block
+        mu[start:stop] = m
+        if stop == n or not np.any(dtau):
+            if stop < n and np.any(dnu):    # sites with unchanged precision move mu only: mu += Sigma[:, B] dnu
+                mu[stop:] += Sigma[stop:, start:stop] @ dnu
+            report(stop)
+            continue
+        # Woodbury for the block: A = (I + D S0)^-1 D = (D^-1 + S0)^-1, symmetric
+        A = sla.solve(np.eye(stop - start) + dtau[:, None] * S0, np.diag(dtau), check_finite=False)
+        P = Sigma[stop:, start:stop]                       # Sigma[T, B] for the rows T still to come
+        mu[stop:] += P @ (dnu - A @ (mu0 + S0 @ dnu))
+        X = P @ A                                          # (n_T, b), C-ordered
+        # Sigma[T, :] -= X Sigma[B, :], in place: the rows T are contiguous in C order, so their transpose is a
+        # Fortran-ordered block BLAS updates without a copy (Sigma[B, :] is current: rows B were rows T before)
+        _gemm(-1.0, Sigma[start:stop, :].T, X.T, beta=1.0, c=Sigma[stop:, :].T, overwrite_c=True)
+        report(stop)
+    return max_change
+
+
 @C.one_blas_thread_when_small
 def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_sweeps=2, ttau0=None, tnu0=None,
-             progress=False):
+             progress=False, block=BLOCK):
     """Run EP to convergence. Returns a dict with ``ttau``, ``tnu``, ``mu``, ``Sigma``, ``sW``, ``L``,
     ``alpha`` (= K^-1 mu = tnu - sW B^-1 sW K tnu), ``log_evidence``, its trace, ``iterations`` (sweeps made),
-    ``converged``; ``progress`` shows a bar over the passes (sweeps over the sites)."""
+    ``converged``; ``progress`` shows a bar over the passes (sweeps over the sites). ``block``: sites whose
+    rank-one updates are applied together (:func:`_sweep`; 1 is the textbook site-by-site update)."""
     n = K.shape[0]
     ttau = np.zeros(n) if ttau0 is None else np.asarray(ttau0, float).copy()
     tnu = np.zeros(n) if tnu0 is None else np.asarray(tnu0, float).copy()
@@ -82,35 +166,13 @@ def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_swe
     sweep = 0
     last = ""         # how far the last pass was from converging, shown beside the site a pass has reached
     with progress_bar(total=max_sweeps, desc=f"ep ({likelihood})", disable=not progress, unit="pass") as bar:
+        def report(site):     # a pass over thousands of sites takes seconds: say where it is
+            show(bar, f"site {site}/{n}{last}")
+
         for sweep in range(1, max_sweeps + 1):
-            max_change = 0.0
-            for i in range(n):
-                s_ii = Sigma[i, i]
-                tau_c = 1.0 / s_ii - ttau[i]
-                if not (tau_c > 0):           # round-off in a near-degenerate Sigma: skip this site once
-                    continue
-                nu_c = mu[i] / s_ii - tnu[i]
-                m_c, v_c = nu_c / tau_c, 1.0 / tau_c
-                _, d1, d2 = C.tilted_moments(y[i], m_c, v_c, likelihood)
-                denom = 1.0 + d2 * v_c
-                tau_new = max(-d2 / denom, 0.0)   # log-concave likelihoods: tau >= 0 (R&W 3.6 comment)
-                nu_new = (d1 - m_c * d2) / denom
-                # convergence is judged on the full (undamped) update: at a fixed point it is zero, whereas a
-                # damped step is small whenever the damping is, fixed point or not
-                max_change = max(max_change, abs(tau_new - ttau[i]) / (1.0 + abs(ttau[i])),
-                                 abs(nu_new - tnu[i]) / (1.0 + abs(tnu[i])))
-                if damping < 1.0:
-                    tau_new = damping * tau_new + (1.0 - damping) * ttau[i]
-                    nu_new = damping * nu_new + (1.0 - damping) * tnu[i]
-                dtau = tau_new - ttau[i]
-                dnu = nu_new - tnu[i]
-                ttau[i], tnu[i] = tau_new, nu_new
-                si = Sigma[:, i].copy()
-                c = dtau / (1.0 + dtau * s_ii)
-                _ger(-c, si, si, a=Sigma.T, overwrite_a=True)                  # R&W 3.70, in place (Sigma symmetric)
-                mu += si * (dnu * (1.0 - c * s_ii) - c * mu[i])                # = Sigma_new @ tnu_new, in O(n)
-                if i % 64 == 63:      # a pass over thousands of sites takes seconds: say where it is
-                    show(bar, f"site {i + 1}/{n}{last}")
+            max_change = _sweep(Sigma, mu, ttau, tnu, y, likelihood, damping, max(1, int(block)), report)
+            Sigma = L = None      # stale rows and the last factor: free them before the recompute needs memory
+            show(bar, f"recomputing Sigma from chol(B){last}")
             Sigma, mu, sW, L = _recompute(K, ttau, tnu)
             lZ = _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L)
             trace.append(lZ)
@@ -122,7 +184,7 @@ def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_swe
                 break
             lZ_old = lZ
     alpha = tnu - C.solve_C(sW, L, K @ tnu)
-    return {"ttau": ttau, "tnu": tnu, "mu": mu, "Sigma": 0.5 * (Sigma + Sigma.T), "sW": sW, "L": L,
+    return {"ttau": ttau, "tnu": tnu, "mu": mu, "Sigma": Sigma, "sW": sW, "L": L,
             "alpha": alpha, "log_evidence": float(trace[-1]), "trace": np.array(trace), "iterations": sweep,
             "converged": converged}
 
@@ -159,7 +221,7 @@ def ep_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 
 @register("ep", kind="approximation", family="gpc", options=OPTIONS, relations=RELATIONS,
-          defaults=APPROXIMATION_DEFAULTS, memory=C.memory(7))
+          defaults=APPROXIMATION_DEFAULTS, memory=C.memory(7, quadrature_rows=C.QUADRATURE_ROWS))
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Expectation propagation: moment-matched Gaussian sites, sequential sweeps with rank-one updates."""
     return C.approximation_run(model, data, "ep", ep_posterior, opts, progress, draws=draws, chains=chains,

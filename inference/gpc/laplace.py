@@ -51,6 +51,7 @@ def laplace_mode(K, y, likelihood, *, a0=None, max_iter=100, tol=1e-9, progress=
             _, d1, d2, _ = C.log_lik_derivs(f, y, likelihood)
             W = -d2
             sW = np.sqrt(W)
+            L = None                                     # the last step's factor: free before the next one
             L = C.chol_B(K, sW)
             b = W * f + d1
             a_new = b - C.solve_C(sW, L, K @ b)          # R&W Alg. 3.1 lines 6-7
@@ -74,6 +75,7 @@ def laplace_mode(K, y, likelihood, *, a0=None, max_iter=100, tol=1e-9, progress=
                 break
     lp, d1, d2, d3 = C.log_lik_derivs(f, y, likelihood)
     sW = np.sqrt(-d2)
+    L = None
     L = C.chol_B(K, sW)
     lZ = -0.5 * float(a @ f) + float(np.sum(lp)) - 0.5 * C.logdet_B(L)
     return {"f": f, "alpha": a, "sW": sW, "L": L, "d1": d1, "d3": d3, "log_lik": float(np.sum(lp)),
@@ -119,7 +121,7 @@ def laplace_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 
 @register("laplace", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
-          memory=C.memory(5))
+          memory=C.memory(5, quadrature_rows=C.QUADRATURE_ROWS))
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """Laplace's method: Gaussian at the posterior mode of f (Newton in the B = I + W^1/2 K W^1/2 form)."""
     return C.approximation_run(model, data, "laplace", laplace_posterior, opts, progress, draws=draws, chains=chains,
