@@ -113,7 +113,7 @@ def test_degraded_cameraman_problem():
     assert bz.datasets.load("coins", size=64).meta["shape"] == (64, 64)
 
 
-def test_bad_input_raises_before_work():
+def test_bad_input_raises_before_work(monkeypatch):
     with pytest.raises(ValueError, match="2-D"):
         image_problem(np.zeros((4, 4, 3)))
     with pytest.raises(ValueError, match="non-finite"):
@@ -148,7 +148,10 @@ def test_bad_input_raises_before_work():
         bz.fit(BID(), sinc, backend="vb")
     with pytest.raises(ValueError, match="a_alpha > 0"):
         bz.fit(BID(a_alpha=0.0, b_alpha=0.0, psf_size=3), image_problem(np.ones((8, 8))), backend="gibbs")
-    with pytest.raises(ValueError, match="fewer draws"):
+    # 4 x 1000 draws of a 256 x 256 image (and its PSF) hold 4 GiB, beyond a 1 GiB limit: refused by the memory guard
+    monkeypatch.setenv("BAYESZOO_MEMORY_LIMIT", "1GiB")
+    with pytest.raises(ValueError, match=r"BID backend 'vb': this fit would need about 4.02 GiB.*at most 245 draws "
+                                         r"of 4 chains"):
         bz.fit(BID(), bz.datasets.load("cameraman"), backend="vb", draws=1000, chains=4)
 
 

@@ -179,7 +179,7 @@ def test_predict_and_score_refuse_a_fit_made_with_other_options(sinc):
 
 @pytest.mark.parametrize("X_new, match", [
     (np.array([[np.nan], [0.0]]), "NaN"), (np.array([[np.inf]]), "NaN or inf"), (np.zeros((3, 2)), "1 column"),
-    ("abc", "array of numbers"), (np.zeros((2, 1, 1)), "2 dimension")])
+    ("abc", "array of real numbers"), (np.zeros((2, 1, 1)), "2 dimension")])
 def test_predict_refuses_bad_inputs_naming_the_problem(sinc, X_new, match):
     # NaN gave NaN predictions, two columns a matmul error, a string numpy's conversion error
     M = sinc.n + 1
