@@ -74,8 +74,17 @@ def test_cholesky_rank_one_update_and_downdate():
     np.testing.assert_allclose(L @ L.T, A + np.outer(x, x), atol=1e-10)
     assert E.chol_rank_one(L, 0.5 * x, -1.0)
     np.testing.assert_allclose(L @ L.T, A + 0.75 * np.outer(x, x), atol=1e-10)
-    # a downdate that leaves A indefinite is refused
-    assert not E.chol_rank_one(sla.cholesky(np.eye(3), lower=True), np.array([2.0, 0.0, 0.0]), -1.0)
+    # a downdate that leaves A indefinite is refused, and the factor is left as it was
+    L = sla.cholesky(np.diag([1.0, 4.0, 9.0]), lower=True)
+    assert not E.chol_rank_one(L, np.array([0.5, 2.5, 0.0]), -1.0)
+    np.testing.assert_array_equal(L, np.diag([1.0, 2.0, 3.0]))
+    # at a size where the rows are long: the same factor as a fresh Cholesky, zeros kept above the diagonal
+    M = rng.standard_normal((300, 300))
+    A = M @ M.T / 300 + np.eye(300)
+    L, x = sla.cholesky(A, lower=True), rng.standard_normal(300)
+    assert E.chol_rank_one(L, x, 1.0)
+    np.testing.assert_allclose(L, sla.cholesky(A + np.outer(x, x), lower=True), atol=1e-12)
+    assert np.all(np.triu(L, 1) == 0.0)
 
 
 def test_marginals_kept_by_woodbury_equal_a_fresh_factor():

@@ -77,20 +77,23 @@ def vb_fit(model, Phi, t, opts, progress=False):
                 H = G.copy()
                 H[np.diag_indices(M)] += E_alpha
                 post = C.Gaussian(H, Phi.T @ Ez)
-            m, S = post.mu, post.Sigma
-            Ew2 = m * m + np.diag(S)
+            # Sigma = R R^T enters only through its diagonal, diag(Phi Sigma Phi^T) and tr(G Sigma) = |Phi R|_F^2, so
+            # its square root R (one triangular inverse) serves all three without forming Sigma (an M^3 product)
+            m, R = post.mu, post.chol_cov()
+            PR = Phi @ R
+            Ew2 = m * m + np.einsum("ij,ij->i", R, R)
             # ---- q(alpha)
             b_t = b + 0.5 * Ew2
             E_alpha = a_t / b_t
             E_log_alpha = digamma(a_t) - np.log(b_t)
             # ---- likelihood-side factor and its ELBO terms
             f_mean = Phi @ m
-            f_var = np.einsum("ij,ij->i", Phi @ S, Phi)       # diag(Phi S Phi^T) through one BLAS product, O(N M^2)
+            f_var = np.einsum("ij,ij->i", PR, PR)             # diag(Phi S Phi^T) through one BLAS product, O(N M^2)
             if not clf:
                 # |t - Phi m|^2 + tr(G S), the residual formed directly: expanding it as t.t - 2 m.Phi^T t + m.G m
                 # cancels catastrophically for targets far from zero (it went negative for targets near 1e5)
                 r = t - f_mean
-                resid = float(r @ r) + float(np.sum(G * S))
+                resid = float(r @ r) + float(np.sum(f_var))     # tr(G S) = sum_n (Phi S Phi^T)_nn
                 d_t = d + 0.5 * resid
                 E_beta = c_t / d_t
                 E_log_beta = digamma(c_t) - np.log(d_t)
@@ -120,7 +123,7 @@ def vb_fit(model, Phi, t, opts, progress=False):
                 converged = True
                 break
     # final q(w) consistent with the final q(alpha), q(beta) for the draws
-    return dict(m=m, R=post.chol_cov(), a_t=a_t, b_t=b_t, c_t=None if clf else c_t, d_t=None if clf else d_t,
+    return dict(m=m, R=R, a_t=a_t, b_t=b_t, c_t=None if clf else c_t, d_t=None if clf else d_t,
                 elbo=np.array(trace), iterations=it, converged=converged)
 
 
