@@ -6,9 +6,9 @@ Parameters and observations are drawn from the model's prior predictive through 
 is sampled too); each simulated observation vector replaces the data's ``y`` (the inputs stay), ``bz.fit`` fits
 it with the backend. A model of one's own is simulated by its own library (``pm.sample_prior_predictive``, or
 NumPyro's ``Predictive`` on its function) and rebuilt around each simulation's observations
-(``model.with_observations``: ``pm.observe`` or ``numpyro.handlers.condition``). Every scalar component of the canonical variables is ranked among the fit's posterior
-draws, thinned so that they are nearly independent (by default each fit's own draws / smallest bulk ESS, the
-thinning Talts et al. recommend; or a fixed ``thin``). A backend that samples the posterior gives uniform ranks;
+(``model.with_observations``: ``pm.observe`` or ``numpyro.handlers.condition``). Every scalar component of the
+canonical variables is ranked among the fit's posterior draws, thinned so that they are nearly independent (by
+default each fit's own draws / smallest bulk ESS, the thinning Talts et al. recommend; or a fixed ``thin``). A backend that samples the posterior gives uniform ranks;
 :class:`~bayeszoo.diagnostics.calibration.SBCResult` tests that with ECDF-difference bands (Säilynoja, Bürkner and
 Vehtari 2022) and draws them. The fits run here one after another, or on any ``concurrent.futures`` executor or
 Dask client, as ``bz.compare`` runs its grid.
@@ -212,7 +212,8 @@ def prior_predictive(model, data: Dataset, names: list[str], n: int, seed: int):
         found = ", ".join(f"{k} ({size} values)" for k, size in observed.items()) or "none"
         raise ValueError(f"{WHO}: {type(model).__name__}'s NumPyro declaration cannot simulate the observations: "
                          f"it needs one observed site as large as y ({data.y.size} values); it has {found}")
-    return _truths(model, data, names, draws, n), np.asarray(draws[next(iter(observed))], dtype=float).reshape(n, -1)
+    y = np.asarray(draws[next(iter(observed))], dtype=float)
+    return _truths(model, data, names, draws, n), y.reshape(n, -1)
 
 
 def user_prior_predictive(model: UserModel, names: list[str], n: int, seed: int):
