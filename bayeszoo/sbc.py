@@ -8,10 +8,10 @@ it with the backend. A model of one's own is simulated by its own library (``pm.
 NumPyro's ``Predictive`` on its function) and rebuilt around each simulation's observations
 (``model.with_observations``: ``pm.observe`` or ``numpyro.handlers.condition``). Every scalar component of the
 canonical variables is ranked among the fit's posterior draws, thinned so that they are nearly independent (by
-default each fit's own draws / smallest bulk ESS, the thinning Talts et al. recommend; or a fixed ``thin``). A backend that samples the posterior gives uniform ranks;
-:class:`~bayeszoo.diagnostics.calibration.SBCResult` tests that with ECDF-difference bands (Säilynoja, Bürkner and
-Vehtari 2022) and draws them. The fits run here one after another, or on any ``concurrent.futures`` executor or
-Dask client, as ``bz.compare`` runs its grid.
+default each fit's own draws / smallest bulk ESS, the thinning Talts et al. recommend; or a fixed ``thin``). A
+backend that samples the posterior gives uniform ranks; :class:`~bayeszoo.diagnostics.calibration.SBCResult`
+tests that with ECDF-difference bands (Säilynoja, Bürkner and Vehtari 2022) and draws them. The fits run here one
+after another, or on any ``concurrent.futures`` executor or Dask client, as ``bz.compare`` runs its grid.
 """
 from __future__ import annotations
 
