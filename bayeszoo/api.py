@@ -8,7 +8,6 @@ import tempfile
 import traceback
 import warnings
 from concurrent.futures import Executor
-from importlib import metadata
 
 import numpy as np
 
@@ -19,7 +18,8 @@ from bayeszoo import catalogue, checks, registry, resources
 from bayeszoo.catalogue import Reference
 from bayeszoo.comparison import COMPARISON_FILE, Comparison, fit_filename, folder_lock
 from bayeszoo.datasets import Dataset
-from bayeszoo.results import Fit, ResultExists, jsonable, load_fit, recording, saved_fit_identity
+from bayeszoo.results import (Fit, ResultExists, jsonable, load_fit, package_version, recording,
+                              saved_fit_identity)
 from bayeszoo.models import Model, UserModel
 from bayeszoo.progress import progress_bar
 
@@ -161,11 +161,8 @@ def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int
 
 def _provenance(model, data: Dataset, backend: str) -> dict:
     """What else a fit depends on besides its settings: a resumed grid reuses a saved fit only when all match."""
-    try:
-        version = metadata.version("bayeszoo")
-    except metadata.PackageNotFoundError:
-        version = "unknown"
-    return {"model": jsonable(model.spec()), "data": data.fingerprint(), "backend": backend, "version": version}
+    return {"model": jsonable(model.spec()), "data": data.fingerprint(), "backend": backend,
+            "version": package_version("bayeszoo")}
 
 
 def _settings(**kwargs) -> dict:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime
+import functools
 import html
 import json
 import math
@@ -603,12 +604,19 @@ def _canonical_posterior(model, data, backend: str, posterior) -> xr.Dataset:
     return xr.Dataset(out, coords=_chain_draw(n_chain, n_draw))
 
 
+@functools.lru_cache(maxsize=None)
+def package_version(name: str) -> str:
+    """An installed distribution's version ("unknown" when it is not installed), read once per process: reading
+    the installed packages' metadata costs milliseconds, more than a small fit."""
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def _provenance(library: str) -> dict:
     """ArviZ's provenance attributes for every group."""
-    try:
-        version = metadata.version(library)
-    except metadata.PackageNotFoundError:
-        version = "unknown"
+    version = package_version(library)
     return {"created_at": datetime.datetime.now(datetime.timezone.utc).isoformat(),
             "arviz_version": az.__version__, "inference_library": library,
             "inference_library_version": version}
