@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import numbers
 from dataclasses import dataclass
+from typing import Callable
 
 import numpy as np
 
@@ -224,21 +225,27 @@ class Text:
 
 @dataclass(frozen=True)
 class AtMost:
-    """A relation between two options of one backend: ``smaller`` <= ``larger`` (skipped while either is None,
-    e.g. a default that depends on the data). Called as ``relation(owner, options)`` once every option has passed
-    its own constraint."""
+    """A relation between two options of one backend: ``smaller`` <= ``larger``. Skipped while either is None (a
+    default that depends on the data), except that ``larger_default(data)`` stands in for a ``larger`` left None
+    when the data are known (e.g. ``lambda data: 20 * data.n``). Called as ``relation(owner, options, data)`` once
+    every option has passed its own constraint."""
 
     smaller: str
     larger: str
+    larger_default: Callable | None = None
 
     @property
     def names(self) -> tuple[str, str]:
         return self.smaller, self.larger
 
-    def __call__(self, owner: str, options: dict) -> None:
+    def __call__(self, owner: str, options: dict, data=None) -> None:
         low, high = options[self.smaller], options[self.larger]
+        by_default = high is None and self.larger_default is not None and data is not None
+        if by_default:
+            high = self.larger_default(data)
         if low is not None and high is not None and low > high:
-            raise ValueError(f"{owner}: option {self.smaller!r} ({low!r}) must be <= {self.larger!r} ({high!r})")
+            raise ValueError(f"{owner}: option {self.smaller!r} ({low!r}) must be <= {self.larger!r} ({high!r}"
+                             f"{', its default for these data' if by_default else ''})")
 
 
 #: the constraints most options have

@@ -96,7 +96,7 @@ class Backend:
         for name, opt in self.options.items():
             resolved[name] = opt.constraint(self.owner, f"option {name!r}", resolved[name])
         for relation in self.relations:
-            relation(self.owner, resolved)
+            relation(self.owner, resolved, data)
         if self.check is not None:
             checked = self.check(dict(resolved), model, data)
             if checked is not None:

@@ -3,6 +3,7 @@ a relation declared with the backend's options (``register(..., relations=...)``
 from __future__ import annotations
 
 import dataclasses
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -28,6 +29,13 @@ def test_at_most_names_both_options_and_their_values():
     with pytest.raises(ValueError) as caught:
         relation("GPC backend 'ep'", {"min_sweeps": 500, "max_sweeps": 200})
     assert str(caught.value) == "GPC backend 'ep': option 'min_sweeps' (500) must be <= 'max_sweeps' (200)"
+    by_size = AtMost("min_iter", "max_iter", larger_default=lambda data: 20 * data.n)
+    by_size("B", {"min_iter": 500, "max_iter": None})                    # no data (registration): skipped
+    by_size("B", {"min_iter": 200, "max_iter": None}, SimpleNamespace(n=10))
+    with pytest.raises(ValueError, match=r"^B: option 'min_iter' \(201\) must be <= 'max_iter' \(200, its default "
+                                         r"for these data\)$"):
+        by_size("B", {"min_iter": 201, "max_iter": None}, SimpleNamespace(n=10))
+    by_size("B", {"min_iter": 201, "max_iter": 300}, SimpleNamespace(n=10))   # a given value wins
 
 
 def test_gpc_ep_refuses_min_sweeps_above_max_sweeps_before_it_runs(gpc_problem, monkeypatch):

@@ -229,21 +229,9 @@ def _fit(backend, model, data, res, Ls, A, *, draws, chains, seed, timer, limit)
                              extra_groups={RELEVANCE_GROUP: relevance})
 
 
-def _check_mrvm1(options, model, data):
-    """The chapter-5 rules, and a given ``min_iter`` <= ``max_iter`` (given, or its default 20 N); a ``max_iter``
-    below the default ``min_iter`` (N) just stops the run sooner."""
-    options = MK.check_rule("mrvm1")(options, model, data)
-    low = options["min_iter"]
-    high = options["max_iter"] if options["max_iter"] is not None else 20 * data.n
-    if low is not None and low > high:
-        given = {k: options[k] for k in ("min_iter", "max_iter") if options[k] is not None}
-        raise ValueError(f"{owner('pmkl', 'mrvm1')}: option 'min_iter' ({low}) must be <= 'max_iter' ({high}) "
-                         f"(given: {given}; the defaults are N = {data.n} and 20 N = {20 * data.n})")
-    return options
-
-
 @register("mrvm1", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS1,
-          check=_check_mrvm1, defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(3.5, per_class=False),
+          relations=(checks.AtMost("min_iter", "max_iter", larger_default=lambda data: 20 * data.n),),
+          check=MK.check_rule("mrvm1"), defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(3.5, per_class=False),
           description="mRVM1: fast constructive multiclass RVM with shared precisions (Algorithms 6-7)")
 def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **opts):
     """mRVM1: constructive type-II ML with informative sample selection."""
