@@ -280,7 +280,7 @@ def load_fit(path: str | os.PathLike) -> Fit:
         with az.rc_context({"data.load": "eager"}):   # read into memory and close the file
             idata = az.from_netcdf(path, engine="h5netcdf")
     except Exception as exc:   # any content at all may be there: a truncated, foreign or damaged file
-        raise UnreadableFit(path, f"not a complete NetCDF file ({type(exc).__name__}: {_first_line(exc)})") from exc
+        raise UnreadableFit(path, f"not a complete NetCDF file ({type(exc).__name__}: {first_line(exc)})") from exc
     groups = idata.groups()
     if "posterior" not in groups:
         raise UnreadableFit(path, f"a NetCDF file without a posterior group (groups: {groups or 'none'}), "
@@ -292,7 +292,7 @@ def load_fit(path: str | os.PathLike) -> Fit:
         return Fit(idata=idata, backend=meta["backend"], kind=meta["kind"], timing=dict(meta["timing"]),
                    model_spec=meta["model_spec"], info=dict(meta.get("info", {})))
     except (TypeError, ValueError) as exc:
-        raise UnreadableFit(path, f"its metadata does not make a Fit ({_first_line(exc)})") from exc
+        raise UnreadableFit(path, f"its metadata does not make a Fit ({first_line(exc)})") from exc
 
 
 class UnreadableFit(ValueError):
@@ -324,7 +324,7 @@ def _fit_metadata(path: str, text) -> dict:
     try:
         meta = json.loads(text)
     except (TypeError, ValueError) as exc:
-        raise UnreadableFit(path, f"its {_ATTR!r} metadata is not valid JSON ({_first_line(exc)})") from None
+        raise UnreadableFit(path, f"its {_ATTR!r} metadata is not valid JSON ({first_line(exc)})") from None
     if not isinstance(meta, dict):
         raise UnreadableFit(path, f"its {_ATTR!r} metadata is a JSON {type(meta).__name__}, not a mapping")
     missing = [key for key in _META_TYPES if key not in meta and key != "info"]
@@ -352,7 +352,7 @@ def saved_fit_identity(path: str | os.PathLike) -> dict:
             attrs = dict(handle["posterior"].attrs)
     except Exception as exc:   # as in load_fit: anything may be in the file
         raise UnreadableFit(path, f"not a NetCDF file with a posterior group ({type(exc).__name__}: "
-                                  f"{_first_line(exc)})") from exc
+                                  f"{first_line(exc)})") from exc
     meta = _fit_metadata(path, attrs.get(_ATTR))
     info = meta.get("info", {})
     return {"backend": meta["backend"], "model_spec": meta["model_spec"], "settings": info.get("settings"),
@@ -421,7 +421,8 @@ def checked_path(path, what: str) -> str:
     return path
 
 
-def _first_line(exc: BaseException) -> str:
+def first_line(exc: BaseException) -> str:
+    """An exception's first line (at most 200 characters): PyTensor, NetCDF and JSON append pages of context."""
     text = str(exc).strip()
     return text.splitlines()[0][:200] if text else type(exc).__name__
 

@@ -30,7 +30,7 @@ from bayeszoo.datasets import Dataset
 from bayeszoo.diagnostics.calibration import SBCResult
 from bayeszoo.models import Model, UserModel
 from bayeszoo.progress import progress_bar
-from bayeszoo.results import jsonable, without_log_likelihood
+from bayeszoo.results import first_line, jsonable, without_log_likelihood
 
 WHO = "sbc"
 #: simulations drawn per call of the compiled prior predictive: one shape for every run, so it compiles once (and is
@@ -287,10 +287,10 @@ def _pymc_simulations(model, variables: list[str], n: int, seed: int) -> dict[st
     try:
         idata = pm.sample_prior_predictive(draws=n, model=pm_model, var_names=variables, random_seed=seed)
     except NotImplementedError as exc:   # pm.Flat / pm.HalfFlat have no sampler
-        raise ValueError(f"{WHO}: {model!r} cannot be simulated from its prior ({_first_line(exc)}); SBC needs "
+        raise ValueError(f"{WHO}: {model!r} cannot be simulated from its prior ({first_line(exc)}); SBC needs "
                          f"proper priors") from None
     except (ValueError, FloatingPointError, OverflowError) as exc:
-        raise _too_vague(model, _first_line(exc)) from None
+        raise _too_vague(model, first_line(exc)) from None
     finally:
         pymc_log.setLevel(level)
     out = {}
@@ -298,12 +298,6 @@ def _pymc_simulations(model, variables: list[str], n: int, seed: int) -> dict[st
         group = idata.prior if name in idata.prior else idata.prior_predictive
         out[name] = np.asarray(group[name].values)[0]   # one chain of n draws
     return out
-
-
-def _first_line(exc: Exception) -> str:
-    """PyTensor appends the failing node, its inputs and a traceback to an error: the first line says what."""
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _label(model) -> str:
