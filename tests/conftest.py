@@ -11,6 +11,7 @@ import pytest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 import bayeszoo as bz  # noqa: E402
+from bayeszoo import registry  # noqa: E402
 
 FAKE_BACKENDS = ["fake_ok", "fake_vb", "fake_em", "fake_fail"]
 
@@ -37,3 +38,14 @@ def fake_comparison(fakes):
     data = bz.datasets.load("sinc", n=40, n_test=100)
     return bz.compare(bz.models.RVM(width=3.0), data, backends=FAKE_BACKENDS, reference="fake_ok", draws=200,
                       tune=0, chains=2, seed=3, progress=False)
+
+
+@pytest.fixture
+def restore_registry():
+    """Whatever a test registers (bz.register_backend, registry.register) is gone afterwards."""
+    generic, family = dict(registry._GENERIC), dict(registry._FAMILY)
+    yield
+    registry._GENERIC.clear()
+    registry._GENERIC.update(generic)
+    registry._FAMILY.clear()
+    registry._FAMILY.update(family)

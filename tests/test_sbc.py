@@ -229,13 +229,9 @@ def _conjugate_mean(scale: float):
 
 
 @pytest.fixture
-def conjugate_backends():
-    generic = dict(registry._GENERIC)
+def conjugate_backends(restore_registry):
     bz.register_backend("mean_exact", _conjugate_mean(1.0), kind="approximation", description="exact posterior")
     bz.register_backend("mean_wide", _conjugate_mean(1.5), kind="approximation", description="sd 1.5 times too wide")
-    yield
-    registry._GENERIC.clear()
-    registry._GENERIC.update(generic)
 
 
 @pytest.mark.parametrize("library", ["pymc", "numpyro"])

@@ -18,17 +18,6 @@ from bayeszoo.registry import Option
 from bayeszoo.results import build_fit
 
 
-@pytest.fixture
-def restore_registry():
-    """Whatever a test registers is gone afterwards."""
-    generic, family = dict(registry._GENERIC), dict(registry._FAMILY)
-    yield
-    registry._GENERIC.clear()
-    registry._GENERIC.update(generic)
-    registry._FAMILY.clear()
-    registry._FAMILY.update(family)
-
-
 def _prior_draws(model, data, *, draws, tune, chains, seed, progress, **options):
     """A 'backend' that returns draws of N(0, 1) for every canonical variable."""
     rng = np.random.default_rng(seed)
