@@ -85,7 +85,7 @@ def fast_fit(model, Phi, t, opts, progress=False):
                 post = C.Gaussian(H, beta * Pt[active])
                 ev = C.log_evidence(post, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
                 S = beta * gdiag - beta * beta * np.sum((Ga @ post.Sigma) * Ga, 1)      # [P 28]
-                Q = beta * Pt - beta * beta * (Ga @ post.Sigma) @ Pt[active]            # [P 29]
+                Q = beta * Pt - beta * (Ga @ post.mu)       # [P 29]: Sigma beta Phi^T t is the posterior mean
             trace_ev.append(ev)
             trace_obj.append(ev + C.log_prior_terms(al, beta, model))
             # s_m, q_m [T 3.10]: equal to S_m, Q_m for bases not in the model
