@@ -22,7 +22,6 @@ Everything here is dense (n x n): the thesis's Lanczos variant serves n in the t
 """
 from __future__ import annotations
 
-import dataclasses
 import numbers
 from collections.abc import Sequence
 from dataclasses import dataclass, field

@@ -34,7 +34,6 @@ import threading
 import time
 import warnings
 
-import arviz as az
 import numpy as np
 import xarray as xr
 
