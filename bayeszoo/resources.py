@@ -112,7 +112,7 @@ def memory_limit() -> Limit:
 
 
 def _physical() -> Limit | None:
-    fields = _key_values("/proc/meminfo")
+    fields = _key_values("/proc/meminfo", until="MemAvailable")
     if "MemAvailable" in fields:
         return Limit(fields["MemAvailable"] * 1024, "available physical memory (MemAvailable, /proc/meminfo)")
     try:
@@ -163,19 +163,23 @@ def _rlimit() -> Limit | None:
         import resource
     except ImportError:
         return None
-    status = _key_values("/proc/self/status")
+    status = None   # read only when a limit is set (the usual case has none)
     found = []
     for which, used, name in ((resource.RLIMIT_AS, "VmSize", "address-space limit (ulimit -v)"),
                               (resource.RLIMIT_DATA, "VmData", "data limit (ulimit -d)")):
         soft = resource.getrlimit(which)[0]
-        if soft == resource.RLIM_INFINITY or soft >= NO_LIMIT or used not in status:
+        if soft == resource.RLIM_INFINITY or soft >= NO_LIMIT:
+            continue
+        status = _key_values("/proc/self/status") if status is None else status
+        if used not in status:
             continue
         found.append(Limit(max(soft - status[used] * 1024, 0), f"room under the process's {name}, {size_text(soft)}"))
     return min(found, key=lambda limit: limit.bytes) if found else None
 
 
-def _key_values(path: str, scale: int = 1) -> dict:
-    """``key: number`` lines (``/proc/meminfo``, ``/proc/self/status``, ``memory.stat``) as {key: int}."""
+def _key_values(path: str, scale: int = 1, until: str | None = None) -> dict:
+    """``key: number`` lines (``/proc/meminfo``, ``/proc/self/status``, ``memory.stat``) as {key: int}, up to the
+    line of key ``until`` when given (every fit reads the machine's memory: the rest of the file is not needed)."""
     out = {}
     try:
         with open(path) as handle:
@@ -183,6 +187,8 @@ def _key_values(path: str, scale: int = 1) -> dict:
                 parts = line.replace(":", " ").split()
                 if len(parts) >= 2 and parts[1].isdigit():
                     out[parts[0]] = int(parts[1]) * scale
+                    if parts[0] == until:
+                        break
     except OSError:
         pass
     return out

@@ -463,8 +463,10 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
         "numpyro", "nutpie"), recorded with its version in every group's provenance attributes.
     extra_groups : a family's own groups (e.g. GPC's ``gaussian``: the approximation's mean and covariance).
     """
+    obs_coords = model.coords(data).get("obs", np.arange(data.n))
     groups = {"posterior": _canonical_posterior(model, data, backend, posterior)}
     n_chain, n_draw = groups["posterior"].sizes["chain"], groups["posterior"].sizes["draw"]
+    indexes = _Indexes(groups["posterior"].coords, obs=obs_coords)
     if sample_stats:
         stats = {}
         for name, values in sample_stats.items():
@@ -473,13 +475,11 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
                 raise ValueError(f"backend {backend!r}: sample_stats[{name!r}] has shape {values.shape}, "
                                  f"expected (chain, draw, ...) = {(n_chain, n_draw)}")
             dims = ("chain", "draw", *(f"{name}_dim_{i}" for i in range(values.ndim - 2)))
-            stats[name] = xr.DataArray(values.astype(bool) if name == "diverging" else values, dims=dims)
-        groups["sample_stats"] = xr.Dataset(stats, coords=_chain_draw(n_chain, n_draw))
-    obs_coords = model.coords(data).get("obs", np.arange(data.n))
-    groups["observed_data"] = xr.Dataset({"y": xr.DataArray(np.asarray(data.y), dims=("obs",),
-                                                            coords={"obs": obs_coords})})
-    groups["constant_data"] = xr.Dataset({name: _constant(name, value, data, obs_coords)
-                                          for name, value in model.constant_data(data).items()})
+            stats[name] = (dims, values.astype(bool) if name == "diverging" else values)
+        groups["sample_stats"] = indexes.dataset(stats)
+    groups["observed_data"] = indexes.dataset({"y": (("obs",), np.asarray(data.y))})
+    groups["constant_data"] = indexes.dataset({name: _constant(name, value, data, indexes)
+                                               for name, value in model.constant_data(data).items()})
     if objective:
         for name, trace in objective.items():   # the final value is the result; early ones may be -inf (ADVI)
             final = np.asarray(trace, dtype=float)[..., -1:]
@@ -499,7 +499,7 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
     timing = {k: float(max(v, 0.0)) for k, v in timing.items()}
     fit = Fit(idata=idata, backend=backend, kind=kind, timing=timing, model_spec=model.spec(),
               info={**_standard_info(backend, info or {}), **_RECORD.get()})
-    _add_log_likelihood(fit, model, data)
+    _add_log_likelihood(fit, model, data, indexes)
     return fit
 
 
@@ -507,7 +507,7 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
 MAX_LOG_LIKELIHOOD_VALUES = 25_000_000
 
 
-def _add_log_likelihood(fit: Fit, model, data) -> None:
+def _add_log_likelihood(fit: Fit, model, data, indexes: "_Indexes") -> None:
     """ArviZ's ``log_likelihood`` group (variable ``y`` over chain, draw, obs; over ``event`` for a multivariate
     likelihood) from the model's pointwise log likelihood, so ``az.loo`` / ``az.compare`` work on the fit; too
     large a group is left out, and ``info`` says so."""
@@ -524,31 +524,53 @@ def _add_log_likelihood(fit: Fit, model, data) -> None:
         return
     values = np.asarray(values, dtype=float).reshape(fit.n_chains, fit.n_draws, -1)
     if values.shape[-1] == data.n:
-        dim, coords = "obs", fit.idata.observed_data["y"]["obs"].values
+        dim = "obs"
     else:   # a multivariate likelihood: one term per event, which holds several observed values
-        dim, coords = "event", np.arange(values.shape[-1])
+        dim = "event"
+        indexes.add("event", np.arange(values.shape[-1]))
         fit.info["log_likelihood"] = (f"one term per event: {values.shape[-1]} terms for {data.n} observed values "
                                       f"(a multivariate likelihood); PSIS-LOO leaves out one event at a time")
-    group = xr.Dataset({"y": xr.DataArray(values, dims=("chain", "draw", dim), coords={dim: coords})},
-                       coords=_chain_draw(fit.n_chains, fit.n_draws))
+    group = indexes.dataset({"y": (("chain", "draw", dim), values)})
     group.attrs.update(fit.idata.posterior.attrs)
     fit.idata.add_groups(log_likelihood=group)
 
 
-def _constant(name: str, value, data, obs_coords) -> xr.DataArray:
-    """A constant_data array; an axis as long as the training set shares the ``obs`` dim, the columns of an
-    (n, d) array are ``feature`` (named by ``data.meta["feature_names"]`` when it has them)."""
+def _constant(name: str, value, data, indexes: "_Indexes") -> tuple:
+    """A constant_data array as (dims, values); an axis as long as the training set shares the ``obs`` dim, the
+    columns of an (n, d) array are ``feature`` (named by ``data.meta["feature_names"]`` when it has them)."""
     value = np.asarray(value)
     dims = [f"{name}_dim_{i}" for i in range(value.ndim)]
-    coords = {}
     if value.ndim and value.shape[0] == data.n:
-        dims[0], coords["obs"] = "obs", obs_coords
+        dims[0] = "obs"
         if value.ndim == 2 and value.shape[1] == data.d:
             dims[1] = "feature"
             names = data.meta.get("feature_names")
             if names is not None and len(names) == data.d:
-                coords["feature"] = [str(n) for n in names]
-    return xr.DataArray(value, dims=tuple(dims), coords=coords)
+                indexes.add("feature", [str(n) for n in names])
+    return tuple(dims), value
+
+
+class _Indexes:
+    """The coordinates of one fit's groups, each dimension's index built once and shared by every group that has
+    the dimension: building pandas indexes is most of what an xarray Dataset costs, more than a small fit."""
+
+    def __init__(self, coords: xr.Coordinates, **more):
+        self._variables = {name: coords[name].variable for name in coords}
+        self._indexes = dict(coords.xindexes)
+        for dim, values in more.items():
+            self.add(dim, values)
+
+    def add(self, dim: str, values) -> None:
+        built = xr.Coordinates({dim: values})
+        self._variables[dim], self._indexes[dim] = built[dim].variable, built.xindexes[dim]
+
+    def dataset(self, variables: dict) -> xr.Dataset:
+        """``variables``: name -> (dims, values); the coordinates are those of the dims they use."""
+        dims = {d for var_dims, _ in variables.values() for d in var_dims}
+        used = [d for d in self._variables if d in dims]
+        coords = xr.Coordinates(coords={d: self._variables[d] for d in used},
+                                indexes={d: self._indexes[d] for d in used})
+        return xr.Dataset(variables, coords=coords)
 
 
 #: what the current ``bz.fit`` call records in every Fit it builds: seed, settings, provenance (api.fit)
@@ -599,10 +621,10 @@ def _canonical_posterior(model, data, backend: str, posterior) -> xr.Dataset:
         if not np.all(np.isfinite(values)):
             raise ValueError(f"backend {backend!r} returned non-finite draws of {name} "
                              f"({int(np.sum(~np.isfinite(values)))} of {values.size} values are NaN or inf)")
-        out[name] = xr.DataArray(values, dims=("chain", "draw", *dims),
-                                 coords={d: coords[d] for d in dims if d in coords})
-    n_chain, n_draw = next(iter(out.values())).shape[:2]
-    return xr.Dataset(out, coords=_chain_draw(n_chain, n_draw))
+        out[name] = (("chain", "draw", *dims), values)
+    n_chain, n_draw = next(iter(out.values()))[1].shape[:2]
+    used = {d for dims in var_dims.values() for d in dims if d in coords}
+    return xr.Dataset(out, coords=xr.Coordinates({**_chain_draw(n_chain, n_draw), **{d: coords[d] for d in used}}))
 
 
 @functools.lru_cache(maxsize=None)

@@ -108,13 +108,20 @@ class Dataset:
         return self.meta.get("task")
 
     def fingerprint(self) -> str:
-        """A digest of the name, the task and every array: equal for equal data, different after any change."""
-        digest = hashlib.sha1(f"{self.name}|{self.task}".encode())
+        """A digest of the name, the task and every array: equal for equal data, different after any change.
+        Hashed once: the arrays are read-only copies; only ``meta``'s task can change afterwards (every fit records
+        the fingerprint, and hashing a large X costs more than a small fit)."""
+        head = f"{self.name}|{self.task}"
+        cached = self.__dict__.get("_fingerprint")
+        if cached is not None and cached[0] == head:
+            return cached[1]
+        digest = hashlib.sha1(head.encode())
         for array in (self.X, self.y, self.X_test, self.y_test):
             array = np.ascontiguousarray(array)
             digest.update(f"{array.dtype}{array.shape}".encode())
             digest.update(array.tobytes())
-        return digest.hexdigest()
+        object.__setattr__(self, "_fingerprint", (head, digest.hexdigest()))
+        return self._fingerprint[1]
 
     def subset(self, train_idx, test_idx=None, name: str | None = None) -> "Dataset":
         """A new dataset whose training (and test) rows are rows of this one's training set."""

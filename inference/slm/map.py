@@ -52,7 +52,7 @@ from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 SOLVERS = ("auto", "cd", "fista", "admm", "lbfgs")
 CD_FIRST_WORKING_SET = 64     # coordinates of the first working set (celer's p0 order)
 CD_SWEEPS_PER_CHECK = 5       # sweeps between two duality-gap evaluations of a working set
-CD_POLISH_BELOW = 1e-4        # relative gap of the working set below which settled signs are worth a solve
+CD_POLISH_BELOW = 1e-3        # relative gap of the working set below which settled signs are worth a solve
 CD_STEADY_CHECKS = 1          # gap evaluations with unchanged signs before that solve
 FISTA_STEP = 1.3              # greedy FISTA's step, in units of 1 / L (Liang, Luo & Schoenlieb 2022: in [1, 2))
 FISTA_SHRINK = 0.96           # its safeguard's factor on the step when a move outgrows the first one
