@@ -106,6 +106,56 @@ def test_map_auto_solver_follows_the_problems_structure():
     assert bz.fit(SLM(B="identity"), dense, "map", progress=False).info["solver"] == "cd"
 
 
+def test_map_fista_polish_reaches_the_optimum_of_a_long_run(monkeypatch):
+    """An under-determined wavelet problem (40 Fourier rows, 256 unknowns): the polished FISTA stops at the optimum
+    (optimality conditions to 1e-9) after a few hundred iterations, where greedy FISTA alone is 1e-3 away and needs
+    thousands to reach the same objective."""
+    from bayeszoo.inference.slm import map as slm_map
+
+    data = bz.datasets.load("slm_image", image="camera", size=16, design="fourier", m=40, sigma2=0.005, seed=0)
+    model = SLM(tau=5.0, sigma2=0.005, B="wavelet")
+    fit = bz.fit(model, data, "map", solver="fista", progress=False)
+    assert fit.info["converged"] and fit.info["iterations"] < 300
+    ours = float(fit.idata.objective["neg_log_joint"].values[-1])
+    A = model.dense_X(data) @ model.dense_B(data).T                    # the problem in c = B u
+    c = model.dense_B(data) @ model.posterior_mean(fit)
+    scores = np.abs(A.T @ (data.y - A @ c)) / (5.0 * 0.005)            # |A^T r| / (sigma2 tau): <= 1, = 1 on c != 0
+    support = np.abs(c) > 1e-9
+    assert scores.max() <= 1.0 + 1e-9 and np.abs(scores[support] - 1.0).max() <= 1e-9
+    monkeypatch.setattr(slm_map, "FISTA_POLISH_STEADY", 10**9)         # greedy FISTA alone
+    alone = bz.fit(model, data, "map", solver="fista", progress=False, max_iter=fit.info["iterations"], tol=1e-300)
+    long = bz.fit(model, data, "map", solver="fista", progress=False, max_iter=2000, tol=1e-300)
+    assert float(alone.idata.objective["neg_log_joint"].values[-1]) > ours * (1 + 1e-3)
+    assert float(long.idata.objective["neg_log_joint"].values[-1]) == pytest.approx(ours, rel=1e-12)
+
+
+def test_feature_sign_follows_null_directions_to_the_optimum():
+    """A Lasso whose third column is the sum of the first two (a singular Gram matrix): from a point using all three,
+    the restricted solver follows the null direction (1, 1, -1) down the L1 term to an optimum, which it matches:
+    scikit-learn's Lasso's objective and the optimality conditions."""
+    import warnings
+
+    from sklearn.linear_model import Lasso
+
+    from bayeszoo.inference.slm.map import _feature_sign
+
+    rng = np.random.default_rng(2)
+    A = rng.standard_normal((12, 5))
+    A[:, 2] = A[:, 0] + A[:, 1]
+    y = A @ np.array([1.0, 1.5, 0.0, -2.0, 0.0]) + 0.1 * rng.standard_normal(12)
+    lam = np.full(5, 0.8)
+    v = _feature_sign(A.T @ A, A.T @ y, lam, np.ones(5))
+    objective = lambda w: 0.5 * np.sum((A @ w - y) ** 2) + lam @ np.abs(w)               # noqa: E731
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        lasso = Lasso(alpha=0.8 / 12, fit_intercept=False, tol=1e-14, max_iter=1_000_000).fit(A, y)
+    assert objective(v) == pytest.approx(objective(lasso.coef_), rel=1e-10)
+    scores = A.T @ (y - A @ v) / lam
+    assert np.abs(scores).max() <= 1 + 1e-10
+    np.testing.assert_allclose(scores[v != 0], np.sign(v[v != 0]), atol=1e-10)
+    assert v[0] == 0.0 or v[1] == 0.0          # the sum column replaced a pair whose L1 norm is larger
+
+
 def test_sbl_matches_sklearn_ard():
     from sklearn.linear_model import ARDRegression
 

@@ -19,8 +19,17 @@ Solvers (option ``solver``; "auto" picks by the problem's structure, the first t
   (O'Donoghue & Candes 2015), step 1.3 / L shrunk towards 1 / L whenever a move outgrows the first (the safeguard
   that makes it converge), L = 1 for Fourier sampling (rows of an orthonormal DFT: ||X|| <= 1) and a
   power-iteration bound otherwise. One product with X B^T and one with its transpose per iteration (X B^T c is
-  carried along the extrapolation, so the objective costs no product); stops when a step moves c by less than
-  ``tol`` relative to c;
+  carried along the extrapolation, so the objective costs no product). First-order steps crawl once the support is
+  found: on an under-determined problem the columns of X B^T on the support can be dependent, and along their
+  null space only the L1 term moves c, by step tau sigma2 an iteration. So, once the sign pattern of c has held for
+  ``FISTA_POLISH_STEADY`` iterations on a support of at most m (a solution with at most m nonzeros exists) and
+  ``POLISH_MAX_SUPPORT`` coordinates, the problem restricted to the support is solved exactly (its columns formed
+  by products, then feature-sign search: Lee, Battle, Raina & Ng 2007, with rays along null directions of the
+  restricted Gram matrix), coordinates that violate the optimality conditions outside it are added, and the point
+  is taken if it lowers the objective (the momentum restarts there). A polish waits until FISTA has made as many
+  products since the last one as that one made, so polishes make at most as many products as the iterations.
+  Stops when the duality gap of a polished point is below ``tol`` times the objective (the dual point as for
+  ``cd``), or when a step moves c by less than ``tol`` relative to c;
 * ``admm``: ADMM with the split s = B u (Boyd et al. 2011, §6.4), for Laplace potentials with any B (L1+TV): an
   exact u-step (dense Cholesky for n <= ``DENSE_N``, CG on the operators above), soft thresholding in s;
 * ``lbfgs``: SciPy's L-BFGS-B on u, for the smooth potentials (Student's t, logistic, Gaussian).
@@ -56,6 +65,9 @@ CD_POLISH_BELOW = 1e-3        # relative gap of the working set below which sett
 CD_STEADY_CHECKS = 1          # gap evaluations with unchanged signs before that solve
 FISTA_STEP = 1.3              # greedy FISTA's step, in units of 1 / L (Liang, Luo & Schoenlieb 2022: in [1, 2))
 FISTA_SHRINK = 0.96           # its safeguard's factor on the step when a move outgrows the first one
+FISTA_POLISH_STEADY = 10      # iterations with an unchanged sign pattern before the restricted problem is solved
+POLISH_ROUNDS = 10            # rounds of a polish: restricted solve, then the violators outside added
+POLISH_MAX_SUPPORT = 1000     # most coordinates of a polish's working set (each round an eigendecomposition)
 
 
 def _check(options, model, data):
@@ -234,6 +246,7 @@ def _fista(prob, max_iter, tol, bar):
 def _fista_loop(prob, max_iter, tol, bar):
     X, B, y = prob.X, prob.B, prob.y
     lam = prob.sigma2 * np.asarray(prob.potential.tau, dtype=float)    # identity / wavelet: one weight per c_j
+    lam = np.broadcast_to(lam, (B.shape[0],))
 
     def forward(c):                          # X B^T c: B orthonormal, u = B^T c
         return X.matvec(B.rmatvec(c))
@@ -245,6 +258,10 @@ def _fista_loop(prob, max_iter, tol, bar):
         v = z - step * adjoint(Az - y)
         return np.sign(v) * np.maximum(np.abs(v) - step * lam, 0.0)
 
+    def objective(c, Ac):
+        r = Ac - y
+        return 0.5 * (r @ r) + lam @ np.abs(c)
+
     # rows of an orthonormal DFT: ||X u|| <= ||u|| (Parseval), and B is orthonormal
     L = 1.0 if isinstance(X, FourierSampling) else _lipschitz(LinearOperator((X.shape[0], B.shape[0]), matvec=forward,
                                                                               rmatvec=adjoint, dtype=float))
@@ -254,6 +271,10 @@ def _fista_loop(prob, max_iter, tol, bar):
     first_move = None
     trace = []
     converged = False
+    signs, steady = np.zeros(B.shape[0], dtype=np.int8), 0
+    polished = None                                         # the sign pattern last polished
+    most = min(X.shape[0], POLISH_MAX_SUPPORT)              # the largest working set of a polish
+    wait = 0                                                # iterations before the next polish may start
     for it in range(1, max_iter + 1):
         z, Az = c + (c - c_old), Ac + (Ac - Ac_old)         # momentum 1 (greedy FISTA)
         c_new = prox_step(z, Az, step)
@@ -261,8 +282,8 @@ def _fista_loop(prob, max_iter, tol, bar):
             z, Az = c, Ac
             c_new = prox_step(z, Az, step)
         Ac_new = forward(c_new)
-        r = Ac_new - y
-        trace.append((0.5 * (r @ r) + lam @ np.abs(c_new)) / prob.sigma2)
+        f_new = objective(c_new, Ac_new)
+        trace.append(f_new / prob.sigma2)
         move = float(np.linalg.norm(c_new - c))
         if first_move is None:
             first_move = move
@@ -273,7 +294,132 @@ def _fista_loop(prob, max_iter, tol, bar):
         if move <= tol * max(np.linalg.norm(c), 1e-300):
             converged = True
             break
+        new_signs = np.sign(c).astype(np.int8)
+        steady = steady + 1 if np.array_equal(new_signs, signs) else 0
+        signs = new_signs
+        wait -= 1
+        # a solution with at most m nonzeros exists: a larger support is not yet worth a restricted solve
+        if (steady >= FISTA_POLISH_STEADY and wait <= 0 and np.count_nonzero(signs) <= most
+                and (polished is None or not np.array_equal(signs, polished))):
+            polished = signs
+            c_p, Ac_p, gap, products = _polish(forward, adjoint, y, lam, c, most)
+            wait = products // 2                            # FISTA makes two products an iteration
+            f_p = objective(c_p, Ac_p)
+            if f_p < f_new:                                 # take it, momentum restarted
+                c = c_old = c_p
+                Ac = Ac_old = Ac_p
+                trace[-1] = f_p / prob.sigma2                # the trace: the objective after each iteration
+                signs, steady = np.sign(c).astype(np.int8), 0
+            show(bar, f"polished: duality gap {gap:.2g} (tol {tol:g})")
+            if f_p <= f_new and gap <= tol:
+                converged = True
+                break
     return B.rmatvec(c), it, np.asarray(trace), converged
+
+
+def _polish(forward, adjoint, y, lam, c, most):
+    """The problem min ||A v - y||^2 / 2 + lam^T |v| (A = X B^T) solved exactly on a working set: the support of c,
+    enlarged by the coordinates whose optimality conditions fail outside it (up to ``POLISH_ROUNDS`` rounds, at most
+    ``most`` coordinates).
+    Returns (v, A v, relative duality gap of v, products with A or A^T made)."""
+    n = c.size
+    work = np.flatnonzero(c)
+    columns = np.empty((y.size, 0))
+    v = c[work].copy()
+    products, gap = 0, np.inf
+    unit = np.zeros(n)
+    for _ in range(POLISH_ROUNDS):
+        added = work[columns.shape[1]:]
+        new = np.empty((y.size, added.size))
+        for k, j in enumerate(added):                      # the working set's columns of A, one product each
+            unit[j] = 1.0
+            new[:, k] = forward(unit)
+            unit[j] = 0.0
+        columns = np.hstack([columns, new])
+        products += added.size
+        gram, rhs = columns.T @ columns, columns.T @ y
+        v = _feature_sign(gram, rhs, lam[work], v)
+        Av = columns @ v
+        residual = y - Av
+        scores = adjoint(residual)                         # A^T (y - A v): |scores_j| <= lam_j at the optimum
+        products += 1
+        full = np.zeros(n)
+        full[work] = v
+        scale = max(1.0, float(np.max(np.abs(scores) / lam)))
+        primal = 0.5 * (residual @ residual) + lam @ np.abs(full)
+        gap = (primal - ((residual @ y) / scale - 0.5 * (residual @ residual) / scale**2)) / max(primal, 1e-300)
+        excess = np.abs(scores) / lam - 1.0
+        excess[work] = 0.0
+        violators = np.flatnonzero(excess > 0)
+        room = most - work.size
+        if violators.size == 0 or room <= 0:
+            break
+        violators = violators[np.argsort(-excess[violators])[:max(1, min(room, work.size))]]
+        work = np.concatenate([work, violators])
+        v = np.concatenate([v, np.zeros(violators.size)])
+    full = np.zeros(n)
+    full[work] = v
+    return full, columns @ v, gap, products
+
+
+def _feature_sign(gram, rhs, lam, v, rtol=1e-12):
+    """min v^T G v / 2 - b^T v + lam^T |v| (G = ``gram``, b = ``rhs``) from ``v``: feature-sign search (Lee, Battle,
+    Raina & Ng 2007): on the face of the current signs the quadratic's minimiser nearest v (G may be singular), a
+    line search over the points where coordinates change sign, zeros dropped; when the face is optimal, the zero
+    coordinate violating its optimality condition most joins. Where the face's linear term has a part in G's null
+    space the face objective falls without bound along it: v follows that ray until a coordinate reaches zero."""
+    def f(w):
+        return 0.5 * (w @ gram @ w) - rhs @ w + lam @ np.abs(w)
+
+    signs = np.sign(v)
+    face_optimal = False                                    # v (FISTA's iterate) need not minimise on its face
+    for _ in range(4 * v.size + 20):
+        if face_optimal:
+            grad = gram @ v - rhs
+            excess = np.where(signs == 0, np.abs(grad) - lam * (1.0 + rtol), -np.inf)
+            j = int(np.argmax(excess)) if v.size else 0
+            if not v.size or excess[j] <= 0:
+                return v
+            signs[j] = -np.sign(grad[j])
+        active = np.flatnonzero(signs)
+        if active.size == 0:
+            face_optimal = True
+            continue
+        s = signs[active]
+        g_a = gram[np.ix_(active, active)]
+        linear = rhs[active] - lam[active] * s             # the face objective: w^T G w / 2 - linear^T w
+        d, U = np.linalg.eigh(g_a)
+        kept = d > 1e-10 * max(d[-1], 1e-300)
+        null = U[:, ~kept]
+        ray = null @ (null.T @ linear)
+        candidates = []
+        if np.linalg.norm(ray) > 1e-12 * max(np.linalg.norm(linear), 1e-300):
+            falling = s * ray < 0                           # coordinates that the ray takes towards zero
+            if np.any(falling):
+                t = -v[active][falling] / ray[falling]
+                w = v.copy()
+                w[active] += t.min() * ray
+                w[active[np.flatnonzero(falling)[np.argmin(t)]]] = 0.0
+                candidates.append(w)
+        step = U[:, kept] @ ((U[:, kept].T @ (linear - g_a @ v[active])) / d[kept])
+        target = v[active] + step
+        flipped = np.flatnonzero(np.sign(target) != s)
+        for k in flipped:                                   # where coordinate k changes sign on the way
+            t = v[active][k] / (v[active][k] - target[k])
+            w = v.copy()
+            w[active] = v[active] + t * step
+            w[active[k]] = 0.0
+            candidates.append(w)
+        w = v.copy()
+        w[active] = target
+        candidates.append(w)
+        best = min(candidates, key=f)
+        face_optimal = flipped.size == 0 and best is candidates[-1]
+        if f(best) >= f(v) and not face_optimal:
+            return v                                        # no progress (rounding): v is as good as it gets
+        v = best
+        signs = np.sign(v)
+    return v
 
 
 def _admm(prob, max_iter, tol, rho, bar):
@@ -362,7 +508,8 @@ def memory(model, data, options) -> Need:
                    "max_iter": Option(5000, "most iterations of the solver (cd: sweeps over working sets)",
                                       POSITIVE_INT),
                    "tol": Option(1e-10, "relative tolerance of the solver's stopping rule (cd: duality gap over "
-                                        "objective; fista: step over coefficients)", POSITIVE),
+                                        "objective; fista: that of a polished point, or a step over coefficients)",
+                                 POSITIVE),
                    "rho": Option(None, "ADMM penalty (None: balances X^T X / sigma2 against B^T B)",
                                  Interval(float, 0, None, "neither", none=True))})
 @blas_threads()
