@@ -38,6 +38,8 @@ Benchmarks (see BENCHMARKS.md):
                    (Cholesky, GEMM, triangular solves, FFTs, operator products) timed in the same run (target: <= 3x)
   growth           each family's main hand-written backend at four sizes: time and tracked peak memory, fitted
                    exponents beside the algorithm's, the sizes that reach one minute and 20 GB
+  coldstart        each generic backend's first fit in a fresh process (empty JAX cache): compile share, then the
+                   same fit again and a fit of other data of the same shape (subprocesses)
 
 Every ratio in the printed table is measured in this one run. Results go to benchmarks/results/latest.json and
 latest.md.
@@ -59,7 +61,7 @@ sys.path.insert(0, HERE)
 BENCHMARKS = ("blas", "ess", "ess_sparse", "fast_vs_sklearn", "defaults", "gpc_peers", "gpc_times", "gpc_ess",
               "gpc_large", "bid_scaling", "bid_peers", "bid_sparse", "bid_shake", "pmkl_vb_gibbs", "pmkl_ess",
               "pmkl_svc", "arvm", "arvm_protocol", "imagervm", "slm_dloop_cd", "slm_scaling", "slm_map_peers",
-              "slm_sbl_ard", "roofline", "growth")
+              "slm_sbl_ard", "roofline", "growth", "coldstart")
 
 
 def _machine() -> dict:
@@ -181,6 +183,10 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
             result = mod.run(quick=quick)
         elif name == "growth":
             import bench_growth as mod
+
+            result = mod.run(quick=quick)
+        elif name == "coldstart":
+            import bench_coldstart as mod
 
             result = mod.run(quick=quick)
         else:

@@ -31,7 +31,9 @@ Seeds: chain c splits ``jax.random.PRNGKey(chain_seeds(seed, chains)[c])`` into 
 and draws, so a seed gives the same draws bit for bit, and a chain's draws do not depend on how many chains run.
 Pathfinder's draws use the sampling key of the best path's chain; mean-field VI uses chain 0's keys.
 
-Chains run one after another through one compiled function (compiled once, reused). vmapping the chains was
+Chains run one after another through one compiled function (compiled once, reused). The data a declaration names
+(``generic.numpyro_declaration``) are arguments of the compiled functions, not constants inside them, so a fit of
+other data of the same shapes finds them in JAX's compilation cache. vmapping the chains was
 slower for NUTS on one CPU device: the vmapped trajectories advance in lockstep, so every step costs the longest
 tree of the batch (BENCHMARKS.md, "BlackJAX engines").
 """
@@ -45,7 +47,7 @@ import numpy as np
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.results import Fit, build_fit
 from bayeszoo.inference.generic import (JAX_COPIES, JaxCompileClock, chain_seeds, convergence_info, declaration_memory,
-                                        stochastic_vi_info)
+                                        numpyro_declaration, stochastic_vi_info)
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, needs_declaration, register
 
@@ -64,9 +66,10 @@ class UnconstrainedTarget:
         from numpyro.infer.initialization import init_to_uniform
         from numpyro.infer.util import initialize_model
 
-        fn = model.numpyro_model(data)
+        fn, self.data = numpyro_declaration(model, data)
         # substituted as NumPyro initialises, since improper sites (BID's) cannot be sampled
-        trace = handlers.trace(handlers.substitute(handlers.seed(fn, 0), substitute_fn=init_to_uniform)).get_trace()
+        trace = handlers.trace(handlers.substitute(handlers.seed(fn, 0), substitute_fn=init_to_uniform)).get_trace(
+            **self.data)
         discrete = [name for name, site in trace.items() if site["type"] == "sample" and not site["is_observed"]
                     and site["fn"].support.is_discrete]
         if discrete:
@@ -74,15 +77,18 @@ class UnconstrainedTarget:
                              f"declaration has discrete ones: {discrete}")
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
-            info = initialize_model(jnp.stack(init_keys), fn, dynamic_args=False)
+            info = initialize_model(jnp.stack(init_keys), fn, model_kwargs=self.data, dynamic_args=True)
         params = info.param_info.z
         _, unravel = ravel_pytree(jax.tree.map(lambda x: x[0], params))
         self.positions = jax.vmap(lambda p: ravel_pytree(p)[0])(params)    # (chains, dim)
-        potential, postprocess = info.potential_fn, info.postprocess_fn
-        self.logdensity = lambda x: -potential(unravel(x))
+        potential, postprocess = info.potential_fn, info.postprocess_fn    # given the data, the functions
+        # the engines pass the data into their compiled functions: one compilation per shape (numpyro_declaration)
+        self.density = lambda data: (lambda x: -potential(**data)(unravel(x)))
+        self.logdensity = self.density(self.data)
         # (n, dim) unconstrained -> {site: (n, ...)} constrained sample sites and deterministic sites
-        self.constrain_one = lambda x: postprocess(unravel(x))
-        self.constrain = jax.jit(jax.vmap(self.constrain_one))
+        self.constrain_one = lambda x: postprocess(**self.data)(unravel(x))
+        self._constrain = jax.jit(jax.vmap(lambda x, data: postprocess(**data)(unravel(x)), in_axes=(0, None)))
+        self.constrain = lambda x: self._constrain(x, self.data)
 
     def posterior(self, flat_by_chain: list) -> dict:
         """Per-chain unconstrained draws (draw, dim) -> {site: (chain, draw, ...)} as NumPy arrays."""
@@ -169,20 +175,19 @@ def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opt
             tick()
             return info.num_integration_steps, info.is_divergent
 
-        warmup = blackjax.window_adaptation(blackjax.nuts, target.logdensity,
-                                            target_acceptance_rate=opts["target_accept"],
-                                            adaptation_info_fn=keep_counts, max_num_doublings=depth)
-
         @jax.jit
-        def warm(key, x0):
+        def warm(key, x0, data):
+            warmup = blackjax.window_adaptation(blackjax.nuts, target.density(data),
+                                                target_acceptance_rate=opts["target_accept"],
+                                                adaptation_info_fn=keep_counts, max_num_doublings=depth)
             (state, params), (n_steps, diverging) = warmup.run(key, x0, num_steps=tune)
             return state, params["step_size"], params["inverse_mass_matrix"], n_steps, diverging
 
         tick_draw = _ticker(bar, max(1, draws // 100))
 
         @jax.jit
-        def sample(key, state, step_size, inverse_mass_matrix):
-            nuts = blackjax.nuts(target.logdensity, step_size, inverse_mass_matrix, max_num_doublings=depth)
+        def sample(key, state, step_size, inverse_mass_matrix, data):
+            nuts = blackjax.nuts(target.density(data), step_size, inverse_mass_matrix, max_num_doublings=depth)
 
             def one(state, xs):
                 i, k = xs
@@ -195,10 +200,10 @@ def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opt
 
         flat, stats, warm_steps, warm_div, step_sizes = [], [], 0, 0, []
         for x0, (_, warm_key, draw_key) in zip(target.positions, keys):
-            state, step_size, imm, n_steps, diverging = phases.run("tune", warm, warm_key, x0)
+            state, step_size, imm, n_steps, diverging = phases.run("tune", warm, warm_key, x0, target.data)
             warm_steps += int(np.sum(n_steps))
             warm_div += int(np.sum(diverging))
-            out = phases.run("sample", sample, draw_key, state, step_size, imm)
+            out = phases.run("sample", sample, draw_key, state, step_size, imm, target.data)
             flat.append(out[0])
             stats.append([np.asarray(v) for v in out[1:]])
             step_sizes.append(float(step_size))
@@ -249,17 +254,18 @@ def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **op
         tick_draw = _ticker(bar, max(1, draws // 100))
 
         @jax.jit
-        def warm(key, x0):
+        def warm(key, x0, data):
             init_key, tune_key = jax.random.split(key)
-            state = mclmc.init(x0, target.logdensity, init_key)
+            logdensity = target.density(data)
+            state = mclmc.init(x0, logdensity, init_key)
             state, params, n_tune = blackjax.mclmc_find_L_and_step_size(
-                kernel, tune, state, tune_key, logdensity_fn=target.logdensity, desired_energy_var=energy_var,
+                kernel, tune, state, tune_key, logdensity_fn=logdensity, desired_energy_var=energy_var,
                 diagonal_preconditioning=opts["diagonal_preconditioning"], **fractions)
             return state, params.L, params.step_size, params.inverse_mass_matrix, n_tune
 
         @jax.jit
-        def sample(key, state, L, step_size, inverse_mass_matrix):
-            sampler = blackjax.mclmc(target.logdensity, L=L, step_size=step_size,
+        def sample(key, state, L, step_size, inverse_mass_matrix, data):
+            sampler = blackjax.mclmc(target.density(data), L=L, step_size=step_size,
                                      inverse_mass_matrix=inverse_mass_matrix)
 
             def step(carry, k):
@@ -278,10 +284,10 @@ def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **op
 
         flat, stats, tuned, n_tune_steps = [], [], [], 0
         for x0, (_, warm_key, draw_key) in zip(target.positions, keys):
-            state, L, step_size, imm, n_tune = phases.run("tune", warm, warm_key, x0)
+            state, L, step_size, imm, n_tune = phases.run("tune", warm, warm_key, x0, target.data)
             bar.update(tune)
             n_tune_steps += int(n_tune)
-            out = phases.run("sample", sample, draw_key, state, L, step_size, imm)
+            out = phases.run("sample", sample, draw_key, state, L, step_size, imm, target.data)
             flat.append(out[0])
             stats.append([np.asarray(v) for v in out[1:]])
             tuned.append((float(L), float(step_size)))
@@ -335,11 +341,11 @@ def _pathfinder_path(key, logdensity, x0, n_elbo: int, maxiter: int, maxcor: int
     return state, elbo, step.state.iter_num
 
 
-def _count_gradients(logdensity):
-    """``logdensity`` that also counts its gradient evaluations (L-BFGS's line search makes a variable number):
-    an identity with a custom backward pass that bumps a host counter. Returns the wrapped function and the
-    counter, a one-element list. The price of an exact count: JAX does not cache executables with host callbacks,
-    so the path search compiles on every fit."""
+def _gradient_counter():
+    """An identity on the position whose backward pass bumps a host counter: ``logdensity(counted(x))`` counts its
+    gradient evaluations (L-BFGS's line search makes a variable number). Returns ``counted`` and the counter, a
+    one-element list. The price of an exact count: JAX does not cache executables with host callbacks, so the
+    path search compiles on every fit."""
     import jax
 
     count = [0]
@@ -356,7 +362,7 @@ def _count_gradients(logdensity):
         return (g,)
 
     counted.defvjp(lambda x: (x, None), backward)
-    return (lambda x: logdensity(counted(x))), count
+    return counted, count
 
 
 @register("blackjax_pathfinder", kind="approximation", description="BlackJAX Pathfinder (one path per chain)",
@@ -375,26 +381,26 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
     keys = _chain_keys(seed, chains)
     phases = _Phases()
     target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_pathfinder", [k[0] for k in keys])
-    logdensity, n_grad = _count_gradients(target.logdensity)
-    path = jax.jit(lambda key, x0: _pathfinder_path(key, logdensity, x0, opts["elbo_draws"], opts["max_iter"],
-                                                    opts["maxcor"]))
+    counted, n_grad = _gradient_counter()
+    path = jax.jit(lambda key, x0, data: _pathfinder_path(key, lambda x: target.density(data)(counted(x)), x0,
+                                                          opts["elbo_draws"], opts["max_iter"], opts["maxcor"]))
 
     @jax.jit
-    def draw(key, state):
+    def draw(key, state, data):
         x, logq = pathfinder.sample(key, state, chains * draws)
-        return x, jax.vmap(target.logdensity)(x) - logq
+        return x, jax.vmap(target.density(data))(x) - logq
 
     with progress_bar(total=chains, desc="blackjax_pathfinder", disable=not progress) as bar:
         paths = []
         for x0, (_, path_key, _) in zip(target.positions, keys):
-            paths.append(phases.run("tune", path, path_key, x0))
+            paths.append(phases.run("tune", path, path_key, x0, target.data))
             bar.update(1)
     elbos = np.array([float(state.elbo) for state, _, _ in paths])
     if not np.any(np.isfinite(elbos)):
         raise ValueError("blackjax_pathfinder: no path reached an approximation with a finite ELBO")
     best = int(np.argmax(np.where(np.isfinite(elbos), elbos, -np.inf)))
     state, trace, iterations = paths[best]
-    x, log_ratio = phases.run("sample", draw, keys[best][2], state)
+    x, log_ratio = phases.run("sample", draw, keys[best][2], state, target.data)
     posterior = phases.run("sample", target.posterior, list(np.asarray(x).reshape(chains, draws, -1)))
     pareto_k = float(phases.run("sample", jax.jit(lambda r: psis_weights(r)[1]), log_ratio))
     trace = np.asarray(trace)
@@ -432,29 +438,34 @@ def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progres
     (init_key, fit_key, draw_key), = _chain_keys(seed, 1)     # one approximation, as advi
     phases = _Phases()
     target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_meanfield_vi", [init_key])
-    vi = blackjax.meanfield_vi(target.logdensity, optax.adam(opts["learning_rate"]), num_samples=opts["obj_n_mc"])
+    def vi(data):
+        return blackjax.meanfield_vi(target.density(data), optax.adam(opts["learning_rate"]),
+                                     num_samples=opts["obj_n_mc"])
+
     with progress_bar(total=n_iter, desc="blackjax_meanfield_vi", disable=not progress) as bar:
         every = max(1, n_iter // 100)
         tick = _ticker(bar, every)
 
         @jax.jit
-        def optimise(key, x0):    # x0 gives the shapes: blackjax starts at mean 0, log-sd -2
+        def optimise(key, x0, data):    # x0 gives the shapes: blackjax starts at mean 0, log-sd -2
+            algorithm = vi(data)
+
             def one(state, xs):
                 i, k = xs
-                state, info = vi.step(k, state)
+                state, info = algorithm.step(k, state)
                 tick(i)
                 return state, info.elbo      # blackjax's "elbo" is the loss it minimises, E_q[log q - log p]
 
-            return jax.lax.scan(one, vi.init(x0), (jnp.arange(n_iter), jax.random.split(key, n_iter)))
+            return jax.lax.scan(one, algorithm.init(x0), (jnp.arange(n_iter), jax.random.split(key, n_iter)))
 
-        state, losses = phases.run("tune", optimise, fit_key, target.positions[0])
+        state, losses = phases.run("tune", optimise, fit_key, target.positions[0], target.data)
         bar.update(n_iter % every)
     losses = np.asarray(losses)
     bad = np.flatnonzero(~np.isfinite(losses))
     if bad.size and not np.all(np.isfinite(losses[-1:])):
         raise ValueError(f"blackjax_meanfield_vi: the ELBO became {losses[bad[0]]} at iteration {bad[0]}; "
                          f"try a smaller learning_rate")
-    draws_fn = jax.jit(lambda key, state: vi.sample(key, state, chains * draws))
+    draws_fn = jax.jit(lambda key, state: vi(target.data).sample(key, state, chains * draws))
     x = phases.run("sample", draws_fn, draw_key, state)
     posterior = phases.run("sample", target.posterior, list(np.asarray(x).reshape(chains, draws, -1)))
     info = stochastic_vi_info(losses, n_grad=n_iter * opts["obj_n_mc"], learning_rate=opts["learning_rate"])

@@ -15,7 +15,7 @@ Timing (``fit.timing``: ``compile``, ``tune``, ``sample``, ``total`` seconds, wa
 * ``nutpie``: ``compile`` is ``nutpie.compile_pymc_model``; the sampling wall time is split by gradient
   evaluations as for ``nuts`` (warm-up kept with ``save_warmup=True``, then dropped).
 * ``numpyro``: ``mcmc.warmup(...)`` and ``mcmc.run(...)`` (from ``mcmc.post_warmup_state``) are timed
-  separately. JAX reports the time it spends tracing, lowering and compiling through ``jax.monitoring``; that
+  separately. The data the declaration names (:func:`numpyro_declaration`) go in as traced model arguments. JAX reports the time it spends tracing, lowering and compiling through ``jax.monitoring``; that
   time is moved from the phase in which it happened to ``compile``.
 * ``advi`` / ``fullrank_advi``: ``compile`` is building the ``pm.ADVI`` / ``pm.FullRankADVI`` object and the
   first optimisation step (which compiles the step function); ``tune`` is the remaining ``max_iter - 1``
@@ -30,6 +30,7 @@ compilation in both cases.
 """
 from __future__ import annotations
 
+import functools
 import threading
 import time
 import warnings
@@ -66,6 +67,59 @@ def declaration_memory(copies: float, *, full_rank: bool = False):
         return Need(parts, "use one of the family's own backends, which hold no declaration (bz.backends(model)), "
                            "or fit a subset of the data")
     return need
+
+
+def numpyro_declaration(model, data):
+    """``(fn, arrays)``: the model's NumPyro function and the data it takes as keyword arguments.
+
+    A declaration returned as ``functools.partial(fn, *args, **kwargs)`` names its data: the arrays among the
+    arguments (and dicts of arrays) come back in ``arrays``, to be passed to ``fn`` as traced arguments, so that
+    one compilation serves every data set of the same shapes (CV folds, the simulations of ``bz.sbc``); arrays in
+    a closure are constants of the compiled program, compiled again for every data set. The other arguments
+    stay bound. A function that cannot take its data traced (NumPy called on an argument, a shape read from its
+    values) keeps it bound too, as does any other callable."""
+    fn = model.numpyro_model(data)
+    if not isinstance(fn, functools.partial):
+        return fn, {}
+    positional = {f"arg{i}": a for i, a in enumerate(fn.args) if _is_data(a)}
+    arrays = {**positional, **{k: v for k, v in fn.keywords.items() if _is_data(v)}}
+    if not arrays:
+        return fn, {}
+    static = {k: v for k, v in fn.keywords.items() if k not in arrays}
+
+    def traced(**given):
+        args = [given.pop(f"arg{i}") if f"arg{i}" in positional else a for i, a in enumerate(fn.args)]
+        return fn.func(*args, **static, **given)
+
+    if not _traces(traced, arrays):
+        return fn, {}
+    return traced, arrays
+
+
+def _is_data(value) -> bool:
+    if isinstance(value, dict):
+        return bool(value) and all(_is_data(v) for v in value.values())
+    return isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
+
+
+def _traces(fn, arrays: dict) -> bool:
+    """Whether ``fn(**arrays)`` runs with its arrays traced by JAX (abstract evaluation: no computation)."""
+    import jax
+    from numpyro import handlers
+    from numpyro.infer.initialization import init_to_uniform
+
+    def run(given):   # substituted as NumPyro initialises: an improper site cannot be sampled from its prior
+        seeded = handlers.substitute(handlers.seed(fn, 0), substitute_fn=init_to_uniform)
+        return {k: site["value"] for k, site in handlers.trace(seeded).get_trace(**given).items()
+                if site["type"] == "sample"}
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            jax.eval_shape(run, arrays)
+    except Exception:   # NumPy on a tracer, a traced value used as a shape: the bound arrays will do
+        return False
+    return True
 
 
 def chain_seeds(seed, chains: int) -> list[int]:
@@ -214,10 +268,10 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
     import jax
     from numpyro.infer import MCMC, NUTS
 
-    fn = model.numpyro_model(data)
+    fn, arrays = numpyro_declaration(model, data)
     kernel = NUTS(fn, target_accept_prob=opts["target_accept"], max_tree_depth=opts["max_tree_depth"])
     mcmc = MCMC(kernel, num_warmup=max(tune, 0), num_samples=draws, num_chains=chains,
-                chain_method=opts["chain_method"], progress_bar=progress)
+                chain_method=opts["chain_method"], progress_bar=progress, jit_model_args=bool(arrays))
     rng_key = jax.random.PRNGKey(int(seed or 0))
     fields = ("diverging", "num_steps", "energy", "potential_energy", "adapt_state.step_size",
               "accept_prob")
@@ -227,7 +281,7 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
             t0 = time.perf_counter()
             if tune > 0:
                 # the same extra_fields in warm-up and sampling lets JAX reuse one compiled kernel
-                mcmc.warmup(rng_key, extra_fields=fields, collect_warmup=True)
+                mcmc.warmup(rng_key, extra_fields=fields, collect_warmup=True, **arrays)
                 warm = mcmc.get_extra_fields(group_by_chain=True)
                 jax.block_until_ready(warm)
                 warm_steps = float(np.sum(np.asarray(warm["num_steps"])))
@@ -237,7 +291,7 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
             t_warm = time.perf_counter() - t0
         with JaxCompileClock() as clock_s:
             t0 = time.perf_counter()
-            mcmc.run(rng_key, extra_fields=fields)
+            mcmc.run(rng_key, extra_fields=fields, **arrays)
             samples = mcmc.get_samples(group_by_chain=True)
             jax.block_until_ready(samples)
             t_run = time.perf_counter() - t0

@@ -43,6 +43,8 @@ on the far side (docs/families/arvm.md, "Reference posterior and the demo proble
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass
 from typing import ClassVar
 
@@ -278,8 +280,9 @@ class ARVM(Model):
         return model
 
     def numpyro_model(self, data: Dataset):
-        """The same joint density as :meth:`pymc_model`, as a zero-argument NumPyro model function (bases
-        reported sorted by centre, module docstring)."""
+        """The same joint density as :meth:`pymc_model`, as a NumPyro model function of no arguments (its data
+        bound by ``functools.partial``: :class:`~bayeszoo.models.base.Model`; bases reported sorted
+        by centre, module docstring)."""
         import jax.numpy as jnp
         import numpyro
         import numpyro.distributions as dist
@@ -293,8 +296,9 @@ class ARVM(Model):
         classifier = self.is_classifier
         LogGamma = log_gamma_numpyro()
 
-        def model():
-            X, y = jnp.asarray(X_np), jnp.asarray(y_np)
+        def model(X, y, bounds):    # the prior's bounds come from the data too
+            X, y = jnp.asarray(X), jnp.asarray(y)
+            lo, hi, wlo, whi = (jnp.asarray(bounds[k]) for k in ("lo", "hi", "wlo", "whi"))
             centre = numpyro.sample("centre_unsorted", dist.Uniform(jnp.broadcast_to(lo, (M, D)),
                                                                     jnp.broadcast_to(hi, (M, D))).to_event(2))
             log_width = numpyro.sample("log_width", dist.Uniform(jnp.broadcast_to(wlo, (M, K)),
@@ -320,7 +324,8 @@ class ARVM(Model):
             if c_sparse > 0:
                 numpyro.factor("sparsity", -c_sparse * _trace_smoother(G, log_alpha, "jax"))
 
-        return model
+        bounds = {"lo": lo, "hi": hi, "wlo": wlo, "whi": whi}
+        return functools.partial(model, X=X_np, y=y_np, bounds={k: np.asarray(v, float) for k, v in bounds.items()})
 
     # ---- prediction ----------------------------------------------------------------------------------
     def _draws(self, fit, name):

@@ -21,7 +21,9 @@ class Model:
     ``var_dims(data)``        canonical posterior variables -> their dims, the same for every backend;
     ``coords(data)``          coordinate values for those dims;
     ``pymc_model(data)``      a ``pm.Model`` whose canonical variables carry those names and dims;
-    ``numpyro_model(data)``   a zero-argument NumPyro model function with the same joint density;
+    ``numpyro_model(data)``   a NumPyro model function of no arguments with the same joint density; returned as
+                              ``functools.partial(fn, **arrays)`` it names its data, which the backends then
+                              pass as traced arguments: one compilation for every data set of those shapes;
     ``predict(fit, X_new)``   binary: P(y = 1); regression: predictive mean; multiclass: (n, C) probabilities;
     ``score(fit, data)``      dict of the family's metrics on ``data``'s test set (training set if it has none);
     ``compare_vars``          the variables ``mean_err`` / ``sd_err`` are computed on;

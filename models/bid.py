@@ -25,6 +25,8 @@ variable is ``image`` = f. The PSF is kept with every fit (``constant_data["know
 """
 from __future__ import annotations
 
+import functools
+
 from typing import ClassVar
 
 import math
@@ -371,7 +373,8 @@ class BID(ImageModel):
         return model
 
     def numpyro_model(self, data: Dataset):
-        """The same density as :meth:`pymc_model` as a zero-argument NumPyro model function."""
+        """The same density as :meth:`pymc_model`, as a NumPyro model function of no arguments (its data bound
+        by ``functools.partial``: :class:`~bayeszoo.models.base.Model`)."""
         import jax.numpy as jnp
         import numpyro
         import numpyro.distributions as dist
@@ -381,18 +384,20 @@ class BID(ImageModel):
         self.require_proper("numpyro")
         arr = self._declaration_arrays(data)
         R, C = arr["shape"]
-        jarr = {k: (jnp.asarray(v) if isinstance(v, np.ndarray) else v) for k, v in arr.items()}
+        images = {k: v for k, v in arr.items() if isinstance(v, np.ndarray)}
 
-        def known_psf_model():
+        def known_psf_model(images):
+            jarr = {**arr, **{k: jnp.asarray(v) for k, v in images.items()}}
             z_f = numpyro.sample("z_f", dist.ImproperUniform(constraints.real, (), event_shape=(R, C)))
             f = jarr["f0"] + arr["f_scale"] * z_f
             numpyro.factor("log_joint", self._log_density(jnp, jnp.roll, f, None, jarr))
             numpyro.deterministic("image", f)
 
         if self.known:
-            return known_psf_model
+            return functools.partial(known_psf_model, images=images)
 
-        def model():
+        def model(images):
+            jarr = {**arr, **{k: jnp.asarray(v) for k, v in images.items()}}
             z_f = numpyro.sample("z_f", dist.ImproperUniform(constraints.real, (), event_shape=(R, C)))
             z_w = numpyro.sample("z_w", dist.ImproperUniform(constraints.real, (), event_shape=(arr["P"],)))
             f = jarr["f0"] + arr["f_scale"] * z_f
@@ -402,7 +407,7 @@ class BID(ImageModel):
             numpyro.deterministic("image", f * total)
             numpyro.deterministic("psf", (jarr["view"] @ w / total).reshape(arr["V"], arr["V"]))
 
-        return model
+        return functools.partial(model, images=images)
 
     # ---- prediction and scoring ----------------------------------------------------------------------
     @staticmethod

@@ -263,7 +263,8 @@ class GPC(Model):
         return model
 
     def numpyro_model(self, data: Dataset):
-        """The same joint density as :meth:`pymc_model`, as a zero-argument NumPyro model function."""
+        """The same joint density as :meth:`pymc_model`, as a NumPyro model function of no arguments (its data
+        bound by ``functools.partial``: :class:`~bayeszoo.models.base.Model`)."""
         import jax.numpy as jnp
         import numpyro
         import numpyro.distributions as dist
@@ -274,14 +275,14 @@ class GPC(Model):
         y_np = np.asarray(data.y, dtype=float)
         n, probit = data.n, self.likelihood == "probit"
 
-        def model():
-            L, y = jnp.asarray(L_np), jnp.asarray(y_np)
+        def model(L, y):
+            L, y = jnp.asarray(L), jnp.asarray(y)
             z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([n]).to_event(1))
             f = numpyro.deterministic("f", L @ z)
             logit = log_ndtr(f) - log_ndtr(-f) if probit else f
             numpyro.sample("y", dist.Bernoulli(logits=logit).to_event(1), obs=y)
 
-        return model
+        return functools.partial(model, L=L_np, y=y_np)
 
     def log_joint(self, f, data: Dataset) -> np.ndarray:
         """log N(f | 0, K + jitter I) + sum_n log sig(y_pm,n f_n) for f of shape (..., n) (NumPy reference)."""

@@ -16,6 +16,8 @@ write pruned weights as w = 0, log_alpha = log(1e12), as the RVM does.
 """
 from __future__ import annotations
 
+import functools
+
 from typing import ClassVar
 
 import math
@@ -194,7 +196,8 @@ class ImageRVM(ImageModel):
         return model
 
     def numpyro_model(self, data: Dataset):
-        """The same joint density as :meth:`pymc_model` as a zero-argument NumPyro model function."""
+        """The same joint density as :meth:`pymc_model`, as a NumPyro model function of no arguments (its data
+        bound by ``functools.partial``: :class:`~bayeszoo.models.base.Model`)."""
         import jax.numpy as jnp
         import numpyro
         import numpyro.distributions as dist
@@ -205,15 +208,15 @@ class ImageRVM(ImageModel):
         a, b, c, d = (float(v) for v in (self.a, self.b, self.c, self.d))
         LogGamma = log_gamma_numpyro()
 
-        def model():
-            Phi, y = jnp.asarray(Phi_np), jnp.asarray(y_np)
+        def model(Phi, y):
+            Phi, y = jnp.asarray(Phi), jnp.asarray(y)
             log_alpha = numpyro.sample("log_alpha", LogGamma(a, b).expand(list(wshape)).to_event(3))
             z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand(list(wshape)).to_event(3))
             w = numpyro.deterministic("w", z * jnp.exp(-0.5 * log_alpha))
             log_beta = numpyro.sample("log_beta", LogGamma(c, d))
             numpyro.sample("y", dist.Normal(Phi @ w.reshape(-1), jnp.exp(-0.5 * log_beta)).to_event(1), obs=y)
 
-        return model
+        return functools.partial(model, Phi=Phi_np, y=y_np)
 
     # ---- prediction and scoring ----------------------------------------------------------------------
     @staticmethod

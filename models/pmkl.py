@@ -21,6 +21,8 @@ whole X is one source.
 """
 from __future__ import annotations
 
+import functools
+
 from typing import ClassVar
 
 from dataclasses import dataclass
@@ -327,7 +329,8 @@ class PMKL(Model):
         return pm.Deterministic("beta", pm.math.constant(self.default_beta(S)), dims="source")
 
     def numpyro_model(self, data: Dataset):
-        """The same joint density as :meth:`pymc_model`, as a zero-argument NumPyro model function."""
+        """The same joint density as :meth:`pymc_model`, as a NumPyro model function of no arguments (its data
+        bound by ``functools.partial``: :class:`~bayeszoo.models.base.Model`)."""
         import jax.numpy as jnp
         import numpyro
         import numpyro.distributions as dist
@@ -352,8 +355,8 @@ class PMKL(Model):
         slices = dict(kernels.theta_layout(self.source_list(data)))
         n_theta = sum(len(v) for v in sq_np.values())
 
-        def model():
-            Ks, onehot = jnp.asarray(Ks_np), jnp.asarray(onehot_np)
+        def model(Ks, onehot, sq):
+            Ks, onehot = jnp.asarray(Ks), jnp.asarray(onehot)
             u, logw = jnp.asarray(u_np), jnp.asarray(logw_np)
             log_alpha = numpyro.sample("log_alpha", LogGamma(tau, nu).expand([N, C]).to_event(2))
             z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([N, C]).to_event(2))
@@ -361,8 +364,8 @@ class PMKL(Model):
             if infer_theta:
                 # theta_sd ~ Gamma(omega, phi) (3.21); NUTS moves on log theta with the Jacobian (biject_to)
                 theta = numpyro.sample("theta", dist.Gamma(omega, phi).expand([n_theta]).to_event(1))
-                Ks = jnp.stack([jnp.exp(-jnp.tensordot(theta[slices[i]], jnp.asarray(sq_np[i]), axes=1))
-                                if i in sq_np else Ks[i] for i in range(S)])
+                Ks = jnp.stack([jnp.exp(-jnp.tensordot(theta[slices[i]], jnp.asarray(sq[i]), axes=1))
+                                if i in sq else Ks[i] for i in range(S)])
             if rule == "convex" and infer_rho:
                 conc = numpyro.sample("rho", dist.Gamma(lam, mu).expand([S]).to_event(1))   # 3.16, erratum 2
                 beta = numpyro.sample("beta", dist.Dirichlet(conc))
@@ -386,7 +389,7 @@ class PMKL(Model):
             lp = jnp.sum(log_ndtr(arg) * (1.0 - onehot)[:, None, :], axis=2) + logw[None, :]
             numpyro.factor("loglik", jnp.sum(logsumexp(lp, axis=1)))
 
-        return model
+        return functools.partial(model, Ks=Ks_np, onehot=onehot_np, sq=sq_np)
 
     # ---- densities used by the tests and the samplers ------------------------------------------------
     def log_likelihood_at(self, W, K, y) -> float:

@@ -10,6 +10,8 @@ regression, the scalar ``log_beta``.
 """
 from __future__ import annotations
 
+import functools
+
 from typing import ClassVar
 
 from dataclasses import dataclass
@@ -358,7 +360,8 @@ class RVM(Model):
         return model
 
     def numpyro_model(self, data: Dataset):
-        """The same joint density as :meth:`pymc_model`, as a zero-argument NumPyro model function."""
+        """The same joint density as :meth:`pymc_model`, as a NumPyro model function of no arguments (its data
+        bound by ``functools.partial``: :class:`~bayeszoo.models.base.Model`)."""
         import jax.numpy as jnp
         import numpyro
         import numpyro.distributions as dist
@@ -371,8 +374,8 @@ class RVM(Model):
         classifier, link = self.is_classifier, self.link
         LogGamma = log_gamma_numpyro()
 
-        def model():
-            Phi, y = jnp.asarray(Phi_np), jnp.asarray(y_np)
+        def model(Phi, y):
+            Phi, y = jnp.asarray(Phi), jnp.asarray(y)
             log_alpha = numpyro.sample("log_alpha", LogGamma(a, b).expand([M]).to_event(1))
             z = numpyro.sample("z", dist.Normal(0.0, 1.0).expand([M]).to_event(1))
             w = numpyro.deterministic("w", z * jnp.exp(-0.5 * log_alpha))
@@ -384,7 +387,7 @@ class RVM(Model):
                 log_beta = numpyro.sample("log_beta", LogGamma(c, d))
                 numpyro.sample("y", dist.Normal(f, jnp.exp(-0.5 * log_beta)).to_event(1), obs=y)
 
-        return model
+        return functools.partial(model, Phi=Phi_np, y=y_np)
 
     # ---- prediction ----------------------------------------------------------------------------------
     def _draws(self, fit, name):

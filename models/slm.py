@@ -31,6 +31,8 @@ Shared helpers for the backends (use these rather than re-deriving them):
 """
 from __future__ import annotations
 
+import functools
+
 from typing import ClassVar
 
 import numbers
@@ -294,7 +296,8 @@ class SLM(Model):
         return model
 
     def numpyro_model(self, data: Dataset):
-        """The same joint density as :meth:`pymc_model`, as a zero-argument NumPyro model function."""
+        """The same joint density as :meth:`pymc_model`, as a NumPyro model function of no arguments (its data
+        bound by ``functools.partial``: :class:`~bayeszoo.models.base.Model`)."""
         import jax.numpy as jnp
         import numpyro
         import numpyro.distributions as dist
@@ -302,8 +305,8 @@ class SLM(Model):
         X_np, B_np, y_np, pot = self._declaration_arrays(data)
         n, sigma = data.d, float(np.sqrt(self.sigma2))
 
-        def model():
-            X, B, y = jnp.asarray(X_np), jnp.asarray(B_np), jnp.asarray(y_np)
+        def model(X, B, y):
+            X, B, y = jnp.asarray(X), jnp.asarray(B), jnp.asarray(y)
             # a flat density on u: N(0, I) cancelled by a factor, so tools that trace the model by sampling it
             # (which ImproperUniform refuses) work too
             base = dist.Normal(0.0, 1.0).expand([n]).to_event(1)
@@ -312,7 +315,7 @@ class SLM(Model):
             numpyro.factor("potentials", jnp.sum(pot.log_t(B @ u, xp=jnp)))
             numpyro.sample("y", dist.Normal(X @ u, sigma).to_event(1), obs=y)
 
-        return model
+        return functools.partial(model, X=X_np, B=B_np, y=y_np)
 
     # ---- prediction and scores ---------------------------------------------------------------------------
     def posterior_mean(self, fit) -> np.ndarray:

@@ -38,6 +38,8 @@ or NumPyro's internals change between versions; to fit again, wrap the original 
 """
 from __future__ import annotations
 
+import functools
+
 import hashlib
 import json
 import re
@@ -458,12 +460,14 @@ class NumPyroModel(UserModel):
         """The model function with its observed sites conditioned on ``values`` instead of its ``obs=``
         arguments (``numpyro.handlers.condition`` replaces an observed value), called with the same arguments."""
         _check_observations(self, values)
-        conditioned = _conditioned(self._fn, {k: np.asarray(v) for k, v in values.items()})
-        return NumPyroModel(conditioned, self._args, self._kwargs, name=name or self.name)
+        observed = {k: np.asarray(v) for k, v in values.items()}
+        fn = self._fn if OBSERVED_KEYWORD in self._kwargs else _conditioned(self._fn)   # conditioned once
+        return NumPyroModel(fn, self._args, {**self._kwargs, OBSERVED_KEYWORD: observed}, name=name or self.name)
 
     def numpyro_model(self, data: Dataset | None = None):
-        fn, args, kwargs = self._fn, self._args, self._kwargs
-        return lambda: fn(*args, **kwargs)
+        """The user's function with its arguments bound (the arrays among them, and the observations of
+        :meth:`with_observations`, are passed traced by the backends: one compilation for every simulation)."""
+        return functools.partial(self._fn, *self._args, **self._kwargs)
 
     def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
         """``numpyro.infer.log_likelihood`` at every draw of ``posterior``: per observed site over its batch shape
@@ -492,12 +496,17 @@ class NumPyroModel(UserModel):
         self.__dict__.update(state)
 
 
-def _conditioned(fn, values: dict):
-    """``fn`` with the sample sites in ``values`` observed at those values, whatever its ``obs=`` arguments say."""
-    def conditioned(*args, **kwargs):
+#: the keyword under which :meth:`NumPyroModel.with_observations` passes the new observed values
+OBSERVED_KEYWORD = "bayeszoo_observed"
+
+
+def _conditioned(fn):
+    """``fn`` with the sample sites in the ``bayeszoo_observed`` keyword's dict observed at those values, whatever
+    its ``obs=`` arguments say: an argument, so that a compiled sampler serves every set of values."""
+    def conditioned(*args, bayeszoo_observed, **kwargs):
         from numpyro import handlers
 
-        return handlers.condition(fn, data=values)(*args, **kwargs)
+        return handlers.condition(fn, data=bayeszoo_observed)(*args, **kwargs)
 
     conditioned.__wrapped__ = fn   # the fingerprint reads the user's code; the values enter as observed sites
     return conditioned

@@ -1,0 +1,99 @@
+"""Cold start: what compilation costs in a backend's first fit, and what the next fits in the same process cost.
+
+For each backend, one fresh Python process with an empty JAX compilation cache (``BAYESZOO_JAX_CACHE`` pointed at a
+new folder; PyTensor's compile cache is the user's, warm after the first use of an Op on a machine) makes three
+fits of the RVM on Tipping's sinc (n = 50, width 3, the sampler-comparison prior ``RVM(a=1, b=1e-2, c=1,
+d=1e-3)``; 2 chains of 300 warm-up and 300 draws, the backends' own defaults for the approximations):
+
+1. ``first``: the first fit in the process, data A (seed 0);
+2. ``again``: the same model and data A once more;
+3. ``other data``: data B of the same shape (seed 1), as a CV fold or an SBC simulation is.
+
+Each row gives the wall time of ``bz.fit`` and ``fit.timing["compile"]`` (the backend's own account: JAX's traced /
+lowered / compiled seconds for NumPyro and BlackJAX, building the step for PyMC, ``nutpie.compile_pymc_model``),
+and the compile share of the first fit. The hand-written backends (``gibbs``, ``em``, ``fast``) compile nothing (the
+numba kernels of SLM ``cd`` are cached on disk) and are listed for contrast.
+
+Since the declarations name their data (``functools.partial``, ``inference.generic.numpyro_declaration``), the
+NumPyro and BlackJAX programs take the data as arguments, so ``other data`` finds the first fit's programs in
+JAX's compilation cache. ``closure`` repeats the NumPyro row with the data bound as constants of the program (as
+before): the difference is what "one compilation per shape" saves.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+BACKENDS = ("numpyro", "blackjax_nuts", "blackjax_mclmc", "blackjax_pathfinder", "blackjax_meanfield_vi", "nuts",
+            "nutpie", "advi", "fullrank_advi", "gibbs", "em", "fast")
+QUICK_BACKENDS = ("numpyro", "nuts", "gibbs")
+COUNTS = {"draws": 300, "tune": 300, "chains": 2}
+
+_CHILD = r"""
+import json, sys, time
+mode, backend, counts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+import bayeszoo as bz
+if mode == "closure":   # the data bound as constants of the program
+    from bayeszoo.inference import generic
+    generic.numpyro_declaration = lambda model, data: (model.numpyro_model(data), {})
+model = bz.models.RVM(width=3.0, a=1, b=1e-2, c=1, d=1e-3)
+from bayeszoo import registry
+kind = registry.get(model, backend).kind
+kwargs = dict(counts) if kind == "mcmc" else {"chains": counts["chains"]}
+rows = []
+for label, seed in (("first", 0), ("again", 0), ("other data", 1)):
+    data = bz.datasets.load("sinc", n=50, seed=seed)
+    t0 = time.perf_counter()
+    fit = bz.fit(model, data, backend, seed=0, progress=False, **kwargs)
+    rows.append({"fit": label, "wall": time.perf_counter() - t0, "compile": float(fit.timing.get("compile", 0.0))})
+print("RESULT " + json.dumps(rows))
+"""
+
+
+def _measure(backend: str, mode: str = "traced") -> dict:
+    with tempfile.TemporaryDirectory(prefix="bayeszoo-jax-cache-") as cache:
+        env = dict(os.environ, BAYESZOO_JAX_CACHE=cache)
+        t0 = time.perf_counter()
+        proc = subprocess.run([sys.executable, "-c", _CHILD, mode, backend, json.dumps(COUNTS)], env=env,
+                              capture_output=True, text=True, timeout=1800)
+        process_seconds = time.perf_counter() - t0
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("RESULT ")), None)
+    if line is None:
+        return {"backend": backend, "mode": mode, "error": (proc.stderr.strip().splitlines() or ["no output"])[-1]}
+    return {"backend": backend, "mode": mode, "fits": json.loads(line[len("RESULT "):]),
+            "process_seconds": process_seconds}
+
+
+def run(quick: bool = False, backends=None) -> dict:
+    chosen = backends or (QUICK_BACKENDS if quick else BACKENDS)
+    rows = [_measure(b) for b in chosen]
+    if "numpyro" in chosen:
+        rows.append(_measure("numpyro", mode="closure"))
+    return {"name": "coldstart", "problem": "RVM sinc n = 50, width 3, 2 chains x (300 + 300)", "counts": COUNTS,
+            "rows": rows}
+
+
+def rows(result: dict) -> list[tuple[str, str, str]]:
+    out = []
+    for r in result["rows"]:
+        name = r["backend"] + (" (data as constants)" if r["mode"] == "closure" else "")
+        if "error" in r:
+            out.append((f"coldstart {name}", "ERROR", r["error"][:100]))
+            continue
+        first, again, other = r["fits"]
+        share = first["compile"] / first["wall"] if first["wall"] > 0 else 0.0
+        out.append((f"coldstart {name} first fit", f"{first['wall']:.2f} s",
+                    f"compile {first['compile']:.2f} s ({100 * share:.0f} %)"))
+        out.append((f"coldstart {name} again / other data", f"{again['wall']:.2f} / {other['wall']:.2f} s",
+                    f"compile {again['compile']:.2f} / {other['compile']:.2f} s"))
+    return out
+
+
+if __name__ == "__main__":
+    result = run(quick="--quick" in sys.argv, backends=[a for a in sys.argv[1:] if not a.startswith("--")] or None)
+    for row in rows(result):
+        print(" | ".join(row))

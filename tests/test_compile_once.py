@@ -1,0 +1,131 @@
+"""One compilation per shape: every family's NumPyro declaration names its data (``functools.partial``), the
+backends pass them as traced arguments, and the program JAX compiles is then the same for any data of those
+shapes, so a second data set (a CV fold, an SBC simulation) finds it in the compilation cache."""
+from __future__ import annotations
+
+import functools
+
+import numpy as np
+import pytest
+
+import bayeszoo as bz
+from bayeszoo.inference.generic import numpyro_declaration
+
+
+def _classes(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(20, 2))
+    return bz.datasets.Dataset(X, (X[:, 0] + 0.3 * rng.normal(size=20) > 0).astype(float),
+                               meta={"task": "classification"})
+
+
+def _sources(seed):
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(12, 4))
+    y = np.arange(12) % 3
+    X[:, 0] += 1.5 * y
+    return bz.datasets.Dataset(X, y.astype(float), meta={"task": "multiclass", "sources": {"a": [0, 1], "b": [2, 3]}})
+
+
+def _blocks(seed):
+    return bz.datasets.load("bid_blocks", size=16, n_blocks=4, psf="uniform", seed=seed)
+
+
+CASES = {
+    "rvm": (lambda: bz.models.RVM(width=3.0), lambda s: bz.datasets.load("sinc", n=15, seed=s)),
+    "arvm": (lambda: bz.models.ARVM(n_basis=4), lambda s: bz.datasets.load("sinc", n=15, seed=s)),
+    "gpc": (lambda: bz.models.GPC(), _classes),
+    "pmkl": (lambda: bz.models.PMKL(), _sources),
+    "slm": (lambda: bz.models.SLM(B="identity"),
+            lambda s: bz.datasets.load("slm_signal", kind="spikes", n=32, m=16, design="gaussian", seed=s)),
+    "imagervm": (lambda: bz.models.ImageRVM(a=1, b=1e-2, c=1, d=1e-3),
+                 lambda s: bz.datasets.load("sinc2d_image", size=8, seed=s)),
+    "bid": (lambda: bz.models.BID(psf_size=3, white_level=1.0), _blocks),
+    "bid-known-psf": (lambda: bz.models.BID(psf="known", psf_size=3, white_level=1.0), _blocks),
+}
+
+
+def _point(fn, arrays):
+    """A value of every latent site (NumPyro's uniform initialisation: improper sites too)."""
+    from numpyro import handlers
+    from numpyro.infer.initialization import init_to_uniform
+
+    trace = handlers.trace(handlers.substitute(handlers.seed(fn, 0), substitute_fn=init_to_uniform)).get_trace(
+        **arrays)
+    return {k: site["value"] for k, site in trace.items() if site["type"] == "sample" and not site["is_observed"]}
+
+
+def _program(fn, arrays, point) -> str:
+    """The text of the program JAX compiles for the log density at ``point`` with ``arrays`` as arguments."""
+    import jax
+    from numpyro.infer.util import log_density
+
+    return jax.jit(lambda a, p: log_density(fn, (), a, p)[0]).lower(arrays, point).as_text()
+
+
+@pytest.mark.parametrize("family", sorted(CASES))
+def test_a_declarations_data_are_arguments_so_its_program_is_the_same_for_other_data_of_that_shape(family):
+    from numpyro.infer.util import log_density
+
+    make_model, make_data = CASES[family]
+    model, first, second = make_model(), make_data(0), make_data(1)
+    fn, arrays = numpyro_declaration(model, first)
+    fn_other, arrays_other = numpyro_declaration(model, second)
+    assert arrays and set(arrays) == set(arrays_other)
+    point = _point(fn, arrays)
+    # the traced function is the declaration: the same log density as the bound one, at the same point
+    bound = float(log_density(model.numpyro_model(first), (), {}, point)[0])
+    traced = float(log_density(fn, (), arrays, point)[0])
+    assert traced == pytest.approx(bound, rel=1e-12, abs=1e-12)
+    assert not np.allclose(float(log_density(fn_other, (), arrays_other, point)[0]), traced)   # other data
+    assert _program(fn, arrays, point) == _program(fn_other, arrays_other, point)    # one program for both
+
+
+def test_with_the_data_bound_as_constants_each_data_set_has_its_own_program():
+    """What the check above would see without the data as arguments (so it can fail)."""
+    model, first, second = bz.models.RVM(width=3.0), *(bz.datasets.load("sinc", n=15, seed=s) for s in (0, 1))
+    point = _point(*numpyro_declaration(model, first))
+    assert _program(model.numpyro_model(first), {}, point) != _program(model.numpyro_model(second), {}, point)
+
+
+def test_observations_given_to_a_numpyro_model_of_ones_own_are_arguments_too():
+    """``with_observations`` (what ``bz.sbc`` refits) passes the new values traced: one program for all of them."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    def regression(x, y=None):
+        slope = numpyro.sample("slope", dist.Normal(0.0, 1.0))
+        numpyro.sample("y", dist.Normal(slope * x, 0.5), obs=y)
+
+    x = np.linspace(-1, 1, 6)
+    model = bz.models.from_numpyro(regression, x, y=np.zeros(6))
+    first, second = model.with_observations({"y": np.ones(6)}), model.with_observations({"y": -np.ones(6)})
+    (fn, arrays), (fn2, arrays2) = numpyro_declaration(first, None), numpyro_declaration(second, None)
+    assert set(arrays) == {"arg0", "y", "bayeszoo_observed"}
+    point = {"slope": np.asarray(0.3)}
+    assert _program(fn, arrays, point) == _program(fn2, arrays2, point)
+    # conditioning again replaces the values, not stacks conditions
+    again = first.with_observations({"y": -np.ones(6)})
+    assert _program(*numpyro_declaration(again, None), point) == _program(fn2, arrays2, point)
+    from numpyro.infer.util import log_density
+
+    expected = -0.5 * np.sum(((-1.0 - 0.3 * x) / 0.5) ** 2) - 6 * np.log(0.5 * np.sqrt(2 * np.pi))
+    expected += -0.5 * 0.3**2 - 0.5 * np.log(2 * np.pi)
+    assert float(log_density(fn2, (), arrays2, point)[0]) == pytest.approx(expected, rel=1e-12)
+
+
+def test_a_function_that_needs_its_data_concrete_keeps_them_bound():
+    """NumPy on an argument fails on a traced value: such a function keeps its arrays as constants."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    def uses_numpy(x, y=None):
+        centre = float(np.mean(x))          # needs concrete values
+        mu = numpyro.sample("mu", dist.Normal(centre, 1.0))
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    model = bz.models.from_numpyro(uses_numpy, np.arange(4.0), y=np.zeros(4))
+    fn, arrays = numpyro_declaration(model, None)
+    assert arrays == {} and isinstance(fn, functools.partial)
+    fit = bz.fit(model, backend="numpyro", draws=50, tune=50, chains=1, progress=False)
+    assert np.isfinite(fit.idata.posterior["mu"].values).all()
