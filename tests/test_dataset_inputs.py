@@ -137,3 +137,17 @@ def test_compare_takes_a_dask_client_through_its_executor():
     assert list(remote.fits) == ["em", "fast"] and not remote.errors
     for label, fit in local.fits.items():
         np.testing.assert_array_equal(remote.fits[label].posterior["w"].values, fit.posterior["w"].values)
+
+
+def test_the_fingerprint_is_hashed_once_and_follows_the_task():
+    """Every fit records the fingerprint, so it is kept after the first call (the arrays are read-only); meta's
+    task, which can still be changed, is checked each time."""
+    X, y, Xt, yt = _arrays()
+    data = Dataset(X, y, Xt, yt, name="mine", meta={"task": "regression"})
+    first = data.fingerprint()
+    assert data.fingerprint() == first == Dataset(X, y, Xt, yt, name="mine", meta={"task": "regression"}).fingerprint()
+    data.meta["task"] = "classification"
+    changed = data.fingerprint()
+    assert changed != first
+    assert changed == Dataset(X, y, Xt, yt, name="mine", meta={"task": "classification"}).fingerprint()
+    assert Dataset(X + 1e-12, y, Xt, yt, name="mine", meta={"task": "classification"}).fingerprint() != changed
