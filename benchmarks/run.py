@@ -10,8 +10,8 @@ Benchmarks (see BENCHMARKS.md):
   ess              ESS/s of the RVM Gibbs sampler vs PyMC NUTS and NumPyro on sinc (target: >= 10x NUTS),
                    under the sampler-comparison prior RVM(a=1, b=1e-2, c=1, d=1e-3) where NUTS converges
   ess_sparse       the same under the near-improper default prior (1e-4), where NUTS does not converge
-  fast_vs_sklearn  RVM `fast` vs sklearn-rvm EMRVR and sklearn ARDRegression on Boston housing, and vs EMRVR on
-                   sinc with n = 2000
+  fast_vs_sklearn  RVM `fast` vs sklearn-rvm EMRVR and sklearn ARDRegression on Boston housing, vs EMRVR on
+                   sinc with n = 2000, and vs the `em` backend on Friedman #1 with n = 2000
   defaults         the scikit-learn estimators at their defaults vs LogisticRegression / SVC / GPC / Ridge / SVR on
                    breast cancer, diabetes, iris, wine (3-fold CV)
   arvm             aRVM vs RVM (inner-CV width) on the real data sets: error, relevance vectors, time (nested CV)
@@ -106,7 +106,7 @@ def _run_one(name: str, quick: bool, numba: bool) -> dict:
         elif name == "fast_vs_sklearn":
             import bench_fast_vs_sklearn as mod
 
-            result = mod.run(repeats=1, splits=2, large_n=500) if quick else mod.run()
+            result = mod.run(repeats=1, splits=2, large_n=500, friedman_n=300) if quick else mod.run()
         elif name == "defaults":
             import bench_defaults as mod
 

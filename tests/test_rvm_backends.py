@@ -7,6 +7,7 @@ from scipy import stats
 
 import bayeszoo as bz
 from bayeszoo.inference.rvm import core as C
+from bayeszoo.inference.rvm import fast as FAST
 from bayeszoo.inference.rvm.gibbs import gibbs_sample
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 
@@ -114,6 +115,90 @@ def test_fast_final_evidence_is_dense_evidence(model, sinc40):
     beta = float(np.exp(fit.posterior.log_beta.values[0, 0]))
     assert fit.info["log_evidence"] == pytest.approx(dense_log_evidence(Phi, sinc40.y, np.exp(la[active]), beta),
                                                      rel=1e-9)
+
+
+def _dense_factors(Phi, t, active, alpha, beta):
+    """Sigma, mu on the active set and S_m, Q_m [P 28-29] of every basis, from C = beta^-1 I + Phi A^-1 Phi^T."""
+    P = Phi[:, active]
+    Sigma = np.linalg.inv(beta * P.T @ P + np.diag(alpha))
+    C_inv = np.linalg.inv(np.eye(len(t)) / beta + (P / alpha) @ P.T)
+    return Sigma, beta * Sigma @ P.T @ t, np.einsum("nm,nk,km->m", Phi, C_inv, Phi), Phi.T @ C_inv @ t
+
+
+def test_fast_rank_one_updates_match_a_fresh_factorisation():
+    rng = np.random.default_rng(5)
+    N, M, beta = 30, 12, 2.5
+    Phi, t = rng.normal(size=(N, M)), rng.normal(size=N)
+    active, alpha = np.array([1, 4, 7, 9]), rng.gamma(2.0, 1.0, 4)
+    Ga = Phi.T @ Phi[:, active]
+    state = _dense_factors(Phi, t, active, alpha, beta)
+
+    def same(got, want):
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-9, atol=1e-12)
+
+    # basis 3 enters at alpha 0.7
+    grown = FAST._added(*state, Ga, Phi.T @ Phi[:, 3], active, 3, 0.7, beta)
+    same(grown, _dense_factors(Phi, t, np.append(active, 3), np.append(alpha, 0.7), beta))
+    # the second basis in the model (basis 4) moves from alpha[1] to 3.0
+    moved = alpha.copy()
+    moved[1] = 3.0
+    same(FAST._reestimated(*state, Ga, 1, 3.0 - alpha[1], beta), _dense_factors(Phi, t, active, moved, beta))
+    # the third (basis 7) leaves
+    same(FAST._deleted(*state, Ga, 2, beta), _dense_factors(Phi, t, active[[0, 1, 3]], alpha[[0, 1, 3]], beta))
+
+
+def friedman1(n, seed=0):
+    from sklearn.datasets import make_friedman1
+
+    X, y = make_friedman1(n_samples=n, noise=1.0, random_state=seed)
+    return bz.datasets.Dataset(X=(X - X.mean(0)) / X.std(0), y=y, name="friedman1")
+
+
+@pytest.mark.parametrize("problem", ["sinc100", "friedman300"])
+def test_fast_stops_at_a_tipping_faul_fixed_point(problem):
+    """At convergence no action raises J: every basis in the model has theta = q^2 - s > 0 and alpha at the maximum
+    of its share of J, every basis left out has no finite maximum of positive share (theta <= 0, or too small to pay
+    for the prior), and beta is its own re-estimate. s, q are computed here from the dense N x N covariance C."""
+    if problem == "sinc100":
+        model, data = bz.models.RVM(width=3.0), bz.datasets.load("sinc", n=100, seed=1)
+    else:   # about 90 of 301 bases stay in the model: the case that coordinate-wise re-estimation converges slowly on
+        model, data = bz.models.RVM(width=float(np.sqrt(10))), friedman1(300)
+    fit = bz.fit(model, data, "fast", draws=5, chains=1, progress=False)
+    assert fit.info["converged"]
+    la = fit.posterior.log_alpha.values[0, 0]
+    active = np.flatnonzero(la < LOG_ALPHA_PRUNED)
+    alpha, beta = np.exp(la[active]), float(np.exp(fit.posterior.log_beta.values[0, 0]))
+    Phi, t = model.design(data.X, data.X), data.y
+    Sigma, mu, S, Q = _dense_factors(Phi, t, active, alpha, beta)
+    s, q = S.copy(), Q.copy()                        # [T 3.10]: s, q of a basis in the model leave it out of C
+    s[active] = alpha * S[active] / (alpha - S[active])
+    q[active] = alpha * Q[active] / (alpha - S[active])
+    theta = q * q - s
+    best, _ = C.best_alpha(s, q * q, model.a, model.b)
+    out = np.setdiff1d(np.arange(Phi.shape[1]), active)
+    assert np.all(theta[active] > 0)
+    np.testing.assert_allclose(alpha, best[active], rtol=0.03)
+    assert np.all(np.isinf(best[out]))
+    assert np.max(theta[out] / s[out]) < 0.03
+    gamma = 1.0 - alpha * np.diag(Sigma)
+    r = t - Phi[:, active] @ mu
+    assert (len(t) - gamma.sum() + 2 * model.c) / (r @ r + 2 * model.d) == pytest.approx(beta, rel=1e-5)
+    # every step (action, joint re-estimate of the alphas, new beta) raised the objective here
+    obj = fit.idata.objective["objective"].values
+    assert np.all(np.diff(obj) >= -1e-9 * np.abs(obj[1:]))
+
+
+def test_fast_joint_steps_reach_the_same_kind_of_answer_in_fewer_steps():
+    model, data = bz.models.RVM(width=float(np.sqrt(10))), friedman1(300)
+    fits = {joint: bz.fit(model, data, "fast", draws=5, chains=1, progress=False, joint_steps=joint)
+            for joint in (True, False)}
+    assert all(f.info["converged"] for f in fits.values())
+    assert fits[False].info["actions"]["joint"] == 0
+    # one basis at a time, ~90 coupled alphas take hundreds of re-estimates; MacKay's joint update replaces them
+    assert fits[True].info["iterations"] < 0.5 * fits[False].info["iterations"]
+    objective = {joint: final_objective(f) for joint, f in fits.items()}
+    assert abs(objective[True] - objective[False]) < 0.01 * abs(objective[False])
 
 
 @pytest.mark.parametrize("link", ["logit", "probit"])

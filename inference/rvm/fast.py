@@ -1,162 +1,290 @@
 """``fast``: Tipping-Faul fast marginal likelihood maximisation ([T ch.3], [P §II-C], digest 2.2).
 
 Starts from one basis (the one best aligned with the targets, [T §3.2] step 2) and, at every iteration,
-scores all N + 1 candidates with the sparsity / quality factors S_m, Q_m ([P 28-29], Woodbury form on the
-active set: O(N M^2) per iteration, never O(N^3)) and s_m, q_m [T 3.10]; takes the single action
-(add / re-estimate / delete) with the largest increase of the objective J of :mod:`.core`. Each basis's
-share of J is f_i = l(alpha_i) [T 3.5] + a log alpha_i - b alpha_i; with a = b = 0 its maximiser is
+scores all N + 1 candidates with the sparsity / quality factors S_m, Q_m ([P 28-29]) and s_m, q_m [T 3.10]; takes
+the single action (add / re-estimate / delete) with the largest increase of the objective J of :mod:`.core`. Each
+basis's share of J is f_i = l(alpha_i) [T 3.5] + a log alpha_i - b alpha_i; with a = b = 0 its maximiser is
 [T 3.7-3.8] alpha_i = s_i^2 / (q_i^2 - s_i), and with the model's Gamma hyperprior it is found numerically
-(:func:`.core.best_alpha`). Regression: beta is re-estimated after every action with [T 2.27]
-(corrected: Gamma(c, d) on beta) and Sigma, mu, S, Q are recomputed on the active set for the new beta (Sigma
-depends on beta, so the rank-one updates of [T ch. 3], valid at fixed beta, do not apply); of the Gram Phi^T Phi
-only the columns of bases that enter the model are formed. BLAS runs on one thread (the matrices are M x M).
+(:func:`.core.best_alpha`).
+
+Regression, as Tipping and Faul's SparseBayes does it: at fixed beta, Sigma, mu, S and Q follow each action by the
+rank-one updates of Tipping and Faul's appendix (O(N M) each, for M bases in the model); beta is re-estimated
+([T 2.27], corrected: Gamma(c, d) on beta) every ``beta_every`` actions and whenever no action is left, and Sigma,
+mu, S, Q are then recomputed on the active set for the new beta (O(N M^2)), which also clears the rounding of the
+updates. When the best action is a re-estimate, the MacKay update of every alpha in the model and of beta at once
+(alpha_i = (gamma_i + 2a) / (mu_i^2 + 2b), [T 2.25-2.27]: ``em``'s step on the active set) is tried first and kept
+only if it raises J by more than that action would: one basis at a time, hundreds of coupled alphas converge
+slowly. Of the Gram Phi^T Phi only the columns of bases that enter the model are formed. BLAS runs on one thread
+(the matrices are M x M).
 Classification: the Laplace mode is recomputed by IRLS after every action and S, Q use B and t-hat [P 19-20].
 """
 from __future__ import annotations
 
 import numpy as np
 
-from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval
+from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import core as C
 
 OPTIONS = {
-    "max_iter": Option(5000, "largest number of actions (add, re-estimate or delete one basis)", POSITIVE_INT),
+    "max_iter": Option(5000, "largest number of steps (add, re-estimate or delete one basis; re-estimate every alpha "
+                             "in the model at once; re-estimate beta)", POSITIVE_INT),
     "tol": Option(1e-8, "converged when the best action would raise J by less than this times max(1, |J|)",
                   POSITIVE),
     "prune_alpha": Option(1e12, "a basis whose best alpha exceeds this is left out of the model", POSITIVE),
     "init_beta": Option(None, "starting noise precision (regression); None: 10 / var(t)",
                         Interval(float, 0, None, "neither", none=True)),
+    "beta_every": Option(5, "re-estimate beta (regression) after this many actions, and whenever no action is left",
+                         POSITIVE_INT),
+    "joint_steps": Option(True, "regression: where the best action is a re-estimate, first try the MacKay update of "
+                                "every alpha in the model and beta at once (kept if it raises J more)", Flag()),
 }
+#: below this change of log alpha a re-estimate is no action (and of log beta, no new beta)
+SETTLED = 1e-6
 
 
 def fast_fit(model, Phi, t, opts, progress=False):
-    N, M = Phi.shape
-    a, b, c, d = model.a, model.b, model.c, model.d
-    clf = model.is_classifier
-    norms = np.sum(Phi**2, 0)
-    norms = np.where(norms > 0, norms, 1e-300)
-    alpha = np.full(M, np.inf)
-    if clf:
-        t_eff = 4.0 * (t - 0.5)                                  # t-hat at w = 0 for the logit link
-        beta = None
-        Pt = None
-    else:
-        t_eff = t
-        var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
-        beta = float(opts["init_beta"] or 10.0 / var_t)
-        Pt = Phi.T @ t
-        gdiag = np.sum(Phi**2, 0)
-        # columns of the Gram Phi^T Phi for the bases in the model only, each formed once when its basis first enters
-        # (O(N M) each): forming all of it would cost O(N M^2), more than the whole run on large N
-        gram_columns = {}
+    """The optimiser, on an explicit design ``Phi``: a dict with active, alpha, beta, post, traces, actions."""
+    solver = _classification if model.is_classifier else _regression
+    with progress_bar(total=opts["max_iter"], desc="fast", disable=not progress, unit="action") as bar:
+        return solver(model, Phi, t, opts, bar)
+
+
+def _first_basis(Phi, t_eff, norms, prune_alpha):
+    """[T §3.2] step 2: the basis best aligned with the targets and its alpha (alpha of all others: infinity)."""
     proj = (Phi.T @ t_eff) ** 2 / norms
     first = int(np.argmax(proj))
     sig2 = 0.1 * float(np.var(t_eff)) if np.var(t_eff) > 0 else 1.0
     denom = max(proj[first] - sig2, 1e-6 * proj[first])
+    alpha = np.full(Phi.shape[1], np.inf)
     with np.errstate(over="ignore"):
-        # [T §3.2] step 2; targets orthogonal to every basis (e.g. all zero) start from the pruning level
-        alpha[first] = min(norms[first] / denom, opts["prune_alpha"]) if denom > 0 else opts["prune_alpha"]
-    active = np.array([first])
-    if not clf:
-        Ga = _gram_columns(Phi, active, gram_columns)          # Phi^T Phi[:, active], kept in step with `active`
+        # targets orthogonal to every basis (e.g. all zero) start from the pruning level
+        alpha[first] = min(norms[first] / denom, prune_alpha) if denom > 0 else prune_alpha
+    return alpha, np.array([first])
+
+
+def _best_action(model, alpha, active, S, Q, prune_alpha):
+    """s, q [T 3.10] from S, Q and every basis's gain in J: adding it (at its best alpha), re-estimating it or
+    deleting it. Returns ``(gain, a_star)``; -inf: no such action."""
+    al = alpha[active]
+    # s_m, q_m: equal to S_m, Q_m for bases not in the model
+    s, q = S.copy(), Q.copy()
+    s[active] = al * S[active] / (al - S[active])
+    q[active] = al * Q[active] / (al - S[active])
+    s = np.maximum(s, 1e-300)
+    q2 = q * q
+    a_star, f_star = C.best_alpha(s, q2, model.a, model.b, prune_alpha)
+    gain = np.where(np.isfinite(a_star), f_star, -np.inf)                          # add
+    f_now = C.basis_contribution(al, s[active], q2[active], model.a, model.b)
+    gain[active] = np.maximum(f_star[active], 0.0) - f_now                          # re-estimate or delete
+    if active.size == 1:
+        gain[active] = np.where(np.isfinite(a_star[active]), gain[active], -np.inf)
+    return gain, a_star
+
+
+def _regression(model, Phi, t, opts, bar):
+    N, M = Phi.shape
+    c, d = model.c, model.d
+    norms = np.sum(Phi**2, 0)
+    norms = np.where(norms > 0, norms, 1e-300)
+    alpha, active = _first_basis(Phi, t, norms, opts["prune_alpha"])
+    var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
+    beta = float(opts["init_beta"] or 10.0 / var_t)
+    Pt = Phi.T @ t
     tt = float(t @ t)
+    # columns of the Gram Phi^T Phi for the bases in the model only, each formed once when its basis first enters
+    # (O(N M) each): forming all of it would cost O(N M^2), more than the whole run on large N
+    gram_columns = {}
+    Ga = _gram_columns(Phi, active, gram_columns)          # Phi^T Phi[:, active], kept in step with `active`
+
+    def posterior():
+        """Sigma, mu, S, Q [P 28-29] and J for the active set at the current alpha, beta, from one factorisation."""
+        al = alpha[active]
+        H = beta * Ga[active]
+        H[np.diag_indices(active.size)] += al
+        post = C.Gaussian(H, beta * Pt[active])
+        Sigma = post.Sigma.copy()
+        S = beta * norms - beta * beta * np.sum((Ga @ Sigma) * Ga, 1)
+        Q = beta * Pt - beta * (Ga @ post.mu)          # Sigma beta Phi^T t is the posterior mean
+        ev = C.log_evidence(post, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
+        return post, Sigma, post.mu.copy(), S, Q, ev + C.log_prior_terms(al, beta, model)
+
+    trace_ev, trace_obj = [], []
+
+    def record(J):
+        # between factorisations J is accumulated from the actions' gains, and the evidence follows from it
+        trace_obj.append(J)
+        trace_ev.append(J - C.log_prior_terms(alpha[active], beta, model))
+
+    def mackay_beta(gamma):
+        """[T 2.27], corrected: Gamma(c, d) on beta."""
+        r = t - Phi[:, active] @ mu
+        # N - sum gamma >= 0 exactly, not always in rounding (bases that interpolate)
+        return (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (float(r @ r) + 2 * d)
+
+    post, Sigma, mu, S, Q, J = posterior()
+    record(J)
+    actions = {"add": 0, "reestimate": 0, "delete": 0, "joint": 0, "beta": 0}
+    since_beta, joint_wait, next_joint = 0, 1, 0
+    converged = False
+    it = 0
+    for it in range(1, opts["max_iter"] + 1):
+        gain, a_star = _best_action(model, alpha, active, S, Q, opts["prune_alpha"])
+        i = int(np.argmax(gain))
+        best = gain[i]
+        in_model = np.isfinite(alpha[i])
+        bar.update()
+        show(bar, f"gain {max(best, 0.0):.2g} (tol {opts['tol']:g} x |J|), {active.size} bases")
+        at_rest = (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(J))
+                   or (in_model and np.isfinite(a_star[i]) and abs(np.log(a_star[i]) - np.log(alpha[i])) < SETTLED))
+        gamma = 1.0 - alpha[active] * np.diag(Sigma)
+        if at_rest or since_beta >= opts["beta_every"]:
+            new_beta = mackay_beta(gamma)
+            if at_rest and abs(np.log(new_beta) - np.log(beta)) < SETTLED:
+                converged = True
+                break
+            beta = new_beta
+            post, Sigma, mu, S, Q, J = posterior()
+            record(J)
+            actions["beta"] += 1
+            since_beta = 0
+            continue
+        since_beta += 1
+        if in_model and np.isfinite(a_star[i]) and opts["joint_steps"] and it >= next_joint:
+            # MacKay's update of every alpha in the model and beta at once [T 2.25-2.27], kept if it beats the single
+            # action: the step of `em` on the active set
+            al, old_beta = alpha[active], beta
+            proposal = (gamma + 2 * model.a) / (mu * mu + 2 * model.b)
+            usable = np.isfinite(proposal) & (proposal > 0)
+            alpha[active] = np.where(usable, np.minimum(proposal, opts["prune_alpha"]), al)
+            beta = mackay_beta(gamma)
+            tried = posterior()
+            if tried[-1] >= J + best:
+                post, Sigma, mu, S, Q, J = tried
+                record(J)
+                actions["joint"] += 1
+                joint_wait, next_joint, since_beta = 1, it + 1, 0
+                continue
+            alpha[active], beta = al, old_beta
+            # a failed try costs a factorisation: wait twice as long before the next
+            joint_wait *= 2
+            next_joint = it + joint_wait
+        # one action at fixed beta: rank-one updates of Sigma, mu, S, Q (Tipping and Faul's appendix)
+        if not in_model:
+            gram_i = _gram_columns(Phi, [i], gram_columns)[:, 0]
+            Sigma, mu, S, Q = _added(Sigma, mu, S, Q, Ga, gram_i, active, i, a_star[i], beta)
+            alpha[i] = a_star[i]
+            active = np.append(active, i)
+            Ga = np.column_stack([Ga, gram_i])
+            actions["add"] += 1
+        else:
+            j = int(np.flatnonzero(active == i)[0])
+            if np.isfinite(a_star[i]):
+                Sigma, mu, S, Q = _reestimated(Sigma, mu, S, Q, Ga, j, a_star[i] - alpha[i], beta)
+                alpha[i] = a_star[i]
+                actions["reestimate"] += 1
+            else:
+                Sigma, mu, S, Q = _deleted(Sigma, mu, S, Q, Ga, j, beta)
+                keep = np.arange(active.size) != j
+                alpha[i] = np.inf
+                active = active[keep]
+                Ga = Ga[:, keep]
+                actions["delete"] += 1
+        J += best                     # the action's gain is its exact change of J at fixed beta
+        record(J)
+    # the exact posterior and J for the final active set, alpha and beta (clears the rounding of the updates)
+    post, Sigma, mu, S, Q, J = posterior()
+    record(J)
+    return _result(active, alpha, beta, post, trace_ev, trace_obj, it, converged, actions)
+
+
+# ------------------------------------------------------------------ rank-one updates at fixed beta (Tipping-Faul)
+def _added(Sigma, mu, S, Q, Ga, gram_i, active, i, alpha_i, beta):
+    """Sigma, mu, S, Q after basis i enters at ``alpha_i``; ``gram_i`` = Phi^T phi_i, ``Ga`` = Phi^T Phi_active."""
+    Sii = 1.0 / (alpha_i + S[i])
+    mui = Sii * Q[i]
+    u = beta * (Sigma @ gram_i[active])                          # beta Sigma Phi_active^T phi_i
+    e = beta * (gram_i - Ga @ u)                                 # beta Phi^T (phi_i - Phi_active u)
+    K = mu.size
+    grown = np.empty((K + 1, K + 1))
+    grown[:K, :K] = Sigma + Sii * np.outer(u, u)
+    grown[:K, K] = grown[K, :K] = -Sii * u
+    grown[K, K] = Sii
+    return grown, np.append(mu - mui * u, mui), S - Sii * e * e, Q - mui * e
+
+
+def _reestimated(Sigma, mu, S, Q, Ga, j, delta_alpha, beta):
+    """Sigma, mu, S, Q after alpha of the j-th basis in the model changes by ``delta_alpha`` (not 0)."""
+    Sj = Sigma[:, j].copy()
+    kappa = 1.0 / (Sj[j] + 1.0 / delta_alpha)
+    v = beta * (Ga @ Sj)                                         # beta Phi^T Phi_active Sigma_j
+    return Sigma - kappa * np.outer(Sj, Sj), mu - kappa * mu[j] * Sj, S + kappa * v * v, Q + kappa * mu[j] * v
+
+
+def _deleted(Sigma, mu, S, Q, Ga, j, beta):
+    """Sigma, mu, S, Q after the j-th basis in the model leaves it (alpha_j -> infinity)."""
+    Sj = Sigma[:, j].copy()
+    Sjj, muj = Sj[j], mu[j]
+    v = beta * (Ga @ Sj)
+    keep = np.arange(mu.size) != j
+    Sigma = Sigma - np.outer(Sj, Sj) / Sjj
+    return Sigma[np.ix_(keep, keep)], (mu - muj * Sj / Sjj)[keep], S + v * v / Sjj, Q + muj * v / Sjj
+
+
+# ------------------------------------------------------------------ classification
+def _classification(model, Phi, t, opts, bar):
+    norms = np.sum(Phi**2, 0)
+    norms = np.where(norms > 0, norms, 1e-300)
+    alpha, active = _first_basis(Phi, 4.0 * (t - 0.5), norms, opts["prune_alpha"])   # t-hat at w = 0, logit link
     w_mode = None
     trace_ev, trace_obj, actions = [], [], {"add": 0, "reestimate": 0, "delete": 0}
     converged = False
     it = 0
-    with progress_bar(total=opts["max_iter"], desc="fast", disable=not progress, unit="action") as bar:
-        for it in range(1, opts["max_iter"] + 1):
-            al = alpha[active]
-            if clf:
-                post, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, al, model.link, w0=w_mode)
-                w_mode = post.mu
-                ev = C.laplace_log_evidence(post, al, ll)
-                Bt = W * (Phi[:, active] @ post.mu) + g              # B t-hat  [P 20]
-                PBP = (Phi.T * W) @ Phi[:, active]                   # Phi^T B Phi_active
-                PBt = Phi.T @ Bt
-                S = (Phi**2).T @ W - np.sum((PBP @ post.Sigma) * PBP, 1)           # [P 28]
-                Q = PBt - PBP @ (post.Sigma @ PBt[active])                           # [P 29]
-            else:
-                H = beta * Ga[active]
-                H[np.diag_indices(active.size)] += al
-                post = C.Gaussian(H, beta * Pt[active])
-                ev = C.log_evidence(post, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
-                S = beta * gdiag - beta * beta * np.sum((Ga @ post.Sigma) * Ga, 1)      # [P 28]
-                Q = beta * Pt - beta * (Ga @ post.mu)       # [P 29]: Sigma beta Phi^T t is the posterior mean
-            trace_ev.append(ev)
-            trace_obj.append(ev + C.log_prior_terms(al, beta, model))
-            # s_m, q_m [T 3.10]: equal to S_m, Q_m for bases not in the model
-            s, q = S.copy(), Q.copy()
-            s[active] = al * S[active] / (al - S[active])
-            q[active] = al * Q[active] / (al - S[active])
-            s = np.maximum(s, 1e-300)
-            q2 = q * q
-            a_star, f_star = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
-            gain = np.where(np.isfinite(a_star), f_star, -np.inf)                  # add
-            f_now = C.basis_contribution(al, s[active], q2[active], a, b)
-            gain[active] = np.maximum(f_star[active], 0.0) - f_now                  # re-estimate or delete
-            if active.size == 1:
-                gain[active] = np.where(np.isfinite(a_star[active]), gain[active], -np.inf)
-            i = int(np.argmax(gain))
-            best = gain[i]
-            in_model = np.isfinite(alpha[i])
-            new_beta = beta
-            if not clf:
-                gamma = 1.0 - al * np.diag(post.Sigma)
-                r = t - Phi[:, active] @ post.mu
-                # [T 2.27], corrected; N - sum gamma >= 0 exactly, not always in rounding (bases that interpolate)
-                new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (float(r @ r) + 2 * d)
-            beta_change = 0.0 if clf else abs(np.log(new_beta) - np.log(beta))
-            bar.update()
-            show(bar, f"gain {max(best, 0.0):.2g} (tol {opts['tol']:g} x |J|), {active.size} bases")
-            small_step = (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(trace_obj[-1]))
-                          or (in_model and np.isfinite(a_star[i])
-                              and abs(np.log(a_star[i]) - np.log(alpha[i])) < 1e-6))
-            if small_step and beta_change < 1e-6:
-                converged = True
-                break
-            if np.isfinite(best) and best > 0:
-                if not in_model:
-                    alpha[i] = a_star[i]
-                    active = np.append(active, i)
-                    if clf:
-                        w_mode = np.append(w_mode, 0.0)
-                    else:
-                        Ga = np.column_stack([Ga, _gram_columns(Phi, [i], gram_columns)])
-                    actions["add"] += 1
-                elif np.isfinite(a_star[i]):
-                    alpha[i] = a_star[i]
-                    actions["reestimate"] += 1
-                else:
-                    keep = active != i
-                    alpha[i] = np.inf
-                    active = active[keep]
-                    if clf:
-                        w_mode = w_mode[keep]
-                    else:
-                        Ga = Ga[:, keep]
-                    actions["delete"] += 1
-            beta = new_beta
-    # posterior for the final active set, alpha and beta
-    al = alpha[active]
-    if clf:
-        post_final, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, al, model.link, w0=w_mode)
-    else:
-        H = beta * Ga[active]
-        H[np.diag_indices(active.size)] += al
-        post_final = C.Gaussian(H, beta * Pt[active])
-        if not converged:
-            ev = C.log_evidence(post_final, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
-            trace_ev.append(ev)
-            trace_obj.append(ev + C.log_prior_terms(al, beta, model))
+    for it in range(1, opts["max_iter"] + 1):
+        al = alpha[active]
+        post, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, al, model.link, w0=w_mode)
+        w_mode = post.mu
+        Bt = W * (Phi[:, active] @ post.mu) + g                  # B t-hat  [P 20]
+        PBP = (Phi.T * W) @ Phi[:, active]                       # Phi^T B Phi_active
+        PBt = Phi.T @ Bt
+        S = (Phi**2).T @ W - np.sum((PBP @ post.Sigma) * PBP, 1)           # [P 28]
+        Q = PBt - PBP @ (post.Sigma @ PBt[active])                           # [P 29]
+        trace_ev.append(C.laplace_log_evidence(post, al, ll))
+        trace_obj.append(trace_ev[-1] + C.log_prior_terms(al, None, model))
+        gain, a_star = _best_action(model, alpha, active, S, Q, opts["prune_alpha"])
+        i = int(np.argmax(gain))
+        best = gain[i]
+        in_model = np.isfinite(alpha[i])
+        bar.update()
+        show(bar, f"gain {max(best, 0.0):.2g} (tol {opts['tol']:g} x |J|), {active.size} bases")
+        if (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(trace_obj[-1]))
+                or (in_model and np.isfinite(a_star[i]) and abs(np.log(a_star[i]) - np.log(alpha[i])) < SETTLED)):
+            converged = True
+            break
+        if not in_model:
+            alpha[i] = a_star[i]
+            active = np.append(active, i)
+            w_mode = np.append(w_mode, 0.0)
+            actions["add"] += 1
+        elif np.isfinite(a_star[i]):
+            alpha[i] = a_star[i]
+            actions["reestimate"] += 1
+        else:
+            keep = active != i
+            alpha[i] = np.inf
+            active = active[keep]
+            w_mode = w_mode[keep]
+            actions["delete"] += 1
+    post, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, alpha[active], model.link, w0=w_mode)
+    return _result(active, alpha, None, post, trace_ev, trace_obj, it, converged, actions)
+
+
+def _result(active, alpha, beta, post, trace_ev, trace_obj, iterations, converged, actions):
     order = np.argsort(active)
-    active = active[order]
-    post_final = _permute(post_final, order)
-    return dict(active=active, alpha=alpha[active], beta=beta, post=post_final,
-                log_evidence=np.array(trace_ev), objective=np.array(trace_obj), iterations=it,
+    return dict(active=active[order], alpha=alpha[active[order]], beta=beta, post=_permute(post, order),
+                log_evidence=np.array(trace_ev), objective=np.array(trace_obj), iterations=iterations,
                 converged=converged, actions=actions)
 
 
