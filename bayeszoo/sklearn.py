@@ -407,10 +407,14 @@ class BayesGPClassifier(_Classifier):
         Covariance function.
     likelihood : {"probit", "logit"}, default="probit"
         Link from the latent function to P(y = classes_[1]).
-    log_lengthscale : float, default=0.0
-        Natural log of the lengthscale (every input direction for ``"se_ard"``).
+    log_lengthscale : float or "scale", default="scale"
+        Natural log of the lengthscale (every input direction for ``"se_ard"``). ``"scale"`` sets it at ``fit``
+        from the training inputs as ``SVC(gamma="scale")`` does: lengthscale^2 = n_features * X.var() / 2, so that
+        the ``"se"`` kernel is SVC's rbf kernel (``"nn"``: n_features * X.var()); the number used is
+        ``fit_.idata.constant_data["log_lengthscale"]``.
     log_amplitude : float, default=0.0
-        Natural log of the prior standard deviation of the latent function.
+        Natural log of the prior standard deviation of the latent function (1 by default, as in scikit-learn's
+        ``GaussianProcessClassifier()``).
     hyp : tuple of float or None, default=None
         All log-hyperparameters in the kernel's order; overrides the two arguments above.
     jitter : float, default=1e-8
@@ -440,7 +444,7 @@ class BayesGPClassifier(_Classifier):
     _multiclass_advice = ("BayesGPClassifier models two classes; for more use "
                           "sklearn.multiclass.OneVsRestClassifier(BayesGPClassifier(...)) or PMKLClassifier.")
 
-    def __init__(self, kernel="se", likelihood="probit", log_lengthscale=0.0, log_amplitude=0.0, hyp=None,
+    def __init__(self, kernel="se", likelihood="probit", log_lengthscale="scale", log_amplitude=0.0, hyp=None,
                  jitter=1e-8, degree=2, backend="ep", seed=0, backend_options=None):
         self.kernel = kernel
         self.likelihood = likelihood

@@ -9,8 +9,10 @@ the classifiers, shuffled with seed 0; the score is scikit-learn's (accuracy; R^
 bayeszoo: ``RelevanceVectorClassifier``, ``BayesGPClassifier``, ``PMKLClassifier``, ``RelevanceVectorRegressor``,
 ``AdaptiveRelevanceVectorRegressor``, all with no arguments (binary classifiers wrapped in ``OneVsRestClassifier``
 on the three-class sets); ``RelevanceVectorClassifier(width=1.0)`` / ``RelevanceVectorRegressor(width=1.0)``, the
-default before ``width="scale"``, are shown for reference. Peers: ``LogisticRegression()``, ``SVC()``,
-``GaussianProcessClassifier()`` (its RBF length scale fitted by maximum marginal likelihood), ``Ridge()``, ``SVR()``.
+default before ``width="scale"``, and ``BayesGPClassifier(log_lengthscale=0.0)``, the default before
+``log_lengthscale="scale"``, are shown for reference. Peers: ``LogisticRegression()``, ``SVC()``,
+``GaussianProcessClassifier()`` (its default kernel, ``ConstantKernel(1.0, "fixed") * RBF(1.0, "fixed")``: length
+scale 1 and amplitude 1, not fitted), ``Ridge()``, ``SVR()``.
 
 Target: every bayeszoo estimator at its defaults within one point (0.01 of accuracy or R^2) of the best peer.
 """
@@ -25,6 +27,8 @@ MARGIN = 0.01
 DATASETS = ("breast_cancer", "diabetes", "iris", "wine")
 #: the former default width, shown for reference (not part of the target)
 FORMER = "width=1.0 (former default)"
+#: the GP classifier's former default lengthscale (1), shown for reference (not part of the target)
+FORMER_GP = "log_lengthscale=0.0 (former default)"
 
 
 def _load(name):
@@ -56,6 +60,7 @@ def _models(task):
     return [(f"RelevanceVectorClassifier(){ovr}", binary(RelevanceVectorClassifier()), True, True),
             (f"RelevanceVectorClassifier({FORMER}){ovr}", binary(RelevanceVectorClassifier(width=1.0)), True, False),
             (f"BayesGPClassifier(){ovr}", binary(BayesGPClassifier()), True, True),
+            (f"BayesGPClassifier({FORMER_GP}){ovr}", binary(BayesGPClassifier(log_lengthscale=0.0)), True, False),
             ("PMKLClassifier()", PMKLClassifier(), True, True),
             ("LogisticRegression()", LogisticRegression(), False, True), ("SVC()", SVC(), False, True),
             ("GaussianProcessClassifier()", GaussianProcessClassifier(), False, True)]

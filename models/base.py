@@ -173,6 +173,34 @@ class ImageModel(Model):
                              f"coordinates (rows, cols) of a {R} x {C} image, got X of shape {data.X.shape}")
 
 
+#: an option value that a family resolves from the training inputs at fit time, as scikit-learn's ``gamma="scale"``
+#: (the RVM's ``width``, the GPC's ``log_lengthscale``); the number used is stored with the fit's constant_data
+SCALE = "scale"
+
+
+def scale_spread(X, setting: str, remedy: str, log: bool = False) -> float:
+    """d var(X), the variance over every entry of the training inputs X (n, d) times d: the number scikit-learn's
+    ``gamma="scale"`` divides by (gamma = 1 / (d var(X))), from which each family sets its ``"scale"`` option in its
+    own parametrisation. The typical squared distance between two rows is 2 d var(X). ``log=True`` gives
+    log(d var(X)) instead, finite for inputs of any magnitude (d var(X) itself overflows to inf, or underflows to 0,
+    for entries beyond about 1e154 or below 1e-154). When every entry of X is the same number there is no spread to
+    set anything from: a ValueError says what ``setting`` sets (e.g. "RVM: width='scale' sets the kernel width") and
+    ends with ``remedy``."""
+    X = np.asarray(X, dtype=float)
+    X = X.reshape(X.shape[0], -1) if X.ndim else X.reshape(1, 1)
+    top = float(np.max(np.abs(X), initial=0.0))
+    e = int(np.frexp(top)[1]) if np.isfinite(top) and top > 0 else 0
+    # scaled by 2^-e into [-1, 1] first (exact), so that no square overflows or underflows
+    spread = X.shape[1] * float(np.var(np.ldexp(X, -e))) if X.size else 0.0
+    if not spread > 0:
+        raise ValueError(f"{setting} from the spread of the training inputs, but all {X.shape[0]} training inputs "
+                         f"are the same point (d var(X) = 0); {remedy}")
+    if log:
+        return float(np.log(spread) + 2 * e * np.log(2.0))
+    with np.errstate(over="ignore", under="ignore"):
+        return float(np.ldexp(spread, 2 * e))
+
+
 def plain(value):
     """``value`` with tuples and arrays as lists and NumPy scalars as Python numbers (JSON form)."""
     if isinstance(value, dict):

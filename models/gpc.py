@@ -9,6 +9,8 @@ inputs). Labels are 0/1 in the Dataset (+1/-1 in the thesis's formulas: y_pm = 2
 
 Shared helpers for the hand-written backends (import them from here):
 
+``GPC.at(X)``                           the model with ``log_lengthscale="scale"`` resolved for training inputs X;
+``GPC.fitted(fit)``                     the same with the number stored with a fit;
 ``GPC.hyperparameters(d)``              the log-hyperparameter vector (order: ``gp_kernels`` docstring);
 ``GPC.K(X1, X2=None, d=None)``          covariance; jitter on the diagonal when ``X2`` is None;
 ``GPC.kernel_matrix(X1, X2=None)``      covariance without jitter; ``GPC.kernel_diag(X)``, ``GPC.kernel_grad(X)``;
@@ -20,11 +22,16 @@ Shared helpers for the hand-written backends (import them from here):
 ``log_sig(t, likelihood)``              log sig(t), stable for extreme t;
 ``gp_conditional(model, X, X_new)``     (A, var): mean K*^T K^-1 f = f @ A, variance k** - K*^T K^-1 K*  (4.7);
 ``two_point_exact_moments(model)``      exact mean, covariance and log Z of the Fig. 4.3 two-point toy.
+
+``K``, ``kernel_matrix``, ``kernel_grad`` and ``cholesky`` take the training inputs first and resolve a "scale"
+lengthscale from them; ``hyperparameters``, ``kernel_diag`` and ``check_prior_variance`` need a resolved model
+(``at`` / ``fitted``).
 """
 from __future__ import annotations
 
 from typing import ClassVar
 
+import dataclasses
 import functools
 import numbers
 from dataclasses import dataclass
@@ -34,10 +41,12 @@ import numpy as np
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.numerics import gp_kernels
-from bayeszoo.models.base import Model
+from bayeszoo.models.base import SCALE, Model, scale_spread
 
 LIKELIHOODS = ("probit", "logit")
 KERNELS = gp_kernels.KERNELS
+#: the kernels with a lengthscale, which ``log_lengthscale`` sets (when ``hyp`` is None)
+LENGTHSCALE_KERNELS = ("se", "se_ard", "matern32", "matern52", "nn")
 HYP_LIMIT = 20.0       # |log hyperparameter| above this is rejected (exp(20) ~ 5e8)
 #: Largest prior variance k(x, x) + jitter at any input the model sees (training, test and prediction inputs).
 #: Beyond it the posterior covariances K - K C K lose every digit to cancellation in double precision (their
@@ -61,9 +70,13 @@ class GPC(Model):
     hyp : tuple of float or None
         All log-hyperparameters of the kernel, in the kernel's order (e.g. ``(log_ell, log_sf)`` for ``se``,
         ``d`` lengthscales then ``log_sf`` for ``se_ard``). Overrides the two convenience fields below.
-    log_lengthscale, log_amplitude : float
-        Convenient spelling used when ``hyp`` is None: ``se``/``matern*``/``nn`` -> (log_lengthscale,
-        log_amplitude); ``se_ard`` -> log_lengthscale for every dimension, then log_amplitude;
+    log_lengthscale : float or "scale"
+        ``"scale"`` (the default) sets the lengthscale at fit time from the training inputs as scikit-learn's SVC
+        sets ``gamma="scale"``: ell^2 = d var(X) / 2 (``nn``: d var(X)); see :func:`scale_log_lengthscale`. The
+        number used is stored with the fit (``fit.idata.constant_data["log_lengthscale"]``), and predictions use it.
+    log_amplitude : float
+        With ``log_lengthscale``, the convenient spelling used when ``hyp`` is None: ``se``/``matern*``/``nn`` ->
+        (log_lengthscale, log_amplitude); ``se_ard`` -> log_lengthscale for every dimension, then log_amplitude;
         ``linear`` -> (-log_amplitude,) (covLINone's k = (x.z + 1) / t^2, so sf = 1 / t);
         ``poly`` -> (0.0, log_amplitude), i.e. offset c = 1.
     jitter : float
@@ -78,7 +91,7 @@ class GPC(Model):
     likelihood: str = "probit"
     kernel: str = "se"
     hyp: tuple | None = None
-    log_lengthscale: float = 0.0
+    log_lengthscale: float | str = SCALE
     log_amplitude: float = 0.0
     jitter: float = 1e-8
     degree: int = 2
@@ -103,8 +116,11 @@ class GPC(Model):
             _check_hyp(np.asarray(self.hyp), "hyp")
         for name in ("log_lengthscale", "log_amplitude"):
             value = getattr(self, name)
+            if name == "log_lengthscale" and isinstance(value, str) and value == SCALE:
+                continue                    # set from the training inputs at fit time (``at``)
             if not _is_real(value):
-                raise ValueError(f"GPC: {name} must be a number, got {value!r}")
+                allowed = f"a number or {SCALE!r}" if name == "log_lengthscale" else "a number"
+                raise ValueError(f"GPC: {name} must be {allowed}, got {value!r}"[:200])
             _check_hyp(np.array([float(value)]), name)
             setattr(self, name, float(value))
         self.jitter = checks.number("GPC", "jitter", self.jitter, low=0.0, low_inclusive=True, high=VARIANCE_LIMIT)
@@ -113,8 +129,41 @@ class GPC(Model):
         self.degree = int(self.degree)
 
     # ---- hyperparameters and covariance ----------------------------------------------------------------
+    @property
+    def uses_lengthscale(self) -> bool:
+        """Whether ``log_lengthscale`` enters the kernel (``hyp`` not given, a kernel with a lengthscale)."""
+        return self.hyp is None and self.kernel in LENGTHSCALE_KERNELS
+
+    @property
+    def resolved(self) -> bool:
+        """Whether every hyperparameter is a number (no "scale" left to set from training inputs)."""
+        return not (self.uses_lengthscale and self.log_lengthscale == SCALE)
+
+    def at(self, X) -> GPC:
+        """This model for training inputs X: a copy with ``log_lengthscale="scale"`` replaced by the number it stands
+        for there (:func:`scale_log_lengthscale`; a ValueError when that number is out of range); the model itself
+        when nothing is left to resolve."""
+        if self.resolved:
+            return self
+        return dataclasses.replace(self, log_lengthscale=scale_log_lengthscale(X, self.kernel))
+
+    def fitted(self, fit) -> GPC:
+        """This model as ``fit`` was made with it: "scale" replaced by the number stored with the fit
+        (``constant_data["log_lengthscale"]``; for a fit saved before it was stored, resolved from the training
+        inputs stored with it)."""
+        if self.resolved:
+            return self
+        stored = fit.idata.constant_data.get("log_lengthscale")
+        if stored is None:
+            return self.at(np.asarray(fit.idata.constant_data["X"].values, dtype=float))
+        return dataclasses.replace(self, log_lengthscale=float(stored.values))
+
     def hyperparameters(self, d: int) -> np.ndarray:
-        """The kernel's log-hyperparameters for input dimension ``d`` (order: :mod:`gp_kernels`)."""
+        """The kernel's log-hyperparameters for input dimension ``d`` (order: :mod:`gp_kernels`); with
+        ``log_lengthscale="scale"``, those of ``model.at(X)`` for the training inputs X."""
+        if not self.resolved:
+            raise ValueError(f"GPC: log_lengthscale={SCALE!r} is set from the training inputs: the hyperparameters "
+                             f"are those of model.at(X) for training inputs X (model.fitted(fit) for a fit)")
         m = gp_kernels.n_hyp(self.kernel, d)
         if self.hyp is not None:
             hyp = np.asarray(self.hyp, dtype=float)
@@ -122,22 +171,24 @@ class GPC(Model):
                 raise ValueError(f"GPC kernel {self.kernel!r} with d={d} needs {m} log-hyperparameters "
                                  f"{gp_kernels.hyp_names(self.kernel, d)}, got hyp of length {hyp.size}")
             return hyp.copy()
-        ll, la = float(self.log_lengthscale), float(self.log_amplitude)
-        if self.kernel == "se_ard":
-            return np.array([ll] * int(d) + [la])
+        la = float(self.log_amplitude)
         if self.kernel == "linear":
             return np.array([-la])
         if self.kernel == "poly":
             return np.array([0.0, la])
+        ll = float(self.log_lengthscale)
+        if self.kernel == "se_ard":
+            return np.array([ll] * int(d) + [la])
         return np.array([ll, la])
 
     def hyp_names(self, d: int) -> list[str]:
         return gp_kernels.hyp_names(self.kernel, d)
 
     def kernel_matrix(self, X1, X2=None) -> np.ndarray:
-        """k(X1, X2) without jitter (X2 = X1 when None)."""
+        """k(X1, X2) without jitter (X2 = X1 when None); X1: the training inputs (which set a "scale" lengthscale)."""
         X1 = np.atleast_2d(np.asarray(X1, dtype=float))
-        return gp_kernels.kernel_matrix(self.kernel, X1, X2, self.hyperparameters(X1.shape[1]), self.degree)
+        hyp = self.at(X1).hyperparameters(X1.shape[1])
+        return gp_kernels.kernel_matrix(self.kernel, X1, X2, hyp, self.degree)
 
     def K(self, X1, X2=None, d: int | None = None) -> np.ndarray:
         """Covariance matrix; ``X2=None`` gives k(X1, X1) + jitter I (the prior covariance of f)."""
@@ -150,14 +201,14 @@ class GPC(Model):
         return K
 
     def kernel_diag(self, X) -> np.ndarray:
-        """Prior variances k(x, x) (no jitter) for every row of X."""
+        """Prior variances k(x, x) (no jitter) for every row of X (any inputs: needs a resolved model)."""
         X = np.atleast_2d(np.asarray(X, dtype=float))
         return gp_kernels.kernel_diag(self.kernel, X, self.hyperparameters(X.shape[1]), self.degree)
 
     def kernel_grad(self, X) -> list[np.ndarray]:
         """dK/dhyp_j at the training inputs, one (n, n) array per log-hyperparameter."""
         X = np.atleast_2d(np.asarray(X, dtype=float))
-        return gp_kernels.kernel_grad(self.kernel, X, self.hyperparameters(X.shape[1]), self.degree)
+        return gp_kernels.kernel_grad(self.kernel, X, self.at(X).hyperparameters(X.shape[1]), self.degree)
 
     def cholesky(self, X, K=None) -> np.ndarray:
         """Lower Cholesky factor L of K(X) + jitter I (so f = L z, z ~ N(0, I) is the prior); ``K``: that matrix,
@@ -168,7 +219,7 @@ class GPC(Model):
         try:
             return np.linalg.cholesky(K)
         except np.linalg.LinAlgError:
-            raise ValueError(self._singular_kernel_message(X, K)) from None
+            raise ValueError(self.at(X)._singular_kernel_message(X, K)) from None
 
     def _singular_kernel_message(self, X, K) -> str:
         d = X.shape[1]
@@ -226,10 +277,11 @@ class GPC(Model):
             if not np.all(np.isin(labels, (0.0, 1.0))):
                 hint = (" (labels -1/+1: pass (y + 1) / 2)" if np.all(np.isin(labels, (-1.0, 1.0))) else "")
                 raise ValueError(f"GPC needs binary labels 0/1 in {what}; got values {labels[:10].tolist()}{hint}")
-        hyp = self.hyperparameters(data.d)
+        model = self.at(data.X)       # refuses a "scale" lengthscale these inputs cannot set
+        hyp = model.hyperparameters(data.d)
         _check_hyp(hyp, f"hyperparameters {self.hyp_names(data.d)} =")
-        self.check_prior_variance(data.X, "the training inputs X")
-        self.check_prior_variance(data.X_test, "the test inputs X_test")
+        model.check_prior_variance(data.X, "the training inputs X")
+        model.check_prior_variance(data.X_test, "the test inputs X_test")
 
     def var_dims(self, data: Dataset) -> dict[str, tuple[str, ...]]:
         return {"f": ("obs",)}
@@ -238,7 +290,10 @@ class GPC(Model):
         return {"obs": np.arange(data.n)}
 
     def constant_data(self, data: Dataset) -> dict:
-        return {"X": data.X}
+        if self.resolved:
+            return {"X": data.X}
+        # the lengthscale "scale" stood for: predictions use it (fitted), and it shows what was fitted
+        return {"X": data.X, "log_lengthscale": self.at(data.X).log_lengthscale}
 
     # ---- declarations --------------------------------------------------------------------------------
     def declaration_memory(self, data: Dataset) -> dict[str, int]:
@@ -317,7 +372,7 @@ class GPC(Model):
         a prior variance the numerics can represent)."""
         self._check_fit(fit)
         X_new = self.check_inputs(fit, X_new)
-        self.check_prior_variance(X_new, "X_new")
+        self.fitted(fit).check_prior_variance(X_new, "X_new")
         return X_new
 
     def predict_latent(self, fit, X_new):
@@ -331,7 +386,7 @@ class GPC(Model):
         """
         X_new = self._checked(fit, X_new)
         X = np.asarray(fit.idata.constant_data["X"].values, dtype=float)
-        A, var = gp_conditional(self, X, X_new)
+        A, var = gp_conditional(self.fitted(fit), X, X_new)
         if GAUSSIAN_GROUP in fit.idata.groups() and "q_cov" in fit.idata[GAUSSIAN_GROUP]:
             q = fit.idata[GAUSSIAN_GROUP]
             m, V = np.asarray(q["q_mean"].values, float), np.asarray(q["q_cov"].values, float)
@@ -423,6 +478,31 @@ _VARIANCE_ADVICE = {
 }
 
 
+def scale_log_lengthscale(X, kernel: str = "se") -> float:
+    """The log lengthscale that ``log_lengthscale="scale"`` stands for, from the training inputs X (n, d):
+    scikit-learn SVC's ``gamma="scale"``, gamma = 1 / (d var(X)) with var over every entry of X
+    (``models.base.scale_spread``), in this family's parametrisation.
+
+    ``se``, ``se_ard``, ``matern32``, ``matern52``: ell^2 = d var(X) / 2, so the SE kernel exp(-|x - x'|^2 / (2 ell^2))
+    is exp(-gamma |x - x'|^2), SVC's rbf kernel (the typical squared distance between two rows, 2 d var(X), is 4
+    ell^2); the Matern kernels take the same ell. ``nn``: ell^2 = d var(X), so its x.z / ell^2 is gamma x.z (as the
+    RVM's ``sigmoid``). A ValueError when all rows are the same point (e.g. a single training point), or when the
+    log lengthscale falls outside the [-20, 20] allowed for every log-hyperparameter (inputs far from unit scale).
+    """
+    setting, remedy = f"GPC: log_lengthscale={SCALE!r} sets the lengthscale", "give log_lengthscale a number"
+    spread = scale_spread(X, setting, remedy)
+    if 0.0 < spread < np.inf:
+        log_ell = 0.5 * float(np.log(spread if kernel == "nn" else spread / 2.0))
+    else:       # d var(X) under- or overflows: from its logarithm
+        log_ell = 0.5 * (scale_spread(X, setting, remedy, log=True) - (0.0 if kernel == "nn" else np.log(2.0)))
+    if abs(log_ell) > HYP_LIMIT:
+        top = float(np.max(np.abs(np.asarray(X, dtype=float))))
+        raise ValueError(f"{setting} from the training inputs (largest |x| = {top:.3g}) to log_ell = {log_ell:.4g}, "
+                         f"outside [-{HYP_LIMIT:g}, {HYP_LIMIT:g}]: standardise the inputs (e.g. the datasets' "
+                         f"standardize=True, or StandardScaler) or give log_lengthscale a number")
+    return log_ell
+
+
 def _named_hyp(model: GPC, d: int) -> str:
     """``log_ell=0.5, log_sf=1`` (-0 shown as 0)."""
     return ", ".join(f"{name}={value + 0.0:g}" for name, value in zip(model.hyp_names(d), model.hyperparameters(d)))
@@ -498,6 +578,7 @@ def gp_conditional(model: GPC, X, X_new):
     X_new = np.atleast_2d(np.asarray(X_new, dtype=float))
     if X_new.shape[1] != X.shape[1]:
         raise ValueError(f"X_new has {X_new.shape[1]} columns but the training inputs have {X.shape[1]}")
+    model = model.at(X)
     L = model.cholesky(X)
     Ks = model.kernel_matrix(X, X_new)
     A = cho_solve((L, True), Ks)

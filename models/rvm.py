@@ -20,7 +20,7 @@ import numpy as np
 
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset
-from bayeszoo.models.base import Model
+from bayeszoo.models.base import SCALE, Model, scale_spread
 from bayeszoo.numerics.special import log_gamma_numpyro, pm_log_gamma, pt_log_ndtr
 
 KERNELS = ("gauss", "poly", "sigmoid", "bspline", "linear")
@@ -37,27 +37,26 @@ MIN_TARGET_SCALE = 1e-100
 CONSTANT_KERNEL = 1e-8
 #: range of the Gamma hyperparameters a, b, c, d
 HYPER_MIN, HYPER_MAX = 1e-50, 1e50
-#: the ``width`` resolved from the training inputs at fit time (see :func:`scale_width`)
-SCALE = "scale"
 
 
 def scale_width(X, kernel: str = "gauss") -> float:
     """The width that ``width="scale"`` stands for, from the training inputs X (n, d): scikit-learn SVC's
-    ``gamma="scale"``, gamma = 1 / (d var(X)) with var over every entry of X, in this family's parametrisation.
+    ``gamma="scale"``, gamma = 1 / (d var(X)) with var over every entry of X (``models.base.scale_spread``), in this
+    family's parametrisation.
 
     ``gauss`` and ``bspline``: h = sqrt(d var(X)), so exp(-|x - x'|^2 / h^2) = exp(-gamma |x - x'|^2) (the typical
     squared distance between two rows is 2 d var(X)); ``sigmoid``: width = d var(X), so tanh(<x, x'> / width +
     offset) = tanh(gamma <x, x'> + offset). (``poly`` and ``linear`` have no width: ``RVM.kernel_width`` gives 1.0,
     unused, for them.)
     """
-    X = np.asarray(X, dtype=float)
-    X = X.reshape(X.shape[0], -1) if X.ndim else X.reshape(1, 1)
-    spread = X.shape[1] * float(np.var(X)) if X.size else 0.0
-    if not (np.isfinite(spread) and spread > 0):
-        # var(X) = 0: every entry of X is the same number
-        raise ValueError(f"RVM: width='scale' sets the kernel width from the spread of the training inputs, but all "
-                         f"{X.shape[0]} training inputs are the same point (d var(X) = {spread:g}); the model can "
-                         f"only fit a constant")
+    setting, remedy = f"RVM: width={SCALE!r} sets the kernel width", "the model can only fit a constant"
+    spread = scale_spread(X, setting, remedy)
+    if kernel != "sigmoid" and not 0.0 < spread < np.inf:
+        # d var(X) under- or overflows (entries beyond ~1e+-154) while its square root does not
+        return float(np.exp(0.5 * scale_spread(X, setting, remedy, log=True)))
+    if not 0.0 < spread < np.inf:
+        raise ValueError(f"{setting} to d var(X), which is {spread:g} in double precision for these inputs (largest "
+                         f"|x| = {float(np.max(np.abs(X))):.3g}): rescale X to near unit scale")
     return spread if kernel == "sigmoid" else float(np.sqrt(spread))
 
 

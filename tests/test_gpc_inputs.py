@@ -37,10 +37,10 @@ def refusal(call) -> str:
 @pytest.mark.parametrize("scale", [1e300, 1e160, 1e-300])
 def test_stationary_kernels_fit_inputs_of_any_scale(backend, scale):
     """Inputs scaled by 1e300 gave NaN kernel matrices (|x|^2 overflowed) and every draw NaN; the distances are
-    now formed from scaled, centred inputs."""
+    now formed from scaled, centred inputs (at a lengthscale given as a number: "scale" is refused there, below)."""
     ds = data(scale)
     for kernel in ("se", "matern32", "nn"):
-        model = GPC(kernel=kernel)
+        model = GPC(kernel=kernel, log_lengthscale=0.0)
         result = fit(model, ds, backend)
         assert np.all(np.isfinite(result.posterior["f"].values))
         p = model.predict(result, ds.X * 0.5)
@@ -53,10 +53,23 @@ def test_samplers_on_inputs_scaled_by_1e300_finish(backend):
     """ais on inputs scaled by 1e300 never returned: the NaN kernel matrix made every log-likelihood NaN, so the
     elliptical slice sampler's bracket shrank for ever."""
     ds = data(1e300, n=5)
-    model = GPC()
+    model = GPC(log_lengthscale=0.0)
     result = fit(model, ds, backend)
     assert np.all(np.isfinite(result.posterior["f"].values))
     assert np.all(np.isfinite(model.predict(result, ds.X)))
+
+
+@pytest.mark.parametrize("scale", [1e300, 1e160, 1e-300, 1e-9])
+def test_scale_lengthscale_out_of_range_is_refused_before_any_work(scale):
+    """The default lengthscale follows the inputs (two columns: ell^2 = 2 var(X) / 2 = var(X)); a log lengthscale
+    beyond [-20, 20] is refused, naming the option and the number it would have been (at such lengthscales the
+    kernels lose every digit of a distance), also where var(X) itself over- or underflows."""
+    log_ell = np.log(scale) + 0.5 * np.log(np.var(data().X))
+    message = refusal(lambda: fit(GPC(), data(scale), "ep"))
+    assert "log_lengthscale='scale'" in message and f"log_ell = {log_ell:.4g}," in message
+    assert "standardise the inputs" in message
+    assert np.isclose(GPC().at(data(1e-8).X).log_lengthscale, np.log(1e-8) + 0.5 * np.log(np.var(data().X)),
+                      rtol=0, atol=1e-12)
 
 
 def test_kernels_and_gradients_stay_finite_at_extreme_inputs():

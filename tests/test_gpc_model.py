@@ -120,6 +120,66 @@ def test_bad_labels_and_hyperparameters_raise(small):
         GPC().validate(bz.datasets.load("sinc", n=10, seed=0))
 
 
+# ---- log_lengthscale="scale" -----------------------------------------------------------------------------
+def test_scale_lengthscale_is_svc_gamma_scale_on_a_tiny_x():
+    from sklearn.metrics.pairwise import rbf_kernel
+
+    from bayeszoo.models.gpc import scale_log_lengthscale
+
+    X = np.array([[0.0, 0.0], [1.0, 2.0], [2.0, 4.0]])
+    # entries 0, 0, 1, 2, 2, 4: mean 1.5, variance 11.5 / 6, so d var(X) = 23 / 6 and ell^2 = d var(X) / 2 = 23 / 12
+    assert GPC().log_lengthscale == "scale"
+    assert GPC().at(X).log_lengthscale == 0.5 * np.log(23.0 / 12.0) == scale_log_lengthscale(X)
+    assert GPC(kernel="matern52").at(X).log_lengthscale == 0.5 * np.log(23.0 / 12.0)
+    assert GPC(kernel="nn").at(X).log_lengthscale == 0.5 * np.log(23.0 / 6.0)
+    np.testing.assert_array_equal(GPC(kernel="se_ard").at(X).hyperparameters(2), [0.5 * np.log(23.0 / 12.0)] * 2 + [0])
+    # exp(-|x - x'|^2 / (2 ell^2)) is SVC's rbf kernel with gamma="scale" = 1 / (d var(X))
+    np.testing.assert_allclose(GPC().kernel_matrix(X), rbf_kernel(X, gamma=6.0 / 23.0), rtol=1e-14, atol=0)
+    # numbers, and kernels without a lengthscale, are left as they are
+    assert GPC(log_lengthscale=0.7).at(X).log_lengthscale == 0.7
+    for model in (GPC(kernel="linear"), GPC(kernel="poly"), GPC(hyp=(0.3, 0.1))):
+        assert model.at(X) is model and model.resolved
+    np.testing.assert_array_equal(GPC(hyp=(0.3, 0.1)).hyperparameters(2), [0.3, 0.1])
+    # the numerics on other inputs need the resolved model
+    with pytest.raises(ValueError, match=r"log_lengthscale='scale' is set from the training inputs.*model.at\(X\)"):
+        GPC().hyperparameters(2)
+
+
+def test_scale_lengthscale_is_stored_with_the_fit_and_predictions_use_it(small, tmp_path):
+    log_ell = 0.5 * np.log(small.d * np.var(small.X) / 2)
+    fit = bz.fit(GPC(), small, "ep", draws=20, chains=1, seed=0, progress=False)
+    same = bz.fit(GPC(log_lengthscale=log_ell), small, "ep", draws=20, chains=1, seed=0, progress=False)
+    assert float(fit.idata.constant_data["log_lengthscale"]) == log_ell
+    assert "log_lengthscale" not in same.idata.constant_data       # a number is in the model spec already
+    np.testing.assert_array_equal(fit.posterior["f"].values, same.posterior["f"].values)
+    p = GPC().predict(fit, small.X_test)
+    np.testing.assert_allclose(p, GPC(log_lengthscale=log_ell).predict(same, small.X_test), rtol=1e-12, atol=0)
+    # predictions come from the stored number, not from the prediction inputs nor a lengthscale of 1
+    assert not np.allclose(p, GPC(log_lengthscale=0.0).predict(
+        bz.fit(GPC(log_lengthscale=0.0), small, "ep", draws=20, chains=1, seed=0, progress=False), small.X_test))
+    assert GPC().fitted(fit) == GPC(log_lengthscale=log_ell)
+    back = bz.load_fit(fit.save(tmp_path / "scale.nc"))
+    assert back.model() == GPC() and float(back.idata.constant_data["log_lengthscale"]) == log_ell
+    np.testing.assert_array_equal(back.model().predict(back, small.X_test), p)
+    assert GPC().score(back, small)["error_rate"] == GPC().score(fit, small)["error_rate"]
+
+
+@pytest.mark.parametrize("value, message", [
+    ("auto", "log_lengthscale must be a number or 'scale', got 'auto'"), ("Scale", "log_lengthscale must be a number"),
+    (None, "log_lengthscale must be a number or 'scale'"), (np.nan, "non-finite"), (21.0, "out of range")])
+def test_bad_lengthscales_are_refused(value, message):
+    with pytest.raises(ValueError, match=message):
+        GPC(log_lengthscale=value)
+
+
+def test_scale_lengthscale_of_inputs_that_do_not_vary_is_refused_before_any_work():
+    same = bz.datasets.Dataset(np.full((4, 2), 3.0), np.array([0.0, 1.0, 0.0, 1.0]), name="same")
+    with pytest.raises(ValueError, match=r"log_lengthscale='scale'.*all 4 training inputs are the same point.*"
+                                         r"give log_lengthscale a number"):
+        bz.fit(GPC(), same, "ep", progress=False)
+    assert bz.fit(GPC(log_lengthscale=0.0), same, "ep", draws=5, chains=1, progress=False) is not None
+
+
 # ---- declarations ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize("likelihood, kernel", [("probit", "se"), ("logit", "matern52"), ("probit", "nn")])
 def test_pymc_and_numpyro_log_densities_agree(likelihood, kernel, small):

@@ -250,6 +250,19 @@ def test_default_width_is_scale_resolved_from_the_training_inputs(ripley):
     assert RelevanceVectorRegressor().get_params()["width"] == "scale"
 
 
+def test_gp_classifier_default_lengthscale_is_scale_resolved_from_the_training_inputs(ripley):
+    X, y = ripley.X[::3], ripley.y[::3].astype(int)
+    est = BayesGPClassifier().fit(X, y)
+    assert est.log_lengthscale == "scale" and est.model_.log_lengthscale == "scale"
+    # SVC's gamma="scale" = 1 / (n_features X.var()) as an SE lengthscale: ell^2 = n_features X.var() / 2
+    log_ell = float(est.fit_.idata.constant_data["log_lengthscale"])
+    assert log_ell == 0.5 * np.log(ripley.d * np.var(X) / 2)
+    np.testing.assert_array_equal(est.predict_proba(X[:10]),
+                                  BayesGPClassifier(log_lengthscale=log_ell).fit(X, y).predict_proba(X[:10]))
+    with pytest.raises(ValueError, match="log_lengthscale must be a number or 'scale'"):
+        BayesGPClassifier(log_lengthscale="auto").fit(X, y)
+
+
 @pytest.mark.slow
 def test_default_classifier_is_as_good_as_svc_on_breast_cancer():
     # with the former default width 1 (too narrow for 30 standardised features) this scored 0.845

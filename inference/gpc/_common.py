@@ -259,7 +259,10 @@ def _d(model, X=None):
 
 
 def get_hyp(model, X=None) -> np.ndarray:
-    """The model's kernel log-hyperparameters as a vector, in the order of ``models.gp_kernels``."""
+    """The model's kernel log-hyperparameters as a vector, in the order of ``models.gp_kernels``; ``X``: the training
+    inputs (they set a ``log_lengthscale="scale"``)."""
+    if X is not None:
+        model = model.at(X)
     return np.atleast_1d(np.asarray(model.hyperparameters(_d(model, X)), float))
 
 
@@ -321,18 +324,19 @@ def cross_kernel(model, X, Xs, hyp=None):
 
 
 def kss_diag(model, Xs, hyp=None):
-    if hyp is None:
-        hyp = get_hyp(model, Xs)
+    if hyp is None:        # Xs are not the training inputs: no "scale" lengthscale is set from them
+        hyp = np.atleast_1d(np.asarray(model.hyperparameters(_d(model, Xs)), float))
     return gk.kernel_diag(_kind(model), Xs, hyp, _degree(model))
 
 
 def predict_latent(model, X, Xs, alpha, sW, L):
     """Predictive latent mean and variance (4.10): mu_* = k_*^T alpha, s2_* = k_** - |L^-1 sW k_*|^2."""
     with one_blas_thread(L.shape[0]):
-        Ks = cross_kernel(model, X, Xs)
+        hyp = get_hyp(model, X)
+        Ks = cross_kernel(model, X, Xs, hyp)
         mu = Ks.T @ alpha
         v = sla.solve_triangular(L, sW[:, None] * Ks, lower=True, check_finite=False)
-        return mu, np.maximum(kss_diag(model, Xs) - np.sum(v * v, 0), 0.0)
+        return mu, np.maximum(kss_diag(model, Xs, hyp) - np.sum(v * v, 0), 0.0)
 
 
 # ------------------------------------------------------------------------------------------------ memory
