@@ -623,7 +623,7 @@ def _canonical_posterior(model, data, backend: str, posterior) -> xr.Dataset:
                              f"({int(np.sum(~np.isfinite(values)))} of {values.size} values are NaN or inf)")
         out[name] = (("chain", "draw", *dims), values)
     n_chain, n_draw = next(iter(out.values()))[1].shape[:2]
-    used = {d for dims in var_dims.values() for d in dims if d in coords}
+    used = dict.fromkeys(d for dims in var_dims.values() for d in dims if d in coords)   # in the variables' order
     return xr.Dataset(out, coords=xr.Coordinates({**_chain_draw(n_chain, n_draw), **{d: coords[d] for d in used}}))
 
 

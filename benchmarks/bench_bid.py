@@ -230,7 +230,7 @@ def run_peers(max_iter: int = 200, psfs=("gaussian", "uniform", "motion")) -> di
     return {"name": "bid_peers", "results": out, "target": TARGET, "target_met": met}
 
 
-# ------------------------------------------------------------------------------------- vb_sparse (issue 17)
+# ---------------------------------------------------------------------------------------------- vb_sparse
 SHAKE_IMAGES = ("cameraman", "coins", "astronaut", "text")
 SHAKE_KERNELS = tuple(range(8))     # all of camera_shake_kernels() (sides 9 to 25)
 SHAKE_SIZE = 256

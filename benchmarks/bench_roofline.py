@@ -6,13 +6,15 @@ For every Gibbs sweep, EP pass, VB / EM iteration and the fast RVM's step, at tw
   backend's own loop where the fit adds work per run that is not the algorithm's: ``dloop.double_loop``,
   ``imagervm.dft.dft_rvm``) with fixed iteration counts (tolerances at 1e-300 so nothing stops early), the
   smaller run of ``repeats`` each, so set-up and the fit's draws cancel;
-* work: the dominant kernels of one iteration, counted from the code (:data:`WORK_TEXT` says what each counts).
+* work: the dominant kernels of one iteration, counted from the code (each row's text says what it counts).
   The FFT algorithms' transforms and the double loop's operator products are counted as the code runs (the
   transforms of ``numerics.fft`` and the products with X and B are wrapped by counters in a separate, untimed
-  pair of runs), since their CG iteration counts depend on the data;
+  pair of runs), since their CG iteration counts depend on the data; so are the fast RVM's steps
+  (:func:`counted_fast_rvm`: each action, refactorisation and scoring with the model's size at it), since which
+  actions it takes depends on the data;
 * bound: the sum over the kernels of count x the kernel's time at that size, measured in the same run
   (:class:`_kernels.Probe`, one BLAS thread like the algorithms here);
-* ratio: measured / bound. The issue's goal is a ratio within 3 at the larger size.
+* ratio: measured / bound. The goal is a ratio within 3 at the larger size.
 
 Everything runs on one BLAS thread (``threadpoolctl``): the machine has 2 cores shared with other work, and most
 of these loops run on one thread anyway (``numerics.blas_threads``). Times are CPU seconds of the process
@@ -144,27 +146,191 @@ def rvm_em(n, probe, repeats):
         f"N = {N}, M = {M}"
 
 
+#: the rank-one updates of the fast RVM at fixed beta (``fast._added`` / ``_reestimated`` / ``_deleted``)
+_RANK_ONE = ("add", "reestimate", "delete")
+
+
+@contextlib.contextmanager
+def counted_fast_rvm():
+    """The fast RVM's (regression) work as it runs, a list of events in order: ``("score", K, M, crossings, newton)``
+    for every scoring of the M candidates (``fast._best_action``; ``crossings``: the maxima of f_i bracketed on the
+    alpha grid, ``newton``: the Newton iterations refining them), ``(action, K)`` for every rank-one update
+    (:data:`_RANK_ONE`), ``("factor", K)`` for every factorisation of the posterior precision (``core.Gaussian``)
+    and ``("gram", n)`` where n new columns of Phi^T Phi are formed; K: the bases in the model before the event."""
+    from bayeszoo.inference.rvm import core, fast
+
+    events: list[tuple] = []
+    names = ("_best_action", "_added", "_reestimated", "_deleted", "_gram_columns")
+    saved = {name: getattr(fast, name) for name in names}
+    saved_gaussian, saved_np = core.Gaussian, core.np
+    tally = {"crossings": 0, "newton": 0}
+
+    class CountingNumpy:
+        """numpy for ``core`` while a scoring runs: ``best_alpha`` brackets its maxima with one ``nonzero`` and
+        tests every Newton iteration with one ``all``."""
+
+        def __getattr__(self, name):
+            return getattr(np, name)
+
+        def nonzero(self, a):
+            found = np.nonzero(a)
+            tally["crossings"] += found[0].size
+            return found
+
+        def all(self, a, *args, **kwargs):
+            tally["newton"] += 1
+            return np.all(a, *args, **kwargs)
+
+    def best_action(model, alpha, active, S, Q, prune_alpha):
+        tally.update(crossings=0, newton=0)
+        core.np = CountingNumpy()
+        try:
+            out = saved["_best_action"](model, alpha, active, S, Q, prune_alpha)
+        finally:
+            core.np = saved_np
+        events.append(("score", active.size, S.size, tally["crossings"], tally["newton"]))
+        return out
+
+    def rank_one(action, name):
+        def update(Sigma, *args):
+            events.append((action, Sigma.shape[0]))
+            return saved[name](Sigma, *args)
+        return update
+
+    def gram_columns(Phi, indices, cache):
+        before = len(cache)
+        out = saved["_gram_columns"](Phi, indices, cache)
+        if len(cache) > before:
+            events.append(("gram", len(cache) - before))
+        return out
+
+    class CountedGaussian(saved_gaussian):
+        def __init__(self, H, h=None):
+            events.append(("factor", H.shape[0]))
+            super().__init__(H, h)
+
+    fast._best_action, fast._gram_columns = best_action, gram_columns
+    fast._added, fast._reestimated, fast._deleted = (rank_one("add", "_added"),
+                                                     rank_one("reestimate", "_reestimated"),
+                                                     rank_one("delete", "_deleted"))
+    core.Gaussian = CountedGaussian
+    try:
+        yield events
+    finally:
+        for name, fn in saved.items():
+            setattr(fast, name, fn)
+        core.Gaussian, core.np = saved_gaussian, saved_np
+
+
+def _fast_event_work(event: tuple, N: int, M: int, with_beta: bool = False) -> list:
+    """The kernels of one event of :func:`counted_fast_rvm` (``fast.py``, regression); ``with_beta``: a
+    factorisation after a new beta (``mackay_beta``: the residual t - Phi_active mu)."""
+    from bayeszoo.inference.rvm.core import _BRACKET_GRID    # the alpha grid on which best_alpha brackets maxima
+
+    kind, K = event[0], event[1]
+    passes = 3 * 8 * M                         # one element-wise pass over M-vectors: two reads and a write
+    if kind == "score":
+        _, _, M, crossings, newton = event
+        # F = [1, q^2/s, b s] @ grid (M x 3 x 89), written and read, and its boolean masks (about 8 bytes of masks
+        # per point with nonzero's two scans); about 10 passes over the candidates' vectors; per Newton iteration 28
+        # element-wise operations on the bracketed maxima, and 30 more to set them up and evaluate f at the roots
+        grid = _BRACKET_GRID.size
+        return [(1, "gemm", M, 3, grid),
+                (1, "stream", 3 * 8 * grid * M + 10 * passes + 3 * 8 * crossings * (28 * newton + 30))]
+    if kind == "gram":                         # Phi^T phi_i (N x M) per new column, phi_i a strided column
+        return [(K, "gemv", N, M), (K, "stream", 64 * N)]
+    if kind == "add":                          # Sigma u, Ga u; Sigma grown (3 K^2 passes); Ga gets a column
+        return [(1, "gemv", K, K), (1, "gemv", M, K), (1, "stream", 6 * 8 * K * K + 2 * 8 * M * (K + 1) + 8 * passes)]
+    if kind == "reestimate":                   # Ga Sigma_j; Sigma - kappa Sigma_j Sigma_j^T
+        return [(1, "gemv", M, K), (1, "stream", 6 * 8 * K * K + 6 * passes)]
+    if kind == "delete":                       # as a re-estimate, then Sigma and Ga lose a row / column
+        return [(1, "gemv", M, K), (1, "stream", 8 * 8 * K * K + 2 * 8 * M * K + 6 * passes)]
+    # factor (posterior()): H gathered from Ga and scaled, chol, mu by 2 trsv, Sigma = L^-T L^-1 by trtri + syrk,
+    # S from (Ga Sigma) * Ga, Q from Ga mu
+    work = [(1, "chol", K), (1, "trtri", K), (1, "syrk", K, K), (2, "trsv", K), (1, "gemm", M, K, K),
+            (1, "gemv", M, K), (1, "stream", 8 * (6 * K * K + 3 * M * K) + 4 * passes)]
+    if with_beta:
+        # Phi[:, active] from a row-major Phi: a 64-byte line read per element while the columns are spread out
+        work += [(1, "gemv", N, K), (1, "stream", 64 * N * min(K, -(-M // 8)) + 8 * N * K)]
+    return work
+
+
+def _spread(K: int, nodes) -> list:
+    """Weights of ``K`` on the two ``nodes`` around it (linear interpolation of the work between them)."""
+    if len(nodes) == 1:
+        return [(1.0, int(nodes[0]))]
+    j = int(np.clip(np.searchsorted(nodes, K), 1, len(nodes) - 1))
+    lo, hi = int(nodes[j - 1]), int(nodes[j])
+    w = (K - lo) / (hi - lo)
+    return [(1.0 - w, lo), (w, hi)]
+
+
+def _fast_work(window: list, N: int, M: int, nodes, steps: int, minus_factor: int) -> list:
+    """Mean kernels per step of the events ``window`` less one factorisation at ``minus_factor`` bases (the shorter
+    run's final one), K-dependent kernels interpolated onto the sizes ``nodes`` (a few kernel timings, not one per K).
+    Every factorisation but the window's last (the final one) follows a new beta."""
+    counts: dict[tuple, float] = {}
+    streamed = 0.0
+
+    def add(items, weight):
+        nonlocal streamed
+        for count, kernel, *size in items:
+            if kernel == "stream":
+                streamed += weight * count * size[0]
+            else:
+                counts[(kernel, *size)] = counts.get((kernel, *size), 0.0) + weight * count
+
+    last_factor = max(i for i, e in enumerate(window) if e[0] == "factor")
+    for i, event in enumerate(window):
+        if event[0] in ("score", "gram"):
+            add(_fast_event_work(event, N, M), 1.0)
+            continue
+        for weight, K in _spread(event[1], nodes):
+            add(_fast_event_work((event[0], K), N, M, with_beta=event[0] == "factor" and i != last_factor), weight)
+    for weight, K in _spread(minus_factor, nodes):
+        add(_fast_event_work(("factor", K), N, M), -weight)
+    work = [(c / steps, *key) for key, c in sorted(counts.items()) if abs(c) > 1e-9]
+    return work + [(1, "stream", streamed / steps)]
+
+
 def rvm_fast(n, probe, repeats):
     model, data, N, M = _rvm_problem(n)
-    active = {}
 
     def run(k):
-        active[k] = _fit(model, data, "fast", draws=10, max_iter=k, tol=1e-300).info["n_relevant"]
+        info = _fit(model, data, "fast", draws=10, max_iter=k, tol=1e-300).info
+        if info["iterations"] != k:          # a run that stopped early would make the difference meaningless
+            raise RuntimeError(f"the fast RVM stopped after {info['iterations']} of {k} steps")
+        return info
     k1, k2 = 20, 120
     secs = per_iteration(run, k1, k2, repeats)
-
-    def step(K):   # the step at K bases in the model (fast.py, regression)
-        return [(1, "chol", K), (1, "trtri", K), (1, "syrk", K, K), (1, "gemm", M, K, K), (2, "gemv", M, K),
-                (1, "gemv", N, M), (1, "gemm", M, 3, 89), (1, "stream", 8 * (2 * M * K + 4 * 89 * M))]
-    ends = (active[k1], active[k2])
-    # the model grows by about one basis a step: the mean work over the steps, by the trapezoid rule on five sizes
-    Ks = np.linspace(ends[0], ends[1], 5).round().astype(int)
-    weights = np.array([1, 2, 2, 2, 1]) / 8.0
-    work = [(w * c, *rest) for K, w in zip(Ks, weights) for c, *rest in step(K)]
-    return secs, work, (f"at K = {ends[0]}..{ends[1]} bases: chol + trtri + syrk K + gemm {M}xKxK (Ga Sigma) + "
-                        f"gemv {N}x{M} (a Gram column) + the 89-point alpha grid over M (stream); mean over the "
-                        f"steps"), \
-        f"N = {N}, M = {M}, steps {k1}-{k2}"
+    with counted_fast_rvm() as e1:
+        info1 = run(k1)
+    with counted_fast_rvm() as e2:
+        info2 = run(k2)
+    # the runs are deterministic: the shorter one is the longer one's beginning, up to its final factorisation
+    start = len(e1) - 1
+    if e1[:start] != e2[:start] or e1[-1][0] != "factor":
+        raise RuntimeError("the fast RVM's two counted runs differ before the shorter one ends")
+    window = e2[start:]
+    final_k1 = e1[-1][1]
+    Ks = [e[1] for e in window if e[0] in _RANK_ONE + ("factor",)] + [final_k1]
+    nodes = np.unique(np.linspace(min(Ks), max(Ks), 6).round().astype(int))
+    steps = k2 - k1
+    work = _fast_work(window, N, M, nodes, steps, minus_factor=final_k1)
+    done = {kind: info2["actions"][kind] - info1["actions"][kind] for kind in info2["actions"]}
+    refactorisations = sum(e[0] == "factor" for e in window) - 1      # the window's last is the final one
+    columns = sum(e[1] for e in window if e[0] == "gram")
+    scores = [e for e in window if e[0] == "score"]
+    grid = next(size[2] for _, kernel, *size in work if kernel == "gemm" and size[:2] == [M, 3])
+    text = (f"mean of steps {k1}-{k2} at K = {min(Ks)}..{max(Ks)} bases ({done['add']} adds, {done['reestimate']} "
+            f"re-estimates, {done['delete']} deletions, {done['beta']} new betas, {done['joint']} joint steps of "
+            f"{refactorisations - done['beta']} tried): scoring the {M} candidates (gemm {M}x3x{grid} + stream the "
+            f"alpha grid and {np.mean([e[4] for e in scores]):.0f} Newton iterations on "
+            f"{np.mean([e[3] for e in scores]):.0f} maxima) + rank-one updates (gemv {M}xK and KxK, stream Sigma, Ga) "
+            f"+ {columns / steps:.2f} gemv {N}x{M} (new Gram columns) + {refactorisations / steps:.2f} x "
+            f"(chol + trtri + syrk + 2 trsv K + gemm {M}xKxK (Ga Sigma) + gemv {M}xK + gemv {N}xK on Phi_active "
+            f"gathered (beta))")
+    return secs, work, text, f"N = {N}, M = {M}, steps {k1}-{k2}"
 
 
 # ------------------------------------------------------------------------------------------------- GPC

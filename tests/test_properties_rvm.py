@@ -189,7 +189,8 @@ BACKEND_OPTIONS = {
            "prune_alpha": powers(3, 15), "init_alpha": st.one_of(st.none(), powers(-5, 5)),
            "init_beta": st.one_of(st.none(), powers(-5, 5))},
     "fast": {"max_iter": st.integers(1, 300), "tol": powers(-10, -1), "prune_alpha": powers(3, 15),
-             "init_beta": st.one_of(st.none(), powers(-5, 5))},
+             "init_beta": st.one_of(st.none(), powers(-5, 5)), "beta_every": st.integers(1, 20),
+             "joint_steps": st.booleans()},
     "vb": {"max_iter": st.integers(1, 300), "tol": powers(-12, -1)},
 }
 WRONG_OPTIONS = st.one_of(wrong_types, st.sampled_from(["newton", 1.5, -2, 10**30]))
