@@ -91,6 +91,23 @@ def test_diabetes_fold_converges_instead_of_cycling():
     assert r2 > 0.3                                                          # measured: -0.35
 
 
+@pytest.mark.slow
+def test_a_cycling_run_is_reported_and_not_called_converged():
+    """The same fold: the run stops on its no-progress rule while L^s falls and rises, so it says so instead of
+    reporting convergence."""
+    from sklearn.datasets import load_diabetes
+    from sklearn.model_selection import KFold
+
+    X, y = load_diabetes(return_X_y=True)
+    train, _ = list(KFold(3, shuffle=True, random_state=2).split(X))[1]
+    Xtr = (X[train] - X[train].mean(0)) / X[train].std(0)
+    ytr = (y[train] - y[train].mean()) / y[train].std()
+    res = L.learn(ARVM(), Xtr, ytr, dict(L.DEFAULT_OPTIONS), seed=0)
+    falls = int(np.sum(np.diff(res["objective"]) < -1e-6))
+    assert falls > 0 and not res["converged"]
+    assert any(f"L^s fell in {falls} of {len(res['objective']) - 1} iterations" in w for w in res["warnings"])
+
+
 def test_printed_eq51_coefficient_is_wrong():
     """[P 51] prints (q^2 + c alpha); only (q^2 + 2 c alpha) matches the derivative of the paper's own l^s [P 42]."""
     state, cands, _ = _state(c=2.0)
