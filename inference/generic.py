@@ -15,8 +15,9 @@ Timing (``fit.timing``: ``compile``, ``tune``, ``sample``, ``total`` seconds, wa
 * ``nutpie``: ``compile`` is ``nutpie.compile_pymc_model``; the sampling wall time is split by gradient
   evaluations as for ``nuts`` (warm-up kept with ``save_warmup=True``, then dropped).
 * ``numpyro``: ``mcmc.warmup(...)`` and ``mcmc.run(...)`` (from ``mcmc.post_warmup_state``) are timed
-  separately. The data the declaration names (:func:`numpyro_declaration`) go in as traced model arguments. JAX reports the time it spends tracing, lowering and compiling through ``jax.monitoring``; that
-  time is moved from the phase in which it happened to ``compile``.
+  separately. The data the declaration names (:func:`numpyro_declaration`) go in as traced model arguments.
+  JAX reports the time it spends tracing, lowering and compiling through ``jax.monitoring``; that time is moved
+  from the phase in which it happened to ``compile``.
 * ``advi`` / ``fullrank_advi``: ``compile`` is building the ``pm.ADVI`` / ``pm.FullRankADVI`` object and the
   first optimisation step (which compiles the step function); ``tune`` is the remaining ``max_iter - 1``
   optimisation steps; ``sample`` is drawing from the fitted approximation.
