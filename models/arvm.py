@@ -44,7 +44,6 @@ on the far side (docs/families/arvm.md, "Reference posterior and the demo proble
 from __future__ import annotations
 
 import functools
-
 from dataclasses import dataclass
 from typing import ClassVar
 

@@ -26,7 +26,6 @@ variable is ``image`` = f. The PSF is kept with every fit (``constant_data["know
 from __future__ import annotations
 
 import functools
-
 from typing import ClassVar
 
 import math

@@ -17,7 +17,6 @@ write pruned weights as w = 0, log_alpha = log(1e12), as the RVM does.
 from __future__ import annotations
 
 import functools
-
 from typing import ClassVar
 
 import math

@@ -22,7 +22,6 @@ whole X is one source.
 from __future__ import annotations
 
 import functools
-
 from typing import ClassVar
 
 from dataclasses import dataclass

@@ -11,7 +11,6 @@ regression, the scalar ``log_beta``.
 from __future__ import annotations
 
 import functools
-
 from typing import ClassVar
 
 from dataclasses import dataclass

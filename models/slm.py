@@ -32,7 +32,6 @@ Shared helpers for the backends (use these rather than re-deriving them):
 from __future__ import annotations
 
 import functools
-
 from typing import ClassVar
 
 import numbers

@@ -39,7 +39,6 @@ or NumPyro's internals change between versions; to fit again, wrap the original 
 from __future__ import annotations
 
 import functools
-
 import hashlib
 import json
 import re
