@@ -45,8 +45,16 @@ def test_operator_counter_counts_products_and_adjoint_products():
 
 def test_per_iteration_difference_and_flop_counts():
     calls = []
-    secs = roofline.per_iteration(lambda k: calls.append(k), 2, 7, repeats=2)
-    assert calls == [2, 7, 2, 7] and secs >= 0.0
+
+    def work(k):   # CPU time in proportion to k
+        calls.append(k)
+        sum(range(k * 300_000))
+
+    secs = roofline.per_iteration(work, 2, 7, repeats=2)
+    assert calls == [2, 7, 2, 7] and secs > 0.0
+    # a longer run that is not slower is noise, not a zero (which would pass any bound)
+    with pytest.raises(RuntimeError, match="took no longer"):
+        roofline.per_iteration(lambda k: sum(range((10 - k) * 300_000)), 2, 7, repeats=1)
     assert FLOPS["chol"](300) == pytest.approx(9e6)
     assert FLOPS["gemm"](2, 3, 4) == 48.0
     assert FLOPS["fft"](4, 4) == pytest.approx(2.5 * 16 * 4)
