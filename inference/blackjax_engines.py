@@ -33,7 +33,7 @@ Pathfinder's draws use the sampling key of the best path's chain; mean-field VI 
 
 Chains run one after another through one compiled function (compiled once, reused). The data a declaration names
 (``generic.numpyro_declaration``) are arguments of the compiled functions, not constants inside them, so a fit of
-other data of the same shapes finds them in JAX's compilation cache. vmapping the chains was
+other data of the same shapes finds their compilations in JAX's disk cache. vmapping the chains was
 slower for NUTS on one CPU device: the vmapped trajectories advance in lockstep, so every step costs the longest
 tree of the batch (BENCHMARKS.md, "BlackJAX engines").
 """
