@@ -18,7 +18,8 @@
                (approximation + test predictions) against the peer's fit + predictions, repeats interleaved,
                log evidence side by side. GPy's EP streams all of Sigma three times per site, so above
                ``GPY_FULL_N`` points it is stopped after ``gpy_passes`` passes (its own convergence test needs two
-               at least): its time is then a lower bound on its fit. Target: ours at least as fast.
+               at least): its time is then a lower bound on its fit. A third pair, ``laplace`` (probit) against
+               GPy's Laplace (probit), completes the peers' Laplace side. Target: ours at least as fast.
 
 Run one alone with ``python benchmarks/bench_gpc.py large`` (or ``peers``, ``times``, ``ess``).
 """
@@ -289,6 +290,19 @@ def _gpy_ep_once(data, hyp, max_iters=None):
     return time.perf_counter() - t0, {"log_evidence": lz, "p": p}
 
 
+def _gpy_laplace_once(data, hyp):
+    import GPy
+
+    t0 = time.perf_counter()
+    kern = GPy.kern.RBF(data.X.shape[1], variance=math.exp(2.0 * hyp["log_amplitude"]),
+                        lengthscale=math.exp(hyp["log_lengthscale"]))
+    m = GPy.core.GP(data.X, data.y[:, None].astype(float), kernel=kern, likelihood=GPy.likelihoods.Bernoulli(),
+                    inference_method=GPy.inference.latent_function_inference.Laplace())
+    lz = float(m.log_likelihood())
+    p = m.predict(data.X_test)[0].ravel()
+    return time.perf_counter() - t0, {"log_evidence": lz, "p": p}
+
+
 def _sklearn_once(data, hyp):
     from sklearn.gaussian_process import GaussianProcessClassifier
     from sklearn.gaussian_process.kernels import RBF, ConstantKernel
@@ -322,10 +336,15 @@ def _pair(model, data, backend, peer_once, repeats, peer_repeats):
             "ours_converged": ours["converged"]}
 
 
+LARGE_PAIRS = (("ep", "probit", "GPy EP"), ("laplace", "logit", "sklearn GPC (Laplace)"),
+               ("laplace", "probit", "GPy Laplace"))
+
+
 def run_large(sizes=LARGE_SIZES, repeats: int = 3, gpy_passes: int = 1, threads: int | None = 1,
-              include_sonar: bool = True, echo: bool = False) -> dict:
+              include_sonar: bool = True, echo: bool = False, pairs=LARGE_PAIRS) -> dict:
     """``gpc_large`` (module docstring). ``threads``: BLAS threads for every library (None: their default);
-    ``echo``: print each pair's row when it is done (a full run takes tens of minutes)."""
+    ``echo``: print each pair's row when it is done (a full run takes tens of minutes); ``pairs``: a subset of
+    :data:`LARGE_PAIRS`."""
     import contextlib
 
     from threadpoolctl import threadpool_limits
@@ -339,17 +358,19 @@ def run_large(sizes=LARGE_SIZES, repeats: int = 3, gpy_passes: int = 1, threads:
     with limit, warnings.catch_warnings():
         warnings.simplefilter("ignore")
         for name, data, hyp in problems:
-            for backend, lik in (("ep", "probit"), ("laplace", "logit")):
+            for backend, lik, peer in pairs:
                 model = bz.models.GPC(likelihood=lik, kernel="se", **hyp)
                 if data.n < 500:
                     _ours_core(model, data, backend)          # warm-up: imports and first-call overheads
                 full = backend == "laplace" or data.n <= GPY_FULL_N
-                if backend == "ep":
-                    peer = "GPy EP" + ("" if full else f" ({gpy_passes} pass{'es' if gpy_passes > 1 else ''})")
+                if peer == "GPy EP":
+                    peer += "" if full else f" ({gpy_passes} pass{'es' if gpy_passes > 1 else ''})"
                     once = (lambda d=data, h=hyp, full=full:
                             _gpy_ep_once(d, h, None if full else gpy_passes))
+                elif peer == "GPy Laplace":
+                    once = (lambda d=data, h=hyp: _gpy_laplace_once(d, h))
                 else:
-                    peer, once = "sklearn GPC (Laplace)", (lambda d=data, h=hyp: _sklearn_once(d, h))
+                    once = (lambda d=data, h=hyp: _sklearn_once(d, h))
                 peer_repeats = repeats if full else 1
                 try:
                     out = _pair(model, data, backend, once, repeats, peer_repeats)
