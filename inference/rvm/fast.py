@@ -84,6 +84,20 @@ def _best_action(model, alpha, active, S, Q, prune_alpha):
     return gain, a_star
 
 
+def _next_action(model, alpha, active, S, Q, opts, J, bar):
+    """The step's action: ``(i, gain, a_star, in_model, at_rest)`` for the basis of largest gain; ``at_rest`` when no
+    action gains more than ``tol`` x |J| or the best is a re-estimate that would barely move its alpha."""
+    gain, a_star = _best_action(model, alpha, active, S, Q, opts["prune_alpha"])
+    i = int(np.argmax(gain))
+    best = gain[i]
+    in_model = bool(np.isfinite(alpha[i]))
+    bar.update()
+    show(bar, f"gain {max(best, 0.0):.2g} (tol {opts['tol']:g} x |J|), {active.size} bases")
+    at_rest = (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(J))
+               or (in_model and np.isfinite(a_star[i]) and abs(np.log(a_star[i]) - np.log(alpha[i])) < SETTLED))
+    return i, best, a_star, in_model, at_rest
+
+
 def _regression(model, Phi, t, opts, bar):
     N, M = Phi.shape
     c, d = model.c, model.d
@@ -131,14 +145,7 @@ def _regression(model, Phi, t, opts, bar):
     converged = False
     it = 0
     for it in range(1, opts["max_iter"] + 1):
-        gain, a_star = _best_action(model, alpha, active, S, Q, opts["prune_alpha"])
-        i = int(np.argmax(gain))
-        best = gain[i]
-        in_model = np.isfinite(alpha[i])
-        bar.update()
-        show(bar, f"gain {max(best, 0.0):.2g} (tol {opts['tol']:g} x |J|), {active.size} bases")
-        at_rest = (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(J))
-                   or (in_model and np.isfinite(a_star[i]) and abs(np.log(a_star[i]) - np.log(alpha[i])) < SETTLED))
+        i, best, a_star, in_model, at_rest = _next_action(model, alpha, active, S, Q, opts, J, bar)
         gamma = 1.0 - alpha[active] * np.diag(Sigma)
         if at_rest or since_beta >= opts["beta_every"]:
             new_beta = mackay_beta(gamma)
@@ -253,14 +260,8 @@ def _classification(model, Phi, t, opts, bar):
         Q = PBt - PBP @ (post.Sigma @ PBt[active])                           # [P 29]
         trace_ev.append(C.laplace_log_evidence(post, al, ll))
         trace_obj.append(trace_ev[-1] + C.log_prior_terms(al, None, model))
-        gain, a_star = _best_action(model, alpha, active, S, Q, opts["prune_alpha"])
-        i = int(np.argmax(gain))
-        best = gain[i]
-        in_model = np.isfinite(alpha[i])
-        bar.update()
-        show(bar, f"gain {max(best, 0.0):.2g} (tol {opts['tol']:g} x |J|), {active.size} bases")
-        if (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(trace_obj[-1]))
-                or (in_model and np.isfinite(a_star[i]) and abs(np.log(a_star[i]) - np.log(alpha[i])) < SETTLED)):
+        i, _, a_star, in_model, at_rest = _next_action(model, alpha, active, S, Q, opts, trace_obj[-1], bar)
+        if at_rest:
             converged = True
             break
         if not in_model:
