@@ -241,24 +241,18 @@ def rows(result: dict) -> list[tuple[str, str, str]]:
                     f"mean over {m['splits']} splits: test MSE {m['mse']:.2f}, {m['n_rv']:.1f} relevance vectors"))
     for key, value in result["ratios"].items():
         out.append((f"sklearn {key.strip()}", f"{value:.2f}x" if "time" in key else f"{value:.3f}", ""))
-    large = result.get("large")
-    if large and "error" in large:
-        out.append(("sklearn/sinc large", "ERROR", large["error"][:100]))
-    elif large:
-        for name, m in large["methods"].items():
-            out.append((f"sklearn/{name} (sinc n={large['n']})", f"{m['fit_s']:.2f} s",
-                        f"test MSE {m['mse']:.3g}, {m['n_rv']} relevance vectors"))
-        out.append((f"sklearn EMRVR time / fast time (sinc n={large['n']})",
-                    f"{large['EMRVR time / fast time']:.1f}x", ""))
-    friedman = result.get("friedman")
-    if friedman and "error" in friedman:
-        out.append(("sklearn/friedman1", "ERROR", friedman["error"][:100]))
-    elif friedman:
-        for name, m in friedman["methods"].items():
-            out.append((f"sklearn/{name} (friedman1 n={friedman['n']})", f"{m['fit_s']:.2f} s",
-                        f"test MSE {m['mse']:.3g}, {m['n_rv']} relevance vectors, converged {m['converged']}"))
-        out.append((f"sklearn em time / fast time (friedman1 n={friedman['n']})",
-                    f"{friedman['em time / fast time']:.1f}x", ""))
+    # the one-split problems: (result key, label, the ratio's key)
+    for key, label, ratio in (("large", "sinc", "EMRVR time / fast time"),
+                              ("friedman", "friedman1", "em time / fast time")):
+        problem = result.get(key)
+        if problem and "error" in problem:
+            out.append((f"sklearn/{label}", "ERROR", problem["error"][:100]))
+        elif problem:
+            for name, m in problem["methods"].items():
+                converged = f", converged {m['converged']}" if "converged" in m else ""
+                out.append((f"sklearn/{name} ({label} n={problem['n']})", f"{m['fit_s']:.2f} s",
+                            f"test MSE {m['mse']:.3g}, {m['n_rv']} relevance vectors{converged}"))
+            out.append((f"sklearn {ratio} ({label} n={problem['n']})", f"{problem[ratio]:.1f}x", ""))
     return out
 
 
