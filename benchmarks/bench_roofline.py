@@ -165,32 +165,16 @@ def counted_fast_rvm():
     events: list[tuple] = []
     names = ("_best_action", "_added", "_reestimated", "_deleted", "_gram_columns")
     saved = {name: getattr(fast, name) for name in names}
-    saved_gaussian, saved_np = core.Gaussian, core.np
+    saved_gaussian, saved_best_alpha = core.Gaussian, core.best_alpha
     tally = {"crossings": 0, "newton": 0}
-
-    class CountingNumpy:
-        """numpy for ``core`` while a scoring runs: ``best_alpha`` brackets its maxima with one ``nonzero`` and
-        tests every Newton iteration with one ``all``."""
-
-        def __getattr__(self, name):
-            return getattr(np, name)
-
-        def nonzero(self, a):
-            found = np.nonzero(a)
-            tally["crossings"] += found[0].size
-            return found
-
-        def all(self, a, *args, **kwargs):
-            tally["newton"] += 1
-            return np.all(a, *args, **kwargs)
 
     def best_action(model, alpha, active, S, Q, prune_alpha):
         tally.update(crossings=0, newton=0)
-        core.np = CountingNumpy()
+        core.best_alpha = lambda *args, **kwargs: saved_best_alpha(*args, counts=tally, **kwargs)
         try:
             out = saved["_best_action"](model, alpha, active, S, Q, prune_alpha)
         finally:
-            core.np = saved_np
+            core.best_alpha = saved_best_alpha
         events.append(("score", active.size, S.size, tally["crossings"], tally["newton"]))
         return out
 
@@ -222,7 +206,7 @@ def counted_fast_rvm():
     finally:
         for name, fn in saved.items():
             setattr(fast, name, fn)
-        core.Gaussian, core.np = saved_gaussian, saved_np
+        core.Gaussian, core.best_alpha = saved_gaussian, saved_best_alpha
 
 
 def _fast_event_work(event: tuple, N: int, M: int, with_beta: bool = False) -> list:

@@ -66,12 +66,12 @@ def test_fast_rvm_counter_follows_the_actions_and_the_model_size():
     data = bz.datasets.load("sinc", n=60, seed=0)
     model = bz.models.RVM(width=3.0, a=1.0, b=1e-2, c=1.0, d=1e-3)
     originals = (fast._best_action, fast._added, fast._reestimated, fast._deleted, fast._gram_columns, core.Gaussian,
-                 core.np)
+                 core.best_alpha)
     with roofline.counted_fast_rvm() as events:
         info = bz.fit(model, data, backend="fast", draws=10, chains=1, seed=0, progress=False, max_iter=150,
                       beta_every=3).info
     assert (fast._best_action, fast._added, fast._reestimated, fast._deleted, fast._gram_columns, core.Gaussian,
-            core.np) == originals
+            core.best_alpha) == originals
     kinds = [e[0] for e in events]
     actions = info["actions"]
     assert kinds.count("score") == info["iterations"]          # every step scores the candidates once
@@ -117,3 +117,18 @@ def test_fast_rvm_work_interpolates_between_sizes_and_subtracts_the_shorter_run(
     expected += roofline._fast_event_work(("factor", 20), N, M)[-1][2]
     expected -= roofline._fast_event_work(("factor", 10), N, M)[-1][2]
     assert streamed == [pytest.approx(expected / 2)]
+
+
+def test_best_alpha_reports_its_work_and_the_same_answer():
+    """``counts`` receives the maxima bracketed and the Newton iterations; the answer is the one without it. Without
+    a prior (a = b = 0) f_i has one maximum, at s^2 / (q^2 - s), when q^2 > s and none otherwise [T 3.7-3.8]."""
+    from bayeszoo.inference.rvm import core
+
+    s, q2 = np.array([1.0, 2.0, 1.0]), np.array([3.0, 1.0, 5.0])
+    counts = {}
+    alpha, f = core.best_alpha(s, q2, 0.0, 0.0, counts=counts)
+    np.testing.assert_allclose(alpha, [0.5, np.inf, 0.25], rtol=1e-12)
+    np.testing.assert_array_equal(core.best_alpha(s, q2, 0.0, 0.0), (alpha, f))
+    assert counts["crossings"] == 2 and 1 <= counts["newton"] <= 100
+    core.best_alpha(np.array([2.0]), np.array([1.0]), 0.0, 0.0, counts=counts)
+    assert counts == {"crossings": 0, "newton": 0}

@@ -130,7 +130,7 @@ def basis_contribution(alpha, s, q2, a, b):
 _BRACKET_GRID = np.exp(np.linspace(-30.0, 36.0, 89))
 
 
-def best_alpha(s, q2, a, b, alpha_max=1e12):
+def best_alpha(s, q2, a, b, alpha_max=1e12, counts: dict | None = None):
     """Maximise f_i(alpha) over alpha for every basis at once; returns ``(alpha*, f*)``.
 
     With a = b = 0 this is [T 3.7-3.8] (alpha = s^2 / (q^2 - s), or infinity). With the Gamma hyperprior
@@ -138,7 +138,8 @@ def best_alpha(s, q2, a, b, alpha_max=1e12):
     d f / d log alpha is that of P(x) = -b s x^3 + (a - 2 b s) x^2 + (2 a + 1/2 - b s - q^2 / 2s) x + a + 1/2;
     its + to - crossings are bracketed on a log grid of x in [e^-30, e^36] and refined by Newton's method on P
     inside the bracket (bisection where a Newton step would leave it). Where no finite maximum exists, or the best
-    lies above ``alpha_max``, alpha* = inf and f* = 0 (the basis is better left out).
+    lies above ``alpha_max``, alpha* = inf and f* = 0 (the basis is better left out). ``counts``, when given, receives
+    the maxima bracketed (``"crossings"``) and the Newton iterations made (``"newton"``): the work of the call.
     """
     s = np.atleast_1d(np.asarray(s, float))
     q2 = np.atleast_1d(np.asarray(q2, float))
@@ -153,6 +154,8 @@ def best_alpha(s, q2, a, b, alpha_max=1e12):
     F = np.column_stack([np.ones(K), theta, bs]) @ np.stack([0.5 / xp1 + a, -0.5 * x / (xp1 * xp1), -x])
     up = F > 0
     rows, cols = np.nonzero(up[:, :-1] & ~up[:, 1:])
+    if counts is not None:
+        counts.update(crossings=int(rows.size), newton=0)
     if rows.size == 0:
         return best_a, best_f
     lo, hi = x[cols], x[cols + 1]
@@ -161,7 +164,7 @@ def best_alpha(s, q2, a, b, alpha_max=1e12):
     c1 = 2.0 * a + 0.5 - bs[rows] - 0.5 * theta[rows]
     c0 = a + 0.5
     r = np.sqrt(lo * hi)
-    for _ in range(100):
+    for iteration in range(1, 101):
         p = ((c3 * r + c2) * r + c1) * r + c0
         positive = p > 0
         lo = np.where(positive, r, lo)
@@ -173,6 +176,8 @@ def best_alpha(s, q2, a, b, alpha_max=1e12):
         r = step
         if settled:
             break
+    if counts is not None:
+        counts["newton"] = iteration
     ss, qq = s[rows], q2[rows]
     al = ss * r
     fv = basis_contribution(al, ss, qq, a, b)
