@@ -402,22 +402,6 @@ def sigpy_problem(data):
     return np.fft.fftshift(d * sign)[None], np.fft.fftshift(count / 2.0), np.ones((1, N, N), complex)
 
 
-def sigpy_objective(data, lam):
-    """SigPy's objective for a real image u: 1/2 sum_k w_k |F u - d|_k^2 + lam ||Psi u||_1, its zero-padded
-    Daubechies-4 transform Psi (our data term up to a constant, another wavelet term)."""
-    import sigpy
-
-    ksp, weights, _ = sigpy_problem(data)
-    N = ksp.shape[-1]
-    psi = sigpy.linop.Wavelet((N, N), wave_name="db2")
-
-    def f(u):
-        x = np.asarray(u, dtype=complex).reshape(N, N)
-        r = sigpy.fft(x, center=True) - ksp[0]
-        return float(0.5 * np.sum(weights * np.abs(r) ** 2) + lam * np.sum(np.abs(psi(x))))
-    return f
-
-
 def _sigpy(data, lam, max_iter):
     import sigpy.mri
 
