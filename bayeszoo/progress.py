@@ -27,6 +27,7 @@ def show(bar, text: str) -> None:
         return
     bar.set_postfix_str(text, refresh=False)
     now = time.monotonic()
-    if now - getattr(bar, "_shown_at", 0.0) >= bar.mininterval:
+    shown_at = getattr(bar, "_shown_at", None)   # never drawn yet: draw now (the clock's zero is arbitrary)
+    if shown_at is None or now - shown_at >= bar.mininterval:
         bar._shown_at = now
         bar.refresh()

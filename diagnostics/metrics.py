@@ -80,6 +80,7 @@ import arviz as az
 import numpy as np
 from scipy.stats import chi2
 
+from bayeszoo.catalogue.reference import moving
 from bayeszoo.results import RHAT_MAX   # an MCMC fit at or above this R-hat has not converged
 
 ESS_METHOD = "ArviZ rank-normalised split-chain ESS (bulk and tail), Vehtari et al. (2021)"
@@ -206,8 +207,8 @@ def _paired(fit, reference, names):
             yield name, mine[name], mean, sd
 
 
-def _scale(ref_sd: np.ndarray) -> np.ndarray:
-    return np.where(ref_sd > 0, ref_sd, np.nan)   # a point-estimated reference component gives no scale
+def _scale(ref_mean: np.ndarray, ref_sd: np.ndarray) -> np.ndarray:
+    return np.where(moving(ref_mean, ref_sd), ref_sd, np.nan)   # a point-estimated component gives no scale
 
 
 def _max(values: list[np.ndarray]) -> float:
@@ -225,7 +226,7 @@ def reference_errors(fit, reference, names) -> dict:
     mean_dev, sd_dev = [], []
     for name, _, ref_mean, ref_sd in _paired(fit, reference, names):
         mine = _moments_of(fit, name)
-        scale = _scale(ref_sd)
+        scale = _scale(ref_mean, ref_sd)
         sd = mine["sd"].reshape(-1) if fit.n_chains * fit.n_draws > 1 else np.zeros_like(ref_sd)
         mean_dev.append(np.abs(mine["mean"].reshape(-1) - ref_mean) / scale)
         sd_dev.append(np.abs(sd - ref_sd) / scale)
@@ -242,8 +243,7 @@ def compared_components(reference, names) -> int:
     d = 0
     for name in names:
         if name in reference.moments:
-            sd = np.asarray(reference.moments[name]["sd"], dtype=float)
-            d += int(np.sum(np.isfinite(sd) & (sd > 0)))
+            d += int(np.sum(moving(reference.moments[name]["mean"], reference.moments[name]["sd"])))
     return d
 
 
@@ -329,7 +329,7 @@ def running_bias2(fit, reference, names, n_points: int = 60) -> dict[str, np.nda
     b2_mean = np.full(stops.size, np.nan)
     b2_sd = np.full(stops.size, np.nan)
     for _, draws, ref_mean, ref_sd in pairs:
-        var = _scale(ref_sd) ** 2
+        var = _scale(ref_mean, ref_sd) ** 2
         dev = draws - ref_mean    # sums of deviations from the reference mean keep the squares well scaled
         s1, s2, prev = np.zeros(ref_mean.size), np.zeros(ref_mean.size), 0
         for i, stop in enumerate(stops):
@@ -355,9 +355,10 @@ def reference_noise_floor(reference, names) -> float:
     values = []
     for name in names:
         m = reference.moments.get(name, {})
-        if "mcse_mean" in m and "sd" in m:
+        if "mcse_mean" in m and "sd" in m and "mean" in m:
             with np.errstate(invalid="ignore", divide="ignore"):
-                values.append((np.asarray(m["mcse_mean"], float) / _scale(np.asarray(m["sd"], float))) ** 2)
+                scale = _scale(np.asarray(m["mean"], float), np.asarray(m["sd"], float))
+                values.append((np.asarray(m["mcse_mean"], float) / scale) ** 2)
     return _max(values)
 
 

@@ -100,7 +100,8 @@ def test_broken_rules_are_listed_with_their_numbers_and_what_to_try(problem, fak
         assert f"\n  - {problem_}" in text
     diag = ref.provenance["diagnostics"]
     assert diag["ess_bulk_min"] < rules.ESS_MIN and f"bulk ESS {diag['ess_bulk_min']:.3g}" in text
-    assert "second engine fake_ok: 1 component(s) never move" in text      # its point-estimated log_alpha[0]
+    M = ref.moments["log_alpha"]["mean"].size                           # all point-estimated by fake_ok
+    assert f"second engine fake_ok: {M} component(s) never move" in text
     # what to try: the draws that bring ESS to 400 and MCSE below 0.05 sd, a quarter to spare, in hundreds
     growth = 1.25 * max(rules.ESS_MIN / min(diag["ess_bulk_min"], diag["ess_tail_min"]),
                         (diag["mcse_over_sd_max"] / rules.MCSE_MAX) ** 2)
@@ -110,6 +111,20 @@ def test_broken_rules_are_listed_with_their_numbers_and_what_to_try(problem, fak
     assert "the engines disagree (mean of log_beta" in text and "mend the runs' own problems first" in text
     assert "bz.sbc" not in text                                           # not while the runs fail their checks
     assert text.endswith(model.reference_advice)
+
+
+@pytest.mark.parametrize("noise", [0.0, 1e-17, 4e-16])
+def test_a_constant_component_never_moves_whatever_the_rounding_of_its_sd(noise):
+    """The sd of a constant column is 0 on one CPU and a few 1e-17 of its mean on another: the rule must not care."""
+    moving = {"mean": np.array([1.0, 0.0]), "sd": np.array([0.5, 2.0]), "mcse_mean": np.array([0.01, 0.04]),
+              "rhat": np.array([1.0, 1.0]), "ess_bulk": np.array([900.0, 900.0]), "ess_tail": np.array([900.0, 900.0])}
+    frozen = {"mean": np.array([-2.3]), "sd": np.array([noise * 2.3]), "mcse_mean": np.array([noise]),
+              "rhat": np.array([np.nan]), "ess_bulk": np.array([np.nan]), "ess_tail": np.array([np.nan])}
+    run = {"engine": "e", "kind": "mcmc", "chains": 2}
+    assert rules.check_run({"w": moving, "log_alpha": frozen}, run) == [
+        "e: 1 component(s) never move (a stuck sampler or a point estimate)"]
+    assert rules.check_run({"w": moving}, run) == []
+    assert list(rules.moving(np.array([1e6, 0.0, 3.0]), np.array([1e-3, 1e-300, 3e-16]))) == [True, True, False]
 
 
 def test_engines_that_disagree_point_to_sbc(problem):

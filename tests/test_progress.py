@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import itertools
 
 import numpy as np
 import pytest
@@ -81,7 +82,10 @@ def test_a_bar_with_a_total_shows_the_time_left():
     assert "2/4 [00:00<00:00" in out.getvalue() and "sweep/s" in out.getvalue()
 
 
-def test_show_redraws_at_most_every_mininterval():
+def test_show_redraws_at_most_every_mininterval(monkeypatch):
+    # a machine booted a minute ago: the monotonic clock reads less than mininterval at the first call
+    clock = itertools.count(60.0)
+    monkeypatch.setattr("bayeszoo.progress.time.monotonic", lambda: next(clock))
     out = io.StringIO()
     bar = progress_bar(total=10, desc="ep", unit="pass", file=out, mininterval=3600)
     show(bar, "site 64/3000")

@@ -37,6 +37,9 @@ from bayeszoo.results import RHAT_MAX, Fit, jsonable, load_fit
 ESS_MIN = 400
 MCSE_MAX = 0.05          # largest MCSE of a mean, in posterior sds
 MAX_DRAWS = 1000         # draws kept for the plots (thinned, over all chains)
+#: a component whose sd is below this fraction of its |mean| never moved: the sd of a constant column is rounding
+#: noise (a few 1e-16 |mean| on some CPUs, exactly 0 on others), never a posterior's spread
+FROZEN_RTOL = 1e-12
 AGREEMENT_LEVEL = 0.01   # chance that two runs of one posterior fail the agreement check
 QUANTILES = {"q05": 0.05, "q50": 0.5, "q95": 0.95}
 STATS = ("mean", "sd", *QUANTILES, "mcse_mean", "mcse_sd", *(f"mcse_{q}" for q in QUANTILES),
@@ -85,7 +88,8 @@ def run_diagnostics(moments: dict) -> dict:
         return values[np.isfinite(values)]
 
     with np.errstate(invalid="ignore", divide="ignore"):
-        ratio = np.concatenate([np.ravel(m["mcse_mean"] / m["sd"]) for m in moments.values()])
+        ratio = np.concatenate([np.ravel(m["mcse_mean"] / np.where(moving(m["mean"], m["sd"]), m["sd"], np.nan))
+                                for m in moments.values()])
     ratio = ratio[np.isfinite(ratio)]
     out = {}
     for key, values, pick in (("rhat_max", pooled("rhat"), np.max), ("ess_bulk_min", pooled("ess_bulk"), np.min),
@@ -113,6 +117,12 @@ def _worst(moments: dict, values_of, largest: bool):
     return best
 
 
+def moving(mean, sd) -> np.ndarray:
+    """Per component: True where draws with this mean and sd move (:data:`FROZEN_RTOL`); False for NaN."""
+    with np.errstate(invalid="ignore"):
+        return np.asarray(np.asarray(sd, dtype=float) > FROZEN_RTOL * np.abs(np.asarray(mean, dtype=float)))
+
+
 def _count(moments: dict, breaks) -> tuple[int, int]:
     bad = total = 0
     with np.errstate(invalid="ignore", divide="ignore"):
@@ -131,7 +141,7 @@ def check_run(moments: dict, run: dict) -> list[str]:
     problems = []
     if run.get("chains", 0) < 2:
         problems.append(f"{engine} ran {run.get('chains')} chain: R-hat needs two or more")
-    frozen, _ = _count(moments, lambda m: ~(m["sd"] > 0))
+    frozen, _ = _count(moments, lambda m: ~moving(m["mean"], m["sd"]))
     if frozen:
         problems.append(f"{engine}: {frozen} component(s) never move (a stuck sampler or a point estimate)")
     rules = [("rhat", True, lambda m: m["rhat"] >= RHAT_MAX, "R-hat", f"< {RHAT_MAX}"),
@@ -144,9 +154,10 @@ def check_run(moments: dict, run: dict) -> list[str]:
             shown = f"{value:.4g}" if stat == "rhat" else f"{value:.3g}"   # 1.0149 is not "1.01" against < 1.01
             problems.append(f"{engine}: {what} {shown} at {where} (wanted {wanted}; {bad} of {total} "
                             f"components fail)")
-    bad, total = _count(moments, lambda m: m["mcse_mean"] >= MCSE_MAX * m["sd"])
+    # a frozen component is reported once, above: its MCSE is noise or NaN
+    bad, total = _count(moments, lambda m: moving(m["mean"], m["sd"]) & (m["mcse_mean"] >= MCSE_MAX * m["sd"]))
     if bad:
-        value, where = _worst(moments, lambda m: m["mcse_mean"] / np.where(m["sd"] > 0, m["sd"], np.nan), True)
+        value, where = _worst(moments, lambda m: m["mcse_mean"] / np.where(moving(m["mean"], m["sd"]), m["sd"], np.nan), True)
         problems.append(f"{engine}: MCSE of the mean {value:.3g} sd at {where} (wanted < {MCSE_MAX}; {bad} of "
                         f"{total} components fail)")
     if run.get("divergences"):
