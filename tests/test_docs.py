@@ -115,6 +115,40 @@ def test_repository_links_are_rewritten_to_site_pages():
         "[a](families/bid.md) [b](families/index.md) [c](#imagervm)"
 
 
+MARKDOWN = [os.path.join(ROOT, name) for name in ("README.md", "BENCHMARKS.md", "DATASETS.md")] + \
+    glob.glob(os.path.join(DOCS, "**", "*.md"), recursive=True)
+LINK = re.compile(r"\]\(([^)\s]*?)#([^)\s]+)\)")
+
+
+def heading_anchors(path):
+    """The anchors MyST gives the headings of a Markdown file (``myst_heading_anchors`` levels, its slugs; a
+    repeated heading gets -1, -2, ...), headings inside code fences skipped."""
+    from mdit_py_plugins.anchors.index import slugify
+
+    depth = conf_assignments()["myst_heading_anchors"]
+    text = re.sub(r"^```.*?^```", "", open(path, encoding="utf-8").read(), flags=re.S | re.M)
+    anchors, seen = set(), {}
+    for hashes, title in re.findall(r"^(#{1,6})\s+(.+?)\s*$", text, flags=re.M):
+        if len(hashes) <= depth:
+            slug = slugify(title)
+            anchors.add(slug if slug not in seen else f"{slug}-{seen[slug]}")
+            seen[slug] = seen.get(slug, 0) + 1
+    return anchors
+
+
+@pytest.mark.parametrize("path", sorted(MARKDOWN), ids=lambda p: os.path.relpath(p, ROOT))
+def test_every_link_to_a_heading_finds_it(path):
+    """A renamed heading breaks every link to it; the site build reports them, this finds them in a second."""
+    broken = []
+    for target, anchor in LINK.findall(open(path, encoding="utf-8").read()):
+        if "://" in target or (target and not target.endswith(".md")):
+            continue
+        file = os.path.normpath(os.path.join(os.path.dirname(path), target)) if target else path
+        if os.path.exists(file) and anchor not in heading_anchors(file):
+            broken.append(f"{target}#{anchor}")
+    assert not broken, f"{os.path.relpath(path, ROOT)} links to headings that are not there: {broken}"
+
+
 # --------------------------------------------------------------------------------------- full build (slow)
 REMOTE = re.compile(r"<(?:script|link)\b[^>]*\b(?:src|href)\s*=\s*[\"'](?:https?:)?//", re.I)
 
