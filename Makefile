@@ -37,9 +37,11 @@ test-slow: $(STAMP)
 test-browser: $(STAMP)
 	$(BIN)/python -m pytest -q -m browser
 
-# the documentation site, gallery notebooks executed, into docs/_build/html; offline, a warning is an error
+# the documentation site, gallery notebooks executed, into docs/_build/html; offline, a warning is an error.
+# NB_EXECUTION=off shows the outputs saved in the notebooks instead (CI: `make test-slow` executes them)
+NB_EXECUTION ?= cache
 docs: $(STAMP)
-	$(BIN)/python -m sphinx -W --keep-going -b html docs docs/_build/html
+	$(BIN)/python -m sphinx -W --keep-going -b html -D nb_execution_mode=$(NB_EXECUTION) docs docs/_build/html
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/run.py

@@ -17,20 +17,20 @@ class Model:
     Subclasses are dataclasses whose fields are the model options, so ``spec()`` / ``from_spec`` round-trip
     through JSON and a model pickles to Dask workers. A subclass provides:
 
-    ``validate(data)``        raise ValueError naming the problem (labels, shapes), before any sampling;
-    ``var_dims(data)``        canonical posterior variables -> their dims, the same for every backend;
-    ``coords(data)``          coordinate values for those dims;
-    ``pymc_model(data)``      a ``pm.Model`` whose canonical variables carry those names and dims;
-    ``numpyro_model(data)``   a NumPyro model function of no arguments with the same joint density; returned as
-                              ``functools.partial(fn, **arrays)`` it names its data, which the backends then
-                              pass as traced arguments: one compilation for every data set of those shapes;
-    ``predict(fit, X_new)``   binary: P(y = 1); regression: predictive mean; multiclass: (n, C) probabilities;
-    ``score(fit, data)``      dict of the family's metrics on ``data``'s test set (training set if it has none);
-    ``compare_vars``          the variables ``mean_err`` / ``sd_err`` are computed on;
-    ``log_likelihood``        (optional) ``log_likelihood(fit, data)``: log p(y_n | draw), (chain * draw, obs),
-                              or None: the Fit's ``log_likelihood`` group, which ``az.loo`` / ``az.compare`` read;
-    ``reference_advice``      what to try, for this family, when a reference posterior breaks its rules (the
-                              report shows it under the red banner).
+    * ``validate(data)``: raise ValueError naming the problem (labels, shapes), before any sampling;
+    * ``var_dims(data)``: canonical posterior variables -> their dims, the same for every backend;
+    * ``coords(data)``: coordinate values for those dims;
+    * ``pymc_model(data)``: a ``pm.Model`` whose canonical variables carry those names and dims;
+    * ``numpyro_model(data)``: a NumPyro model function of no arguments with the same joint density; returned as
+      ``functools.partial(fn, **arrays)`` it names its data, which the backends then pass as traced arguments:
+      one compilation for every data set of those shapes;
+    * ``predict(fit, X_new)``: binary: P(y = 1); regression: predictive mean; multiclass: (n, C) probabilities;
+    * ``score(fit, data)``: dict of the family's metrics on ``data``'s test set (training set if it has none);
+    * ``compare_vars``: the variables ``mean_err`` / ``sd_err`` are computed on;
+    * ``log_likelihood`` (optional): ``log_likelihood(fit, data)``: log p(y_n | draw), (chain * draw, obs), or
+      None: the Fit's ``log_likelihood`` group, which ``az.loo`` / ``az.compare`` read;
+    * ``reference_advice``: what to try, for this family, when a reference posterior breaks its rules (the report
+      shows it under the red banner).
 
     The family's pictures live in ``bayeszoo.diagnostics.<family>_plots``; its backends in
     ``bayeszoo.inference.<family>`` (see docs/architecture.md).

@@ -84,7 +84,13 @@ def test_demo_report(driver, demo_reports, key):
 # ------------------------------------------------------------------------------------ documentation site
 @pytest.fixture(scope="session")
 def site(tmp_path_factory) -> str:
-    """The documentation site, built here from docs/ with the notebooks' saved outputs (not executed)."""
+    """The documentation site: ``BAYESZOO_SITE_DIR`` if set (a finished ``make docs``, as CI does), else built here
+    from docs/ with the notebooks' saved outputs (not executed)."""
+    given = os.path.abspath(os.environ["BAYESZOO_SITE_DIR"]) if os.environ.get("BAYESZOO_SITE_DIR") else None
+    if given:
+        if not os.path.isfile(os.path.join(given, "index.html")):
+            pytest.fail(f"BAYESZOO_SITE_DIR={given} holds no built site (index.html): run `make docs` first")
+        return given
     out = str(tmp_path_factory.mktemp("site"))
     _browser.build_docs(out)
     return out
