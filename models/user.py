@@ -16,7 +16,10 @@ What the families declare by hand is read off the model here:
   every observed variable, flattened and concatenated in the model's order, named after the model.
 * a fingerprint of the model's structure and data (:meth:`UserModel.spec`), the same in every process: a changed
   prior, variable, transform, observed value or data container is another problem, so a resumed grid refits, the
-  catalogue does not match it, and a Dask worker rebuilds the same model.
+  catalogue does not match it, no compiled kernel is shared, and a Dask worker rebuilds the same model. A NumPyro
+  model's is its traced log density (the jaxpr of NumPyro's potential energy with its literals and constants), so
+  whatever the function reads (arguments, a ``functools.partial``, closures, module values) is in it; a model
+  whose log density cannot be traced gets one that matches no other wrapping (a warning says so).
 * the pointwise log-likelihood of every observed value at every draw (ArviZ's ``log_likelihood`` group, ``y``
   over ``obs`` as ``observed_data``, which ``az.loo`` reads): PyMC's ``pm.compute_log_likelihood`` or
   ``numpyro.infer.log_likelihood``, whatever backend made the draws. A multivariate observed variable (an
@@ -29,8 +32,12 @@ flat sites plus one factor), and whose deterministic sites map a draw back to th
 runs on ``numpyro`` and the BlackJAX engines; the PyMC backends refuse it. Discrete free variables are refused by
 every generic backend (all of them follow gradients), naming the variables, before anything runs.
 
-The model is read when it is wrapped: wrap it again after changing it (``pm.set_data``, new variables); ``bz.fit``
-refuses a PyMC model whose data changed since. A saved fit or comparison records the model's description (its
+The model is read when it is wrapped: wrap it again after changing it (``pm.set_data``, new variables, a module
+value the function reads). ``bz.fit``, ``bz.compare`` and the declarations the backends read refuse a PyMC model
+whose data containers or observations changed since, and a NumPyro model whose traced log density changed since.
+Refused when wrapped, with what to do: a variable or dim named ``chain`` or ``draw`` (ArviZ's), a free
+variable's dim named like an observed variable's with another length (or like the harness's ``obs``, every
+observed value, or ``feature``), NaN in a PyMC data container or array, non-finite observed values. A saved fit or comparison records the model's description (its
 ``spec()``: library, name, fingerprint, variables with dims and coords, observed shapes), not the model itself:
 ``fit.model()`` and ``load_comparison`` rebuild that description (:class:`SavedModel`), which reads fits (tables,
 reports, ``check_fit``) but cannot sample. Loading a file never runs code from it, and nothing breaks when PyMC's
