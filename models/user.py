@@ -37,11 +37,13 @@ value the function reads). ``bz.fit``, ``bz.compare`` and the declarations the b
 whose data containers or observations changed since, and a NumPyro model whose traced log density changed since.
 Refused when wrapped, with what to do: a variable or dim named ``chain`` or ``draw`` (ArviZ's), a free
 variable's dim named like an observed variable's with another length (or like the harness's ``obs``, every
-observed value, or ``feature``), NaN in a PyMC data container or array, non-finite observed values. A saved fit or comparison records the model's description (its
-``spec()``: library, name, fingerprint, variables with dims and coords, observed shapes), not the model itself:
-``fit.model()`` and ``load_comparison`` rebuild that description (:class:`SavedModel`), which reads fits (tables,
-reports, ``check_fit``) but cannot sample. Loading a file never runs code from it, and nothing breaks when PyMC's
-or NumPyro's internals change between versions; to fit again, wrap the original model again.
+observed value, or ``feature``), NaN in a PyMC data container or array, non-finite observed values.
+
+A saved fit or comparison records the model's description (its ``spec()``: library, name, fingerprint, variables
+with dims and coords, observed shapes), not the model itself: ``fit.model()`` and ``load_comparison`` rebuild that
+description (:class:`SavedModel`), which reads fits (tables, reports, ``check_fit``) but cannot sample. Loading a
+file never runs code from it, and nothing breaks when PyMC's or NumPyro's internals change between versions; to
+fit again, wrap the original model again.
 """
 from __future__ import annotations
 
@@ -268,14 +270,21 @@ class PyMCModel(UserModel):
         return {rv.name: self._observed_value(rv) for rv in self._pm.observed_RVs}
 
     def _digest(self, variables: dict, coords: dict) -> str:
-        """sha1 of the printed graphs of every random variable and potential (addresses removed), every constant
-        and data container in them, the observed values, the transforms, the initial values, dims and coords."""
+        """sha1 of the printed graphs of every random variable and potential (addresses removed), and of the
+        log density of every ``pm.CustomDist`` (its graph holds what the variable's graph does not: what the
+        ``logp`` function computes and the numbers it closes over), every constant and data container in them, the
+        observed values, the transforms, the initial values, dims and coords."""
+        from pymc.distributions.custom import CustomDistRV, CustomSymbolicDistRV
         from pytensor.graph.basic import Constant
         from pytensor.graph.traversal import ancestors
         from pytensor.printing import debugprint
 
         pm_model = self._pm
         outputs = [*pm_model.free_RVs, *pm_model.observed_RVs, *pm_model.potentials]
+        custom = [rv for rv in outputs
+                  if isinstance(getattr(rv.owner, "op", None), (CustomDistRV, CustomSymbolicDistRV))]
+        if custom:   # the log density of the others follows from their graphs
+            outputs.append(pm_model.logp(vars=custom))
         digest = hashlib.sha1(b"pymc\n")
         digest.update(_ADDRESS.sub("", debugprint(outputs, file="str", print_type=True)).encode())
         for var in ancestors(outputs):
@@ -422,8 +431,8 @@ class PyMCModel(UserModel):
         self.__dict__.update(state)
 
 
-#: ArviZ's dims of every group, and the dims the harness gives the observations (``obs``: every observed value;
-#: ``feature``: the columns of ``constant_data``'s X, none for a model of one's own)
+#: ArviZ's dims of every group; besides, the harness names ``obs`` (every observed value) and ``feature`` (the
+#: columns of ``constant_data``'s X, none for a model of one's own)
 SAMPLE_DIMS = ("chain", "draw")
 
 
@@ -575,9 +584,10 @@ class NumPyroModel(UserModel):
             closed = _log_density_jaxpr(self._fn, self._args, self._kwargs, trace)
         except Exception as exc:
             # no sound digest: one that matches no other wrapping, so nothing is resumed or shared for it
-            warnings.warn(f"from_numpyro: the log density of {label!r} could not be traced ({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}), "
-                          f"so it has no fingerprint: a resumed grid refits it and no compiled kernel is shared "
-                          f"with it", stacklevel=3)
+            reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+            warnings.warn(f"from_numpyro: the log density of {label!r} could not be traced ({type(exc).__name__}: "
+                          f"{reason}), so it has no fingerprint: a resumed grid refits it and no compiled kernel "
+                          f"is shared with it", stacklevel=3)
             return f"{UNFINGERPRINTED}{uuid.uuid4().hex}"
         digest.update(_ADDRESS.sub("", str(closed.jaxpr)).encode())
         for const in closed.consts:

@@ -125,6 +125,22 @@ def test_a_numpyro_model_whose_module_value_changed_since_wrapping_is_refused():
     model.validate(model.dataset())
 
 
+def test_a_prior_inside_a_pymc_custom_dist_logp_is_in_the_fingerprint():
+    import pymc as pm
+
+    def model(scale):
+        def logp(value, mu):   # the scale is not in the variable's graph, only in its log density
+            return pm.logp(pm.Normal.dist(mu, scale), value)
+
+        with pm.Model() as built:
+            mu = pm.Normal("mu", 0.0, 1.0)
+            pm.CustomDist("y", mu, logp=logp, observed=Y)
+        return bz.models.from_pymc(built)
+
+    assert model(NARROW).fingerprint != model(WIDE).fingerprint
+    assert model(WIDE).fingerprint == model(WIDE).fingerprint
+
+
 @pytest.mark.slow   # the fresh process imports bayeszoo: several seconds
 def test_numpyro_fingerprints_are_the_same_in_a_fresh_process():
     script = ("import json, sys; sys.path.insert(0, sys.argv[1])\n"
