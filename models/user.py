@@ -578,10 +578,8 @@ class NumPyroModel(UserModel):
             digest.update("|".join(parts).encode())
             if site["type"] == "sample" and site["is_observed"] and not _is_factor(site):
                 _update(digest, np.asarray(site["value"]))
-        if self._discrete:   # no generic backend samples it (declaration_problem): nothing to resume or cache
-            return digest.hexdigest()
         try:
-            closed = _log_density_jaxpr(self._fn, self._args, self._kwargs, trace)
+            closed = _log_density_jaxpr(self._fn, self._args, self._kwargs, trace, bool(self._discrete))
         except Exception as exc:
             # no sound digest: one that matches no other wrapping, so nothing is resumed or shared for it
             reason = str(exc).splitlines()[0][:200] if str(exc) else ""
@@ -836,17 +834,21 @@ def _update(digest, value) -> None:
         digest.update(_ADDRESS.sub("", f"{type(value).__name__}:{value!r}").encode())
 
 
-def _log_density_jaxpr(fn, args: tuple, kwargs: dict, trace):
+def _log_density_jaxpr(fn, args: tuple, kwargs: dict, trace, discrete: bool = False):
     """The jaxpr of the model's potential energy (NumPyro's negative log density on the unconstrained space,
-    Jacobians included, what every NumPyro and BlackJAX backend samples) at the traced point, with its constants.
+    Jacobians included, what every NumPyro and BlackJAX backend samples) at the traced point, with its constants;
+    with discrete latent sites, which have no unconstrained space, of the joint log density at the traced values.
     Tracing evaluates the Python function, so whatever it reads (arguments, a ``functools.partial``'s, closures,
     module dicts and lists) is in it as a literal or a constant."""
     import jax
     from numpyro.distributions.transforms import biject_to
-    from numpyro.infer.util import potential_energy
+    from numpyro.infer.util import log_density, potential_energy
 
-    params = {name: biject_to(site["fn"].support).inv(site["value"]) for name, site in trace.items()
-              if site["type"] == "sample" and not site["is_observed"]}
+    latent = {name: site for name, site in trace.items() if site["type"] == "sample" and not site["is_observed"]}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
+        if discrete:
+            values = {name: site["value"] for name, site in latent.items()}
+            return jax.make_jaxpr(lambda p: log_density(fn, args, kwargs, p)[0])(values)
+        params = {name: biject_to(site["fn"].support).inv(site["value"]) for name, site in latent.items()}
         return jax.make_jaxpr(lambda p: potential_energy(fn, args, kwargs, p))(params)

@@ -98,6 +98,20 @@ def test_the_same_model_written_elsewhere_has_the_same_fingerprint():
     assert len({make(WIDE).fingerprint for make in WAYS.values()}) == 1
 
 
+def test_a_model_with_discrete_latent_sites_is_fingerprinted_by_its_joint_log_density():
+    """No generic backend samples it, but a backend of one's own may: a prior in a partial still counts."""
+    import numpyro
+    import numpyro.distributions as dist
+
+    def mixture(p, y=None):
+        z = numpyro.sample("z", dist.Bernoulli(p))
+        numpyro.sample("y", dist.Normal(2.0 * z, 1.0), obs=y)
+
+    first, second = (bz.models.from_numpyro(functools.partial(mixture, p), y=Y) for p in (0.3, 0.7))
+    assert first.discrete == ["z"] and first.fingerprint != second.fingerprint
+    assert bz.models.from_numpyro(functools.partial(mixture, 0.3), y=Y).fingerprint == first.fingerprint
+
+
 def test_a_model_whose_log_density_cannot_be_traced_has_no_fingerprint_to_share():
     import numpyro
     import numpyro.distributions as dist
