@@ -67,11 +67,22 @@ def _scalar_info(info):
     return _info_type(tuple(fields))(**fields)
 
 
-def _kernel(algorithm, target: LogDensity, options: dict) -> chain_driver.Kernel:
+def _init_step(name: str, made) -> tuple[Callable, Callable]:
+    """(init, step) of what the algorithm returned, or a ValueError naming the sampler and what it returned."""
+    if hasattr(made, "init") and hasattr(made, "step"):
+        made = (made.init, made.step)
+    if isinstance(made, tuple) and len(made) == 2 and all(callable(f) for f in made):
+        return made
+    text = repr(made)
+    raise ValueError(f"sampler {name!r}: algorithm(logdensity_fn, **options) must return BlackJAX's "
+                     f"SamplingAlgorithm (with init and step) or the pair (init, step) of functions; it returned "
+                     f"{type(made).__name__} {text[:120]}{'...' if len(text) > 120 else ''}")
+
+
+def _kernel(name: str, algorithm, target: LogDensity, options: dict) -> chain_driver.Kernel:
     import jax
 
-    made = algorithm(target.logdensity, **options)
-    init, step = (made.init, made.step) if hasattr(made, "init") else made
+    init, step = _init_step(name, algorithm(target.logdensity, **options))
 
     def start(key, problem):
         return init(jax.random.uniform(key, (target.dim,), minval=-INIT_RADIUS, maxval=INIT_RADIUS))
@@ -97,11 +108,11 @@ def _problem_kernel(algorithm, model, data, who: str, options: dict) -> chain_dr
         key = (algorithm, json.dumps(model.spec(), sort_keys=True), data.fingerprint(), tuple(sorted(options.items())))
         hash(key)
     except TypeError:   # an option value that cannot be a key (an array): build afresh
-        return _kernel(algorithm, log_density(model, data, who), options)
+        return _kernel(who, algorithm, log_density(model, data, who), options)
     if key not in _KERNELS:
         if len(_KERNELS) >= MAX_KERNELS:
             _KERNELS.pop(next(iter(_KERNELS)))
-        _KERNELS[key] = _kernel(algorithm, log_density(model, data, who), options)
+        _KERNELS[key] = _kernel(who, algorithm, log_density(model, data, who), options)
     return _KERNELS[key]
 
 

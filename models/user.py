@@ -16,7 +16,10 @@ What the families declare by hand is read off the model here:
   every observed variable, flattened and concatenated in the model's order, named after the model.
 * a fingerprint of the model's structure and data (:meth:`UserModel.spec`), the same in every process: a changed
   prior, variable, transform, observed value or data container is another problem, so a resumed grid refits, the
-  catalogue does not match it, and a Dask worker rebuilds the same model.
+  catalogue does not match it, no compiled kernel is shared, and a Dask worker rebuilds the same model. A NumPyro
+  model's is its traced log density (the jaxpr of NumPyro's potential energy with its literals and constants), so
+  whatever the function reads (arguments, a ``functools.partial``, closures, module values) is in it; a model
+  whose log density cannot be traced gets one that matches no other wrapping (a warning says so).
 * the pointwise log-likelihood of every observed value at every draw (ArviZ's ``log_likelihood`` group, ``y``
   over ``obs`` as ``observed_data``, which ``az.loo`` reads): PyMC's ``pm.compute_log_likelihood`` or
   ``numpyro.infer.log_likelihood``, whatever backend made the draws. A multivariate observed variable (an
@@ -29,12 +32,18 @@ flat sites plus one factor), and whose deterministic sites map a draw back to th
 runs on ``numpyro`` and the BlackJAX engines; the PyMC backends refuse it. Discrete free variables are refused by
 every generic backend (all of them follow gradients), naming the variables, before anything runs.
 
-The model is read when it is wrapped: wrap it again after changing it (``pm.set_data``, new variables); ``bz.fit``
-refuses a PyMC model whose data changed since. A saved fit or comparison records the model's description (its
-``spec()``: library, name, fingerprint, variables with dims and coords, observed shapes), not the model itself:
-``fit.model()`` and ``load_comparison`` rebuild that description (:class:`SavedModel`), which reads fits (tables,
-reports, ``check_fit``) but cannot sample. Loading a file never runs code from it, and nothing breaks when PyMC's
-or NumPyro's internals change between versions; to fit again, wrap the original model again.
+The model is read when it is wrapped: wrap it again after changing it (``pm.set_data``, new variables, a module
+value the function reads). ``bz.fit``, ``bz.compare`` and the declarations the backends read refuse a PyMC model
+whose data containers or observations changed since, and a NumPyro model whose traced log density changed since.
+Refused when wrapped, with what to do: a variable or dim named ``chain`` or ``draw`` (ArviZ's), a free
+variable's dim named like an observed variable's with another length (or like the harness's ``obs``, every
+observed value, or ``feature``), NaN in a PyMC data container or array, non-finite observed values.
+
+A saved fit or comparison records the model's description (its ``spec()``: library, name, fingerprint, variables
+with dims and coords, observed shapes), not the model itself: ``fit.model()`` and ``load_comparison`` rebuild that
+description (:class:`SavedModel`), which reads fits (tables, reports, ``check_fit``) but cannot sample. Loading a
+file never runs code from it, and nothing breaks when PyMC's or NumPyro's internals change between versions; to
+fit again, wrap the original model again.
 """
 from __future__ import annotations
 
@@ -42,7 +51,7 @@ import functools
 import hashlib
 import json
 import re
-import types
+import uuid
 import warnings
 from typing import ClassVar
 
@@ -133,10 +142,15 @@ class UserModel(Model):
         return cached
 
     def validate(self, data: Dataset) -> None:
+        self._check_unchanged()
         super().validate(data)
         if data.fingerprint() != self.dataset().fingerprint():
             raise ValueError(f"{self!r} carries its own observations: fit it without data (bz.fit(model, "
                              f"backend=...)) or with model.dataset(); got another dataset, {data!r}")
+
+    def _check_unchanged(self) -> None:
+        """A ValueError when the declaration no longer is what was wrapped (its fingerprint would lie); every
+        use of the declaration checks."""
 
     def constant_data(self, data: Dataset) -> dict:
         return {"X": data.X}   # no inputs: the model's covariates are inside its declaration
@@ -223,9 +237,15 @@ class PyMCModel(UserModel):
         discrete = {pm_model.values_to_rvs[v].name for v in pm_model.discrete_value_vars}
         self._discrete = [rv.name for rv in free if rv.name in discrete]
         observed = {rv.name: list(np.shape(self._observed_value(rv))) for rv in pm_model.observed_RVs}
-        super().__init__(name=name or pm_model.name or "pymc_model", variables=variables, coords=used,
-                         observed=observed, fingerprint=self._digest(variables, used))
-        self.dataset()   # the observations as wrapped: validate refuses the model once they have changed
+        label = name or pm_model.name or "pymc_model"
+        _check_reserved_names(label, "pymc", variables, observed, [v.name for v in pm_model.deterministics])
+        _check_pymc_names(label, pm_model, variables, observed)
+        self._check_finite(label)
+        super().__init__(name=label, variables=variables, coords=used, observed=observed,
+                         fingerprint=self._digest(variables, used))
+        # the data as wrapped: the model is refused once pm.set_data (or anything) has changed them
+        self._data_snapshot = {k: np.array(v.get_value(), copy=True) for k, v in _data_containers(pm_model).items()}
+        self.dataset()
 
     def with_observations(self, values: dict, *, name: str | None = None) -> "PyMCModel":
         """``pm.observe`` on a copy of the model: its observed variables take ``values`` (the user's model is
@@ -250,24 +270,29 @@ class PyMCModel(UserModel):
         return {rv.name: self._observed_value(rv) for rv in self._pm.observed_RVs}
 
     def _digest(self, variables: dict, coords: dict) -> str:
-        """sha1 of the printed graphs of every random variable and potential (addresses removed), every constant
-        and data container in them, the observed values, the transforms, the initial values, dims and coords."""
-        from pytensor.compile.sharedvalue import SharedVariable
+        """sha1 of the printed graphs of every random variable and potential (addresses removed), and of the
+        log density of every ``pm.CustomDist`` (its graph holds what the variable's graph does not: what the
+        ``logp`` function computes and the numbers it closes over), every constant and data container in them, the
+        observed values, the transforms, the initial values, dims and coords."""
+        from pymc.distributions.custom import CustomDistRV, CustomSymbolicDistRV
         from pytensor.graph.basic import Constant
         from pytensor.graph.traversal import ancestors
         from pytensor.printing import debugprint
-        from pytensor.tensor.random.type import RandomType
 
         pm_model = self._pm
         outputs = [*pm_model.free_RVs, *pm_model.observed_RVs, *pm_model.potentials]
+        custom = [rv for rv in outputs
+                  if isinstance(getattr(rv.owner, "op", None), (CustomDistRV, CustomSymbolicDistRV))]
+        if custom:   # the log density of the others follows from their graphs
+            outputs.append(pm_model.logp(vars=custom))
         digest = hashlib.sha1(b"pymc\n")
         digest.update(_ADDRESS.sub("", debugprint(outputs, file="str", print_type=True)).encode())
         for var in ancestors(outputs):
             if isinstance(var, Constant):
                 _update(digest, var.data)
-            elif isinstance(var, SharedVariable) and not isinstance(var.type, RandomType):
-                digest.update(str(var.name).encode())
-                _update(digest, var.get_value())
+        for label, var in _data_containers(pm_model).items():
+            digest.update(label.encode())
+            _update(digest, var.get_value())
         for rv in pm_model.observed_RVs:
             digest.update(rv.name.encode())
             _update(digest, self._observed_value(rv))
@@ -283,15 +308,22 @@ class PyMCModel(UserModel):
     def discrete(self) -> list[str]:
         return list(self._discrete)
 
-    def validate(self, data: Dataset) -> None:
-        # the pm.Model is the user's and stays mutable (pm.set_data): its data must still be the ones wrapped
-        if any(not np.array_equal(np.asarray(v, dtype=float).ravel(), np.asarray(w, dtype=float).ravel())
-               for v, w in zip(self.observed_values().values(), self._observed_snapshot())):
-            raise ValueError(f"the observed values of the PyMC model changed since bz.models.from_pymc read it "
-                             f"({self.name!r}): wrap it again")
-        super().validate(data)
+    def _check_unchanged(self) -> None:
+        """The pm.Model is the user's and stays mutable (``pm.set_data``): a ValueError naming what changed since
+        it was wrapped, as the fingerprint, the resumed fits and the compiled kernels stand for the data read
+        then. Every use of the declaration (validate, :meth:`pymc_model`, :meth:`numpyro_model`) checks."""
+        now = _data_containers(self._pm)
+        changed = [f"data container {k!r}" for k, v in self._data_snapshot.items()
+                   if k not in now or not _same_values(now[k].get_value(), v)]
+        changed += [f"the values of the observed variable {k!r}" for (k, v), w in
+                    zip(self.observed_values().items(), self._observed_snapshot()) if not _same_values(v, w)]
+        if changed:
+            raise ValueError(f"the PyMC model {self.name!r} changed since bz.models.from_pymc read it: "
+                             f"{', '.join(changed)} (pm.set_data?). Wrap it again, bz.models.from_pymc(pm_model), "
+                             f"to fit it with its new data")
 
     def _observed_snapshot(self) -> list[np.ndarray]:
+        """The observed values as wrapped (the ``y`` of :meth:`dataset`, read then), per observed variable."""
         y, out, start = self.dataset().y, [], 0
         for shape in self._observed.values():
             size = int(np.prod(shape, dtype=int))
@@ -299,8 +331,35 @@ class PyMCModel(UserModel):
             start += size
         return out
 
+    def _check_finite(self, label: str) -> None:
+        """A ValueError naming the data container, observed variable or array in the graph that holds NaN (a
+        covariate) or a non-finite value (an observation): the samplers would only report a NaN log density."""
+        from pytensor.graph.basic import Constant
+        from pytensor.graph.traversal import ancestors
+
+        fix = "remove or impute those entries before wrapping the model"
+        for name, var in _data_containers(self._pm).items():
+            where = _nan_entries(var.get_value())
+            if where:
+                raise ValueError(f"the PyMC model {label!r}: data container {name!r} holds NaN ({where}); {fix}")
+        for name, value in self.observed_values().items():
+            bad = ~np.isfinite(np.asarray(value, dtype=float))
+            if bad.any():
+                raise ValueError(f"the PyMC model {label!r}: the observed variable {name!r} holds {int(bad.sum())} "
+                                 f"non-finite value(s) (first at index {tuple(int(i) for i in np.argwhere(bad)[0])}); "
+                                 f"{fix}, or pass them to observed= as NaN in a NumPy array for PyMC to impute")
+        outputs = [*self._pm.free_RVs, *self._pm.observed_RVs, *self._pm.potentials]
+        for var in ancestors(outputs):
+            if isinstance(var, Constant) and np.ndim(var.data) > 0:
+                where = _nan_entries(var.data)
+                if where:
+                    users = sorted(rv.name for rv in outputs if var in set(ancestors([rv])))
+                    raise ValueError(f"the PyMC model {label!r}: an array of shape {np.shape(var.data)} in the "
+                                     f"graph of {users} holds NaN ({where}); {fix}")
+
     # ---- declarations --------------------------------------------------------------------------------
     def pymc_model(self, data: Dataset | None = None):
+        self._check_unchanged()
         return self._pm
 
     def numpyro_model(self, data: Dataset | None = None):
@@ -310,6 +369,7 @@ class PyMCModel(UserModel):
         import numpyro
         import numpyro.distributions as dist
 
+        self._check_unchanged()
         names = [rv.name for rv in self._pm.free_RVs]
 
         def model():
@@ -371,6 +431,85 @@ class PyMCModel(UserModel):
         self.__dict__.update(state)
 
 
+#: ArviZ's dims of every group; besides, the harness names ``obs`` (every observed value) and ``feature`` (the
+#: columns of ``constant_data``'s X, none for a model of one's own)
+SAMPLE_DIMS = ("chain", "draw")
+
+
+def _check_reserved_names(label: str, library: str, variables: dict, observed: dict, others=()) -> None:
+    """A ValueError, naming the variable and the fix, when a variable or dim of the model would collide in the
+    fit's InferenceData: a name or dim ``chain`` / ``draw``, a dim ``obs`` of another length than the number of
+    observed values, a dim ``feature``."""
+    who = f"the {LIBRARY_NAMES[library]} model {label!r}"
+    for kind, names in (("free variable", variables), ("observed variable", observed), ("variable", others)):
+        for name in names:
+            if name in SAMPLE_DIMS:
+                raise ValueError(f"{who}: the {kind} {name!r} is named like ArviZ's {name!r} dim (every "
+                                 f"InferenceData group is over chain and draw); rename it")
+    n_observed = sum(int(np.prod(shape, dtype=int)) for shape in observed.values())
+    for name, spec in variables.items():
+        for dim, size in zip(spec["dims"], spec["shape"]):
+            if dim in SAMPLE_DIMS:
+                problem = f"is named like ArviZ's {dim!r} dim"
+            elif dim == "obs" and size != n_observed:
+                problem = (f"of length {size} is named like the observations' dim 'obs', which has "
+                           f"{n_observed} (every observed value)")
+            elif dim == "feature":
+                problem = "is named like the inputs' dim 'feature', which has none"
+            else:
+                continue
+            rename = "dims=..." if library == "pymc" else "the numpyro.plate's name"
+            raise ValueError(f"{who}: the dim {dim!r} of the free variable {name!r} {problem}; rename it "
+                             f"({rename})")
+
+
+def _data_containers(pm_model) -> dict:
+    """The data containers (``pm.Data``, any shared variable but a random generator) the model's graph reads, by
+    name (an unnamed one by its place), in graph order."""
+    from pytensor.compile.sharedvalue import SharedVariable
+    from pytensor.graph.traversal import ancestors
+    from pytensor.tensor.random.type import RandomType
+
+    outputs = [*pm_model.free_RVs, *pm_model.observed_RVs, *pm_model.potentials]
+    found = [v for v in ancestors(outputs) if isinstance(v, SharedVariable) and not isinstance(v.type, RandomType)]
+    return {(v.name if v.name else f"<unnamed data {k}>"): v for k, v in enumerate(found)}
+
+
+def _same_values(a, b) -> bool:
+    a, b = np.asarray(a), np.asarray(b)
+    return a.shape == b.shape and np.array_equal(a, b, equal_nan=a.dtype.kind in "fc" and b.dtype.kind in "fc")
+
+
+def _nan_entries(value) -> str:
+    """'' when ``value`` has no NaN, else how many entries are NaN and the index of the first."""
+    value = np.asarray(value)
+    if value.dtype.kind not in "fc":
+        return ""
+    bad = np.isnan(value)
+    if not bad.any():
+        return ""
+    first = tuple(int(i) for i in np.argwhere(bad)[0]) if value.ndim else ()
+    return f"{int(bad.sum())} NaN value(s), the first at index {first}"
+
+
+def _check_pymc_names(label: str, pm_model, variables: dict, observed: dict) -> None:
+    """A ValueError when a free variable's dim shares its name with a dim of an observed variable (PyMC's
+    ``observed_data`` and ``log_likelihood`` groups) but not its length: the InferenceData cannot hold both."""
+    dims = pm_model.named_vars_to_dims
+    lengths = {}
+    for rv in pm_model.observed_RVs:
+        shape = observed[rv.name]
+        for k, (dim, size) in enumerate(zip(dims.get(rv.name, (None,) * len(shape)), shape)):
+            lengths.setdefault(dim if dim is not None else f"{rv.name}_dim_{k}", (rv.name, size))
+    for var, spec in variables.items():
+        for dim, size in zip(spec["dims"], spec["shape"]):
+            if dim in lengths and lengths[dim][1] != size:
+                other, length = lengths[dim]
+                raise ValueError(f"the PyMC model {label!r}: the free variable {var!r} has a dim {dim!r} of length "
+                                 f"{size}, and the observed variable {other!r} a dim of that name of length "
+                                 f"{length}; rename one of them (dims=...)")
+
+
 # ------------------------------------------------------------------------------------------------- NumPyro
 class NumPyroModel(UserModel):
     """A NumPyro model function with its arguments as a bayeszoo model (:func:`from_numpyro`)."""
@@ -402,10 +541,12 @@ class NumPyroModel(UserModel):
         if not observed:
             raise ValueError(f"from_numpyro: {label!r} has no observed sites; bayeszoo fits posteriors given "
                              f"observations: pass them as obs=...")
+        _check_reserved_names(label, "numpyro", variables, observed,
+                              [k for k, site in trace.items() if site["type"] == "deterministic"])
         self._discrete = discrete
         self._observed_values = {k: np.asarray(trace[k]["value"]) for k in observed}
         super().__init__(name=label, variables=variables, coords={}, observed=observed,
-                         fingerprint=self._digest(trace))
+                         fingerprint=self._digest(trace, label))
 
     def _trace(self):
         from numpyro import handlers
@@ -421,14 +562,12 @@ class NumPyroModel(UserModel):
             raise ValueError(f"from_numpyro: running the model function with the arguments given failed "
                              f"({type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})") from exc
 
-    def _digest(self, trace) -> str:
-        """sha1 of the function's code (bytecode, constants, names and the numbers it reads from its closure and
-        globals, not its position in the file), the arguments, and every site's name, kind, distribution,
-        shapes, support and observed values."""
+    def _digest(self, trace, label: str) -> str:
+        """sha1 of what the posterior depends on: the traced log density (:func:`_log_density_jaxpr`: its
+        operations, literals and constants, so every number the function reads, however it reaches it), and
+        every site's name, kind, distribution, shapes, support and observed values. Not the function's code,
+        name or place: the same model written or defined elsewhere is the same model."""
         digest = hashlib.sha1(b"numpyro\n")
-        _update_function(digest, self._fn, set())
-        _update(digest, self._args)
-        _update(digest, self._kwargs)
         for site_name, site in trace.items():
             if site["type"] not in ("sample", "deterministic", "plate"):
                 continue
@@ -439,7 +578,34 @@ class NumPyroModel(UserModel):
             digest.update("|".join(parts).encode())
             if site["type"] == "sample" and site["is_observed"] and not _is_factor(site):
                 _update(digest, np.asarray(site["value"]))
+        try:
+            closed = _log_density_jaxpr(self._fn, self._args, self._kwargs, trace, bool(self._discrete))
+        except Exception as exc:
+            # no sound digest: one that matches no other wrapping, so nothing is resumed or shared for it
+            reason = str(exc).splitlines()[0][:200] if str(exc) else ""
+            warnings.warn(f"from_numpyro: the log density of {label!r} could not be traced ({type(exc).__name__}: "
+                          f"{reason}), so it has no fingerprint: a resumed grid refits it and no compiled kernel "
+                          f"is shared with it", stacklevel=3)
+            return f"{UNFINGERPRINTED}{uuid.uuid4().hex}"
+        digest.update(_ADDRESS.sub("", str(closed.jaxpr)).encode())
+        for const in closed.consts:
+            _update(digest, np.asarray(const))
         return digest.hexdigest()
+
+    def _check_unchanged(self) -> None:
+        """The function is traced again: what it reads when it runs (a module-level dict, a list it closes over)
+        may have changed since it was wrapped, and then its fingerprint, resumed fits and compiled kernels would
+        stand for another posterior."""
+        if self._fingerprint.startswith(UNFINGERPRINTED):
+            return
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            now = self._digest(self._trace(), self.name)
+        if now != self._fingerprint:
+            raise ValueError(f"the NumPyro model {self.name!r} changed since bz.models.from_numpyro read it: its "
+                             f"log density now differs (a value it reads from its module, a closure or an "
+                             f"argument changed). Wrap it again, bz.models.from_numpyro(fn, *args, **kwargs), to "
+                             f"fit it as it is now")
 
     @property
     def discrete(self) -> list[str]:
@@ -466,6 +632,7 @@ class NumPyroModel(UserModel):
     def numpyro_model(self, data: Dataset | None = None):
         """The user's function with its arguments bound (the arrays among them, and the observations of
         :meth:`with_observations`, are passed traced by the backends: one compilation for every simulation)."""
+        self._check_unchanged()
         return functools.partial(self._fn, *self._args, **self._kwargs)
 
     def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
@@ -495,6 +662,8 @@ class NumPyroModel(UserModel):
         self.__dict__.update(state)
 
 
+#: how the fingerprint of a model whose log density cannot be traced begins (the rest is random: it matches nothing)
+UNFINGERPRINTED = "unfingerprinted-"
 #: the keyword under which :meth:`NumPyroModel.with_observations` passes the new observed values
 OBSERVED_KEYWORD = "bayeszoo_observed"
 
@@ -507,7 +676,6 @@ def _conditioned(fn):
 
         return handlers.condition(fn, data=bayeszoo_observed)(*args, **kwargs)
 
-    conditioned.__wrapped__ = fn   # the fingerprint reads the user's code; the values enter as observed sites
     return conditioned
 
 
@@ -643,7 +811,7 @@ def _json_values(values) -> list | None:
 
 def _update(digest, value) -> None:
     """Feed ``value`` into ``digest``: arrays by dtype, shape and bytes, containers item by item (dicts in key
-    order), functions by their code, anything else by its text with addresses removed."""
+    order), anything else by its text with addresses removed."""
     if isinstance(value, (np.ndarray, np.generic)) or type(value).__module__.startswith(("jax", "jaxlib")):
         array = np.ascontiguousarray(np.asarray(value))
         if array.dtype.kind in "biufc":
@@ -662,58 +830,25 @@ def _update(digest, value) -> None:
         for item in value:
             _update(digest, item)
         digest.update(b"]")
-    elif isinstance(value, types.FunctionType):
-        _update_function(digest, value, set())
     else:
         digest.update(_ADDRESS.sub("", f"{type(value).__name__}:{value!r}").encode())
 
 
-def _update_code(digest, code: types.CodeType) -> None:
-    digest.update(code.co_code)
-    digest.update(repr(code.co_names).encode())
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            _update_code(digest, const)
-        elif isinstance(const, frozenset):   # its order changes with the process's string hashing
-            digest.update(repr(sorted(map(repr, const))).encode())
-        else:
-            digest.update(repr(const).encode())
+def _log_density_jaxpr(fn, args: tuple, kwargs: dict, trace, discrete: bool = False):
+    """The jaxpr of the model's potential energy (NumPyro's negative log density on the unconstrained space,
+    Jacobians included, what every NumPyro and BlackJAX backend samples) at the traced point, with its constants;
+    with discrete latent sites, which have no unconstrained space, of the joint log density at the traced values.
+    Tracing evaluates the Python function, so whatever it reads (arguments, a ``functools.partial``'s, closures,
+    module dicts and lists) is in it as a literal or a constant."""
+    import jax
+    from numpyro.distributions.transforms import biject_to
+    from numpyro.infer.util import log_density, potential_energy
 
-
-def _update_function(digest, fn, seen: set) -> None:
-    """A function's code, and the numbers, strings, arrays and functions it reads from its closure and its
-    module's globals (so a prior scale kept in a module constant counts), recursively."""
-    fn = getattr(fn, "__wrapped__", fn)
-    if id(fn) in seen:
-        return
-    seen.add(id(fn))
-    code = getattr(fn, "__code__", None)
-    if code is None:    # a callable object: its type and its state
-        digest.update(f"{type(fn).__module__}.{type(fn).__qualname__}".encode())
-        _update(digest, getattr(fn, "__dict__", {}))
-        return
-    _update_code(digest, code)   # not its name or place: moving the function is not another model
-    readable = (int, float, complex, str, bool, np.ndarray, np.generic)
-    cells = [c.cell_contents for c in (fn.__closure__ or ()) if _has_contents(c)]
-    named = [fn.__globals__[n] for n in _global_names(code) if n in fn.__globals__]
-    for value in (*cells, *named):
-        if isinstance(value, types.FunctionType):
-            _update_function(digest, value, seen)
-        elif isinstance(value, readable) or type(value).__module__.startswith(("jax", "jaxlib")):
-            _update(digest, value)
-
-
-def _global_names(code: types.CodeType) -> list[str]:
-    names = list(code.co_names)
-    for const in code.co_consts:
-        if isinstance(const, types.CodeType):
-            names += _global_names(const)
-    return names
-
-
-def _has_contents(cell) -> bool:
-    try:
-        cell.cell_contents
-    except ValueError:   # an empty cell
-        return False
-    return True
+    latent = {name: site for name, site in trace.items() if site["type"] == "sample" and not site["is_observed"]}
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", UserWarning)
+        if discrete:
+            values = {name: site["value"] for name, site in latent.items()}
+            return jax.make_jaxpr(lambda p: log_density(fn, args, kwargs, p)[0])(values)
+        params = {name: biject_to(site["fn"].support).inv(site["value"]) for name, site in latent.items()}
+        return jax.make_jaxpr(lambda p: potential_energy(fn, args, kwargs, p))(params)
