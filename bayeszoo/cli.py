@@ -6,7 +6,8 @@
     bayeszoo compare rvm --data sinc --backends nuts,gibbs --out runs/sinc-dask --scheduler tcp://host:8786
     bayeszoo report runs/sinc --force
 
-Bad input ends with a one-line message and exit status 2 (as argparse does), never a traceback. Nothing already
+Bad input ends with a one-line message and exit status 2 (as argparse does), never a traceback; ``compare`` exits
+with 1 when a backend of the grid failed (everything that finished is saved). Nothing already
 written is replaced without ``--force``: ``fit`` refuses an existing ``fit.nc``, ``compare`` a folder holding a
 saved comparison or fits made with other settings, ``report`` an existing ``table.csv`` or ``report.html``.
 """
