@@ -182,6 +182,8 @@ def _model_and_data(args):
     if args.model is not None:
         if args.model_opt:
             raise CLIError("--model-opt sets a family's options; a --model function makes its own model")
+        if args.data is None and (args.target or args.task):
+            raise CLIError(f"--{'target' if args.target else 'task'} applies to a CSV file given as --data")
         return _user_model(args.model), (_data(args) if args.data is not None else None)
     if args.data is None:
         raise CLIError("--data is needed with a model family (a dataset name or a CSV file)")
@@ -401,6 +403,8 @@ def cmd_fit(args, out=None) -> int:
     _print_csv_reading(args, data, out)
     result = bz.fit(model, data, backend=args.backend, draws=args.draws, tune=args.tune, chains=args.chains,
                     seed=args.seed, progress=not args.quiet, **options)
+    if data is not None and data.meta.get("classes"):   # which label each number stands for, kept with the fit
+        result.info["classes"] = {str(code): name for code, name in data.meta["classes"].items()}
     result.save(path, overwrite=args.force)   # also refuses a fit.nc that another run wrote meanwhile
     parts = [f"{args.backend} ({result.kind}) on {data.name if data is not None else args.model}: {result.n_chains} chain(s) x {result.n_draws} draws "
              f"in {result.seconds:.2f}s"]
