@@ -212,6 +212,7 @@ def _user_model(where: str):
         try:
             spec.loader.exec_module(module)
         except Exception as exc:
+            del sys.modules[spec.name]
             raise CLIError(f"--model: importing {file} failed: {type(exc).__name__}: {exc}") from None
         if not callable(getattr(module, function, None)):
             raise CLIError(f"--model: {file} has no function {function!r}")
@@ -432,8 +433,8 @@ def _print_csv_reading(args, data, out) -> None:
 
     print(f"{data.name}: {data.n} rows x {data.d} feature(s); target {args.target!r}: {data.task} (--task to change)",
           file=out)
-    classes = f"  classes {classes_text(data.meta)}"
     if data.task != "regression":
+        classes = f"  classes {classes_text(data.meta)}"
         print(classes if len(classes) <= TERMINAL_WIDTH else classes[:TERMINAL_WIDTH - 1] + "…", file=out)
 
 
