@@ -3,7 +3,7 @@
     bayeszoo list
     bayeszoo fit rvm --data sinc --backend em --out runs/sinc-em --model-opt width=3
     bayeszoo compare rvm --data sinc --backends nuts,vb,em --reference nuts --out runs/sinc
-    bayeszoo compare rvm --data sinc --backends nuts,gibbs --out runs/sinc-dask --scheduler tcp://host:8786
+    bayeszoo compare rvm --data sinc --backends vb,em,fast --out runs/sinc-dask --scheduler tcp://host:8786
     bayeszoo report runs/sinc --force
 
 Bad input ends with a one-line message and exit status 2 (as argparse does), never a traceback; ``compare`` exits
