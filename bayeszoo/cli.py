@@ -3,10 +3,11 @@
     bayeszoo list
     bayeszoo fit rvm --data sinc --backend em --out runs/sinc-em --model-opt width=3
     bayeszoo compare rvm --data sinc --backends nuts,vb,em --reference nuts --out runs/sinc
-    bayeszoo compare rvm --data sinc --backends nuts,gibbs --out runs/sinc-dask --scheduler tcp://host:8786
+    bayeszoo compare rvm --data sinc --backends vb,em,fast --out runs/sinc-dask --scheduler tcp://host:8786
     bayeszoo report runs/sinc --force
 
-Bad input ends with a one-line message and exit status 2 (as argparse does), never a traceback. Nothing already
+Bad input ends with a one-line message and exit status 2 (as argparse does), never a traceback; ``compare`` exits
+with 1 when a backend of the grid failed (everything that finished is saved). Nothing already
 written is replaced without ``--force``: ``fit`` refuses an existing ``fit.nc``, ``compare`` a folder holding a
 saved comparison or fits made with other settings, ``report`` an existing ``table.csv`` or ``report.html``.
 """
@@ -104,6 +105,9 @@ def _build_parser() -> argparse.ArgumentParser:
                        help="dataset name (see `bayeszoo list`) or a CSV file (with --target)")
         p.add_argument("--target", default=None, metavar="COLUMN",
                        help="the CSV column to predict; every other column is a feature")
+        p.add_argument("--task", default=None, choices=CSV_TASKS,
+                       help="what the CSV's --target column is; default: classes when it holds names (strings), "
+                            f"booleans or at most {MAX_GUESSED_CLASSES} integer values, otherwise regression")
         p.add_argument("--out", required=True, metavar="DIR", help="output folder")
         p.add_argument("--draws", type=_positive_int, default=None, help="default: the backend's own")
         p.add_argument("--tune", type=_nonneg_int, default=None, help="default: the backend's own")
@@ -178,6 +182,8 @@ def _model_and_data(args):
     if args.model is not None:
         if args.model_opt:
             raise CLIError("--model-opt sets a family's options; a --model function makes its own model")
+        if args.data is None and (args.target or args.task):
+            raise CLIError(f"--{'target' if args.target else 'task'} applies to a CSV file given as --data")
         return _user_model(args.model), (_data(args) if args.data is not None else None)
     if args.data is None:
         raise CLIError("--data is needed with a model family (a dataset name or a CSV file)")
@@ -197,13 +203,22 @@ def _user_model(where: str):
         raise CLIError(f"--model: no file {file!r}")
     spec = importlib.util.spec_from_file_location(f"bayeszoo_user_model_{abs(hash(file))}", file)
     module = importlib.util.module_from_spec(spec)
+    saved_path = list(sys.path)
+    # as `python FILE.py` would: the file's folder first on the path, so that modules beside it import (also
+    # those the function imports when called); the path as it was afterwards
+    sys.path.insert(0, os.path.dirname(os.path.abspath(file)))
+    sys.modules[spec.name] = module   # as an import does (dataclasses and pickling look the module up there)
     try:
-        spec.loader.exec_module(module)
-    except Exception as exc:
-        raise CLIError(f"--model: importing {file} failed: {type(exc).__name__}: {exc}") from None
-    if not callable(getattr(module, function, None)):
-        raise CLIError(f"--model: {file} has no function {function!r}")
-    made = getattr(module, function)()
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[spec.name]
+            raise CLIError(f"--model: importing {file} failed: {type(exc).__name__}: {exc}") from None
+        if not callable(getattr(module, function, None)):
+            raise CLIError(f"--model: {file} has no function {function!r}")
+        made = getattr(module, function)()
+    finally:
+        sys.path[:] = saved_path
     if isinstance(made, bz.models.Model):
         return made
     try:
@@ -222,16 +237,28 @@ def _data(args):
 
     data_opts = parse_options(args.data_opt, "--data-opt")
     if args.data.lower().endswith(".csv"):
-        return _csv_data(args.data, args.target, data_opts)
-    if args.target is not None:
-        raise CLIError("--target picks a column of a CSV file given as --data")
+        return _csv_data(args.data, args.target, data_opts, args.task)
+    for flag in ("target", "task"):
+        if getattr(args, flag) is not None:
+            raise CLIError(f"--{flag} applies to a CSV file given as --data; a named dataset has its own")
     try:
         return bz.datasets.load(args.data, **data_opts)
     except TypeError as exc:
         raise CLIError(f"bad --data-opt for {args.data}: {exc}") from None
 
 
-def _csv_data(file: str, target: str | None, options: dict):
+#: ``--task`` for a CSV file: "classification" is classes (binary or multiclass by their number), "multiclass" says
+#: so even for two
+CSV_TASKS = ("regression", "classification", "multiclass")
+#: a numeric --target column is taken as classes when it holds at most this many integer values (and at least two
+#: rows per value)
+MAX_GUESSED_CLASSES = 10
+
+
+def _csv_data(file: str, target: str | None, options: dict, task: str | None = None):
+    """The table in ``file`` as a Dataset: ``target`` is y (class labels become 0 .. K-1, see ``_csv_task``), the
+    other columns X. An empty table, a target with empty cells and a single class are refused here, naming the
+    column and the fix."""
     import pandas as pd
 
     import bayeszoo as bz
@@ -248,10 +275,45 @@ def _csv_data(file: str, target: str | None, options: dict):
         raise CLIError(f"--data: cannot read {file} as CSV: {exc}") from None
     if target not in table.columns:
         raise CLIError(f"--target {target!r} is not a column of {file} (columns: {', '.join(map(str, table.columns))})")
+    if table.empty:
+        raise CLIError(f"--data {file} has no rows, only the header ({', '.join(map(str, table.columns))}); add rows "
+                       f"of data below it")
+    if table.shape[1] < 2:
+        raise CLIError(f"--data {file} has no column but --target {target!r}; the other columns are the features")
     y = table[target]
-    task = "classification" if (y.dtype == bool or (y.dropna().isin([0, 1]).all() and y.nunique() <= 2)) else None
-    meta = {"task": task} if task else {}
-    return bz.datasets.Dataset(table.drop(columns=[target]), y.astype(float), name=os.path.basename(file), meta=meta)
+    empty = y.index[y.isna()]
+    if len(empty):
+        raise CLIError(f"--target {target!r} of {file} has {len(empty)} empty cell(s) (the first on line "
+                       f"{empty[0] + 2} of the file); drop those rows or fill them in")
+    task = _csv_task(y, task, f"--target {target!r} of {file}")
+    if task != "regression":
+        y = y.astype("category")   # the Dataset numbers the classes (sorted) and records their names
+        if y.nunique() < 2:
+            numbers = pd.api.types.is_numeric_dtype(table[target]) and not pd.api.types.is_bool_dtype(table[target])
+            raise CLIError(f"--target {target!r} of {file} holds one class ({str(y.iloc[0])!r}) only; classification "
+                           f"needs rows of at least two classes" + (" (or --task regression)" if numbers else ""))
+    meta = {"task": task, "target": target}
+    return bz.datasets.Dataset(table.drop(columns=[target]), y, name=os.path.basename(file), meta=meta)
+
+
+def _csv_task(y, task: str | None, what: str) -> str:
+    """The task of a CSV target column: ``task`` when given (a regression target must hold numbers), otherwise
+    classes for names, booleans and a few integer values, regression for other numbers; "classification" is two
+    classes, "multiclass" more."""
+    import pandas as pd
+
+    numeric = pd.api.types.is_numeric_dtype(y) and not pd.api.types.is_bool_dtype(y)
+    if task == "regression":
+        if not numeric:
+            raise CLIError(f"{what} holds {'booleans' if pd.api.types.is_bool_dtype(y) else 'strings'} (e.g. "
+                           f"{str(y.iloc[0])!r}), not numbers; drop --task regression to take them as classes")
+        return task
+    if task is None:
+        k = y.nunique()
+        few_integers = k <= min(MAX_GUESSED_CLASSES, len(y) // 2) and bool((y == y.round()).all())
+        if numeric and not few_integers:
+            return "regression"
+    return "multiclass" if task == "multiclass" or y.nunique() > 2 else "classification"
 
 
 def _family_model(args):
@@ -339,8 +401,11 @@ def cmd_fit(args, out=None) -> int:
         raise ResultExists(path, "already exists")
     model, data = _model_and_data(args)
     options = options_for(parse_backend_options(args.backend_opt), [args.backend], model).get(args.backend, {})
+    _print_csv_reading(args, data, out)
     result = bz.fit(model, data, backend=args.backend, draws=args.draws, tune=args.tune, chains=args.chains,
                     seed=args.seed, progress=not args.quiet, **options)
+    if data is not None and data.meta.get("classes"):   # which label each number stands for, kept with the fit
+        result.info["classes"] = {str(code): name for code, name in data.meta["classes"].items()}
     result.save(path, overwrite=args.force)   # also refuses a fit.nc that another run wrote meanwhile
     parts = [f"{args.backend} ({result.kind}) on {data.name if data is not None else args.model}: {result.n_chains} chain(s) x {result.n_draws} draws "
              f"in {result.seconds:.2f}s"]
@@ -358,6 +423,19 @@ def cmd_fit(args, out=None) -> int:
         pass
     print("; ".join(p for p in parts if p) + f" -> {path}", file=out)
     return 0
+
+
+def _print_csv_reading(args, data, out) -> None:
+    """How a CSV file was read: its size, the target's task and, for classes, which label became which number."""
+    if data is None or not args.data.lower().endswith(".csv"):
+        return
+    from bayeszoo.datasets import classes_text
+
+    print(f"{data.name}: {data.n} rows x {data.d} feature(s); target {args.target!r}: {data.task} (--task to change)",
+          file=out)
+    if data.task != "regression":
+        classes = f"  classes {classes_text(data.meta)}"
+        print(classes if len(classes) <= TERMINAL_WIDTH else classes[:TERMINAL_WIDTH - 1] + "…", file=out)
 
 
 def _executor(address):
@@ -393,6 +471,7 @@ def cmd_compare(args, out=None) -> int:
     if not names:
         raise CLIError("--backends needs at least one backend name (comma-separated)")
     options = options_for(parse_backend_options(args.backend_opt), names, model)
+    _print_csv_reading(args, data, out)
     executor, close = _executor(args.scheduler)
     try:
         reference = None if args.reference == "none" else args.reference
@@ -402,8 +481,13 @@ def cmd_compare(args, out=None) -> int:
                          overwrite=args.force)
     finally:
         close()
-    _print_table(cmp.table(), out)
+    table = cmp.table()
+    _print_table(table, out)
     print(f"saved fits, table.csv and report.html in {args.out}", file=out)
+    failed = [backend for backend, error in zip(table["backend"], table["error"]) if error]
+    if failed:   # what finished is saved; a script still learns that the grid is not whole
+        print(f"{PROG}: {len(failed)} of {len(table)} backends failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
     return 0
 
 

@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from bayeszoo.datasets import classes_text
 from bayeszoo.diagnostics.metrics import ESS_PER_CHAIN_MIN, PARETO_K_MAX, RHAT_MAX, TARGET_DRAWS
 from bayeszoo.models.user import LIBRARY_NAMES, USER_FAMILY
 
@@ -329,7 +330,10 @@ def _meta_html(comparison) -> str:
     for key in described:
         if key in meta and meta[key] not in (None, ""):
             items.append((key, str(meta[key])))
-    others = {k: v for k, v in meta.items() if k not in described}
+    classes = classes_text(meta)
+    if classes:   # which label is which number
+        items.append(("classes", _truncated(classes, 160)))
+    others = {k: v for k, v in meta.items() if k not in described and not (k == "classes" and classes)}
     short = {k: v for k, v in others.items() if _is_short(v)}
     long = {k: v for k, v in others.items() if k not in short}
     if short:

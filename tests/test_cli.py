@@ -1,6 +1,7 @@
 """The command line: list, fit, compare, report, and clear errors for bad input."""
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -64,8 +65,10 @@ def test_compare_writes_fits_table_and_report(tmp_path, capsys):
     out = tmp_path / "cmp"
     argv = ["compare", "rvm", "--data", "sinc", "--backends", "fake_ok,fake_vb,fake_fail", "--reference", "fake_ok",
             "--out", str(out), *SMALL]
-    assert main(argv) == 0
-    printed = capsys.readouterr().out
+    assert main(argv) == 1   # fake_fail failed; the rest is saved
+    captured = capsys.readouterr()
+    printed = captured.out
+    assert captured.err == "bayeszoo: 1 of 3 backends failed: fake_fail\n"
     assert "fake_vb" in printed and fb.FAIL_MESSAGE in printed and "ess_bulk" in printed
     # the table and the error lines fit a 100-column terminal (the folder's path may not)
     assert all(len(line) <= 100 for line in printed.splitlines() if "saved fits" not in line), printed
@@ -119,6 +122,12 @@ def test_backend_options_reach_the_backend(tmp_path):
     (["fit", "rvm", "--data", "sinc", "--target", "y", "--backend", "fake_ok", "--out", "X"], "CSV"),
     (["fit", "--model", "nothere.py", "--backend", "fake_ok", "--out", "X"], "FILE.py:FUNCTION"),
     (["fit", "--model", "nothere.py:make", "--backend", "fake_ok", "--out", "X"], "no file"),
+    (["fit", "--model", "m.py:make", "--task", "regression", "--backend", "fake_ok", "--out", "X"],
+     "--task applies to a CSV file"),
+    (["fit", "rvm", "--data", "sinc", "--task", "regression", "--backend", "fake_ok", "--out", "X"],
+     "--task applies to a CSV file given as --data; a named dataset has its own"),
+    (["fit", "rvm", "--data", "mine.csv", "--target", "y", "--task", "ordinal", "--backend", "fake_ok", "--out", "X"],
+     "invalid choice: 'ordinal'"),
     (["report", "/nonexistent/dir"], "is not a folder"),
 ])
 def test_bad_arguments_exit_nonzero_with_message(argv, message, tmp_path, monkeypatch, capsys):
@@ -166,3 +175,136 @@ def test_a_csv_table_and_one_backend_option_form_for_fit_and_compare(tmp_path, m
     cmp = bz.load_comparison("grid")
     assert cmp.fits["ep"].info["settings"]["max_sweeps"] == 2
     assert "max_sweeps" not in cmp.fits["laplace"].info["settings"]
+
+
+# ------------------------------------------------------------------------------------------ CSV tables
+def _csv(path, labels, n_features=2, seed=0):
+    """A small table: features a, b (standard normal) and the column ``label`` given."""
+    rng = np.random.default_rng(seed)
+    X = rng.normal(size=(len(labels), n_features))
+    table = pd.DataFrame(X, columns=["a", "b"][:n_features])
+    table["label"] = labels
+    table.to_csv(path, index=False)
+    return table
+
+
+def _exit(argv, capsys):
+    """The exit status and stderr of ``main(argv)`` when it ends the program."""
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    return info.value.code, capsys.readouterr().err
+
+
+def test_string_labels_become_classes_shown_in_the_output_and_the_report(tmp_path, monkeypatch, capsys):
+    """The README's own-table command with a yes/no label column: the labels are sorted into classes 0, 1, the
+    mapping is printed, kept with the fit and the saved comparison, and shown in the report."""
+    monkeypatch.chdir(tmp_path)
+    labels = np.where(np.arange(30) % 3 == 0, "yes", "no")
+    _csv("mine.csv", labels, n_features=1)
+    assert main(["fit", "gpc", "--data", "mine.csv", "--target", "label", "--backend", "laplace", "--out", "one",
+                 "--quiet"]) == 0
+    printed = capsys.readouterr().out
+    assert "mine.csv: 30 rows x 1 feature(s); target 'label': classification" in printed
+    assert "\n  classes 0 = no, 1 = yes\n" in printed
+    assert "laplace (approximation) on mine.csv" in printed
+    assert bz.load_fit("one/fit.nc").info["classes"] == {"0": "no", "1": "yes"}
+
+    assert main(["compare", "gpc", "--data", "mine.csv", "--target", "label", "--backends", "laplace",
+                 "--reference", "none", "--out", "grid", "--quiet"]) == 0
+    assert "\n  classes 0 = no, 1 = yes\n" in capsys.readouterr().out
+    cmp = bz.load_comparison("grid")
+    np.testing.assert_array_equal(cmp.data.y, (labels == "yes").astype(float))
+    assert cmp.data.task == "classification"
+    saved = json.loads((tmp_path / "grid" / "comparison.json").read_text())
+    assert saved["data_meta"]["classes"] == {"0": "no", "1": "yes"} and saved["data_meta"]["target"] == "label"
+    report = (tmp_path / "grid" / "report.html").read_text()
+    assert "<th>classes</th><td>0 = no, 1 = yes</td>" in report
+
+
+def test_the_task_of_a_csv_target(tmp_path, monkeypatch, capsys):
+    """Three string labels are a multiclass problem (which a binary classifier refuses, naming it); a few integer
+    values are classes; --task overrides the guess, and regression on strings is refused."""
+    monkeypatch.chdir(tmp_path)
+    _csv("three.csv", ["red", "green", "blue"] * 8)
+    code, err = _exit(["fit", "gpc", "--data", "three.csv", "--target", "label", "--backend", "laplace",
+                       "--out", "X"], capsys)
+    assert code == 2 and "multiclass" in err and "Traceback" not in err
+    code, err = _exit(["fit", "gpc", "--data", "three.csv", "--target", "label", "--backend", "laplace",
+                       "--out", "X", "--task", "regression"], capsys)
+    assert code == 2 and "'label'" in err and "three.csv" in err and "strings" in err and "--task" in err
+    assert not os.path.exists("X")
+
+    _csv("ints.csv", [1, 2] * 12)   # integer labels 1 / 2: classes 0 / 1
+    argv = ["fit", "rvm", "--data", "ints.csv", "--target", "label", "--backend", "fake_ok", "--quiet"]
+    assert main([*argv, "--out", "guessed", "--model-opt", "task=classification"]) == 0
+    assert "target 'label': classification (--task to change)\n  classes 0 = 1, 1 = 2\n" in capsys.readouterr().out
+    assert main([*argv, "--out", "forced", "--task", "regression"]) == 0
+    printed = capsys.readouterr().out
+    assert "target 'label': regression" in printed and "classes" not in printed
+    table = pd.read_csv("ints.csv")
+    table["label"] = table["label"] + 0.5   # not integers: a regression target unless --task says otherwise
+    table.to_csv("halves.csv", index=False)
+    argv = ["fit", "rvm", "--data", "halves.csv", "--target", "label", "--backend", "fake_ok", "--quiet"]
+    assert main([*argv, "--out", "reg"]) == 0
+    assert "regression" in capsys.readouterr().out
+    assert main([*argv, "--out", "cls", "--task", "classification", "--model-opt", "task=classification"]) == 0
+    assert "classes 0 = 1.5, 1 = 2.5" in capsys.readouterr().out
+
+
+def test_one_class_and_empty_tables_are_refused_before_fitting(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    log = tmp_path / "calls.log"
+    _csv("one.csv", ["yes"] * 20)
+    pd.DataFrame(columns=["a", "b", "label"]).to_csv("empty.csv", index=False)
+    for command in (["fit", "rvm", "--backend", "fake_ok", "--backend-opt", f"log={log}"],
+                    ["compare", "rvm", "--backends", "fake_ok", "--backend-opt", f"log={log}"]):
+        code, err = _exit([*command, "--data", "one.csv", "--target", "label", "--out", "X", "--model-opt",
+                           "task=classification"], capsys)
+        assert code == 2 and "Traceback" not in err
+        assert "'label'" in err and "one.csv" in err and "one class ('yes')" in err and "at least two" in err
+        code, err = _exit([*command, "--data", "empty.csv", "--target", "label", "--out", "X"], capsys)
+        assert code == 2 and "empty.csv has no rows" in err and "Traceback" not in err
+    assert not log.exists() and not os.path.exists("X")   # nothing fitted, nothing written
+
+
+def test_missing_labels_are_named(tmp_path, monkeypatch, capsys):
+    monkeypatch.chdir(tmp_path)
+    _csv("gaps.csv", ["yes", "no", None, "no"] * 5)
+    code, err = _exit(["fit", "gpc", "--data", "gaps.csv", "--target", "label", "--backend", "laplace",
+                       "--out", "X"], capsys)
+    assert code == 2 and "'label'" in err and "5 empty cell(s)" in err and "line 4" in err
+
+
+# ------------------------------------------------------------------------------------------ exit status
+def test_compare_exits_nonzero_when_every_cell_fails(tmp_path, capsys):
+    """A grid with nothing but failures is no success either (the partly failed grid: the test above); its table and
+    report are still written."""
+    every = tmp_path / "every"
+    assert main(["compare", "rvm", "--data", "sinc", "--backends", "fake_fail", "--reference", "none",
+                 "--out", str(every), *SMALL]) == 1
+    captured = capsys.readouterr()
+    assert "bayeszoo: 1 of 1 backends failed: fake_fail" in captured.err and fb.FAIL_MESSAGE in captured.out
+    assert pd.read_csv(every / "table.csv")["error"].tolist() == [f"RuntimeError: {fb.FAIL_MESSAGE}"]
+    assert (every / "report.html").exists() and not os.listdir(every / "fits")
+
+
+# ------------------------------------------------------------------------------------------ --model
+def test_model_file_imports_modules_beside_it(tmp_path, monkeypatch, capsys):
+    """``--model FILE.py:FUNCTION`` imports as ``python FILE.py`` would: the file's folder first on sys.path (for a
+    helper module next to it), and sys.path as it was afterwards."""
+    folder = tmp_path / "project"
+    folder.mkdir()
+    (folder / "zoo_helpers_for_cli.py").write_text("WIDTH = 2.5\n")
+    (folder / "mymodel.py").write_text(
+        "import bayeszoo as bz\n"
+        "from zoo_helpers_for_cli import WIDTH\n\n\n"
+        "def make():\n"
+        "    return bz.models.RVM(width=WIDTH)\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delitem(sys.modules, "zoo_helpers_for_cli", raising=False)
+    before = list(sys.path)
+    assert main(["fit", "--model", "project/mymodel.py:make", "--data", "sinc", "--backend", "fake_ok",
+                 "--out", "run", *SMALL[:-2]]) == 0
+    assert sys.path == before
+    assert bz.load_fit("run/fit.nc").model_spec["width"] == 2.5
+    sys.modules.pop("zoo_helpers_for_cli", None)

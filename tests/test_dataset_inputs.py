@@ -89,6 +89,42 @@ def test_pandas_inputs_keep_their_column_names_and_booleans_count_as_numbers():
     assert data.X[0, 0] == 1.0
 
 
+def test_class_names_become_the_classes_0_to_k_minus_1():
+    """String labels (a pandas column, a list) and categoricals are numbered in sorted order, training and test
+    labels together; the names are kept in meta["classes"] and the task follows from their number."""
+    X = np.arange(8.0).reshape(4, 2)
+    data = Dataset(pd.DataFrame(X, columns=["a", "b"]), pd.Series(["yes", "no", "no", "yes"]), name="answers")
+    np.testing.assert_array_equal(data.y, [1.0, 0.0, 0.0, 1.0])
+    assert data.meta["classes"] == {0: "no", 1: "yes"} and data.task == "classification"
+    assert bz.datasets.classes_text(data.meta) == "0 = no, 1 = yes"
+
+    three = Dataset(X, ["b", "a", "b", "a"], X[:2], ["c", "a"], name="three")
+    np.testing.assert_array_equal(three.y, [1.0, 0.0, 1.0, 0.0])
+    np.testing.assert_array_equal(three.y_test, [2.0, 0.0])
+    assert three.meta["classes"] == {0: "a", 1: "b", 2: "c"} and three.task == "multiclass"
+    assert Dataset(X, pd.Categorical([2.5, 1.0, 1.0, 2.5])).meta["classes"] == {0: "1", 1: "2.5"}
+    # numbers and booleans stay what they are
+    assert "classes" not in Dataset(X, [0, 1, 1, 0]).meta and "classes" not in Dataset(X, [True, False] * 2).meta
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(y=["yes", None, "no", "no"]), r"y has 1 missing label\(s\) \(the first at row 1\); drop those rows or fill"),
+    (dict(y=["yes", "no"] * 2, meta={"task": "regression"}), r"class names \(no, yes\) but meta\['task'\] is "
+                                                              r"'regression'; give numbers"),
+    (dict(y=[0.0, 1.0] * 2, X_test=np.ones((1, 2)), y_test=["no"]), "y_test holds class names but y holds numbers"),
+    (dict(y=["yes", "no"] * 2, meta={"classes": {0: "yes", 1: "no"}}), r"sort into \{0: 'no', 1: 'yes'\}"),
+])
+def test_class_names_that_cannot_be_numbered_are_refused(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        Dataset(np.ones((4, 2)), **kwargs)
+
+
+def test_a_table_without_rows_is_called_empty():
+    """A header-only table (columns of no type) is empty, not a table of strings."""
+    with pytest.raises(ValueError, match="dataset 'data' is empty: X has no rows"):
+        Dataset(pd.DataFrame(columns=["a", "b"]), pd.Series([], dtype=object))
+
+
 @pytest.mark.parametrize("kwargs, message", [
     (dict(name=None), "name must be a non-empty string, got None"),
     (dict(name=""), "name must be a non-empty string"),

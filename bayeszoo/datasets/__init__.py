@@ -38,6 +38,10 @@ class Dataset:
     masked, date / time, string and object arrays are refused, as are sparse matrices; pandas objects with
     numeric or boolean columns are taken as their values (a DataFrame's column names become
     ``meta["feature_names"]``). ``meta=None`` is an empty ``meta``.
+
+    Class names as labels (``y`` and ``y_test`` of strings, or a pandas categorical) become the classes
+    0 .. K-1 in sorted order, the names recorded as ``meta["classes"]`` (``{0: "no", 1: "yes"}``) and the task, when
+    not given, as ``classification`` (two classes or fewer) or ``multiclass``.
     """
 
     X: np.ndarray
@@ -55,14 +59,15 @@ class Dataset:
         if names is not None and "feature_names" not in meta:
             meta["feature_names"] = [str(c) for c in names]
         whose = f"dataset {self.name!r}:"
+        y, y_test = _encoded_classes(self.y, self.y_test, whose, meta)   # class names -> 0 .. K-1
         X = _as_matrix(self.X, f"{whose} X")
-        y = _as_vector(self.y, f"{whose} y")
+        y = _as_vector(y, f"{whose} y")
         if X.shape[0] == 0:
-            raise ValueError(f"dataset {self.name!r} is empty: X has no rows")
+            raise ValueError(f"dataset {self.name!r} is empty: X has no rows; give at least one row of data")
         if X.shape[0] != y.shape[0]:
             raise ValueError(f"dataset {self.name!r}: X has {X.shape[0]} rows but y has {y.shape[0]} entries")
         X_test = None if self.X_test is None else _as_matrix(self.X_test, f"{whose} X_test")
-        y_test = None if self.y_test is None else _as_vector(self.y_test, f"{whose} y_test")
+        y_test = None if y_test is None else _as_vector(y_test, f"{whose} y_test")
         if X_test is None or X_test.size == 0:
             if y_test is not None and y_test.size:
                 raise ValueError(f"dataset {self.name!r}: y_test given without X_test")
@@ -187,6 +192,91 @@ def _label(value: float) -> str:
     return str(int(value)) if float(value).is_integer() else f"{value:g}"
 
 
+def classes_text(meta: dict) -> str:
+    """``meta["classes"]`` as ``"0 = no, 1 = yes"`` (empty when there is none): how the labels were numbered."""
+    return ", ".join(f"{_label(code)} = {name}" for code, name in sorted(_class_names(meta).items()))
+
+
+# ------------------------------------------------------------------------------------------ class labels
+def _class_labels(a) -> np.ndarray | None:
+    """``a`` as an object array when it holds class names (strings, bytes, a pandas categorical), else None:
+    numbers and booleans are left to :func:`_real`, and so is what it refuses."""
+    if isinstance(a, np.ma.MaskedArray) or (hasattr(a, "toarray") and hasattr(a, "nnz")):
+        return None
+    if isinstance(a, pd.DataFrame) and a.shape[1] == 1:
+        a = a.iloc[:, 0]
+    if isinstance(a, pd.Categorical):
+        a = pd.Series(a)
+    if isinstance(a, pd.Series):
+        if isinstance(a.dtype, pd.CategoricalDtype):   # categories are names whatever their type
+            return a.astype(object).to_numpy()
+        a = a.to_numpy()
+    try:
+        a = np.asarray(a)
+    except (TypeError, ValueError):
+        return None
+    if a.dtype.kind in "US":
+        return a.astype(object)
+    if a.dtype.kind == "O" and any(isinstance(v, (str, bytes)) for v in a.ravel()):
+        if all(isinstance(v, (str, bytes)) or _is_missing(v) for v in a.ravel()):
+            return a
+    return None
+
+
+def _is_missing(value) -> bool:
+    return value is None or value is pd.NA or (isinstance(value, float) and np.isnan(value))
+
+
+def _class_name(value) -> str:
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, (float, np.floating)):
+        return _label(value)
+    return str(value)
+
+
+def _encoded_classes(y, y_test, whose: str, meta: dict):
+    """(y, y_test) with class names replaced by their codes 0 .. K-1, the labels of both sorted together;
+    ``meta`` gets ``classes`` and, when not given, the task. Numeric labels are returned as they are."""
+    labels = _class_labels(y)
+    test_labels = None if y_test is None else _class_labels(y_test)
+    if labels is None and test_labels is None:
+        return y, y_test
+    if labels is None or (test_labels is None and y_test is not None and np.size(y_test)):
+        names_in, numbers_in = ("y_test", "y") if labels is None else ("y", "y_test")
+        raise ValueError(f"{whose} {names_in} holds class names but {numbers_in} holds numbers; give both as names "
+                         f"(or both as numbers)")
+    parts = {"y": labels} if test_labels is None else {"y": labels, "y_test": test_labels}
+    for what, values in parts.items():
+        if values.ndim == 2 and values.shape[1] == 1:
+            values = parts[what] = values[:, 0]
+        if values.ndim != 1:
+            raise ValueError(f"{whose} {what} must be 1-D (n,), got shape {values.shape}")
+        missing = np.flatnonzero([_is_missing(v) for v in values])
+        if missing.size:
+            raise ValueError(f"{whose} {what} has {missing.size} missing label(s) (the first at row {missing[0]}); "
+                             f"drop those rows or fill them in")
+    pooled = np.concatenate(list(parts.values()))
+    try:
+        classes, codes = np.unique(pooled, return_inverse=True)
+    except TypeError:   # names of mixed types (numbers and strings in one categorical) sort as text
+        classes, codes = np.unique(np.array([_class_name(v) for v in pooled], dtype=object), return_inverse=True)
+    names = {code: _class_name(value) for code, value in enumerate(classes)}
+    if "classes" in meta and _class_names(meta) != {float(code): name for code, name in names.items()}:
+        raise ValueError(f"{whose} meta['classes'] is {meta['classes']!r} but the labels sort into {names}; leave "
+                         f"meta['classes'] out: it is made from the labels")
+    task = meta.get("task")
+    if task in ("regression", "image"):
+        raise ValueError(f"{whose} y holds class names ({', '.join(list(names.values())[:5])}) but meta['task'] is "
+                         f"{task!r}; give numbers for a {task} problem, or leave the task out")
+    meta["classes"] = names
+    if task is None:
+        meta["task"] = "classification" if len(names) <= 2 else "multiclass"
+    codes = codes.astype(np.float64)
+    n = parts["y"].shape[0]
+    return codes[:n], (codes[n:] if test_labels is not None else y_test)
+
+
 def _dataset_html(data: Dataset) -> str:
     esc = html.escape
     meta = data.meta
@@ -260,6 +350,8 @@ def _real(a, what: str) -> np.ndarray:
     if hasattr(a, "toarray") and hasattr(a, "nnz"):
         raise ValueError(f"{what} is a sparse matrix; pass a dense array (its .toarray())")
     if isinstance(a, (pd.DataFrame, pd.Series)):
+        if len(a) == 0:   # no rows (a CSV file's header only): its columns' types say nothing
+            return np.empty(a.shape, dtype=np.float64)
         items = a.dtypes.items() if isinstance(a, pd.DataFrame) else [(a.name, a.dtype)]
         bad = [f"{column!r} ({dtype})" for column, dtype in items
                if not (pd.api.types.is_bool_dtype(dtype) or (pd.api.types.is_numeric_dtype(dtype)
