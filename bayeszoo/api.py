@@ -142,6 +142,9 @@ def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int
     ValueError
         A bad model, dataset, backend name, count or option, or a fit that would need more memory than this
         process may take (``bayeszoo.resources``), before anything runs.
+    bayeszoo.registry.BackendError
+        (a ValueError) The backend returned something other than the Fit asked for: not a Fit, another backend's
+        or another model's or data's, other chains or draws, or non-finite draws; the message names the backend.
     """
     _check_model(model)
     data = _data_of(model, data)
@@ -154,9 +157,12 @@ def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int
     # the backend's matrices and the stored draws against the machine's memory, before anything is allocated
     resources.check_fit(spec, model, data, draws=counts["draws"], chains=counts["chains"], options=opts)
     seed = _seed_to_use(seed)   # after every check: a refused call draws nothing
-    with recording(seed=seed, settings=_settings(**counts, seed=seed, **options),
-                   provenance=_provenance(model, data, backend)):
-        return spec.run(model, data, **counts, seed=seed, progress=progress, **opts)
+    provenance = _provenance(model, data, backend)
+    with recording(seed=seed, settings=_settings(**counts, seed=seed, **options), provenance=provenance):
+        result = spec.run(model, data, **counts, seed=seed, progress=progress, **opts)
+    # checked here, so that a grid, cross-validation and SBC never hold what is not this call's fit
+    return spec.checked_result(result, model, data, draws=counts["draws"], chains=counts["chains"],
+                               provenance=provenance)
 
 
 def _provenance(model, data: Dataset, backend: str) -> dict:

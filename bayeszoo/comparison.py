@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import contextlib
+import io
 import json
 import os
 import warnings
@@ -130,9 +131,7 @@ class Comparison:
         """Write the self-contained HTML report to ``path``."""
         from bayeszoo.diagnostics.report import write_report
 
-        path = checked_path(path, "Comparison.report")
-        os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-        return write_atomically(path, lambda tmp: write_report(self, tmp))
+        return write_report(self, checked_path(path, "Comparison.report"))
 
     def _repr_html_(self) -> str:
         """The comparison in a notebook: the reference banner, the flagged table and the speed figure, as in the
@@ -171,7 +170,11 @@ class Comparison:
         every file is written under a temporary name and renamed into place. A fit file already in ``fits/`` is
         kept only when it holds this very fit; one made with another backend, model, data or settings is
         replaced, with a warning, so that the folder never pairs this comparison with another experiment's fits.
-        ``comparison.json`` records what every fit must match, which :func:`load_comparison` checks.
+        ``comparison.json`` records what every fit must match, which :func:`load_comparison` checks; it is
+        written last, so a folder whose saving was interrupted (Ctrl-C, a full disk) holds no comparison, only
+        finished fits, and ``bz.compare(out=...)`` resumes there. A full disk is a
+        :class:`~bayeszoo.results.DiskFull` naming the folder and the bytes needed; the comparison in memory keeps
+        its fits and table.
         """
         directory = _folder_argument(directory, "Comparison.save")
         with folder_lock(directory):
@@ -186,7 +189,8 @@ class Comparison:
                         warnings.warn(f"Comparison.save: {path} held {replaced}; replaced by this comparison's "
                                       f"{label!r} fit", stacklevel=2)
                 result.save(path)
-            write_atomically(os.path.join(directory, "data.npz"), self._save_data)
+            table = self.table()
+            write_atomically(os.path.join(directory, "data.npz"), self._data_bytes())
             meta = {"model_spec": self.model.spec(), "data_name": self.data.name,
                     "data_meta": _jsonable(self.data.meta), "data_fingerprint": self.data.fingerprint(),
                     "reference": getattr(self.reference, "name", None),
@@ -197,16 +201,17 @@ class Comparison:
                               for label, fit in self.fits.items()},
                     "errors": self.errors, "notes": self.notes,
                     "calibration": {backend: r.to_dict() for backend, r in self.calibration.items()}}
-            text = json.dumps(jsonable(meta), indent=2)
-            write_atomically(os.path.join(directory, COMPARISON_FILE), lambda tmp: _write_text(tmp, text))
-            table = self.table()
-            write_atomically(os.path.join(directory, "table.csv"), lambda tmp: table.to_csv(tmp, index=False))
+            write_atomically(os.path.join(directory, "table.csv"), table.to_csv(index=False))
             self.report(os.path.join(directory, "report.html"))
+            # last: a folder with comparison.json holds a finished comparison (the command line then refuses to
+            # replace it without --force); one without it holds fits that a grid resumes from
+            write_atomically(os.path.join(directory, COMPARISON_FILE), json.dumps(jsonable(meta), indent=2))
         return directory
 
-    def _save_data(self, path: str) -> None:
-        with open(path, "wb") as fh:   # a file object: np.savez would add ".npz" to a temporary name
-            np.savez_compressed(fh, X=self.data.X, y=self.data.y, X_test=self.data.X_test, y_test=self.data.y_test)
+    def _data_bytes(self) -> bytes:
+        buffer = io.BytesIO()
+        np.savez_compressed(buffer, X=self.data.X, y=self.data.y, X_test=self.data.X_test, y_test=self.data.y_test)
+        return buffer.getvalue()
 
     def _save_reference(self, directory: str) -> dict | None:
         """How :func:`load_comparison` finds the reference again: a catalogue key, a cell, or a file written here."""
@@ -402,11 +407,6 @@ def _folder_argument(directory, what: str) -> str:
     if os.path.exists(directory) and not os.path.isdir(directory):
         raise ValueError(f"{what}: {directory!r} is a file, not a folder")
     return directory
-
-
-def _write_text(path: str, text: str) -> None:
-    with open(path, "w", encoding="utf-8") as fh:
-        fh.write(text)
 
 
 def fit_filename(label: str) -> str:

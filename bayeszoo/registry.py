@@ -21,10 +21,15 @@ different algorithm in each family. Importing :mod:`bayeszoo.inference` register
 """
 from __future__ import annotations
 
+import difflib
+import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
 
-from bayeszoo.results import KINDS
+import numpy as np
+
+from bayeszoo.models import FAMILIES, USER_FAMILY
+from bayeszoo.results import KINDS, Fit, jsonable
 
 #: option names retired for one vocabulary across backends, and the names that replaced them
 RENAMED_OPTIONS = {"cg_iter": "cg_max_iter", "cg_maxiter": "cg_max_iter", "max_treedepth": "max_tree_depth",
@@ -108,6 +113,80 @@ class Backend:
         own = self.defaults(model, data) if callable(self.defaults) else (self.defaults or {})
         return {**HARNESS_DEFAULTS, **own}
 
+    def checked_result(self, result, model, data, *, draws: int, chains: int, provenance: dict) -> Fit:
+        """``result`` when it is what ``run`` owes the call that asked for ``chains`` x ``draws`` of ``model`` on
+        ``data``, whose ``provenance`` (model spec and data fingerprint) ``build_fit`` recorded: a Fit under this
+        backend's name and kind, of this model and data, with those chains and draws, finite, of every canonical
+        variable. Else a :class:`BackendError` naming the backend and everything wrong, so that nothing downstream
+        (a grid's table, a save) meets what is not a fit of its cell."""
+        advice = (f"run must return the Fit that bayeszoo.results.build_fit(model, data, {self.name!r}, "
+                  f"{self.kind!r}, draws, ...) makes of the draws it was asked for")
+        if not isinstance(result, Fit):
+            raise BackendError(f"{self.owner} returned {type(result).__name__} {_short(result)}, not a Fit; {advice}")
+        problems = []
+        if result.backend != self.name:
+            problems.append(f"it is labelled {result.backend!r}, not {self.name!r}")
+        if result.kind != self.kind:
+            problems.append(f"its kind is {result.kind!r}, the backend is registered as {self.kind!r}")
+        if jsonable(result.model_spec) != provenance["model"]:
+            differ = _spec_difference(result.model_spec, provenance["model"])
+            problems.append(f"it is a fit of another model ({differ})")
+        recorded = (result.info.get("provenance") or {}).get("data")
+        if recorded != provenance["data"]:
+            problems.append("it is a fit of other data" if recorded is not None else
+                            "it does not record the data it was made of (not built by build_fit in this call)")
+        posterior = result.idata.posterior if "posterior" in result.idata.groups() else None
+        if posterior is None:
+            problems.append("it has no posterior group")
+        else:
+            have = (posterior.sizes.get("chain"), posterior.sizes.get("draw"))
+            if have != (chains, draws):
+                problems.append(f"it holds {have[0]} chains x {have[1]} draws, {chains} x {draws} were asked for")
+            missing = [name for name in model.var_dims(data) if name not in posterior.data_vars]
+            if missing:
+                problems.append(f"its posterior lacks the canonical variable(s) {missing}")
+            bad = [name for name, values in posterior.data_vars.items()
+                   if np.issubdtype(values.dtype, np.number) and not np.all(np.isfinite(values.values))]
+            if bad:
+                problems.append(f"it has NaN or inf draws of {bad}")
+        if problems:
+            raise BackendError(f"{self.owner} returned a Fit that is not the one asked for: {'; '.join(problems)}; "
+                               f"{advice}")
+        return result
+
+
+class BackendError(ValueError):
+    """What a backend's ``run`` returned is not the Fit the call asked for (:meth:`Backend.checked_result`); the
+    message names the backend and what is wrong."""
+
+
+def _short(value, limit: int = 60) -> str:
+    text = " ".join(repr(value).split())   # on one line: a table's error column shows the first
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _spec_difference(got: Mapping, want: Mapping) -> str:
+    """The options in which two model specs differ, as "width=5.0 instead of 3.0"."""
+    got, want = jsonable(dict(got)), jsonable(dict(want))
+    keys = [k for k in sorted(set(got) | set(want)) if got.get(k) != want.get(k)]
+    return ", ".join(f"{k}={_short(got.get(k), 30)} instead of {_short(want.get(k), 30)}" for k in keys[:4])
+
+
+def known_families() -> list[str]:
+    """The families a backend may be registered for: the model families and ``"user"`` (models of one's own)."""
+    return sorted(FAMILIES) + [USER_FAMILY]
+
+
+def _check_family(name: str, family) -> None:
+    if family is None:
+        return
+    known = known_families()
+    if not isinstance(family, str) or family not in known:
+        close = difflib.get_close_matches(str(family), known, n=1)
+        hint = f"did you mean {close[0]!r}? " if close else ""
+        raise ValueError(f"backend {name!r}: unknown family {family!r}; {hint}the families are {', '.join(known)} "
+                         f"(family=None registers a generic backend, for every model)")
+
 
 def register(name: str, *, kind: str, family: str | None = None, description: str = "",
              options: Mapping[str, Option] | None = None, check: Callable | None = None,
@@ -121,9 +200,25 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
     (e.g. :func:`needs_declaration`). ``relations`` (e.g. ``(checks.AtMost("min_sweeps", "max_sweeps"),)``) are
     refused contradictions between options; the defaults must satisfy them. ``memory(model, data, options)`` declares
     the backend's working memory (``bayeszoo.resources``). A name already taken (in the same table, or one that a
-    family backend and a generic one would share) is refused unless ``replace``."""
+    family backend and a generic one would share) is refused unless ``replace``; an unknown ``family`` is refused."""
+    add = _declaration(name, kind=kind, family=family, description=description, options=options, check=check,
+                       defaults=defaults, applies=applies, library=library, unavailable=unavailable,
+                       relations=relations, memory=memory, replace=replace)
+
+    def deco(run):
+        add(run)
+        return run
+
+    return deco
+
+
+def _declaration(name: str, *, kind: str, family: str | None, description: str, options, check, defaults, applies,
+                 library: str, unavailable, relations: tuple, memory, replace: bool) -> Callable[[Callable], Backend]:
+    """The declaration of :func:`register`, checked; returns ``add(run) -> Backend``, which registers ``run``
+    under it (or, while a plugin loads, refuses a backend that would replace one, with a warning)."""
     if kind not in KINDS:
         raise ValueError(f"kind must be 'mcmc' or 'approximation'; got {kind!r}")
+    _check_family(name, family)
     for opt_name, opt in (options or {}).items():
         if not isinstance(opt, Option) or not opt.meaning or not callable(opt.constraint):
             raise TypeError(f"backend {name!r}: option {opt_name!r} must be an Option(default, meaning, "
@@ -145,18 +240,28 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
         except ValueError as exc:
             raise TypeError(f"the defaults of the options contradict a relation: {exc}") from None
 
-    def deco(run):
+    def add(run) -> Backend:
         backend = Backend(name=name, run=run, kind=kind, family=family,
                           description=description or (run.__doc__ or "").strip().split("\n")[0],
                           options=dict(options or {}), check=check, defaults=defaults, applies=applies, library=library,
                           unavailable=unavailable, relations=relations, memory=memory)
         table, key = (_GENERIC, name) if family is None else (_FAMILY, (family, name))
+        if _loading is not None:   # an installed package's plugin adds backends, never replaces one
+            point, protected = _loading
+            clash = _clash(backend, protected)
+            if clash is not None:
+                warnings.warn(f"bayeszoo: the backend plugin {point.name!r} ({point.value}) registers {backend.owner}, "
+                              f"but {clash}; a plugin may add backends, never replace one: not registered (the "
+                              f"plugin's other backends are)", RuntimeWarning, stacklevel=3)
+                return backend
         if not replace:
-            _refuse_taken_name(backend, table.get(key))
+            clash = _clash(backend)
+            if clash is not None:
+                raise ValueError(f"{clash}; choose another name, or pass replace=True to replace it")
         table[key] = backend
-        return run
+        return backend
 
-    return deco
+    return add
 
 
 def _same_definition(a: Callable, b: Callable) -> bool:
@@ -165,23 +270,27 @@ def _same_definition(a: Callable, b: Callable) -> bool:
         (getattr(b, "__module__", None), getattr(b, "__qualname__", None))
 
 
-def _refuse_taken_name(backend: "Backend", existing: "Backend | None") -> None:
-    """A ValueError when ``backend``'s name is already another backend's: in its own table, or (a family backend
-    hiding a generic one of that name for the family, or a generic one hidden by a family's) across the two."""
+def _clash(backend: "Backend", among: "set | None" = None) -> str | None:
+    """What registering ``backend`` would replace or hide, or None: a backend of its name in its own table, or (a
+    family backend hiding a generic one of that name for the family, or a generic one hidden by a family's)
+    across the two. ``among``: only these registrations (table keys) count."""
+    def taken(key) -> bool:
+        return among is None or key in among
+
+    key = backend.name if backend.family is None else (backend.family, backend.name)
+    existing = (_GENERIC if backend.family is None else _FAMILY).get(key) if taken(key) else None
     where = f"for the {backend.family!r} family" if backend.family else "as a generic backend"
     if existing is not None and not _same_definition(existing.run, backend.run):
-        raise ValueError(f"backend {backend.name!r} is already registered {where} ({existing.description}); "
-                         f"choose another name, or pass replace=True to replace it")
-    if backend.family is not None and backend.name in _GENERIC:
-        raise ValueError(f"backend {backend.name!r} is the name of a generic backend ({_GENERIC[backend.name].description}), "
-                         f"which a {backend.family!r} backend of that name would hide; choose another name, or pass "
-                         f"replace=True")
+        return f"backend {backend.name!r} is already registered {where} ({existing.description})"
+    if backend.family is not None and backend.name in _GENERIC and taken(backend.name):
+        return (f"backend {backend.name!r} is the name of a generic backend ({_GENERIC[backend.name].description}), "
+                f"which a {backend.family!r} backend of that name would hide")
     if backend.family is None:
-        hidden = sorted(fam for fam, name in _FAMILY if name == backend.name)
+        hidden = sorted(fam for fam, name in _FAMILY if name == backend.name and taken((fam, name)))
         if hidden:
-            raise ValueError(f"backend {backend.name!r} is already the name of a backend of the {', '.join(hidden)} "
-                             f"family, which would hide this generic one there; choose another name, or pass "
-                             f"replace=True")
+            return (f"backend {backend.name!r} is already the name of a backend of the {', '.join(hidden)} family, "
+                    f"which would hide this generic one there")
+    return None
 
 
 def register_backend(name: str, run: Callable, *, kind: str, family: str | None = None, options=None,
@@ -190,44 +299,57 @@ def register_backend(name: str, run: Callable, *, kind: str, family: str | None 
     """Add ``run`` as backend ``name`` from outside the package (a notebook, another package): the contract of
     :func:`register` (``run(model, data, *, draws, tune, chains, seed, progress, **options) -> Fit``, built with
     ``bayeszoo.results.build_fit``; ``options`` name -> :class:`Option`). A name already taken is refused unless
-    ``replace=True``. Returns the registered :class:`Backend`."""
+    ``replace=True`` (in the user's own code; a plugin of an installed package never replaces one:
+    :func:`load_plugins`); an unknown ``family`` is refused, naming the families. Returns the :class:`Backend`."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a backend name must be a Python identifier (letters, digits, _); got {name!r}")
     if not callable(run):
         raise ValueError(f"backend {name!r}: run must be a function run(model, data, *, draws, tune, chains, seed, "
                          f"progress, **options) returning a Fit; got {type(run).__name__}")
-    register(name, kind=kind, family=family, description=description, options=options, check=check,
-             defaults=defaults, applies=applies, library=library, replace=replace)(run)
-    return _FAMILY[(family, name)] if family is not None else _GENERIC[name]
+    return _declaration(name, kind=kind, family=family, description=description, options=options, check=check,
+                        defaults=defaults, applies=applies, library=library, unavailable=None, relations=(),
+                        memory=None, replace=replace)(run)
 
 
 #: the entry-point group through which installed packages add backends (each entry point names a module whose
 #: import registers them, or a function to call that does)
 PLUGIN_GROUP = "bayeszoo.backends"
 _plugins_loaded = False
+#: while a plugin loads: its entry point, and the registrations made before any plugin loaded (bayeszoo's own and
+#: the user's), which no plugin may replace or hide
+_loading: tuple | None = None
 
 
 def load_plugins() -> list[str]:
     """Import the backends of every installed package that declares the :data:`PLUGIN_GROUP` entry point, once
-    per process (the CLI and Dask workers see them as a notebook does); a plugin that fails to load is skipped
-    with a warning naming it. Returns the entry points loaded."""
-    global _plugins_loaded
+    per process (the CLI and Dask workers see them as a notebook does). A plugin that fails to load, however it
+    fails (an exception, ``sys.exit()``), is skipped with a warning naming it; only Ctrl-C (KeyboardInterrupt)
+    goes through. A plugin adds backends and never replaces one registered before the plugins load (bayeszoo's
+    own, the user's): such a registration is refused with a warning naming the plugin, even with
+    ``replace=True``. Returns the entry points loaded."""
+    global _plugins_loaded, _loading
     if _plugins_loaded:
         return []
     _plugins_loaded = True
-    import warnings
     from importlib.metadata import entry_points
 
+    protected = set(_GENERIC) | set(_FAMILY)
     loaded = []
     for point in entry_points(group=PLUGIN_GROUP):
+        _loading = (point, protected)
         try:
             target = point.load()
             if callable(target):
                 target()
             loaded.append(point.name)
-        except Exception as exc:   # a broken plugin must not break bayeszoo
-            warnings.warn(f"bayeszoo: the backend plugin {point.name!r} ({point.value}) failed to load: "
-                          f"{type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+        except KeyboardInterrupt:
+            _plugins_loaded = False   # the user stopped it: the next lookup tries again
+            raise
+        except BaseException as exc:   # SystemExit too: a broken plugin must not end the user's process
+            warnings.warn(f"bayeszoo: the backend plugin {point.name!r} ({point.value}) failed to load and is "
+                          f"skipped: {type(exc).__name__}: {exc}", RuntimeWarning, stacklevel=2)
+        finally:
+            _loading = None
     return loaded
 
 

@@ -5,11 +5,14 @@ from __future__ import annotations
 import contextlib
 import contextvars
 import datetime
+import errno
 import functools
 import html
 import json
 import math
 import os
+import shutil
+import sys
 import uuid
 import warnings
 from dataclasses import dataclass, field
@@ -112,10 +115,12 @@ class Fit:
     def save(self, path: str | os.PathLike, *, overwrite: bool = True) -> str:
         """Write the fit to one NetCDF file (``.nc``); read it back with :func:`bayeszoo.load_fit`.
 
-        The file is written under a temporary name of its own and renamed into place, so a reader, or another
-        process saving to the same path, never sees a half-written fit. ``overwrite=False`` refuses (a
-        :class:`ResultExists`) to replace a file already at ``path``, also one that appears while this one is
-        written. A ``path`` that is a folder, or not a path at all, is a ValueError.
+        The file is made in memory, written under a temporary name of its own and renamed into place, so a reader,
+        or another process saving to the same path, never sees a half-written fit, and a full disk is a
+        :class:`DiskFull` (an ``OSError`` naming the folder and the bytes needed) that leaves the files already
+        there as they were. ``overwrite=False`` refuses (a :class:`ResultExists`) to replace a file already at
+        ``path``, also one that appears while this one is written. A ``path`` that is a folder, or not a path at
+        all, is a ValueError.
         """
         path = checked_path(path, "Fit.save")
         if os.path.isdir(path):
@@ -131,7 +136,7 @@ class Fit:
         meta = {"backend": self.backend, "kind": self.kind, "timing": self.timing,
                 "model_spec": self.model_spec, "info": jsonable(self.info)}
         self.idata.posterior.attrs[_ATTR] = json.dumps(meta)
-        write_atomically(path, lambda tmp: self.idata.to_netcdf(tmp, engine="h5netcdf"), overwrite=overwrite)
+        write_atomically(path, netcdf_image(self.idata), overwrite=overwrite)
         return path
 
     def __repr__(self) -> str:
@@ -383,15 +388,78 @@ def identity_differences(saved: dict, expected: dict) -> list[str]:
     return out
 
 
+def netcdf_image(idata: az.InferenceData) -> memoryview:
+    """The NetCDF file that ``idata.to_netcdf`` writes (every group, numbers compressed), made in memory.
+
+    Why not ``to_netcdf(path)``: the HDF5 library under it crashes the whole process (SIGSEGV while it closes the
+    file) when the disk fills as it writes, and every fit the process holds is lost; a Python write of the
+    finished image fails with an ordinary ``OSError`` instead (:func:`write_atomically`)."""
+    groups = {f"/{name}": idata[name] for name in idata.groups()}
+    tree = xr.DataTree.from_dict({"/": xr.Dataset(attrs=dict(idata.attrs or {})), **groups})
+    encoding = {path: {name: {"zlib": True} for name, var in group.variables.items() if var.dtype.kind in "biufcS"}
+                for path, group in groups.items()}
+    with _local_write_lock():
+        return tree.to_netcdf(None, engine="h5netcdf", encoding=encoding)
+
+
+def _local_write_lock():
+    """While a Dask distributed client is the default scheduler, xarray takes a distributed lock named after the
+    file it writes, which fails for an in-memory file (no name); this process's own lock is the right one."""
+    dask = sys.modules.get("dask")   # not imported: no client either
+    return dask.config.set(scheduler="synchronous") if dask is not None else contextlib.nullcontext()
+
+
+#: what ``errno`` says when a file does not fit: a full disk, a full quota, a file larger than the file system
+#: or this process's file-size limit (``ulimit -f``) allows
+_NO_ROOM = {code: why for code, why in (
+    (errno.ENOSPC, "the disk is full"), (getattr(errno, "EDQUOT", None), "the disk quota is used up"),
+    (errno.EFBIG, "the file is larger than the file system or this process's file-size limit allows"))
+    if code is not None}
+
+
+class DiskFull(OSError):
+    """A file that did not fit in its folder. The message names the folder, the file and the bytes it needs;
+    nothing in the folder was changed (its temporary file is removed), so the files already there are intact.
+    ``folder`` and ``needed`` (bytes; a lower bound when ``at_least``) say the same to a program."""
+
+    def __init__(self, code: int, folder: str, name: str, needed: int, at_least: bool = False):
+        self.folder, self.file, self.needed, self.at_least = folder, name, needed, at_least
+        try:
+            free = f"{shutil.disk_usage(folder).free:,} bytes are free there"
+        except OSError:
+            free = "the free space there is unknown"
+        amount = f"more than {needed:,} bytes" if at_least else f"{needed:,} bytes"
+        super().__init__(code, f"cannot write {name} in {folder!r}: {_NO_ROOM.get(code, os.strerror(code))}; it "
+                               f"needs {amount} and {free}. The files already there are intact: free some space "
+                               f"or write to another folder")
+
+    def __reduce__(self):   # across processes (a grid's workers) with its own arguments, not OSError's
+        return DiskFull, (self.errno, self.folder, self.file, self.needed, self.at_least)
+
+
 def write_atomically(path: str, write, *, overwrite: bool = True) -> str:
-    """``write(tmp)`` a file under a temporary name of its own beside ``path``, then rename it to ``path`` in one
+    """Write the file ``path`` under a temporary name of its own beside it, then rename it to ``path`` in one
     step, so that no reader and no other writer ever sees a half-written file; the temporary file is removed if
-    ``write`` fails. ``overwrite=False``: a :class:`ResultExists` if ``path`` exists, even if it appeared while
-    writing (the rename is then a hard link, which never replaces a file)."""
+    writing fails. ``write`` is the file's content (``bytes``, a ``memoryview`` or ``str``, written as UTF-8) or
+    a function ``write(tmp)`` that writes the file at ``tmp``. A full disk is a :class:`DiskFull` naming the folder
+    and the bytes needed (exactly, for a content; for a function, the bytes it had written when it failed).
+    ``overwrite=False``: a :class:`ResultExists` if ``path`` exists, even if it appeared while writing (the
+    rename is then a hard link, which never replaces a file)."""
     folder, name = os.path.split(os.path.abspath(path))
+    content = write.encode("utf-8") if isinstance(write, str) else write
+    known = isinstance(content, (bytes, bytearray, memoryview))
     tmp = os.path.join(folder, f".{name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.part")
     try:
-        write(tmp)
+        try:
+            if known:
+                _write_bytes(tmp, content)
+            else:
+                write(tmp)
+        except OSError as exc:
+            if exc.errno not in _NO_ROOM or isinstance(exc, DiskFull):
+                raise
+            needed = memoryview(content).nbytes if known else _size(tmp)
+            raise DiskFull(exc.errno, folder, name, needed, at_least=not known) from exc
         if overwrite:
             os.replace(tmp, path)
         else:
@@ -407,6 +475,24 @@ def write_atomically(path: str, write, *, overwrite: bool = True) -> str:
         with contextlib.suppress(FileNotFoundError):
             os.remove(tmp)
     return path
+
+
+def _write_bytes(path: str, content) -> None:
+    """``content`` into a new file at ``path`` through ``os.write``, whose failure is an ordinary OSError."""
+    view = memoryview(content).cast("B")
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), 0o666)
+    try:
+        while view:
+            view = view[os.write(fd, view):]
+    finally:
+        os.close(fd)
+
+
+def _size(path: str) -> int:
+    try:
+        return os.path.getsize(path)
+    except OSError:
+        return 0
 
 
 def checked_path(path, what: str) -> str:

@@ -60,15 +60,15 @@ _LOG = {"log": registry.Option(None, "file to which each call appends its backen
 
 @registry.register("fake_ok", kind="mcmc", family="rvm", description="fake AR(1) sampler for tests",
                    options={**_LOG, "sleep": registry.Option(0.0, "seconds to wait before returning", NON_NEGATIVE)})
-def fake_ok(model, data, *, draws, tune, chains, seed, progress, log=None, sleep=0.0):
-    _log(log, "fake_ok", seed)
+def fake_ok(model, data, *, draws, tune, chains, seed, progress, log=None, sleep=0.0, name="fake_ok"):
+    _log(log, name, seed)
     start = time.perf_counter()
     if sleep:
         time.sleep(sleep)
     post = _draws(model, data, chains, draws, seed, rho=0.5)
     stats = {"diverging": np.zeros((chains, draws), dtype=bool)}
     stats["diverging"][0, 0] = True  # one divergence, so the report has something to flag
-    return build_fit(model, data, "fake_ok", "mcmc", post, sample_stats=stats,
+    return build_fit(model, data, name, "mcmc", post, sample_stats=stats,
                     timing={"sample": time.perf_counter() - start + 0.01}, info={"calls": 1, "seed": seed})
 
 
@@ -112,11 +112,12 @@ def fake_fail(model, data, *, draws, tune, chains, seed, progress, log=None):
                    options={**_LOG, "marker": registry.Option(None, "file path: the first call that finds it missing creates it and fails",
                                                       Text(none=True))})
 def fake_flaky(model, data, *, draws, tune, chains, seed, progress, log=None, marker=None):
-    _log(log, "fake_flaky", seed)
     if marker is not None and not os.path.exists(marker):
+        _log(log, "fake_flaky", seed)
         open(marker, "w").close()
         raise RuntimeError("interrupted (first attempt)")
-    return fake_ok(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress)
+    return fake_ok(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress, log=log,
+                   name="fake_flaky")
 
 
 @registry.register("fake_nan", kind="mcmc", family="rvm", description="returns a NaN among its draws",

@@ -4,6 +4,7 @@ nothing without --force; and real concurrent processes writing one folder or one
 compute a fit twice."""
 from __future__ import annotations
 
+import errno
 import json
 import multiprocessing
 import os
@@ -392,3 +393,171 @@ def test_concurrent_saves_to_one_file_never_leave_it_half_written(data, tmp_path
     w = bz.load_fit(path).posterior["w"].values
     assert any(np.array_equal(w, f.posterior["w"].values) for f in fits)
     assert sorted(os.listdir(tmp_path)) == ["fit.nc"]
+
+
+# ----------------------------------------------------------------------------- a full disk, an interrupted write
+class _Disk:
+    """The files opened (``os.open``) under ``folder`` whose name contains ``only``, on a disk with ``free`` bytes
+    left: the ``os.write`` that would pass it writes what fits and raises ``fault`` (a full disk by default), as
+    the operating system's write does; every other file of the process is written as usual."""
+
+    def __init__(self, monkeypatch, folder, free: int, fault: BaseException | None = None, only: str = ""):
+        self.folder, self.free, self.only, self.faults = os.path.realpath(folder), free, only, 0
+        self.fault = fault or OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+        self._fds: set[int] = set()
+        real_open, real_write, real_close = os.open, os.write, os.close
+
+        def open_(path, flags, mode=0o777, *, dir_fd=None):
+            fd = real_open(path, flags, mode, dir_fd=dir_fd)
+            full = os.path.realpath(path)
+            if full.startswith(self.folder + os.sep) and self.only in os.path.basename(full):
+                self._fds.add(fd)
+            return fd
+
+        def write(fd, data):
+            if fd not in self._fds:
+                return real_write(fd, data)
+            data = memoryview(data).cast("B")
+            if len(data) > self.free:
+                written = real_write(fd, data[:self.free]) if self.free else 0
+                self.free -= written
+                self.faults += 1
+                raise self.fault
+            self.free -= len(data)
+            return real_write(fd, data)
+
+        def close(fd):
+            self._fds.discard(fd)
+            return real_close(fd)
+
+        monkeypatch.setattr(os, "open", open_)
+        monkeypatch.setattr(os, "write", write)
+        monkeypatch.setattr(os, "close", close)
+
+
+def test_a_fit_that_does_not_fit_on_the_disk_leaves_the_earlier_file_and_names_the_folder(fit, data, tmp_path,
+                                                                                          monkeypatch):
+    from bayeszoo.results import DiskFull
+
+    path = tmp_path / "fit.nc"
+    fit.save(path)
+    before = path.read_bytes()
+    other = bz.fit(bz.models.RVM(width=3.0), data, "fake_vb", **KW)
+    with monkeypatch.context() as patch:
+        disk = _Disk(patch, tmp_path, free=5000)
+        with pytest.raises(DiskFull) as caught:
+            other.save(path)
+    full = caught.value
+    assert isinstance(full, OSError) and full.errno == errno.ENOSPC and disk.faults == 1
+    assert full.folder == str(tmp_path) and full.needed > 5000
+    assert f"cannot write fit.nc in {str(tmp_path)!r}: the disk is full; it needs {full.needed:,} bytes and " \
+           in str(full)
+    assert path.read_bytes() == before and _leftovers(tmp_path) == []    # the earlier fit, whole; no debris
+    other.save(path)                                                     # with room: the size it said it needs
+    assert os.path.getsize(path) == full.needed
+    np.testing.assert_array_equal(bz.load_fit(path).posterior["w"].values, other.posterior["w"].values)
+
+
+def test_a_full_disk_while_a_grid_saves_keeps_every_fit_and_the_table(data, tmp_path, monkeypatch):
+    """The earlier fits on disk still load, the returned comparison holds every fit and its table, the warning
+    and the notes name the folder and the bytes needed; with room again the same comparison saves whole."""
+    out, model = tmp_path / "grid", bz.models.RVM(width=3.0)
+    bz.compare(model, data, backends=["fake_ok"], reference=None, out=out, **KW)
+    earlier = (out / "fits" / "fake_ok.nc").read_bytes()
+    with monkeypatch.context() as patch:
+        disk = _Disk(patch, out, free=3000)
+        with pytest.warns(UserWarning, match=f"the comparison could not be saved to {str(out)!r} "
+                                             r"\(DiskFull: \[Errno 28\] cannot write fake_vb.nc in .*: the disk is "
+                                             r"full; it needs [\d,]+ bytes"):
+            cmp = bz.compare(model, data, backends=["fake_ok", "fake_vb", "fake_em"], reference=None, out=out, **KW)
+    assert disk.faults >= 3
+    table = cmp.table().set_index("backend")
+    assert list(cmp.fits) == ["fake_ok", "fake_vb", "fake_em"] and list(table.index) == list(cmp.fits)
+    assert (table["error"] == "").all() and (table["ess_bulk_min"] > 0).all()
+    folder = str(out / "fits")
+    for label in ("fake_vb", "fake_em"):
+        assert f"not saved to {os.path.join(folder, label + '.nc')}: DiskFull: [Errno 28] cannot write {label}.nc " \
+               f"in {folder!r}: the disk is full; it needs" in table.loc[label, "note"]
+    assert (out / "fits" / "fake_ok.nc").read_bytes() == earlier and _leftovers(out) == []
+    assert sorted(os.listdir(out / "fits")) == ["fake_ok.nc"]
+    assert list(bz.load_comparison(out).fits) == ["fake_ok"]         # the earlier comparison, still whole
+    cmp.save(out)
+    again = bz.load_comparison(out)
+    assert list(again.fits) == ["fake_ok", "fake_vb", "fake_em"] and again.errors == {}
+    np.testing.assert_array_equal(again.fits["fake_em"].posterior["w"].values,
+                                  cmp.fits["fake_em"].posterior["w"].values)
+
+
+def _save_under_a_file_size_limit(fit, path, limit, outcome):
+    """In a child process: save ``fit`` under a file-size limit of ``limit`` bytes; write what happened to
+    ``outcome``."""
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)       # a write past the limit fails (EFBIG), as on a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (limit, resource.getrlimit(resource.RLIMIT_FSIZE)[1]))
+    try:
+        fit.save(path)
+        result = "saved"
+    except OSError as exc:
+        result = f"refused: {exc}"
+    with open(outcome, "w") as fh:
+        fh.write(result)
+
+
+@pytest.mark.filterwarnings("ignore:os.fork")
+@pytest.mark.skipif(not hasattr(__import__("signal"), "SIGXFSZ"), reason="POSIX file-size limits")
+def test_a_write_that_the_operating_system_refuses_is_an_error_not_a_crash(fit, data, tmp_path):
+    """For real, not simulated: under a file-size limit (``ulimit -f``) the operating system refuses the write of
+    a large fit as it would on a full disk. The process lives on (the NetCDF library used to end it with a
+    segmentation fault) with an error naming the folder, and the earlier file is intact."""
+    import resource
+
+    limit, hard = 100_000, resource.getrlimit(resource.RLIMIT_FSIZE)[1]
+    if hard != resource.RLIM_INFINITY and hard < limit:
+        pytest.skip("the hard file-size limit is below the test's")
+    earlier = fit.save(tmp_path / "earlier.nc")
+    large = bz.fit(bz.models.RVM(width=3.0), data, "fake_ok", **{**KW, "draws": 2000})
+    child = FORK.Process(target=_save_under_a_file_size_limit,
+                         args=(large, str(tmp_path / "large.nc"), limit, str(tmp_path / "outcome.txt")))
+    child.start()
+    child.join(timeout=120)
+    assert child.exitcode == 0, f"the process ended with exit code {child.exitcode}"
+    assert (tmp_path / "outcome.txt").read_text().startswith(
+        f"refused: [Errno {errno.EFBIG}] cannot write large.nc in {str(tmp_path)!r}: the file is larger than the "
+        f"file system or this process's file-size limit allows; it needs ")
+    assert sorted(os.listdir(tmp_path)) == ["earlier.nc", "outcome.txt"]
+    assert bz.load_fit(earlier).backend == "fake_em"
+
+
+def _interrupt(*args, **kwargs):
+    raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("where", ["writing the report", "writing a fit"])
+def test_a_grid_interrupted_while_it_writes_resumes_on_the_next_run(tmp_path, monkeypatch, capsys, where):
+    """Ctrl-C while the grid writes: the command line says to run again, and the run again resumes (the
+    folder is not refused as a finished comparison, and no half-written file is taken as a fit)."""
+    from bayeszoo.comparison import Comparison
+
+    out, log = tmp_path / "cli", tmp_path / "calls.log"
+    args = ["compare", "rvm", "--data", "sinc", "--data-opt", "n=20", "--backends", "fake_ok,fake_vb", "--draws",
+            "30", "--tune", "0", "--chains", "1", "--quiet", "--out", str(out), "--backend-opt", f"log={log}"]
+    with monkeypatch.context() as patch:
+        if where == "writing the report":
+            patch.setattr(Comparison, "report", _interrupt)
+        else:
+            _Disk(patch, out, free=2000, fault=KeyboardInterrupt(), only="fake_vb")
+        with pytest.raises(SystemExit) as stopped:
+            cli_main(args)
+    assert stopped.value.code == 130 and "interrupted" in capsys.readouterr().err
+    assert not (out / "comparison.json").exists() and _leftovers(out) == []
+    assert sorted(os.listdir(out / "fits")) == (["fake_ok.nc", "fake_vb.nc"] if where == "writing the report"
+                                                else ["fake_ok.nc"])
+    assert cli_main(args) == 0
+    resumed = bz.load_comparison(out)
+    assert list(resumed.fits) == ["fake_ok", "fake_vb"] and resumed.errors == {}
+    assert resumed.notes == ({"fake_ok": "resumed", "fake_vb": "resumed"} if where == "writing the report"
+                             else {"fake_ok": "resumed"})
+    assert fb.calls(str(log)) == (["fake_ok", "fake_vb"] if where == "writing the report"
+                                  else ["fake_ok", "fake_vb", "fake_vb"])

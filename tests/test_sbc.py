@@ -215,23 +215,25 @@ def _numpyro_means_fn(sigma, y=None):
         numpyro.sample("y", dist.Normal(mu, sigma), obs=y)
 
 
-def _conjugate_mean(scale: float):
-    """mu ~ N(0, 4), y_j ~ N(mu, sigma_j^2): the exact posterior of mu from the model's own observations, drawn
-    independently; ``scale`` multiplies its sd (1.5: a sampler too wide)."""
+def _conjugate_mean(name: str, scale: float):
+    """Backend ``name``: mu ~ N(0, 4), y_j ~ N(mu, sigma_j^2): the exact posterior of mu from the model's own
+    observations, drawn independently; ``scale`` multiplies its sd (1.5: a sampler too wide)."""
     def run(model, data, *, draws, tune, chains, seed, progress):
         y = np.asarray(model.observed_values()["y"], dtype=float)
         precision = 1 / 4 + np.sum(1 / SCHOOL_SIGMA ** 2)
         mean = np.sum(y / SCHOOL_SIGMA ** 2) / precision
         noise = np.random.default_rng(seed).standard_normal((chains, draws))
-        return build_fit(model, data, f"exact_x{scale:g}", "approximation",
+        return build_fit(model, data, name, "approximation",
                          {"mu": mean + scale * noise / np.sqrt(precision)}, timing={"sample": 0.0})
     return run
 
 
 @pytest.fixture
 def conjugate_backends(restore_registry):
-    bz.register_backend("mean_exact", _conjugate_mean(1.0), kind="approximation", description="exact posterior")
-    bz.register_backend("mean_wide", _conjugate_mean(1.5), kind="approximation", description="sd 1.5 times too wide")
+    bz.register_backend("mean_exact", _conjugate_mean("mean_exact", 1.0), kind="approximation",
+                        description="exact posterior")
+    bz.register_backend("mean_wide", _conjugate_mean("mean_wide", 1.5), kind="approximation",
+                        description="sd 1.5 times too wide")
 
 
 @pytest.mark.parametrize("library", ["pymc", "numpyro"])

@@ -18,13 +18,13 @@ from bayeszoo.registry import Option
 from bayeszoo.results import build_fit
 
 
-def _prior_draws(model, data, *, draws, tune, chains, seed, progress, **options):
-    """A 'backend' that returns draws of N(0, 1) for every canonical variable."""
+def _prior_draws(model, data, *, draws, tune, chains, seed, progress, label="prior_draws", **options):
+    """A 'backend' that returns draws of N(0, 1) for every canonical variable (as backend ``label``)."""
     rng = np.random.default_rng(seed)
     dims = model.var_dims(data)
     coords = model.coords(data)
     post = {v: rng.standard_normal((chains, draws, *(len(coords[d]) for d in dims[v]))) for v in dims}
-    return build_fit(model, data, "prior_draws", "approximation", post, timing={"sample": 0.0})
+    return build_fit(model, data, label, "approximation", post, timing={"sample": 0.0})
 
 
 def test_a_taken_name_is_refused_unless_replaced(restore_registry):
@@ -176,3 +176,153 @@ def test_a_model_of_ones_own_has_no_family_picture(restore_registry):
     with pytest.raises(ValueError, match="a model of one's own has none: see 'marginals'"):
         cmp.plot("family")
     assert cmp.plot("trace") is not None
+
+
+# ----------------------------------------------------------------------------- what a backend returns is checked
+def _returning(what: str):
+    """A backend that returns something other than the fit asked for."""
+    def run(model, data, *, draws, tune, chains, seed, progress):
+        if what in ("None", "dict", "int"):
+            return {"None": None, "dict": {"w": np.zeros((chains, draws, 3))}, "int": 3}[what]
+        if what == "fewer draws":
+            return _prior_draws(model, data, draws=draws // 2, tune=tune, chains=chains, seed=seed, progress=progress,
+                                label="bad")
+        if what == "another model's fit":
+            return bz.fit(bz.models.RVM(width=1.0), data, "prior_draws", draws=draws, chains=chains, progress=False)
+        if what == "another backend's label":
+            return _prior_draws(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress)
+        raise AssertionError(what)
+    return run
+
+
+BAD_RETURNS = {
+    "None": "returned NoneType None, not a Fit",
+    "dict": r"returned dict \{'w': array.*, not a Fit",
+    "int": "returned int 3, not a Fit",
+    "fewer draws": "returned a Fit that is not the one asked for: it holds 2 chains x 5 draws, 2 x 10 were asked "
+                   "for; run must return",
+    "another model's fit": r"it is labelled 'prior_draws', not 'bad'; it is a fit of another model \(width=1.0 "
+                           r"instead of 3.0\)",
+    "another backend's label": "it is labelled 'prior_draws', not 'bad'",
+}
+
+
+@pytest.mark.parametrize("what", list(BAD_RETURNS))
+def test_what_a_backend_returns_is_checked_in_fit_and_in_a_grid(what, sinc, tmp_path, restore_registry):
+    """One clear error naming the backend from bz.fit; in a grid a failed cell with that message, and the other
+    cells, the table and the saved folder intact."""
+    bz.register_backend("prior_draws", _prior_draws, kind="approximation", family="rvm")
+    bz.register_backend("bad", _returning(what), kind="approximation", family="rvm")
+    model = bz.models.RVM(width=3.0)
+    with pytest.raises(registry.BackendError, match=r"^RVM backend 'bad' .*" + BAD_RETURNS[what]):
+        bz.fit(model, sinc, "bad", draws=10, chains=2, progress=False)
+    cmp = bz.compare(model, sinc, backends=["prior_draws", "bad"], reference=None, draws=10, chains=2,
+                     progress=False, out=tmp_path / "grid")
+    table = cmp.table().set_index("backend")
+    assert list(table.index) == ["prior_draws", "bad"] and list(cmp.fits) == ["prior_draws"]
+    assert table.loc["prior_draws", "error"] == "" and table.loc["prior_draws", "ess_bulk_min"] > 0
+    assert table.loc["bad", "error"].startswith("BackendError: RVM backend 'bad' returned")
+    loaded = bz.load_comparison(tmp_path / "grid").table().set_index("backend")
+    assert loaded.loc["bad", "error"] == table.loc["bad", "error"] and loaded.loc["prior_draws", "error"] == ""
+
+
+def test_check_backend_reports_what_a_backend_does_wrong_in_its_list(sinc, restore_registry):
+    calls = []
+
+    def second_call_fails(model, data, *, draws, tune, chains, seed, progress):
+        calls.append(seed)
+        if len(calls) > 1:
+            raise RuntimeError("out of cheese")
+        return _prior_draws(model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
+                            label="second_call_fails")
+
+    model = bz.models.RVM(width=3.0)
+    bz.register_backend("returns_none", _returning("None"), kind="approximation", family="rvm")
+    with pytest.raises(AssertionError, match="fails 1 of 1 checks:\nFAIL runs: bz.fit raised BackendError: RVM "
+                                             "backend 'returns_none' returned NoneType None, not a Fit"):
+        bz.testing.check_backend("returns_none", model, sinc, draws=5, tune=0)
+    bz.register_backend("second_call_fails", second_call_fails, kind="approximation", family="rvm")
+    with pytest.raises(AssertionError) as caught:
+        bz.testing.check_backend("second_call_fails", model, sinc, draws=5, tune=0)
+    assert "FAIL same seed, same draws: raised RuntimeError: out of cheese" in str(caught.value)
+    calls.clear()
+    checks = bz.testing.check_backend("second_call_fails", model, sinc, draws=5, tune=0, raise_on_failure=False)
+    assert {c.name for c in checks if c.passed} >= {"runs", "canonical variables", "save / load"}
+
+
+def test_an_unknown_family_is_refused_naming_the_families(restore_registry):
+    with pytest.raises(ValueError, match=r"backend 'mine': unknown family 'rvmm'; did you mean 'rvm'\? the families "
+                                         r"are arvm, bid, gpc, imagervm, pmkl, rvm, slm, user"):
+        bz.register_backend("mine", _prior_draws, kind="approximation", family="rvmm")
+    with pytest.raises(ValueError, match="unknown family 'zebra'; the families are"):
+        bz.register_backend("mine", _prior_draws, kind="approximation", family="zebra")
+    assert "mine" not in bz.backends(bz.models.RVM())
+
+
+# ----------------------------------------------------------------------------- plugins that misbehave
+MISBEHAVING = {
+    "bz_exits": "import sys\nsys.exit('the plugin gave up')\n",
+    "bz_base_exception": "class Stop(BaseException):\n    pass\n\nraise Stop('a BaseException of its own')\n",
+    "bz_takes_fast": '''
+from bayeszoo.registry import register_backend
+from bz_plugin import run
+
+register_backend("fast", run, kind="approximation", family="rvm", replace=True)      # refused: bayeszoo's own
+register_backend("nuts", run, kind="approximation", family="rvm", replace=True)      # refused: hides generic nuts
+register_backend("plugin_extra", run, kind="approximation", family="rvm")            # added
+''',
+}
+
+
+@pytest.fixture
+def installed(tmp_path, monkeypatch, restore_registry):
+    """``installed(entries, modules)``: the packages declaring ``entries`` in the bayeszoo.backends group, with the
+    modules ``modules`` (name -> source), found by this process's next backend lookup; gone afterwards."""
+    import importlib
+    import sys
+
+    names = ["bz_plugin"]
+
+    def install(entries: dict[str, str], modules: dict[str, str]) -> None:
+        path = _plugin_path(tmp_path, entries)
+        for module, text in modules.items():
+            (tmp_path / f"{module}.py").write_text(text)
+        names.extend(modules)
+        monkeypatch.syspath_prepend(path)
+        importlib.invalidate_caches()
+        monkeypatch.setattr(registry, "_plugins_loaded", False)
+
+    yield install
+    for name in names:
+        sys.modules.pop(name, None)
+
+
+def test_a_plugin_that_exits_or_replaces_a_built_in_backend_is_refused_with_a_warning(installed):
+    """A plugin ending the process on import (sys.exit, any BaseException) is skipped with a warning naming it;
+    one that registers a built-in name with replace=True is refused, its other backends are kept."""
+    installed({"draws": "bz_plugin", "exits": "bz_exits", "base": "bz_base_exception", "takes_fast": "bz_takes_fast"},
+              MISBEHAVING)
+    model = bz.models.RVM()
+    fast = registry._FAMILY[("rvm", "fast")]
+    with pytest.warns(RuntimeWarning) as caught:
+        names = bz.backends(model)          # the first lookup loads the plugins: the process goes on
+    messages = "\n".join(str(w.message) for w in caught)
+    assert "the backend plugin 'exits' (bz_exits) failed to load and is skipped: SystemExit: the plugin gave up" \
+        in messages
+    assert "the backend plugin 'base' (bz_base_exception) failed to load and is skipped: Stop: a BaseException" \
+        in messages
+    assert ("the backend plugin 'takes_fast' (bz_takes_fast) registers RVM backend 'fast', but backend 'fast' is "
+            "already registered for the 'rvm' family") in messages
+    assert "registers RVM backend 'nuts', but backend 'nuts' is the name of a generic backend" in messages
+    assert registry.get(model, "fast") is fast and registry.get(model, "nuts").family is None
+    assert {"plugin_draws", "plugin_extra"} <= set(names)
+    # the user's own code may still replace a built-in backend, knowingly
+    mine = bz.register_backend("fast", _prior_draws, kind="approximation", family="rvm", replace=True)
+    assert registry.get(model, "fast") is mine
+
+
+def test_ctrl_c_while_plugins_load_goes_through(installed):
+    installed({"interrupted": "bz_interrupted"}, {"bz_interrupted": "raise KeyboardInterrupt\n"})
+    with pytest.raises(KeyboardInterrupt):
+        registry.load_plugins()
+    assert registry._plugins_loaded is False     # the next lookup tries again
