@@ -10,9 +10,10 @@ Starting from an empty model, every iteration
    if its gain is positive;
 2. optimises the centres and widths of all active bases jointly by BFGS (at most ``joint_iter`` iterations)
    on L^s [P 38] with the chain-rule gradient D [P 61-62] (errata: the sparsity term is -2c B Phi Sigma A Sigma);
-   by default (``joint_step="feasible"``) the step ends at the last point of the BFGS path where every basis
-   reaches ``min_peak`` and L^s rose, so that steps 1-4 all ascend L^s on one set; ``"unbounded"`` is the
-   paper's step, which can move a basis off the data for step 4 to prune, and then L^s cycles;
+   by default (``joint_step="feasible"``) the step follows the BFGS path only while every basis reaches
+   ``min_peak`` and ends at its last such point (where L^s has risen), so that steps 1-4 all ascend L^s on one
+   set; ``"unbounded"`` is the paper's step, which can move a basis off the data for step 4 to prune, and then
+   L^s can cycle;
 3. re-estimates alpha and beta: ``alpha_update="exact"`` (default) solves the exact stationarity condition of
    L^s in log alpha_i (digest 2.3: the derivative has c alpha_i (Sigma Phi^T B Phi Sigma)_ii, not the
    diagonal-only term of [P 39]), ``"paper"`` uses [P 40]; beta by the exact log-derivative of L^s [P 41,
@@ -103,10 +104,10 @@ OPTIONS = {
     "min_alpha": Option(None, "classification: lower bound on every alpha; None: 1e-2", POSITIVE_OR_NONE),
     "min_peak": Option(0.05, "a basis must reach this value at one training input at least, in [0, 1)",
                        Interval(float, 0, 1, "left")),
-    "joint_step": Option("feasible", "'feasible': step 2 stops at the last point of its BFGS path where every basis "
-                                     "reaches min_peak and L^s rose (steps 1-4 ascend L^s on one set); 'unbounded': "
-                                     "the paper's step 2, which may move bases below min_peak for step 4 to prune "
-                                     "(L^s can cycle)", OneOf(("feasible", "unbounded"))),
+    "joint_step": Option("feasible", "'feasible': step 2 follows its BFGS path only while every basis reaches min_peak "
+                                     "(steps 1-4 then ascend L^s on one set); 'unbounded': the paper's step 2, which "
+                                     "may move bases below min_peak for step 4 to prune, so that L^s can cycle",
+                         OneOf(("feasible", "unbounded"))),
     "dictionary": Option(None, "fixed candidate kernels (centres (J, D), widths (J,) or (J, K)), not optimised; "
                                "None: random candidates", KernelDictionary()),
     "max_cost": Option(10.0, "largest predicted seconds of one iteration (candidate search + joint step): a problem "
@@ -727,9 +728,11 @@ def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
     warnings = [cost_warning] if cost_warning is not None else []
     falls = np.diff(trace) < -opts["tol"]
     if falls.any():
-        cause = ("the joint step moved bases below min_peak and the pruning removed them, so the bases kept are "
+        # with the feasible step 2 only a pruning, a switched-off direction or a new Laplace mode can lower L^s
+        cause = ("the joint step can move bases below min_peak for the pruning to remove, so the bases kept may be "
                  "those of the last cycle (joint_step='feasible' keeps every step on one set)"
-                 if opts["joint_step"] == "unbounded" else "a pruning or a switched-off direction lowered it")
+                 if opts["joint_step"] == "unbounded" else
+                 "a pruning, a switched-off direction or (classification) the new Laplace mode lowered it")
         warnings.append(f"L^s fell in {int(falls.sum())} of {len(falls)} iterations (by up to "
                         f"{float(-np.min(np.diff(trace))):.3g}): {cause} (docs/families/arvm.md, 'Steps over one "
                         f"feasible set')")
