@@ -15,8 +15,9 @@ Benchmarks (see BENCHMARKS.md):
   defaults         the scikit-learn estimators at their defaults vs LogisticRegression / SVC / GPC / Ridge / SVR on
                    breast cancer, diabetes, iris, wine (3-fold CV)
   arvm             aRVM vs RVM (inner-CV width) on the real data sets: error, relevance vectors, time (nested CV)
-  arvm_protocol    aRVM nested CV on Boston housing (5 x 3 folds, 250 points, seed 0) against its recorded MSE and
-                   relevance vectors, with the stated tolerance (--quick: 3 x 3 folds, 150 points)
+  arvm_protocol    aRVM nested CV on Boston housing (5 x 3 folds, 250 points, seed 0), the default (feasible) and
+                   the paper's (unbounded) joint step, against their recorded MSE and relevance vectors, with the
+                   stated tolerance (--quick: 3 x 3 folds, 150 points)
   imagervm         image RVM (Tzikas PhD ch. 4): Table 4.1 protocol, 256 x 256 multikernel ISNR, detection LROC
   gpc_peers        GPC `ep` vs GPy's EP and `laplace` vs scikit-learn's GaussianProcessClassifier on sonar
   gpc_times        GPC relative running times (LA = 1) of LA, EP, KL, VB, FV, LR, NUTS, Gibbs on six datasets

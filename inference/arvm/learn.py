@@ -10,6 +10,10 @@ Starting from an empty model, every iteration
    if its gain is positive;
 2. optimises the centres and widths of all active bases jointly by BFGS (at most ``joint_iter`` iterations)
    on L^s [P 38] with the chain-rule gradient D [P 61-62] (errata: the sparsity term is -2c B Phi Sigma A Sigma);
+   by default (``joint_step="feasible"``) the step follows the BFGS path only while every basis reaches
+   ``min_peak`` and ends at its last such point (where L^s has risen), so that steps 1-4 all ascend L^s on one
+   set; ``"unbounded"`` is the paper's step, which can move a basis off the data for step 4 to prune, and then
+   L^s can cycle;
 3. re-estimates alpha and beta: ``alpha_update="exact"`` (default) solves the exact stationarity condition of
    L^s in log alpha_i (digest 2.3: the derivative has c alpha_i (Sigma Phi^T B Phi Sigma)_ii, not the
    diagonal-only term of [P 39]), ``"paper"`` uses [P 40]; beta by the exact log-derivative of L^s [P 41,
@@ -100,6 +104,10 @@ OPTIONS = {
     "min_alpha": Option(None, "classification: lower bound on every alpha; None: 1e-2", POSITIVE_OR_NONE),
     "min_peak": Option(0.05, "a basis must reach this value at one training input at least, in [0, 1)",
                        Interval(float, 0, 1, "left")),
+    "joint_step": Option("feasible", "'feasible': step 2 follows its BFGS path only while every basis reaches min_peak "
+                                     "(steps 1-4 then ascend L^s on one set); 'unbounded': the paper's step 2, which "
+                                     "may move bases below min_peak for step 4 to prune, so that L^s can cycle",
+                         OneOf(("feasible", "unbounded"))),
     "dictionary": Option(None, "fixed candidate kernels (centres (J, D), widths (J,) or (J, K)), not optimised; "
                                "None: random candidates", KernelDictionary()),
     "max_cost": Option(10.0, "largest predicted seconds of one iteration (candidate search + joint step): a problem "
@@ -479,6 +487,40 @@ def joint_objective(state: State, theta_flat, delta=None):
     return -Ls, -grad.ravel()
 
 
+def joint_step(state: State, delta, opts, bar=None):
+    """Step 2: BFGS on all active centres and widths; the new kernel parameters (M, P), or None to stay put.
+
+    ``joint_step="unbounded"`` (the paper) takes BFGS's end point whenever it does not lower L^s, even if it moved
+    a basis below ``min_peak``, which step 4 then prunes: on some data the two steps undo each other and L^s cycles
+    (docs/families/arvm.md, "Steps over one feasible set"). ``"feasible"`` keeps step 2 on the set that steps 1
+    and 4 enforce: the step follows the BFGS path while every basis reaches ``min_peak`` and ends at the last of
+    those iterates at which L^s is at least its starting value (BFGS's line search makes L^s rise along the path);
+    if the first iterate already leaves the set, it stays put."""
+    kernel = state.kernel
+    fun = lambda th: joint_objective(state, th, delta)          # noqa: E731
+    start = state.theta.ravel()
+    f0 = fun(start)[0]
+    path = []                                                   # (x, -L^s) after every BFGS iteration
+
+    def record(intermediate_result):
+        path.append((intermediate_result.x.copy(), float(intermediate_result.fun)))
+        if bar is not None:
+            _status(bar, f"M={state.M} step 2: joint BFGS {len(path)}/{opts['joint_iter']}")
+
+    res = optimize.minimize(fun, start, jac=True, method="BFGS", callback=record,
+                            options={"maxiter": opts["joint_iter"], "gtol": 1e-6})
+    if opts["joint_step"] == "unbounded":
+        return res.x.reshape(-1, kernel.P) if np.isfinite(res.fun) and res.fun <= f0 else None
+    best = None
+    for x, f in path + [(res.x, float(res.fun))]:
+        theta = x.reshape(-1, kernel.P)
+        if not np.all(kernel.peak(theta) >= state.min_peak):
+            break                                               # the path left the set: the step ends before
+        if np.isfinite(f) and f <= f0:
+            best = theta
+    return best
+
+
 # -------------------------------------------------------------------------------- step 3: alpha, beta
 def update_hyper(state: State, opts, beta_free: bool):
     """Fixed-point sweeps of alpha (and beta) on L^s; prunes bases without a finite optimum (step 4)."""
@@ -646,17 +688,9 @@ def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
                     state.refresh()
             # step 2: all active kernels jointly
             if state.M and dictionary is None and opts["joint_iter"]:
-                steps = [0]
-
-                def joint_progress(_xk, steps=steps, M=state.M):
-                    steps[0] += 1
-                    _status(bar, f"M={M} step 2: joint BFGS {steps[0]}/{opts['joint_iter']}")
-
-                res = optimize.minimize(lambda th: joint_objective(state, th, delta), state.theta.ravel(),
-                                        jac=True, method="BFGS", options={"maxiter": opts["joint_iter"], "gtol": 1e-6},
-                                        callback=joint_progress if progress else None)
-                if np.isfinite(res.fun) and -res.fun >= -joint_objective(state, state.theta.ravel(), delta)[0]:
-                    state.theta = res.x.reshape(-1, kernel.P)
+                theta = joint_step(state, delta, opts, bar if progress else None)
+                if theta is not None:
+                    state.theta = theta
                     state.refresh()
             # steps 3 and 4: alpha, beta, pruning
             n_before = state.M
@@ -694,9 +728,13 @@ def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
     warnings = [cost_warning] if cost_warning is not None else []
     falls = np.diff(trace) < -opts["tol"]
     if falls.any():
+        # with the feasible step 2 only a pruning, a switched-off direction or a new Laplace mode can lower L^s
+        cause = ("the joint step can move bases below min_peak for the pruning to remove, so the bases kept may be "
+                 "those of the last cycle (joint_step='feasible' keeps every step on one set)"
+                 if opts["joint_step"] == "unbounded" else
+                 "a pruning, a switched-off direction or (classification) the new Laplace mode lowered it")
         warnings.append(f"L^s fell in {int(falls.sum())} of {len(falls)} iterations (by up to "
-                        f"{float(-np.min(np.diff(trace))):.3g}): the joint step and the pruning undid each other, "
-                        f"so the bases kept are those of the last cycle (docs/families/arvm.md, 'Steps over one "
+                        f"{float(-np.min(np.diff(trace))):.3g}): {cause} (docs/families/arvm.md, 'Steps over one "
                         f"feasible set')")
     return dict(state=state, objective=np.array(trace), n_basis_trace=np.array(n_trace), iterations=it,
                 converged=converged, c=c, active_dict=active_dict, warnings=warnings)
@@ -853,7 +891,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     notes = [] if x_scale == y_scale == 1.0 else [
         f"Algorithm 1 ran on inputs divided by {x_scale:g} and targets divided by {y_scale:g} (their scale is far from "
         f"1; powers of two, so exact); the fit is in the original units"]
-    info = {"n_relevant": int(res["state"].M), "sparsity_c": float(res["c"]),
+    info = {"n_relevant": int(res["state"].M), "sparsity_c": float(res["c"]), "joint_step": opts["joint_step"],
             "rescaled": {"x": float(x_scale), "y": float(y_scale)}, "warnings": notes + res["warnings"]}
     q = q._replace(others=lambda rng, w: {"f": w @ Phi.T})   # f = Phi w, draw by draw
     return approximation_fit(model, data, "arvm", q, draws=draws, chains=chains, seed=seed,
