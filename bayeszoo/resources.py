@@ -214,7 +214,9 @@ def fit_need(backend, model, data, *, draws: int, chains: int, options: dict) ->
     held = {1: "once", 2: "twice"}.get(DRAW_COPIES, f"{DRAW_COPIES} times")
     label = (f"stored draws ({chains:,} chains x {draws:,} draws x {values:,} values, held {held} while the fit "
              f"is built)")
-    return Need({**working.parts, label: draws_bytes(values, draws, chains)}, working.advice)
+    # the pointwise log likelihood is computed as the fit is built, on top of the stored draws
+    pointwise = model.log_likelihood_memory(data, int(chains) * int(draws))
+    return Need({**working.parts, label: draws_bytes(values, draws, chains), **pointwise}, working.advice)
 
 
 def check(owner: str, need: Need, *, limit: Limit | None = None, draws: int | None = None,
