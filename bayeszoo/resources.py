@@ -220,10 +220,11 @@ def fit_need(backend, model, data, *, draws: int, chains: int, options: dict) ->
 
 
 def check(owner: str, need: Need, *, limit: Limit | None = None, draws: int | None = None,
-          chains: int | None = None, values: int | None = None, thin: bool = False) -> None:
+          chains: int | None = None, values: int | None = None, thin: bool = False, what: str = "this fit") -> None:
     """A ValueError when ``need`` exceeds ``limit`` (:func:`memory_limit` when None), naming the estimate, its
     largest parts, the limit and what to do. With ``draws``, ``chains`` and ``values`` (one draw's values) it also
-    says how many draws would fit; ``thin``: the backend keeps every thin-th sweep."""
+    says how many draws would fit; ``thin``: the backend keeps every thin-th sweep. ``what`` names the work
+    ("this fit", or the simulations and fits of a loop of fits)."""
     limit = memory_limit() if limit is None else limit
     total = need.total
     if total <= limit.bytes:
@@ -252,7 +253,7 @@ def check(owner: str, need: Need, *, limit: Limit | None = None, draws: int | No
         todo.append(need.advice)
     todo.append("run it on a machine with more memory (bz.compare(..., executor=dask_client) runs it on a Dask "
                 "cluster's worker)")
-    raise ValueError(f"{owner}: this fit would need about {size_text(total)} of memory ({shown}), more than the "
+    raise ValueError(f"{owner}: {what} would need about {size_text(total)} of memory ({shown}), more than the "
                      f"{size_text(limit.bytes)} this process may take ({limit.source}). To fit it: "
                      f"{'; or '.join(todo)}. {LIMIT_VARIABLE} sets another limit.")
 
