@@ -67,6 +67,24 @@ def test_map_refuses_a_solver_that_does_not_fit():
         bz.fit(SLM(), _signal(), "map", solver="newton", progress=False)
 
 
+@pytest.mark.parametrize("solver", ["auto", "cd", "fista", "admm"])
+def test_map_refuses_a_noise_variance_below_double_precision_before_it_runs(monkeypatch, solver):
+    """sigma2 = 1e-300: the prior's weight sigma2 tau is 1e-300 times max |X^T y|, so the data term's rounding
+    hides it and every solver returns an interpolant that is not the MAP (the coordinate descent's duality gap
+    overflowed); refused before any solver runs, naming the problem and the fix."""
+    from bayeszoo.inference.slm import map as slm_map
+
+    for name in ("_cd", "_fista", "_admm", "_lbfgs"):
+        monkeypatch.setattr(slm_map, name, lambda *a, **k: (_ for _ in ()).throw(AssertionError("a solver ran")))
+    with pytest.raises(ValueError, match=r"SLM backend 'map'.*sigma2 \* tau = 2e-300 is [0-9.e+]+ times smaller than "
+                                         r"max \|X\^T y\|, below double precision.*give the measurement noise's"):
+        bz.fit(SLM(tau=2.0, sigma2=1e-300), _signal(), "map", solver=solver, progress=False)
+    with pytest.raises(ValueError, match=r"below double precision"):
+        bz.fit(SLM(potential="student", tau=2.0, sigma2=1e-300), _signal(), "map", progress=False)
+    # within double precision the check lets the problem through (1e-12 * 2 against max |X^T y| of about 1)
+    assert slm_map._prior_weight_ratio(SLM(tau=2.0, sigma2=1e-12), _signal()) < slm_map.LARGEST_WEIGHT_RATIO
+
+
 @pytest.mark.parametrize("n,m,seed", [(40, 25, 0), (30, 60, 1)])
 def test_map_cd_agrees_with_sklearn_lasso(n, m, seed):
     """Coordinate descent reaches scikit-learn's Lasso optimum: Lasso minimises ||y - X w||^2 / (2 m) + alpha
