@@ -485,28 +485,26 @@ class PMKL(Model):
         L, means = self._latent_blocks(fit, data.X, fit.n_chains * fit.n_draws)
         out = np.empty((L, data.n))
         for a in range(0, L, block):
-            lp = probit.log_class_probs(means(a, a + block))
-            out[a:a + block] = np.take_along_axis(lp, y[None, :, None], axis=2)[..., 0]
+            out[a:a + block] = probit.log_class_prob(means(a, a + block), y[None, :])
         return out
 
     def _log_likelihood_block(self, data: Dataset) -> int:
-        """Draws per block of :meth:`log_likelihood`: its latent means and their class log probabilities (two
-        draws x objects x classes arrays) under ``probit.CHUNK_BYTES``."""
-        return max(1, probit.CHUNK_BYTES // (2 * 8 * data.n * self.n_classes(data)))
+        """Draws per block of :meth:`log_likelihood`: its latent means (draws x objects x classes) under
+        ``probit.CHUNK_BYTES``."""
+        return max(1, probit.CHUNK_BYTES // (8 * data.n * self.n_classes(data)))
 
     def log_likelihood_memory(self, data: Dataset, n_draws: int) -> dict[str, int]:
-        """The result (draws x objects) and one block's working set: its latent means and class log
-        probabilities, the per-draw products of ``kernels.latent_means`` and the quadrature's temporaries, each
-        under ``probit.CHUNK_BYTES``. The base kernels it rebuilds take the room of the backend's own N x N
+        """The result (draws x objects) and one block's working set: its latent means, the per-draw products of
+        ``kernels.latent_means`` and the quadrature's temporaries, each under ``probit.CHUNK_BYTES``. The base kernels it rebuilds take the room of the backend's own N x N
         matrices, which its declaration counts and which are past their peak by then."""
         N, C, S = data.n, self.n_classes(data), len(self.source_list(data))
         block = min(int(n_draws), self._log_likelihood_block(data))
         per_draw = S * N * C if self.rule in ("mean", "convex", "binary") else N * N     # latent_means' products
         products = min(block, max(1, probit.CHUNK_BYTES // (8 * per_draw))) * per_draw
-        nodes = probit.GH_NODES * C * C
+        nodes = probit.GH_NODES * C       # the true class's probability only (probit.log_class_prob)
         quadrature = min(block * N, probit.chunk_rows(nodes)) * probit.QUADRATURE_COPIES * nodes
         return {f"pointwise log likelihood ({int(n_draws):,} draws x {N:,} objects)": 8 * int(n_draws) * N,
-                f"its working set, one block of {block:,} draws": 8 * (2 * block * N * C + products + quadrature)}
+                f"its working set, one block of {block:,} draws": 8 * (block * N * C + products + quadrature)}
 
     def predict(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
         """Predictive class probabilities (n_new, C) (eq. 3.26), over at most ``max_draws`` evenly spaced draws."""

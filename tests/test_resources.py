@@ -68,9 +68,9 @@ def test_pmkl_estimate_counts_one_kernel_per_source_and_one_factor_per_class():
     data = bz.datasets.load("mkl_sources", n=12, n_test=12, seed=0)
     need = need_of(bz.models.PMKL(rule="mean"), data, "em", draws=1, chains=1)
     N, S, C = 12, 3, 3
-    # and the pointwise log likelihood: its result, one draw's latent means and class log probabilities, its
-    # per-source means and the quadrature's 3 arrays of N x 20 nodes x C x C
-    pointwise = 8 * (N + 2 * N * C + S * N * C + 3 * N * 20 * C * C)
+    # and the pointwise log likelihood: its result, one draw's latent means, its per-source means and the
+    # quadrature's 3 arrays of N x 20 nodes x C (the true class's probability only)
+    pointwise = 8 * (N + N * C + S * N * C + 3 * N * 20 * C)
     assert need.total == 8 * N * N * (S + C + 9.5) + 75 * 8 * DRAW_COPIES + pointwise
 
 

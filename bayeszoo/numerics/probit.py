@@ -41,6 +41,25 @@ def log_class_probs(M, nu=None, n_nodes: int = GH_NODES, max_bytes: int | None =
     return out.reshape(M.shape)
 
 
+def log_class_prob(M, labels, n_nodes: int = GH_NODES, max_bytes: int | None = None) -> np.ndarray:
+    """log P(t = t_n | m_n) of the given class of each row (eq. 3.11): :func:`log_class_probs` of that class
+    alone, a C-th of its work and memory. ``M`` (..., C), ``labels`` integers broadcasting against ``M[..., 0]``."""
+    M = np.asarray(M, dtype=float)
+    C = M.shape[-1]
+    labels = np.broadcast_to(np.asarray(labels, dtype=int), M.shape[:-1]).reshape(-1)
+    rows = M.reshape(-1, C)
+    u, logw = gh_rule(n_nodes)
+    step = chunk_rows(int(n_nodes) * C, max_bytes)
+    out = np.empty(rows.shape[0])
+    for a in range(0, rows.shape[0], step):
+        m, t = rows[a:a + step], labels[a:a + step]
+        m_t = np.take_along_axis(m, t[:, None], axis=1)                                   # (r, 1)
+        lp = log_ndtr(u[:, None] + (m_t - m)[:, None, :])                                 # (r, K, j)
+        lp = np.where(np.arange(C) == t[:, None, None], 0.0, lp).sum(-1)                  # (r, K)
+        out[a:a + step] = logsumexp(lp[..., None] + logw[:, None], axis=-2)[..., 0]
+    return out.reshape(M.shape[:-1])
+
+
 def chunk_rows(values_per_row: int, max_bytes: int | None = None) -> int:
     """Rows per chunk of a quadrature that holds ``values_per_row`` float64 values per row in each of its
     :data:`QUADRATURE_COPIES` temporaries, so that they stay under ``max_bytes`` (:data:`CHUNK_BYTES`; at least
