@@ -494,12 +494,13 @@ class PMKL(Model):
         return max(1, probit.CHUNK_BYTES // (8 * data.n * self.n_classes(data)))
 
     def log_likelihood_memory(self, data: Dataset, n_draws: int) -> dict[str, int]:
-        """The result (draws x objects) and one block's working set: its latent means, the per-draw products of
-        ``kernels.latent_means`` and the quadrature's temporaries, each under ``probit.CHUNK_BYTES``. The base kernels it rebuilds take the room of the backend's own N x N
-        matrices, which its declaration counts and which are past their peak by then."""
-        N, C, S = data.n, self.n_classes(data), len(self.source_list(data))
+        """The result (draws x objects) and one block's working set: its latent means, the per-draw arrays of
+        ``kernels.latent_means`` and the quadrature's temporaries, each under ``probit.CHUNK_BYTES``. The base
+        kernels it rebuilds take the room of the backend's own N x N matrices, which its declaration counts and
+        which are past their peak by then."""
+        N, C = data.n, self.n_classes(data)
         block = min(int(n_draws), self._log_likelihood_block(data))
-        per_draw = S * N * C if self.rule in ("mean", "convex", "binary") else N * N     # latent_means' products
+        per_draw = 3 * N * C if self.rule in ("mean", "convex", "binary") else N * N     # latent_means' arrays
         products = min(block, max(1, probit.CHUNK_BYTES // (8 * per_draw))) * per_draw
         nodes = probit.GH_NODES * C       # the true class's probability only (probit.log_class_prob)
         quadrature = min(block * N, probit.chunk_rows(nodes)) * probit.QUADRATURE_COPIES * nodes

@@ -68,9 +68,9 @@ def test_pmkl_estimate_counts_one_kernel_per_source_and_one_factor_per_class():
     data = bz.datasets.load("mkl_sources", n=12, n_test=12, seed=0)
     need = need_of(bz.models.PMKL(rule="mean"), data, "em", draws=1, chains=1)
     N, S, C = 12, 3, 3
-    # and the pointwise log likelihood: its result, one draw's latent means, its per-source means and the
-    # quadrature's 3 arrays of N x 20 nodes x C (the true class's probability only)
-    pointwise = 8 * (N + N * C + S * N * C + 3 * N * 20 * C)
+    # and the pointwise log likelihood: its result, one draw's latent means, the 3 N x C arrays that make them and
+    # the quadrature's 3 arrays of N x 20 nodes x C (the true class's probability only)
+    pointwise = 8 * (N + N * C + 3 * N * C + 3 * N * 20 * C)
     assert need.total == 8 * N * N * (S + C + 9.5) + 75 * 8 * DRAW_COPIES + pointwise
 
 
@@ -326,9 +326,10 @@ def test_sbc_of_an_rvm_on_30000_points_is_refused_before_it_simulates(monkeypatc
     data = bz.datasets.load("sinc", n=30_000, n_test=10, seed=0)
     tracemalloc.start()
     try:
-        with pytest.raises(ValueError, match=r"sbc \(RVM backend 'gibbs'\): the simulations and fits would need about "
-                                             r"8\d.\d GiB of memory \(the prior predictive's design matrix Phi \(30,000 "
-                                             r"x 30,001\), 7 copies: 46.9 GiB.*more than the 32 GiB.*random subset"):
+        with pytest.raises(ValueError, match=r"sbc \(RVM backend 'gibbs'\): the simulations and fits would need "
+                                             r"about 8\d.\d GiB of memory \(the prior predictive's design matrix Phi "
+                                             r"\(30,000 x 30,001\), 7 copies: 46.9 GiB.*more than the 32 GiB.*random "
+                                             r"subset"):
             bz.sbc(bz.models.RVM(width=3.0), "gibbs", data, n_simulations=20, draws=100, chains=1, progress=False)
         peak = tracemalloc.get_traced_memory()[1]
     finally:
