@@ -1,7 +1,7 @@
 """The memory guard: what a fit will hold, estimated from the problem before anything is allocated, against the
 memory this process may still take; a fit that would not fit is refused with a ValueError saying what to do.
 
-An estimate is a :class:`Need`: named parts in bytes and advice. Two kinds of parts add up:
+An estimate is a :class:`Need`: named parts in bytes and advice. These parts add up:
 
 * the **stored draws**, the same for every backend: chains x draws x the values of one draw of the model's
   canonical variables (``model.var_dims`` / ``model.coords``), 8 bytes each, counted :data:`DRAW_COPIES` times
@@ -10,12 +10,15 @@ An estimate is a :class:`Need`: named parts in bytes and advice. Two kinds of pa
   a covariance), declared with the backend (``register(..., memory=...)``, a function ``(model, data, options)
   -> Need``) and counted from its code path. A backend that works with operators declares its vectors, or
   nothing.
+* the **pointwise log likelihood** computed as the Fit is built, where it holds more than a few arrays of draws x
+  observations: ``model.log_likelihood_memory(data, n_draws)`` (PMKL's quadrature, in blocks).
 
 :func:`check_fit` adds them up and compares the sum with :func:`memory_limit`: the environment variable
 ``BAYESZOO_MEMORY_LIMIT`` when it is set (e.g. ``"8GiB"``, ``"500MB"``, a number of bytes), otherwise the least of
 the physical memory available now (``MemAvailable`` of ``/proc/meminfo``; elsewhere psutil's ``available`` when it
 is installed, or ``os.sysconf``), what is left under the process's cgroup memory limit and what is left under its
-address-space and data limits (``ulimit -v`` / ``-d``). ``bz.fit`` calls it once, before the backend runs.
+address-space and data limits (``ulimit -v`` / ``-d``). ``bz.fit`` calls it once, before the backend runs;
+``bz.sbc`` runs :func:`check` on its simulations and, run in the same process, one fit's :func:`fit_need`.
 """
 from __future__ import annotations
 
