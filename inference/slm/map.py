@@ -63,8 +63,8 @@ CD_FIRST_WORKING_SET = 64     # coordinates of the first working set (celer's p0
 CD_SWEEPS_PER_CHECK = 5       # sweeps between two duality-gap evaluations of a working set
 CD_POLISH_BELOW = 1e-3        # relative gap of the working set below which settled signs are worth a solve
 CD_STEADY_CHECKS = 1          # gap evaluations with unchanged signs before that solve
-#: the largest max |X^T y| / (sigma2 tau) the backend takes: beyond 1 / eps the prior's weight is below the
-#: rounding of the data term (a sigma2 far below the noise)
+#: the largest max |X^T y| / (sigma2 tau) the backend takes with fewer measurements than unknowns: beyond
+#: 1 / eps the prior's weight is below the rounding of the data term (a sigma2 far below the noise)
 LARGEST_WEIGHT_RATIO = 1.0 / np.finfo(float).eps
 FISTA_STEP = 1.3              # greedy FISTA's step, in units of 1 / L (Liang, Luo & Schoenlieb 2022: in [1, 2))
 FISTA_SHRINK = 0.96           # its safeguard's factor on the step when a move outgrows the first one
@@ -75,14 +75,17 @@ POLISH_MAX_SUPPORT = 1000     # most coordinates of a polish's working set (each
 
 def _check(options, model, data):
     choose_solver(model, data, options["solver"])     # a solver that does not fit the potential, B or X
-    ratio = _prior_weight_ratio(model, data)
+    # with fewer measurements than unknowns only the prior fixes u along X's null space: below double precision
+    # against the data term it vanishes, and every solver returns some interpolant instead of the MAP (with a full
+    # column rank X the MAP is the least-squares solution then, which they find)
+    ratio = _prior_weight_ratio(model, data) if data.n < data.d else 0.0
     if ratio > LARGEST_WEIGHT_RATIO:
         weight = model.sigma2 * _smallest_tau(model)
-        raise ValueError(f"{owner('slm', 'map')}: the MAP weighs the potentials (scale tau) against "
-                         f"||y - X u||^2 / (2 sigma2), and sigma2 * tau = {weight:.3g} is {ratio:.2g} times smaller "
-                         f"than max |X^T y|, below double precision: the prior vanishes against the data term, so no "
-                         f"solver can find the MAP. sigma2 is the noise variance on the scale of y: give the "
-                         f"measurement noise's; the noiseless limit (min |B u|_1 subject to X u = y) is a linear "
+        raise ValueError(f"{owner('slm', 'map')}: with {data.n} measurements of {data.d} unknowns the prior alone "
+                         f"fixes u along X's null space, and its weight sigma2 * tau = {weight:.3g} is {ratio:.2g} "
+                         f"times smaller than max |X^T y|, below double precision: it vanishes against the data "
+                         f"term, so no solver can find the MAP. sigma2 is the noise variance on the scale of y: give "
+                         f"the measurement noise's; the noiseless limit (min |B u|_1 subject to X u = y) is a linear "
                          f"program, not a MAP of this model")
     return options
 
