@@ -572,5 +572,6 @@ def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10
                     results.setdefault(key, []).append(value)
                 results.setdefault("seconds", []).append(result.seconds)
                 results.setdefault("seed", []).append(fold_seed)
+                del result   # freed before the next fold's fit, whose memory guard counts one fit at a time
                 bar.update()
     return {k: np.asarray(v) for k, v in results.items()}

@@ -1,7 +1,7 @@
 """The memory guard: what a fit will hold, estimated from the problem before anything is allocated, against the
 memory this process may still take; a fit that would not fit is refused with a ValueError saying what to do.
 
-An estimate is a :class:`Need`: named parts in bytes and advice. Two kinds of parts add up:
+An estimate is a :class:`Need`: named parts in bytes and advice. These parts add up:
 
 * the **stored draws**, the same for every backend: chains x draws x the values of one draw of the model's
   canonical variables (``model.var_dims`` / ``model.coords``), 8 bytes each, counted :data:`DRAW_COPIES` times
@@ -10,12 +10,15 @@ An estimate is a :class:`Need`: named parts in bytes and advice. Two kinds of pa
   a covariance), declared with the backend (``register(..., memory=...)``, a function ``(model, data, options)
   -> Need``) and counted from its code path. A backend that works with operators declares its vectors, or
   nothing.
+* the **pointwise log likelihood** computed as the Fit is built, where it holds more than a few arrays of draws x
+  observations: ``model.log_likelihood_memory(data, n_draws)`` (PMKL's quadrature, in blocks).
 
 :func:`check_fit` adds them up and compares the sum with :func:`memory_limit`: the environment variable
 ``BAYESZOO_MEMORY_LIMIT`` when it is set (e.g. ``"8GiB"``, ``"500MB"``, a number of bytes), otherwise the least of
 the physical memory available now (``MemAvailable`` of ``/proc/meminfo``; elsewhere psutil's ``available`` when it
 is installed, or ``os.sysconf``), what is left under the process's cgroup memory limit and what is left under its
-address-space and data limits (``ulimit -v`` / ``-d``). ``bz.fit`` calls it once, before the backend runs.
+address-space and data limits (``ulimit -v`` / ``-d``). ``bz.fit`` calls it once, before the backend runs;
+``bz.sbc`` runs :func:`check` on its simulations and, run in the same process, one fit's :func:`fit_need`.
 """
 from __future__ import annotations
 
@@ -214,14 +217,17 @@ def fit_need(backend, model, data, *, draws: int, chains: int, options: dict) ->
     held = {1: "once", 2: "twice"}.get(DRAW_COPIES, f"{DRAW_COPIES} times")
     label = (f"stored draws ({chains:,} chains x {draws:,} draws x {values:,} values, held {held} while the fit "
              f"is built)")
-    return Need({**working.parts, label: draws_bytes(values, draws, chains)}, working.advice)
+    # the pointwise log likelihood is computed as the fit is built, on top of the stored draws
+    pointwise = model.log_likelihood_memory(data, int(chains) * int(draws))
+    return Need({**working.parts, label: draws_bytes(values, draws, chains), **pointwise}, working.advice)
 
 
 def check(owner: str, need: Need, *, limit: Limit | None = None, draws: int | None = None,
-          chains: int | None = None, values: int | None = None, thin: bool = False) -> None:
+          chains: int | None = None, values: int | None = None, thin: bool = False, what: str = "this fit") -> None:
     """A ValueError when ``need`` exceeds ``limit`` (:func:`memory_limit` when None), naming the estimate, its
     largest parts, the limit and what to do. With ``draws``, ``chains`` and ``values`` (one draw's values) it also
-    says how many draws would fit; ``thin``: the backend keeps every thin-th sweep."""
+    says how many draws would fit; ``thin``: the backend keeps every thin-th sweep. ``what`` names the work
+    ("this fit", or the simulations and fits of a loop of fits)."""
     limit = memory_limit() if limit is None else limit
     total = need.total
     if total <= limit.bytes:
@@ -250,7 +256,7 @@ def check(owner: str, need: Need, *, limit: Limit | None = None, draws: int | No
         todo.append(need.advice)
     todo.append("run it on a machine with more memory (bz.compare(..., executor=dask_client) runs it on a Dask "
                 "cluster's worker)")
-    raise ValueError(f"{owner}: this fit would need about {size_text(total)} of memory ({shown}), more than the "
+    raise ValueError(f"{owner}: {what} would need about {size_text(total)} of memory ({shown}), more than the "
                      f"{size_text(limit.bytes)} this process may take ({limit.source}). To fit it: "
                      f"{'; or '.join(todo)}. {LIMIT_VARIABLE} sets another limit.")
 

@@ -23,7 +23,7 @@ from concurrent.futures import as_completed
 import numpy as np
 import pandas as pd
 
-from bayeszoo import checks, registry
+from bayeszoo import checks, registry, resources
 from bayeszoo.api import _executor
 from bayeszoo.api import fit as run_fit
 from bayeszoo.datasets import Dataset
@@ -115,7 +115,7 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
     ci_prob = checks.probability(WHO, "ci_prob", ci_prob)
     seed = checks.seed(WHO, "seed", seed)
     checks.flag(WHO, "progress", progress)
-    spec.resolve(options, model, data)
+    opts = spec.resolve(options, model, data)
     names = _variables(model, data, variables)
     try:
         executor = _executor(executor)
@@ -123,6 +123,13 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
         raise ValueError(f"{WHO}: executor must be a concurrent.futures.Executor (e.g. ProcessPoolExecutor) or a "
                          f"Dask distributed.Client, or None to run the fits here; got "
                          f"{type(executor).__name__}") from None
+    # the simulations (and the fits, when they run here) against the machine's memory, before anything is built
+    counts = {k: v if v is not None else spec.harness_defaults(model, data)[k]
+              for k, v in (("draws", draws), ("chains", chains))}
+    need = memory_need(model, data, spec, opts, n_simulations=n, **counts, here=executor is None)
+    resources.check(f"{WHO} ({spec.owner})", need, what="the simulations and fits",
+                    values=resources.values_per_draw(model, data) if executor is None else None,
+                    thin="thin" in spec.options, **counts)
     seed = checks.fresh_seed() if seed is None else seed
 
     if own:   # each simulation is the model rebuilt around its observations, which carries its own data
@@ -165,6 +172,29 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
         errors={i: outcomes[i]["error"] for i in sorted(outcomes) if "error" in outcomes[i]},
         ess_min=ess_min if spec.kind == "mcmc" and thin is None else None,
         seconds=time.perf_counter() - start)
+
+
+def memory_need(model, data: Dataset, spec, options: dict, *, n_simulations: int, draws: int, chains: int,
+                here: bool) -> resources.Need:
+    """What a run of :func:`sbc` holds in this process (``bayeszoo.resources``): the dense arrays of the declaration
+    that simulates (NumPyro's, or a model of one's own in its library, in that library's copies), the simulated
+    parameters and observations (as drawn and as kept), and, when the fits run ``here`` (no executor), one fit's
+    need as ``bz.fit`` counts it; on an executor each worker's ``bz.fit`` guards its own fits."""
+    from bayeszoo.inference.generic import JAX_COPIES, PYMC_COPIES
+
+    copies = PYMC_COPIES if isinstance(model, UserModel) and model.library == "pymc" else JAX_COPIES
+    parts = {f"the prior predictive's {what}, {copies} copies": copies * size
+             for what, size in model.declaration_memory(data).items()}
+    values, observed = resources.values_per_draw(model, data), int(np.size(data.y))
+    parts[f"{n_simulations:,} simulations of {values:,} parameters and {observed:,} observations, drawn and kept"] = \
+        2 * resources.BYTES_PER_VALUE * n_simulations * (values + observed)
+    advice = ("calibrate on a random subset of the data's points (data.subset): a small problem shows a backend's "
+              "calibration as well")
+    if here:
+        fit = resources.fit_need(spec, model, data, draws=draws, chains=chains, options=options)
+        parts.update(fit.parts)
+        advice = f"{advice}; {fit.advice}" if fit.advice else advice
+    return resources.Need(parts, advice)
 
 
 def _variables(model, data, variables) -> list[str]:

@@ -98,6 +98,12 @@ class Model:
         Empty for a family whose declarations hold nothing that grows faster than the data."""
         return {}
 
+    def log_likelihood_memory(self, data: Dataset, n_draws: int) -> dict[str, int]:
+        """What computing :meth:`log_likelihood` of ``n_draws`` draws holds beyond the stored draws, as {what:
+        bytes}: counted by the memory guard (``bayeszoo.resources``) where it is more than a few arrays of draws x
+        observations. Empty by default."""
+        return {}
+
     def declaration_problem(self, library: str) -> str | None:
         """Why this model's declaration in ``library`` (``"pymc"`` or ``"numpyro"``) cannot be sampled, or None
         when it can, judged from the model's options alone (the data may still be refused by ``validate``).

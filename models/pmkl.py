@@ -444,18 +444,29 @@ class PMKL(Model):
     def latent_draws(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
         """m = W^T k* for every (thinned) draw, with k* built from that draw's beta and, when the kernel
         parameters are inferred, that draw's theta (3.26; digest §3.3): (L, n_new, C)."""
+        checks.positive("PMKL", "max_draws", max_draws, integer=True)
+        return self._latent_blocks(fit, X_new, max_draws)[1](0, max_draws)
+
+    def _latent_blocks(self, fit, X_new, max_draws: int):
+        """(the number L of draws used, ``means(a, b)``: the latent means (b - a, n_new, C) of draws a to b),
+        so that a caller can go through the draws in blocks; the base kernels at fixed parameters are built once."""
         self.check_fit(fit)
         X_new = self.check_inputs(fit, X_new)
-        checks.positive("PMKL", "max_draws", max_draws, integer=True)
         sources, X = self._fit_sources(fit)
         W, beta = self._draws(fit, "W", max_draws), self._draws(fit, "beta", max_draws)
         if "theta" not in fit.idata.posterior:
             Ks = check_kernel_size(sources, kernels.base_grams(sources, X, X_new), "X_new")
-            return kernels.latent_means(Ks, W, beta, self.rule)
+            return W.shape[0], lambda a, b: kernels.latent_means(Ks, W[a:b], beta[a:b], self.rule)
         theta = self._draws(fit, "theta", max_draws)
-        return np.stack([kernels.latent_means(check_kernel_size(sources, kernels.base_grams(sources, X, X_new, theta[l]),
-                                                                "X_new"), W[l:l + 1], beta[l:l + 1], self.rule)[0]
-                         for l in range(W.shape[0])])
+
+        def means(a, b):
+            out = np.empty((len(W[a:b]), len(X_new), W.shape[2]))
+            for i, l in enumerate(range(a, min(b, W.shape[0]))):
+                Ks = check_kernel_size(sources, kernels.base_grams(sources, X, X_new, theta[l]), "X_new")
+                out[i] = kernels.latent_means(Ks, W[l:l + 1], beta[l:l + 1], self.rule)[0]
+            return out
+
+        return W.shape[0], means
 
     def log_predict_all(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
         """log P(t* = i | x*) for every class (n_new, C): eq. 3.26, the quadrature of eq. 3.11 averaged over
@@ -467,9 +478,34 @@ class PMKL(Model):
 
     def log_likelihood(self, fit, data: Dataset) -> np.ndarray:
         """log P(t_n | W, beta, theta) of every training object at every draw: the quadrature of eq. 3.11 at the
-        draw's latent means."""
-        lp = probit.log_class_probs(self.latent_draws(fit, data.X, max_draws=fit.n_chains * fit.n_draws))
-        return np.take_along_axis(lp, data.y.astype(int)[None, :, None], axis=2)[..., 0]
+        draw's latent means. The draws go through in blocks whose latent means and class log probabilities stay
+        under ``probit.CHUNK_BYTES``, so the step holds the result (draws x objects) and a bounded working set."""
+        y = data.y.astype(int)
+        block = self._log_likelihood_block(data)
+        L, means = self._latent_blocks(fit, data.X, fit.n_chains * fit.n_draws)
+        out = np.empty((L, data.n))
+        for a in range(0, L, block):
+            out[a:a + block] = probit.log_class_prob(means(a, a + block), y[None, :])
+        return out
+
+    def _log_likelihood_block(self, data: Dataset) -> int:
+        """Draws per block of :meth:`log_likelihood`: its latent means (draws x objects x classes) under
+        ``probit.CHUNK_BYTES``."""
+        return max(1, probit.CHUNK_BYTES // (8 * data.n * self.n_classes(data)))
+
+    def log_likelihood_memory(self, data: Dataset, n_draws: int) -> dict[str, int]:
+        """The result (draws x objects) and one block's working set: its latent means, the per-draw arrays of
+        ``kernels.latent_means`` and the quadrature's temporaries, each under ``probit.CHUNK_BYTES``. The base
+        kernels it rebuilds take the room of the backend's own N x N matrices, which its declaration counts and
+        which are past their peak by then."""
+        N, C = data.n, self.n_classes(data)
+        block = min(int(n_draws), self._log_likelihood_block(data))
+        per_draw = 3 * N * C if self.rule in ("mean", "convex", "binary") else N * N     # latent_means' arrays
+        products = min(block, max(1, probit.CHUNK_BYTES // (8 * per_draw))) * per_draw
+        nodes = probit.GH_NODES * C       # the true class's probability only (probit.log_class_prob)
+        quadrature = min(block * N, probit.chunk_rows(nodes)) * probit.QUADRATURE_COPIES * nodes
+        return {f"pointwise log likelihood ({int(n_draws):,} draws x {N:,} objects)": 8 * int(n_draws) * N,
+                f"its working set, one block of {block:,} draws": 8 * (block * N * C + products + quadrature)}
 
     def predict(self, fit, X_new, max_draws: int = MAX_PREDICT_DRAWS) -> np.ndarray:
         """Predictive class probabilities (n_new, C) (eq. 3.26), over at most ``max_draws`` evenly spaced draws."""

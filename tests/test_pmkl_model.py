@@ -432,3 +432,65 @@ def test_bad_precomputed_kernels_are_rejected():
     data = bz.datasets.Dataset(X=np.array([[0.0], [1.0], [2.0], [7.0]]), y=np.array([0.0, 1.0, 0.0, 1.0]))
     with pytest.raises(ValueError, match="object indices"):
         bz.fit(model, data, "vb")
+
+
+# ------------------------------------------------------------------------------ the log likelihood in blocks
+def _unblocked_log_likelihood(model, fit, data):
+    """The pointwise log likelihood all at once: every draw's per-source means, then the quadrature over every
+    (draw, object) row in one array, as it was computed before it went in blocks."""
+    from bayeszoo.numerics import probit
+    from bayeszoo.numerics.kernels import base_grams
+
+    sources, X = model._fit_sources(fit)
+    W, beta = model._draws(fit, "W", 10**9), model._draws(fit, "beta", 10**9)
+    M = np.einsum("ls,lsmc->lmc", beta, np.einsum("snm,lnc->lsmc", base_grams(sources, X, data.X), W))
+    lp = probit._log_class_probs(M.reshape(-1, M.shape[-1]), None, probit.GH_NODES).reshape(M.shape)
+    return np.take_along_axis(lp, data.y.astype(int)[None, :, None], axis=2)[..., 0]
+
+
+@pytest.mark.parametrize("chunk_bytes", [10**9, 500])
+def test_log_likelihood_in_blocks_equals_the_computation_all_at_once(monkeypatch, chunk_bytes):
+    """500 bytes a chunk: blocks of one draw, quadrature chunks of one row; every value as it was, and the true
+    class's quadrature equal to that class's column of every class's."""
+    from bayeszoo.numerics import probit
+
+    data = tiny(n=15, C=3)
+    model = bz.models.PMKL(rule="convex")
+    with bz.results.without_log_likelihood():
+        fit = bz.fit(model, data, "em", draws=40, chains=2, seed=1, progress=False, max_iter=5)
+    expected = _unblocked_log_likelihood(model, fit, data)
+    monkeypatch.setattr(probit, "CHUNK_BYTES", chunk_bytes)
+    if chunk_bytes < 10**6:
+        assert model._log_likelihood_block(data) == 1 and probit.chunk_rows(20 * 3) == 1
+    got = model.log_likelihood(fit, data)
+    assert got.shape == (80, 15) and np.all(got < 0)
+    # the true class's quadrature alone sums its 20 nodes in another order: log P near 0 differs by rounding
+    np.testing.assert_allclose(got, expected, rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(np.exp(got), np.exp(expected), rtol=1e-12, atol=0)
+
+
+def test_log_likelihood_peak_is_bounded_by_its_declared_estimate():
+    """1,500 draws on 100 objects of 3 classes: all at once the quadrature held 3 arrays of 1,500 x 100 x 20 x 3 x 3
+    values (618 MiB); in blocks the step holds its result and one block, as ``log_likelihood_memory`` counts."""
+    import tracemalloc
+
+    from bayeszoo import resources
+
+    data = bz.datasets.load("mkl_sources", n=100, n_test=10, seed=0)
+    model = bz.models.PMKL(rule="mean")
+    with bz.results.without_log_likelihood():
+        fit = bz.fit(model, data, "em", draws=1500, chains=1, seed=0, progress=False, max_iter=3)
+    declared = sum(model.log_likelihood_memory(data, 1500).values())
+    all_at_once = 3 * 8 * 1500 * 100 * 20 * 3 * 3
+    tracemalloc.start()
+    try:
+        base = tracemalloc.get_traced_memory()[0]
+        values = model.log_likelihood(fit, data)
+        peak = tracemalloc.get_traced_memory()[1] - base
+    finally:
+        tracemalloc.stop()
+    assert values.shape == (1500, 100)
+    # the estimate counts the base kernels as the backend's; the step's own arrays are within it
+    kernels = 8 * 100 * 100 * len(model.source_list(data))
+    assert peak <= 1.2 * declared + kernels, (resources.size_text(peak), resources.size_text(declared))
+    assert peak < all_at_once / 20

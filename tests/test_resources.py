@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import gc
+import importlib
 import os
 import tracemalloc
 
@@ -75,7 +76,10 @@ def test_pmkl_estimate_counts_one_kernel_per_source_and_one_factor_per_class():
     data = bz.datasets.load("mkl_sources", n=12, n_test=12, seed=0)
     need = need_of(bz.models.PMKL(rule="mean"), data, "em", draws=1, chains=1)
     N, S, C = 12, 3, 3
-    assert need.total == 8 * N * N * (S + C + 9.5) + 75 * 8 * DRAW_COPIES
+    # and the pointwise log likelihood: its result, one draw's latent means, the 3 N x C arrays that make them and
+    # the quadrature's 3 arrays of N x 20 nodes x C (the true class's probability only)
+    pointwise = 8 * (N + N * C + 3 * N * C + 3 * N * 20 * C)
+    assert need.total == 8 * N * N * (S + C + 9.5) + 75 * 8 * DRAW_COPIES + pointwise
 
 
 def test_slm_estimates_follow_the_solver():
@@ -312,3 +316,80 @@ def test_the_estimate_tracks_the_measured_peak(family, backend, options):
     finally:
         tracemalloc.stop()
     assert 0.9 <= need.total / peak <= 1.8, (need.parts, peak)
+
+
+# ------------------------------------------------------------------------------------------------ loops of fits
+def test_sbc_of_an_rvm_on_30000_points_is_refused_before_it_simulates(monkeypatch):
+    """The prior predictive builds the 30,000 x 30,001 design (6.7 GiB) in NumPy and again inside JAX: refused at
+    once, naming the size and what to do, with a limit given so that the refusal does not depend on the machine."""
+    sbc_module = importlib.import_module("bayeszoo.sbc")
+
+    def never(*args, **kwargs):
+        raise AssertionError("the simulations were drawn")
+
+    monkeypatch.setattr(sbc_module, "prior_predictive", never)
+    monkeypatch.setenv(LIMIT_VARIABLE, "32GiB")
+    data = bz.datasets.load("sinc", n=30_000, n_test=10, seed=0)
+    tracemalloc.start()
+    try:
+        with pytest.raises(ValueError, match=r"sbc \(RVM backend 'gibbs'\): the simulations and fits would need "
+                                             r"about 8\d.\d GiB of memory \(the prior predictive's design matrix Phi "
+                                             r"\(30,000 x 30,001\), 7 copies: 46.9 GiB.*more than the 32 GiB.*random "
+                                             r"subset"):
+            bz.sbc(bz.models.RVM(width=3.0), "gibbs", data, n_simulations=20, draws=100, chains=1, progress=False)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 50 * 2**20
+
+
+def test_sbc_counts_its_fits_and_simulations_within_the_limit(sinc, monkeypatch):
+    """A small problem passes the guard; with the limit below one fit's stored draws it is refused before any
+    simulation, as bz.fit would refuse that fit, and the refusal says how many draws fit."""
+    sbc_module = importlib.import_module("bayeszoo.sbc")
+
+    model = bz.models.RVM(width=3.0)
+    spec = registry.get(model, "gibbs")
+    need = sbc_module.memory_need(model, sinc, spec, spec.resolve({}, model, sinc), n_simulations=30, draws=10**6,
+                                  chains=1, here=True)
+    values = resources.values_per_draw(model, sinc)
+    stored = resources.draws_bytes(values, 10**6, 1)
+    assert stored in need.parts.values()
+    simulated = 8 * 30 * (values + sinc.n) * 2
+    assert need.total == sum(need_of(model, sinc, "gibbs", draws=10**6, chains=1).parts.values()) + simulated + \
+        8 * 7 * sinc.n * (sinc.n + 1)
+    # on an executor the fits are the workers' (bz.fit guards each there): only the simulations are held here
+    away = sbc_module.memory_need(model, sinc, spec, spec.resolve({}, model, sinc), n_simulations=30, draws=10**6,
+                                  chains=1, here=False)
+    assert away.total == simulated + 8 * 7 * sinc.n * (sinc.n + 1)
+    monkeypatch.setattr(sbc_module, "prior_predictive", lambda *a, **k: (_ for _ in ()).throw(AssertionError("ran")))
+    monkeypatch.setenv(LIMIT_VARIABLE, "100MB")
+    with pytest.raises(ValueError, match=r"sbc \(RVM backend 'gibbs'\).*at most [0-9,]+ draws of 1 chains fit"):
+        bz.sbc(model, "gibbs", sinc, n_simulations=30, draws=10**6, chains=1, progress=False)
+
+
+def test_cross_validate_holds_one_fold_fit_at_a_time(sinc, monkeypatch):
+    """Each fold's bz.fit is guarded for one fit: the previous fold's Fit (its draws) must be gone when the next
+    one starts, or the loop holds two fits' draws where the guard counted one."""
+    import weakref
+
+    from bayeszoo import api
+
+    fit, alive = api.fit, []
+
+    def tracked(*args, **kwargs):
+        gc.collect()
+        alive.append(sum(ref() is not None for ref in refs))
+        result = fit(*args, **kwargs)
+        refs.append(weakref.ref(result))
+        return result
+
+    refs = []
+    monkeypatch.setattr(api, "fit", tracked)
+    scores = bz.cross_validate(bz.models.RVM(width=3.0), sinc, "em", folds=4, draws=50, chains=1, progress=False)
+    assert len(scores["seed"]) == 4 and alive == [0, 0, 0, 0]
+    # and a fold that does not fit is refused before its backend runs, as bz.fit refuses it
+    monkeypatch.setenv(LIMIT_VARIABLE, "100kB")
+    with pytest.raises(ValueError, match=r"RVM backend 'em': this fit would need"):
+        bz.cross_validate(bz.models.RVM(width=3.0), sinc, "em", folds=4, draws=10**4, chains=1, progress=False)
+    assert len(refs) == 4

@@ -272,3 +272,74 @@ def test_default_classifier_is_as_good_as_svc_on_breast_cancer():
     X, y = load_breast_cancer(return_X_y=True)
     scores = cross_val_score(make_pipeline(StandardScaler(), RelevanceVectorClassifier()), X[:200], y[:200], cv=3)
     assert scores.mean() >= 0.94
+
+
+# ------------------------------------------------------------------------------- under an address-space cap
+CAP = 6 * 2**30     # 6 GiB of address space (ulimit -v), as a small container or a shared machine gives
+#: what importing bayeszoo, JAX (with XLA's first reservation) and scikit-learn reserves under the cap: measured
+#: 2.06 GiB (JAX 0.4, 2 cores); the checks below are meaningful while it leaves most of the cap
+IMPORT_FLOOR = 3 * 2**30
+
+_CAPPED = """
+import resource, sys, warnings
+warnings.simplefilter("ignore")
+
+def vm_size():
+    return next(int(line.split()[1]) * 1024 for line in open("/proc/self/status") if line.startswith("VmSize"))
+
+cap, room = int(sys.argv[1]), int(sys.argv[2])
+resource.setrlimit(resource.RLIMIT_AS, (cap, cap))
+import jax.numpy as jnp
+import numpy as np
+import bayeszoo.sklearn as wrappers
+from sklearn.utils.estimator_checks import check_estimator
+jnp.ones(3).block_until_ready()
+print("imported", vm_size(), flush=True)
+if room:        # a lower cap: this many bytes above what the imports took
+    resource.setrlimit(resource.RLIMIT_AS, (vm_size() + room, vm_size() + room))
+"""
+
+
+def _run_capped(code: str, room: int = 0, timeout: float = 600) -> tuple[int, list[str]]:
+    """``code`` after the imports in a fresh interpreter whose address space is capped at :data:`CAP` (with
+    ``room``, then at ``room`` bytes above what the imports took): (the imports' address space, the output lines
+    after them). A failure shows its traceback."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    done = subprocess.run([sys.executable, "-c", _CAPPED + code, str(CAP), str(room)], capture_output=True,
+                          text=True, timeout=timeout, env=env)
+    assert done.returncode == 0, done.stderr[-3000:]
+    lines = done.stdout.splitlines()
+    return int(lines[0].split()[1]), lines[1:]
+
+
+def test_pmkl_classifier_fits_in_a_gib_above_its_imports():
+    """JAX and XLA reserve address space at import: that floor leaves most of a 6 GiB cap. Then with the default
+    4 x 1,000 draws on 150 objects of 3 classes, the log likelihood's quadrature all at once took arrays of
+    4,000 draws x 150 x 20 nodes x 3 x 3 (824 MiB each, 3 GiB in all); in blocks the fit takes a few hundred MiB."""
+    floor, lines = _run_capped("""
+rng = np.random.default_rng(0)
+X, y = rng.standard_normal((150, 20)), np.arange(150) % 3
+est = wrappers.PMKLClassifier(backend_options={"max_iter": 5}).fit(X, y)
+print("ok", est.fit_.idata.log_likelihood["y"].shape, est.predict_proba(X[:3]).sum(axis=1).round(6).tolist())
+""", room=2**30)
+    assert 0 < floor < IMPORT_FLOOR
+    assert lines == ["ok (4, 1000, 150) [1.0, 1.0, 1.0]"]
+
+
+@pytest.mark.slow
+def test_sklearn_estimators_pass_check_estimator_under_a_6_gib_cap():
+    """scikit-learn's checks as a user runs them, under ulimit -v 6 GiB: PMKLClassifier with its defaults (VB, 4 x
+    1,000 draws: its log likelihood on 300 x 20 took 6.4 GB at once) and the others as the checks above run them."""
+    configured = ", ".join(repr(est) for est in CHECKED)
+    floor, lines = _run_capped(f"""
+from bayeszoo.sklearn import *
+for est in [PMKLClassifier(), {configured}]:
+    check_estimator(est)
+    print("passed", type(est).__name__, flush=True)
+""", timeout=3600)
+    assert floor < IMPORT_FLOOR
+    assert lines == [f"passed {name}" for name in ["PMKLClassifier", *(type(est).__name__ for est in CHECKED)]]

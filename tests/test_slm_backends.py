@@ -67,6 +67,33 @@ def test_map_refuses_a_solver_that_does_not_fit():
         bz.fit(SLM(), _signal(), "map", solver="newton", progress=False)
 
 
+@pytest.mark.parametrize("solver", ["auto", "cd", "fista", "admm"])
+def test_map_refuses_a_noise_variance_below_double_precision_before_it_runs(monkeypatch, solver):
+    """sigma2 = 1e-300 with 9 measurements of 12 unknowns: the prior's weight sigma2 tau is 1e-300 times max |X^T y|,
+    so the data term's rounding hides it along X's null space and every solver returns an interpolant that is not
+    the MAP (the coordinate descent's duality gap overflowed); refused before any solver runs, naming the problem
+    and the fix. With more measurements than unknowns the MAP is the least-squares solution, which is allowed."""
+    from bayeszoo.inference.slm import map as slm_map
+
+    for name in ("_cd", "_fista", "_admm", "_lbfgs"):
+        monkeypatch.setattr(slm_map, name, lambda *a, **k: (_ for _ in ()).throw(AssertionError("a solver ran")))
+    with pytest.raises(ValueError, match=r"SLM backend 'map': with 9 measurements of 12 unknowns.*sigma2 \* tau = "
+                                         r"2e-300 is [0-9.e+]+ times smaller than max \|X\^T y\|, below double "
+                                         r"precision.*give the measurement noise's"):
+        bz.fit(SLM(tau=2.0, sigma2=1e-300), _signal(), "map", solver=solver, progress=False)
+    with pytest.raises(ValueError, match=r"below double precision"):
+        bz.fit(SLM(potential="student", tau=2.0, sigma2=1e-300), _signal(), "map", progress=False)
+    # within double precision the check lets the problem through (1e-12 * 2 against max |X^T y| of about 1)
+    assert slm_map._prior_weight_ratio(SLM(tau=2.0, sigma2=1e-12), _signal()) < slm_map.LARGEST_WEIGHT_RATIO
+    if solver == "cd":    # 14 measurements of 12 unknowns: the least-squares solution, its gap no longer overflowing
+        monkeypatch.undo()
+        over = _signal(n=12, m=14)
+        model = SLM(tau=2.0, sigma2=1e-300)
+        fit = bz.fit(model, over, "map", solver="cd", progress=False)
+        least_squares = np.linalg.lstsq(over.X, over.y, rcond=None)[0]
+        np.testing.assert_allclose(model.posterior_mean(fit), least_squares, rtol=1e-8, atol=1e-10)
+
+
 @pytest.mark.parametrize("n,m,seed", [(40, 25, 0), (30, 60, 1)])
 def test_map_cd_agrees_with_sklearn_lasso(n, m, seed):
     """Coordinate descent reaches scikit-learn's Lasso optimum: Lasso minimises ||y - X w||^2 / (2 m) + alpha

@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from bayeszoo.numerics.probit import CHUNK_BYTES
+
 RULES = ("mean", "convex", "binary", "product", "wproduct")
 KERNELS = ("rbf", "poly", "linear", "precomputed")
 
@@ -118,16 +120,31 @@ def combine(Ks, beta, rule: str) -> np.ndarray:
     raise ValueError(f"unknown combination rule {rule!r}; choose one of {RULES}")
 
 
-def latent_means(Ks_test, W, beta, rule: str, chunk: int = 200) -> np.ndarray:
-    """m = W^T k* for every draw: Ks_test (S, N, n*), W (L, N, C), beta (L, S) -> (L, n*, C)."""
+def latent_means(Ks_test, W, beta, rule: str, max_bytes: int | None = None) -> np.ndarray:
+    """m = W^T k* for every draw: Ks_test (S, N, n*), W (L, N, C), beta (L, S) -> (L, n*, C).
+
+    The draws go through in chunks whose per-draw arrays (W's copy as one matrix and two n* x C means, or an
+    N x n* composite kernel) stay under about ``max_bytes`` (``probit.CHUNK_BYTES``), so the peak is the
+    result's, whatever the number of draws."""
+    Ks_test = np.asarray(Ks_test, dtype=float)
     W = np.asarray(W, dtype=float)
     beta = np.asarray(beta, dtype=float)
-    if rule in ("mean", "convex", "binary"):
-        # sum_s beta_s (K_s^T W): never forms the per-draw composite kernel
-        per_source = np.einsum("snm,lnc->lsmc", Ks_test, W)
-        return np.einsum("ls,lsmc->lmc", beta, per_source)
-    out = np.empty((W.shape[0], Ks_test.shape[2], W.shape[2]))
-    for a in range(0, W.shape[0], chunk):
-        K = combine(Ks_test, beta[a:a + chunk], rule)                 # (l, N, n*)
-        out[a:a + chunk] = np.einsum("lnm,lnc->lmc", K, W[a:a + chunk])
+    S, N, n = Ks_test.shape
+    L, C = W.shape[0], W.shape[2]
+    out = np.empty((L, n, C))
+    linear = rule in ("mean", "convex", "binary")
+    # sum_s beta_s (K_s^T W) for the linear rules: never forms the per-draw composite kernel
+    max_bytes = CHUNK_BYTES if max_bytes is None else max_bytes
+    step = max(1, int(max_bytes) // (8 * ((N + 2 * n) * C if linear else N * n)))
+    for a in range(0, L, step):
+        if linear:
+            # K_s^T [W_a ... W_b] as one matrix product per source (BLAS; einsum's own loops took seconds)
+            block = np.moveaxis(W[a:a + step], 1, 0).reshape(N, -1)                       # (N, l C)
+            acc = np.zeros((n, block.shape[1]))
+            for s in range(S):
+                acc += (Ks_test[s].T @ block) * np.repeat(beta[a:a + step, s], C)
+            out[a:a + step] = np.moveaxis(acc.reshape(n, -1, C), 1, 0)
+        else:
+            K = combine(Ks_test, beta[a:a + step], rule)                 # (l, N, n*)
+            out[a:a + step] = np.einsum("lnm,lnc->lmc", K, W[a:a + step])
     return out

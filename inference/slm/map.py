@@ -63,6 +63,9 @@ CD_FIRST_WORKING_SET = 64     # coordinates of the first working set (celer's p0
 CD_SWEEPS_PER_CHECK = 5       # sweeps between two duality-gap evaluations of a working set
 CD_POLISH_BELOW = 1e-3        # relative gap of the working set below which settled signs are worth a solve
 CD_STEADY_CHECKS = 1          # gap evaluations with unchanged signs before that solve
+#: the largest max |X^T y| / (sigma2 tau) the backend takes with fewer measurements than unknowns: beyond
+#: 1 / eps the prior's weight is below the rounding of the data term (a sigma2 far below the noise)
+LARGEST_WEIGHT_RATIO = 1.0 / np.finfo(float).eps
 FISTA_STEP = 1.3              # greedy FISTA's step, in units of 1 / L (Liang, Luo & Schoenlieb 2022: in [1, 2))
 FISTA_SHRINK = 0.96           # its safeguard's factor on the step when a move outgrows the first one
 FISTA_POLISH_STEADY = 10      # iterations with an unchanged sign pattern before the restricted problem is solved
@@ -72,6 +75,31 @@ POLISH_MAX_SUPPORT = 1000     # most coordinates of a polish's working set (each
 
 def _check(options, model, data):
     choose_solver(model, data, options["solver"])     # a solver that does not fit the potential, B or X
+    # with fewer measurements than unknowns only the prior fixes u along X's null space: below double precision
+    # against the data term it vanishes, and every solver returns some interpolant instead of the MAP (with a full
+    # column rank X the MAP is the least-squares solution then, which they find)
+    ratio = _prior_weight_ratio(model, data) if data.n < data.d else 0.0
+    if ratio > LARGEST_WEIGHT_RATIO:
+        weight = model.sigma2 * _smallest_tau(model)
+        raise ValueError(f"{owner('slm', 'map')}: with {data.n} measurements of {data.d} unknowns the prior alone "
+                         f"fixes u along X's null space, and its weight sigma2 * tau = {weight:.3g} is {ratio:.2g} "
+                         f"times smaller than max |X^T y|, below double precision: it vanishes against the data "
+                         f"term, so no solver can find the MAP. sigma2 is the noise variance on the scale of y: give "
+                         f"the measurement noise's; the noiseless limit (min |B u|_1 subject to X u = y) is a linear "
+                         f"program, not a MAP of this model")
+    return options
+
+
+def _smallest_tau(model) -> float:
+    return min(model.tau, model.tau_tv) if model.tau_tv is not None else model.tau
+
+
+def _prior_weight_ratio(model, data) -> float:
+    """max |X^T y| over the prior's smallest weight sigma2 tau: beyond 1 / eps the prior is below the rounding of the
+    data term (the dual scaling of the Lasso's gap at u = 0)."""
+    scores = np.asarray(model.operator_X(data).H @ np.asarray(data.y, dtype=float))
+    largest = float(np.max(np.abs(scores))) if scores.size else 0.0
+    return largest / (model.sigma2 * _smallest_tau(model))
 
 
 def choose_solver(model, data, solver: str) -> str:
@@ -200,7 +228,7 @@ def _lasso_gap(r, y, scores, lam, u):
     scale = max(1.0, float(np.max(np.abs(scores) / lam)))
     rr = float(r @ r)
     primal = 0.5 * rr + float(lam @ np.abs(u))
-    return primal, primal - (float(r @ y) / scale - 0.5 * rr / scale**2), scale
+    return primal, primal - (float(r @ y) / scale - 0.5 * (rr / scale) / scale), scale
 
 
 def _sign_fixed_solve(XT, y, u, r, lam, signs):
