@@ -35,6 +35,9 @@ from bayeszoo.results import KINDS, Fit, jsonable
 RENAMED_OPTIONS = {"cg_iter": "cg_max_iter", "cg_maxiter": "cg_max_iter", "max_treedepth": "max_tree_depth",
                    "maxiter": "max_iter", "n_iter": "max_iter", "iterations": "max_iter", "thinning": "thin",
                    "beta_step": "beta_update"}
+#: other libraries' names of the harness's counts (and AIS's runs, one draw each), refused naming the count
+COUNT_NAMES = {"num_samples": "draws", "n_samples": "draws", "n_draws": "draws", "n_runs": "draws",
+               "num_warmup": "tune", "n_tune": "tune", "num_chains": "chains", "n_chains": "chains"}
 HARNESS_DEFAULTS = {"draws": 1000, "tune": 1000, "chains": 4}
 #: the ``defaults`` of an approximation: its draws are i.i.d., it has no warm-up
 APPROXIMATION_DEFAULTS = {"tune": 0}
@@ -92,6 +95,10 @@ class Backend:
             new = RENAMED_OPTIONS.get(old)
             if new in self.options:
                 raise ValueError(f"{self.owner}: option {old!r} is now called {new!r}")
+        counts = sorted(set(options) & set(COUNT_NAMES) - set(self.options))
+        if counts:
+            said = ", ".join(f"{k!r} is {COUNT_NAMES[k]}=" for k in counts)
+            raise ValueError(f"{self.owner}: {said} of bz.fit / bz.compare, not a backend option")
         unknown = sorted(set(options) - set(self.options))
         if unknown:
             allowed = ", ".join(sorted(self.options)) or "no options"

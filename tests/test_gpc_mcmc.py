@@ -190,8 +190,11 @@ def test_ais_backend_fit_and_seed():
     # the final-temperature states are (nearly evenly weighted) posterior draws
     f = a.idata.posterior["f"].values.reshape(-1, 2)
     assert np.all(np.abs(f.mean(0) - mean) < 5 * np.sqrt(np.diag(cov) / f.shape[0]))
-    c = bz.fit(model, two_point(), "ais", draws=10, chains=2, seed=1, progress=False, n_runs=8, n_temps=20)
-    assert c.idata.posterior["f"].shape == (2, 4, 2)
+    # one run per draw: the runs are chains x draws, and a count under another library's name says so
+    with pytest.raises(ValueError, match=r"GPC backend 'ais': 'n_runs' is draws= of bz.fit / bz.compare"):
+        bz.fit(model, two_point(), "ais", draws=10, chains=2, seed=1, progress=False, n_runs=8, n_temps=20)
+    with pytest.raises(ValueError, match=r"'num_samples' is draws=.*not a backend option"):
+        bz.fit(model, two_point(), "numpyro", num_samples=8)
 
 
 def test_schedules():
@@ -211,7 +214,7 @@ def test_combine_log_weights():
 
 @pytest.mark.parametrize("options", [{"n_temps": 0}, {"n_steps": -1}, {"schedule": "cosine"},
                                      {"schedule": [0.0, 0.7, 0.5, 1.0]}, {"schedule": [0.1, 1.0]},
-                                     {"n_runs": 7}, {"n_runs": 0}])
+                                     {"n_runs": 7}])
 def test_ais_bad_options(options):
     with pytest.raises(ValueError):
         bz.fit(bz.models.GPC(), two_point(), "ais", draws=5, chains=2, progress=False, **options)

@@ -213,7 +213,7 @@ OPTION_VALUES = st.one_of(JUNK, st.sampled_from([0, 1, 2, 5, 50, 0.5, 1e-3, 1e-1
                                                  "power", "linear", "geometric", "cosine"]))
 SMALL_COUNTS = st.sampled_from([1, 2, 3, 10, 0, -1, 2.5, True, None, "5"])   # iteration caps kept short
 OPTION_NAMES = {b: sorted(bz.registry.get(GPC(), b).options) for b in APPROXIMATIONS + SAMPLERS}
-COUNT_OPTIONS = {"max_iter", "max_sweeps", "min_sweeps", "thin", "n_temps", "n_steps", "n_runs"}
+COUNT_OPTIONS = {"max_iter", "max_sweeps", "min_sweeps", "thin", "n_temps", "n_steps"}
 
 
 @st.composite

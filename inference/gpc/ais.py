@@ -73,8 +73,6 @@ def schedule_constraint(owner: str, name: str, value):
 OPTIONS = {
     "n_temps": Option(1000, "number of temperatures T after the prior (ignored for an explicit schedule)",
                       POSITIVE_INT),
-    "n_runs": Option(None, "independent AIS runs, a multiple of chains (None: chains x draws)",
-                     Interval(int, 1, None, "left", none=True)),
     "schedule": Option("power", "'power' (beta = (t/T)^4), 'geometric', 'linear', or an increasing array from 0 to 1",
                        schedule_constraint),
     "n_steps": Option(1, "elliptical slice updates at each temperature", POSITIVE_INT),
@@ -215,14 +213,9 @@ def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", 
 def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """AIS from the prior: log evidence with standard error; final-temperature states as the posterior of f."""
     betas = make_schedule(opts["schedule"], opts["n_temps"])
-    n_runs = chains * draws if opts["n_runs"] is None else int(opts["n_runs"])
-    # chains and draws are not options, so these are checked here rather than by the constraints
-    if n_runs % chains:
-        raise ValueError(f"{owner('gpc', 'ais')}: option 'n_runs' ({n_runs}) must be a multiple of chains "
-                         f"({chains})")
+    n_runs = chains * draws   # one posterior draw per run: the fit holds the draws it was asked for
     if n_runs < 2:
-        raise ValueError(f"{owner('gpc', 'ais')}: needs at least 2 runs for a standard error (chains * draws or "
-                         f"n_runs >= 2)")
+        raise ValueError(f"{owner('gpc', 'ais')}: needs at least 2 runs for a standard error (chains x draws >= 2)")
     n_steps = int(opts["n_steps"])
     K, ypm = kernel_and_labels(model, data)
     seed = 0 if seed is None else int(seed)
