@@ -391,7 +391,11 @@ def _best_filter(problem, seed):
     C = np.random.default_rng(seed).standard_normal((6, data.d))
     others = design.information_gain(model, data, fit, C / np.linalg.norm(C, axis=1, keepdims=True))
     assert np.all(others <= gain[0] * (1 + rel) + 1e-12), (others, gain)
-    point = bz.fit(model, data, "map", progress=False, max_iter=20)
+    try:
+        point = bz.fit(model, data, "map", progress=False, max_iter=20)
+    except ValueError as exc:   # data whose scale puts the prior below double precision: map refuses them
+        assert "below double precision" in str(exc), exc
+        return
     with pytest.raises(ValueError, match="no Gaussian approximation of the posterior"):
         design.best_filter(model, data, point)
 
