@@ -506,7 +506,7 @@ def cmd_report(args, out=None) -> int:
         if written and not args.force:
             raise ResultExists(args.dir, f"already holds {' and '.join(written)}")
         table = cmp.table()
-        csv = write_atomically(os.path.join(args.dir, "table.csv"), lambda tmp: table.to_csv(tmp, index=False))
+        csv = write_atomically(os.path.join(args.dir, "table.csv"), table.to_csv(index=False))
         path = cmp.report(os.path.join(args.dir, "report.html"))
     _print_table(table, out)
     print(f"wrote {csv} and {path}", file=out)

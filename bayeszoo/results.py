@@ -420,46 +420,39 @@ _NO_ROOM = {code: why for code, why in (
 class DiskFull(OSError):
     """A file that did not fit in its folder. The message names the folder, the file and the bytes it needs;
     nothing in the folder was changed (its temporary file is removed), so the files already there are intact.
-    ``folder`` and ``needed`` (bytes; a lower bound when ``at_least``) say the same to a program."""
+    ``folder`` and ``needed`` (bytes) say the same to a program."""
 
-    def __init__(self, code: int, folder: str, name: str, needed: int, at_least: bool = False):
-        self.folder, self.file, self.needed, self.at_least = folder, name, needed, at_least
+    def __init__(self, code: int, folder: str, name: str, needed: int):
+        self.folder, self.file, self.needed = folder, name, needed
         try:
             free = f"{shutil.disk_usage(folder).free:,} bytes are free there"
         except OSError:
             free = "the free space there is unknown"
-        amount = f"more than {needed:,} bytes" if at_least else f"{needed:,} bytes"
         super().__init__(code, f"cannot write {name} in {folder!r}: {_NO_ROOM.get(code, os.strerror(code))}; it "
-                               f"needs {amount} and {free}. The files already there are intact: free some space "
-                               f"or write to another folder")
+                               f"needs {needed:,} bytes and {free}. The files already there are intact: free some "
+                               f"space or write to another folder")
 
     def __reduce__(self):   # across processes (a grid's workers) with its own arguments, not OSError's
-        return DiskFull, (self.errno, self.folder, self.file, self.needed, self.at_least)
+        return DiskFull, (self.errno, self.folder, self.file, self.needed)
 
 
-def write_atomically(path: str, write, *, overwrite: bool = True) -> str:
-    """Write the file ``path`` under a temporary name of its own beside it, then rename it to ``path`` in one
-    step, so that no reader and no other writer ever sees a half-written file; the temporary file is removed if
-    writing fails. ``write`` is the file's content (``bytes``, a ``memoryview`` or ``str``, written as UTF-8) or
-    a function ``write(tmp)`` that writes the file at ``tmp``. A full disk is a :class:`DiskFull` naming the folder
-    and the bytes needed (exactly, for a content; for a function, the bytes it had written when it failed).
-    ``overwrite=False``: a :class:`ResultExists` if ``path`` exists, even if it appeared while writing (the
-    rename is then a hard link, which never replaces a file)."""
+def write_atomically(path: str, content, *, overwrite: bool = True) -> str:
+    """Write ``content`` (``bytes``, a ``memoryview``, or ``str`` written as UTF-8) to the file ``path`` under a
+    temporary name of its own beside it, then rename it to ``path`` in one step, so that no reader and no other
+    writer ever sees a half-written file; the temporary file is removed if writing fails. The content is made
+    before the file is opened, so a full disk is an ordinary write error, raised as a :class:`DiskFull` naming
+    the folder and the bytes needed. ``overwrite=False``: a :class:`ResultExists` if ``path`` exists, even if it
+    appeared while writing (the rename is then a hard link, which never replaces a file)."""
     folder, name = os.path.split(os.path.abspath(path))
-    content = write.encode("utf-8") if isinstance(write, str) else write
-    known = isinstance(content, (bytes, bytearray, memoryview))
+    content = content.encode("utf-8") if isinstance(content, str) else content
     tmp = os.path.join(folder, f".{name}.{os.getpid()}-{uuid.uuid4().hex[:12]}.part")
     try:
         try:
-            if known:
-                _write_bytes(tmp, content)
-            else:
-                write(tmp)
+            _write_bytes(tmp, content)
         except OSError as exc:
-            if exc.errno not in _NO_ROOM or isinstance(exc, DiskFull):
+            if exc.errno not in _NO_ROOM:
                 raise
-            needed = memoryview(content).nbytes if known else _size(tmp)
-            raise DiskFull(exc.errno, folder, name, needed, at_least=not known) from exc
+            raise DiskFull(exc.errno, folder, name, memoryview(content).nbytes) from exc
         if overwrite:
             os.replace(tmp, path)
         else:
@@ -486,13 +479,6 @@ def _write_bytes(path: str, content) -> None:
             view = view[os.write(fd, view):]
     finally:
         os.close(fd)
-
-
-def _size(path: str) -> int:
-    try:
-        return os.path.getsize(path)
-    except OSError:
-        return 0
 
 
 def checked_path(path, what: str) -> str:
