@@ -276,9 +276,13 @@ def test_default_classifier_is_as_good_as_svc_on_breast_cancer():
 
 # ------------------------------------------------------------------------------- under an address-space cap
 CAP = 6 * 2**30     # 6 GiB of address space (ulimit -v), as a small container or a shared machine gives
-#: what importing bayeszoo, JAX (with XLA's first reservation) and scikit-learn reserves under the cap: measured
-#: 2.06 GiB (JAX 0.4, 2 cores); the checks below are meaningful while it leaves most of the cap
+#: what importing bayeszoo, JAX (with XLA's first reservation) and scikit-learn may reserve under the cap, one
+#: thread each (THREAD_PINNING); the checks below are meaningful while it leaves most of the cap
 IMPORT_FLOOR = 3 * 2**30
+
+THREAD_PINNING = {"MALLOC_ARENA_MAX": "2", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
+                  "MKL_NUM_THREADS": "1",
+                  "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
 
 _CAPPED = """
 import resource, sys, warnings
@@ -308,7 +312,10 @@ def _run_capped(code: str, room: int = 0, timeout: float = 600) -> tuple[int, li
     import subprocess
     import sys
 
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")])),
+           # address space reserved per core (malloc arenas, BLAS and XLA thread stacks) grows with the machine's
+           # cores: one thread each, so the cap measures the arrays, on 2 cores or 64
+           **THREAD_PINNING}
     done = subprocess.run([sys.executable, "-c", _CAPPED + code, str(CAP), str(room)], capture_output=True,
                           text=True, timeout=timeout, env=env)
     assert done.returncode == 0, done.stderr[-3000:]
