@@ -36,7 +36,7 @@ import jax.numpy as jnp
 import numpy as np
 
 from bayeszoo import checks
-from bayeszoo.checks import POSITIVE_INT, Interval
+from bayeszoo.checks import POSITIVE_INT
 from bayeszoo.results import build_fit
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, owner, register
