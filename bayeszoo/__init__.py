@@ -20,6 +20,7 @@ from bayeszoo import testing  # noqa: E402
 from bayeszoo import catalogue  # noqa: E402
 from bayeszoo.references import build_reference  # noqa: E402
 from bayeszoo.sbc import sbc  # noqa: E402
+from bayeszoo.benchmark import Leaderboard, benchmark, load_leaderboard  # noqa: E402
 
 # bz.catalogue.build_reference: the builder calls bz.fit, so it lives above the API, which itself reads the
 # catalogue; it joins the rest of the catalogue's reference machinery here
@@ -28,4 +29,5 @@ catalogue.build_reference = build_reference
 __version__ = "0.1.0"
 
 __all__ = ["datasets", "models", "fit", "compare", "backends", "cross_validate", "design", "active_learning", "Fit", "Comparison",
-           "load_fit", "load_comparison", "register_backend", "register_sampler", "log_density", "testing", "catalogue", "build_reference", "sbc", "__version__"]
+           "load_fit", "load_comparison", "register_backend", "register_sampler", "log_density", "testing", "catalogue", "build_reference", "sbc",
+           "benchmark", "Leaderboard", "load_leaderboard", "__version__"]

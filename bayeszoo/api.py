@@ -291,7 +291,7 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
                                 or not all(isinstance(v, dict) for v in options.values())):
         raise ValueError(f"options must map backend names to dicts of options, got {options!r}")
     options = dict(options or {})
-    executor = _executor(executor)
+    executor = as_executor(executor, "compare")
     ref_backend, ref_summary = _reference(model, data, reference, reference_draws)
     unknown = set(options) - set(backends) - {ref_backend}
     if unknown:
@@ -387,15 +387,15 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
         return cmp
 
 
-def _executor(executor) -> Executor | None:
-    """The executor that runs the cells: a ``concurrent.futures.Executor`` as it is, a Dask ``distributed.Client``
-    through its ``get_executor()``; anything else is a ValueError before any work."""
+def as_executor(executor, caller: str) -> Executor | None:
+    """The executor that runs a grid's cells or a benchmark's tasks: a ``concurrent.futures.Executor`` as it is, a
+    Dask ``distributed.Client`` through its ``get_executor()``; anything else is a ValueError before any work."""
     if executor is None or isinstance(executor, Executor):
         return executor
     if type(executor).__module__.split(".")[0] == "distributed" and callable(getattr(executor, "get_executor", None)):
         return executor.get_executor()
-    raise ValueError("compare: executor must be a concurrent.futures.Executor (e.g. ProcessPoolExecutor) or a Dask "
-                     f"distributed.Client, or None to run the grid here; got {type(executor).__name__}")
+    raise ValueError(f"{caller}: executor must be a concurrent.futures.Executor (e.g. ProcessPoolExecutor) or a Dask "
+                     f"distributed.Client, or None to run here; got {type(executor).__name__}")
 
 
 REFERENCE_KINDS = ("'auto', 'catalogue', 'catalogue:<key>', a backend name, a Fit, a Reference or the path of a "

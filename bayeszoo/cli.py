@@ -14,6 +14,7 @@ saved comparison or fits made with other settings, ``report`` an existing ``tabl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import dataclasses
 import os
 import sys
@@ -141,6 +142,26 @@ def _build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="Dask scheduler (tcp://host:8786) or 'local' for a LocalCluster on this machine")
 
+    p_bench = sub.add_parser("benchmark", help="run samplers on a suite of reference posteriors; save the "
+                                               "leaderboard (resumable)")
+    p_bench.add_argument("--suite", default="posteriordb-quick", metavar="NAME",
+                         help="posteriordb, posteriordb-quick, exact or thesis (default: posteriordb-quick)")
+    p_bench.add_argument("--targets", default=None, metavar="A,B",
+                         help="only these targets of the suite (their names, comma-separated)")
+    p_bench.add_argument("--backends", required=True, metavar="A,B,FILE.py:FUNCTION",
+                         help="backend names; FILE.py:FUNCTION registers the sampler FUNCTION(logdensity_fn) -> "
+                              "(init, step) of that file under the name FUNCTION")
+    p_bench.add_argument("--seeds", type=_positive_int, default=1, help="seeds 0, 1, ... per task (default 1)")
+    p_bench.add_argument("--draws", type=_positive_int, default=None, help="default: each backend's own")
+    p_bench.add_argument("--tune", type=_nonneg_int, default=None, help="default: each backend's own")
+    p_bench.add_argument("--chains", type=_positive_int, default=None, help="default: each backend's own")
+    p_bench.add_argument("--target", type=float, default=None, metavar="N",
+                         help="the accuracy costs are measured to: worth N exact draws (default 100)")
+    p_bench.add_argument("--out", required=True, metavar="DIR", help="output folder (resumes what is there)")
+    p_bench.add_argument("--scheduler", default=None, metavar="ADDRESS",
+                         help="run the tasks on a Dask cluster (tcp://host:8786), or 'local' for a local one")
+    p_bench.add_argument("--quiet", action="store_true", help="no progress bar")
+
     p_rep = sub.add_parser("report", help="rebuild table.csv and report.html from a saved comparison")
     p_rep.add_argument("dir", metavar="DIR", help="folder written by `bayeszoo compare`")
     force(p_rep)
@@ -190,35 +211,51 @@ def _model_and_data(args):
     return _family_model(args), _data(args)
 
 
-def _user_model(where: str):
-    """The model of ``FILE.py:FUNCTION``: the function's PyMC model (or bayeszoo model), with its data."""
+def _import_file(file: str, flag: str):
+    """The module of ``file``, imported as ``python FILE.py`` would see it: its folder first on the path while it
+    runs, so that modules beside it import."""
     import importlib.util
 
+    if not file.endswith(".py"):
+        raise CLIError(f"{flag} expects FILE.py:FUNCTION, got {file!r}")
+    if not os.path.isfile(file):
+        raise CLIError(f"{flag}: no file {file!r}")
+    spec = importlib.util.spec_from_file_location(f"bayeszoo_user_{abs(hash(os.path.abspath(file)))}", file)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module   # as an import does (dataclasses and pickling look the module up there)
+    with _file_folder_first(file):
+        try:
+            spec.loader.exec_module(module)
+        except Exception as exc:
+            del sys.modules[spec.name]
+            raise CLIError(f"{flag}: importing {file} failed: {type(exc).__name__}: {exc}") from None
+    return module
+
+
+@contextlib.contextmanager
+def _file_folder_first(file: str):
+    """The file's folder first on ``sys.path`` (also for what its functions import when called); the path as it
+    was afterwards."""
+    saved_path = list(sys.path)
+    sys.path.insert(0, os.path.dirname(os.path.abspath(file)))
+    try:
+        yield
+    finally:
+        sys.path[:] = saved_path
+
+
+def _user_model(where: str):
+    """The model of ``FILE.py:FUNCTION``: the function's PyMC model (or bayeszoo model), with its data."""
     import bayeszoo as bz
 
     file, colon, function = where.rpartition(":")
     if not colon or not file.endswith(".py") or not function.isidentifier():
         raise CLIError(f"--model expects FILE.py:FUNCTION, got {where!r}")
-    if not os.path.isfile(file):
-        raise CLIError(f"--model: no file {file!r}")
-    spec = importlib.util.spec_from_file_location(f"bayeszoo_user_model_{abs(hash(file))}", file)
-    module = importlib.util.module_from_spec(spec)
-    saved_path = list(sys.path)
-    # as `python FILE.py` would: the file's folder first on the path, so that modules beside it import (also
-    # those the function imports when called); the path as it was afterwards
-    sys.path.insert(0, os.path.dirname(os.path.abspath(file)))
-    sys.modules[spec.name] = module   # as an import does (dataclasses and pickling look the module up there)
-    try:
-        try:
-            spec.loader.exec_module(module)
-        except Exception as exc:
-            del sys.modules[spec.name]
-            raise CLIError(f"--model: importing {file} failed: {type(exc).__name__}: {exc}") from None
-        if not callable(getattr(module, function, None)):
-            raise CLIError(f"--model: {file} has no function {function!r}")
+    module = _import_file(file, "--model")
+    if not callable(getattr(module, function, None)):
+        raise CLIError(f"--model: {file} has no function {function!r}")
+    with _file_folder_first(file):
         made = getattr(module, function)()
-    finally:
-        sys.path[:] = saved_path
     if isinstance(made, bz.models.Model):
         return made
     try:
@@ -438,7 +475,7 @@ def _print_csv_reading(args, data, out) -> None:
         print(classes if len(classes) <= TERMINAL_WIDTH else classes[:TERMINAL_WIDTH - 1] + "…", file=out)
 
 
-def _executor(address):
+def _executor(address, timeout: str = "20s"):
     """(executor, closer) for ``--scheduler``: a Dask client's executor, or (None, no-op)."""
     if address is None:
         return None, lambda: None
@@ -455,7 +492,7 @@ def _executor(address):
             cluster.close()
     else:
         try:
-            client = Client(address, timeout="20s")
+            client = Client(address, timeout=timeout)
         except (OSError, TimeoutError, ValueError) as exc:
             raise CLIError(f"cannot reach the Dask scheduler at {address!r}: {exc}") from None
         close = client.close
@@ -538,7 +575,65 @@ def _print_table(table, out):
           " every column: table.csv and the report)", file=out)
 
 
-COMMANDS = {"list": cmd_list, "fit": cmd_fit, "compare": cmd_compare, "report": cmd_report}
+def _sampler_file(where: str) -> str:
+    """Register the sampler of ``FILE.py:FUNCTION`` (``FUNCTION(logdensity_fn, **options) -> (init, step)``) under
+    the name FUNCTION; its module travels to Dask workers by value, so they need not have the file."""
+    import bayeszoo as bz
+
+    file, _, function = where.rpartition(":")
+    module = _import_file(file, "--backends")
+    algorithm = getattr(module, function, None)
+    if not callable(algorithm):
+        raise CLIError(f"--backends: {file} has no function {function!r}")
+    try:
+        import cloudpickle
+
+        cloudpickle.register_pickle_by_value(module)
+    except ImportError:   # pragma: no cover - comes with dask
+        pass
+    bz.register_sampler(function, algorithm, replace=True)
+    return function
+
+
+def cmd_benchmark(args, out=None) -> int:
+    out = out or sys.stdout
+    import bayeszoo as bz
+    from bayeszoo.benchmark import TARGET_DRAWS
+
+    backends = []
+    for item in (b.strip() for b in args.backends.split(",")):
+        if item:
+            backends.append(_sampler_file(item) if ".py:" in item else item)
+    if not backends:
+        raise CLIError("--backends needs at least one backend name (comma-separated)")
+    suite = args.suite
+    if args.targets:
+        base = "posteriordb" if suite == "posteriordb-quick" else suite
+        suite = [f"{base}/{name.strip()}" for name in args.targets.split(",") if name.strip()]
+    executor, close = _executor(args.scheduler, timeout="5s")
+    try:
+        board = bz.benchmark(suite, backends, seeds=args.seeds, draws=args.draws, tune=args.tune,
+                             chains=args.chains, target=TARGET_DRAWS if args.target is None else args.target,
+                             out=args.out, executor=executor, progress=not args.quiet)
+    finally:
+        close()
+    import pandas as pd
+
+    with pd.option_context("display.width", TERMINAL_WIDTH, "display.max_columns", None,
+                           "display.float_format", "{:.3g}".format):
+        print(board.summary().to_string(index=False), file=out)
+    print(board.verdict(), file=out)
+    print(f"report: {os.path.join(args.out, 'report.html')}", file=out)
+    failed = board.failures()
+    failed = failed[failed["status"] == "failed"]
+    if len(failed):
+        print(f"{PROG}: {len(failed)} of {len(board.rows)} tasks failed", file=sys.stderr)
+        return 1
+    return 0
+
+
+COMMANDS = {"list": cmd_list, "fit": cmd_fit, "compare": cmd_compare, "report": cmd_report,
+            "benchmark": cmd_benchmark}
 
 
 def main(argv=None) -> int:

@@ -388,6 +388,13 @@ def get(model, name: str) -> Backend:
     return backend
 
 
+def adopt(backend: Backend) -> None:
+    """Add ``backend``, registered in another process (a user's, shipped with a task to a worker), unless this
+    process has a backend of its name already."""
+    table, key = (_GENERIC, backend.name) if backend.family is None else (_FAMILY, (backend.family, backend.name))
+    table.setdefault(key, backend)
+
+
 def all_backends() -> list[Backend]:
     load_plugins()
     return list(_GENERIC.values()) + list(_FAMILY.values())

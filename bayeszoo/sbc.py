@@ -24,7 +24,7 @@ import numpy as np
 import pandas as pd
 
 from bayeszoo import checks, registry, resources
-from bayeszoo.api import _executor
+from bayeszoo.api import as_executor
 from bayeszoo.api import fit as run_fit
 from bayeszoo.datasets import Dataset
 from bayeszoo.diagnostics.calibration import SBCResult
@@ -118,7 +118,7 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
     opts = spec.resolve(options, model, data)
     names = _variables(model, data, variables)
     try:
-        executor = _executor(executor)
+        executor = as_executor(executor, "sbc")
     except ValueError:
         raise ValueError(f"{WHO}: executor must be a concurrent.futures.Executor (e.g. ProcessPoolExecutor) or a "
                          f"Dask distributed.Client, or None to run the fits here; got "

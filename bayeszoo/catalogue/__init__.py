@@ -17,6 +17,7 @@ import os
 
 from bayeszoo.catalogue.problems import PROBLEMS, Demo, Engine, Problem, find, keys, problem
 from bayeszoo.catalogue.reference import Reference, UntrustedReference
+from bayeszoo.catalogue import suites
 
 __all__ = ["PROBLEMS", "Demo", "Engine", "Problem", "Reference", "UntrustedReference", "available", "find", "keys",
            "load", "lookup", "path", "problem"]
