@@ -58,6 +58,7 @@ class Target:
 
     kind: str = ""
     description: str = ""
+    notes: str = ""          # what a user of the reference should know (the suite's page says more)
     shapes: dict[str, tuple[int, ...]] = {}
 
     @property
@@ -132,6 +133,10 @@ class Funnel(Target):
     """Neal (2003): v ~ N(0, scale^2), x_i | v ~ N(0, e^v) (variance e^v), i = 1..n."""
 
     kind = "funnel"
+    notes = ("the sd of x_i is exact but no sample reaches it reliably: half of Var x_i = E e^v comes from v > 9 "
+             "(3 sds out) and the error of its estimate from v near 18 (6 sds), so even exact draws put the "
+             "sample sd of x_i low, and outside their own MCSE about 4 times in 10 at 20,000 draws; read a "
+             "sampler's error on the funnel from v and the means of x")
 
     def __init__(self, scale: float = 3.0, n: int = 9):
         self.scale, self.n = float(scale), int(n)
@@ -375,10 +380,10 @@ def target(name: str) -> Target:
 
 def info(name: str) -> dict:
     """dimension (number of scalar components), kind ("funnel", "Gaussian", "banana", "mixture"), description,
-    and the variables' shapes."""
+    the variables' shapes, and notes (what to know when reading errors against the reference; "" if nothing)."""
     t = target(name)
     return {"dimension": t.dimension, "kind": t.kind, "description": t.description,
-            "variables": {k: list(v) for k, v in t.shapes.items()}}
+            "variables": {k: list(v) for k, v in t.shapes.items()}, "notes": t.notes}
 
 
 def load(name: str, library: str = "pymc") -> models.UserModel:
