@@ -53,8 +53,13 @@ def load_conf():
 
 # ------------------------------------------------------------------------------- tables of contents
 def test_the_landing_page_reaches_every_section():
-    assert toctree_entries("index.md") == ["install", "guide/index", "families/index", "gallery/index",
-                                           "api/index", "benchmarks", "architecture", "references"]
+    assert toctree_entries("index.md") == ["install", "guide/index", "families/index", "suites/index",
+                                           "gallery/index", "api/index", "benchmarks", "architecture", "references"]
+
+
+def test_every_suite_page_is_in_the_suites_toctree():
+    pages = [s for s in stems("*.md", os.path.join(DOCS, "suites")) if s != "index"]
+    assert pages and sorted(toctree_entries("suites/index.md")) == pages
 
 
 def test_every_family_page_is_in_the_families_toctree():

@@ -7,6 +7,9 @@ their Monte-Carlo errors, a second engine's moments, at most 1000 thinned draws 
 bayeszoo.studies.references``) rebuilds the files; a problem whose reference breaks the rules gets none, and its
 family page says why.
 
+Suites of published or exact references live beside it: :mod:`bayeszoo.catalogue.exact` (targets whose moments
+are known in closed form), each with ``names()``, ``load(name, library)``, ``reference(name)`` and ``info(name)``.
+
 ``bz.catalogue.build_reference(model, data)`` makes a reference under the same rules for any model and data (or
 raises :class:`~bayeszoo.catalogue.reference.UntrustedReference`, a ValueError naming each broken rule); it calls
 ``bz.fit``, so it lives above the API (:mod:`bayeszoo.references`) and ``bayeszoo/__init__`` adds it here.
@@ -15,12 +18,13 @@ from __future__ import annotations
 
 import os
 
+from bayeszoo.catalogue import exact
 from bayeszoo.catalogue.problems import PROBLEMS, Demo, Engine, Problem, find, keys, problem
 from bayeszoo.catalogue.reference import Reference, UntrustedReference
 from bayeszoo.catalogue import suites
 
-__all__ = ["PROBLEMS", "Demo", "Engine", "Problem", "Reference", "UntrustedReference", "available", "find", "keys",
-           "load", "lookup", "path", "problem"]
+__all__ = ["PROBLEMS", "Demo", "Engine", "Problem", "Reference", "UntrustedReference", "available", "exact", "find",
+           "keys", "load", "lookup", "path", "problem"]
 
 DATA_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data")
 

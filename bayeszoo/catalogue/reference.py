@@ -17,6 +17,10 @@ The rules (:func:`validate`, applied when a reference is made and again when it 
   that passes the same rules and agrees with the first: every mean and sd differ by less than
   :func:`agreement_limit` combined MCSEs (a Bonferroni bound over all the comparisons, so an honest pair of runs
   fails it once in a hundred builds).
+
+Exact moments (a run of kind "exact", ``provenance["source"]`` "exact": :mod:`bayeszoo.catalogue.exact`) are
+known in closed form and have Monte-Carlo error 0; their rules (:func:`check_exact`) are finite means and sds,
+positive sds and every MCSE 0, and the agreement of a run with them is measured in the run's own MCSEs.
 """
 from __future__ import annotations
 
@@ -133,9 +137,38 @@ def _count(moments: dict, breaks) -> tuple[int, int]:
     return bad, total
 
 
+def check_exact(moments: dict, engine: str) -> list[str]:
+    """The rules of exact moments (a run of kind "exact": known in closed form, no sampler to judge): every mean
+    and sd finite, every sd positive, every Monte-Carlo error 0."""
+    problems = []
+    finite = lambda m: np.isfinite(m["mean"]) & np.isfinite(m["sd"])   # noqa: E731
+    bad, total = _count(moments, lambda m: ~finite(m))
+    if bad:
+        problems.append(f"{engine}: {bad} of {total} components have a mean or sd that is not finite")
+    bad, total = _count(moments, lambda m: finite(m) & ~moving(m["mean"], m["sd"]))
+    if bad:
+        problems.append(f"{engine}: {bad} of {total} components have sd 0 (a point mass, not a posterior)")
+    bad, total = _count(moments, _nonzero_mcse)
+    if bad:
+        problems.append(f"{engine}: exact moments with a Monte-Carlo error other than 0 ({bad} of {total} "
+                        f"components): moments known in closed form have none")
+    return problems
+
+
+def _nonzero_mcse(m: dict) -> np.ndarray:
+    flags = np.zeros(np.shape(m["mean"]), bool)
+    for key, values in m.items():
+        if key.startswith("mcse_"):
+            flags |= np.asarray(values) != 0     # NaN too: an exact moment's error is known, and it is 0
+    return flags
+
+
 def check_run(moments: dict, run: dict) -> list[str]:
-    """The single-run rules: R-hat, ESS, MCSE, divergences, components that never move."""
+    """The single-run rules: R-hat, ESS, MCSE, divergences, components that never move (for exact moments, run
+    kind "exact", those of :func:`check_exact` instead)."""
     engine = run.get("engine", "?")
+    if run.get("kind") == "exact":
+        return check_exact(moments, engine)
     if run.get("kind") != "mcmc":
         return [f"{engine} is an approximation: its draws are not from the posterior and its error is unknown"]
     problems = []
@@ -171,13 +204,17 @@ def agreement_limit(n_tests: int, level: float = AGREEMENT_LEVEL) -> float:
 
 
 def agreement(a: dict, b: dict) -> dict:
-    """z = difference / combined MCSE of every mean and sd of two runs; the largest, where, and the limit."""
+    """z = difference / combined MCSE of every mean and sd of two runs; the largest, where, and the limit. Exact
+    moments have MCSE 0: against a run, z is the run's own error; two exact values that differ are infinitely
+    many MCSEs apart, and equal ones 0."""
     worst = {"z_max": 0.0, "where": "", "n_tests": 0}
     with np.errstate(invalid="ignore", divide="ignore"):
         for name in a:
             for stat in ("mean", "sd"):
-                z = np.abs(a[name][stat] - b[name][stat]) / np.hypot(a[name][f"mcse_{stat}"], b[name][f"mcse_{stat}"])
-                moving = np.isfinite(z)
+                diff = np.abs(np.asarray(a[name][stat], float) - np.asarray(b[name][stat], float))
+                combined = np.hypot(a[name][f"mcse_{stat}"], b[name][f"mcse_{stat}"])
+                z = np.where((combined == 0) & (diff == 0), 0.0, diff / combined)
+                moving = ~np.isnan(z)     # inf: exact values that differ
                 worst["n_tests"] += int(moving.sum())
                 if moving.any() and np.nanmax(z) > worst["z_max"]:
                     j = int(np.nanargmax(z))
@@ -253,7 +290,7 @@ class Reference:
         "mcse_mean", "mcse_sd", "mcse_q05", ..., "rhat", "ess_bulk", "ess_tail"), each shaped like the variable.
     fit : draws for the plots (thinned in a saved reference), or None.
     provenance : where it comes from: ``source`` ("catalogue"; "engines", two engines run by
-        ``bz.catalogue.build_reference``; "fit"), ``run`` (engine, kind, chains, draws,
+        ``bz.catalogue.build_reference``; "fit"; "exact", moments in closed form), ``run`` (engine, kind, chains, draws,
         divergences, seed, settings), its diagnostics, ``crosscheck`` (the second engine's run and the agreement),
         ``cross_checked``, the model spec and data fingerprint, package versions, date; in a saved reference also
         ``stored_draws`` (the thinning, chains and draws of the draws kept for the plots).
@@ -312,6 +349,10 @@ class Reference:
     def describe(self) -> str:
         """One sentence: what the reference is and how far it can be trusted."""
         run, diag = self.provenance.get("run", {}), self.provenance.get("diagnostics", {})
+        if run.get("kind") == "exact":
+            text = (f"{self.name}: exact moments ({run.get('engine', '?')}, Monte-Carlo error 0)"
+                    + (f", {self.fit.n_chains * self.fit.n_draws} exact draws for the plots" if self.fit else ""))
+            return text + ("" if self.trusted else f"; NOT TRUSTED: {'; '.join(self.problems)}")
         text = (f"{self.name}: {run.get('engine', '?')} ({run.get('kind', '?')}, {run.get('chains', '?')} chains x "
                 f"{run.get('draws', '?')} draws), R-hat max {_num(diag.get('rhat_max'), '.3f')}, bulk / tail ESS "
                 f"min {_num(diag.get('ess_bulk_min'), '.0f')} / {_num(diag.get('ess_tail_min'), '.0f')}")
