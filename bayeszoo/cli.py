@@ -562,12 +562,14 @@ def _print_table(table, out):
 
 def _print_verdict(cmp, out):
     """The comparison's verdict under the table, one sentence a line, wrapped to the terminal's width."""
+    import re
     import textwrap
 
     print("verdict:", file=out)
     for sentence in cmp.verdict_lines():
-        print(textwrap.fill(sentence, TERMINAL_WIDTH, initial_indent="  ", subsequent_indent="    ",
-                            break_on_hyphens=False), file=out)
+        glued = re.sub(r"(\d) (s\b)", "\\1\u00a0\\2", sentence)   # "0.32 s" stays on one line
+        print(textwrap.fill(glued, TERMINAL_WIDTH, initial_indent="  ", subsequent_indent="    ",
+                            break_on_hyphens=False).replace("\u00a0", " "), file=out)
 
 
 COMMANDS = {"list": cmd_list, "fit": cmd_fit, "compare": cmd_compare, "report": cmd_report}

@@ -11,6 +11,7 @@ import base64
 import importlib
 import io
 import math
+import re
 
 import numpy as np
 import xarray as xr
@@ -148,10 +149,48 @@ def _flags(table) -> np.ndarray:
     return np.array([value is False or value is np.False_ for value in table["converged"]], dtype=bool)
 
 
-def _legend_below(ax, handles, ncol: int):
-    """A legend under the axes, outside them, so that it covers no bar and no label."""
-    ax.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, -0.16 if ax.get_xlabel() else -0.06),
-              ncol=ncol, fontsize=8, frameon=False)
+LEGEND_ROOM = 0.35   # inches under the plots for a legend that covers nothing
+
+
+def _legend_below(fig, handles, ncol: int):
+    """A legend at the foot of the figure, under the plots, so that it covers no bar and no label; the figure's
+    layout keeps :data:`LEGEND_ROOM` for it (:func:`_layout`)."""
+    fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+
+
+def _layout(fig, labelled=()):
+    """``tight_layout`` with room for a legend at the foot, then each (axes, texts) of ``labelled`` given room on
+    its right (:func:`_room_for_labels`)."""
+    for _, texts in labelled:
+        for text in texts:
+            text.set_in_layout(False)   # the axes keep their size; the axis is widened for the labels instead
+    fig.tight_layout(rect=(0, LEGEND_ROOM / fig.get_figheight() if fig.legends else 0, 1, 1))
+    for ax, texts in labelled:
+        _room_for_labels(ax, texts)
+
+
+def _room_for_labels(ax, texts, pad: float = 4.0):
+    """Widen the log x axis of ``ax`` until each of ``texts`` (placed at a bar's end, in data coordinates) ends
+    inside the axes: a text at x spans the same pixels wherever it is, so the decades shown must grow until
+    log(x / left) / decades of the axes' width leaves room for it."""
+    texts = [t for t in texts if t.get_transform() == ax.transData]
+    if not texts:
+        return
+    renderer = ax.figure.canvas.get_renderer()
+    width = ax.get_window_extent(renderer).width
+    left, right = ax.get_xlim()
+    decades = math.log10(right / left)
+    for text in texts:
+        room = width - text.get_window_extent(renderer).width - pad
+        x = text.get_position()[0]
+        if room > 0.2 * width and x > left:
+            decades = max(decades, math.log10(x / left) * width / room)
+    ax.set_xlim(left, left * 10 ** decades)
+
+
+def _short_problems(problems: str) -> str:
+    """``convergence_problems`` without the limits in parentheses: "R-hat 1.118; 39 divergent transitions"."""
+    return re.sub(r" \([^)]*\)", "", problems)
 
 
 def ess_per_second_bars(table) -> Figure | None:
@@ -171,29 +210,29 @@ def ess_per_second_bars(table) -> Figure | None:
     if df.empty:
         return None
     df = df.sort_values(["flagged", "ess_bulk_per_s"], ascending=[True, False], kind="stable")
-    fig = new_figure(7.5, 0.45 * len(df) + 1.2 + (0.4 if df["flagged"].any() else 0))
+    fig = new_figure(7.5, 0.45 * len(df) + 1.2 + (LEGEND_ROOM if df["flagged"].any() else 0))
     ax = fig.add_subplot()
     y = np.arange(len(df))
     value = df["ess_bulk_per_s"].astype(float).to_numpy()
+    labels = []
     for yi, v, bad, problems in zip(y, value, df["flagged"], df["problems"]):
         ax.barh(yi, v, **(NOT_CONVERGED if bad else {"facecolor": _KIND_COLORS["mcmc"]}))
         if bad:
-            ax.text(v, yi, f" not converged: {problems}" if problems else " not converged", va="center",
-                    fontsize=9, color="#b00000")
+            text = " not converged" + (f": {_short_problems(problems)}" if problems else "")
+            labels.append(ax.text(v, yi, text, va="center", fontsize=9, color="#b00000"))
     ax.set_yticks(y, list(df["backend"]))
     for tick, bad in zip(ax.get_yticklabels(), df["flagged"]):
         if bad:
             tick.set_color("#b00000")
     ax.invert_yaxis()
     ax.set_xscale("log")
-    # room on the right for the labels: the longest bar's label must stay inside the figure
-    ax.set_xlim(value.min() / 3, value.max() * (60 if df["flagged"].any() else 3))
+    ax.set_xlim(value.min() / 3, value.max() * 3)
     ax.set_xlabel("bulk ESS (min over components) per second, log scale")
     ax.grid(axis="x", alpha=0.3, which="both")
     if df["flagged"].any():
-        _legend_below(ax, [Patch(color=_KIND_COLORS["mcmc"], label="diagnostics pass"),
-                           Patch(**NOT_CONVERGED, label="not converged: R-hat, ESS or divergences fail")], ncol=2)
-    fig.tight_layout()
+        _legend_below(fig, [Patch(facecolor=_KIND_COLORS["mcmc"], label="diagnostics pass"),
+                            Patch(**NOT_CONVERGED, label="not converged: R-hat, ESS or divergences fail")], ncol=2)
+    _layout(fig, [(ax, labels)])
     return fig
 
 
@@ -285,8 +324,8 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
                      color="#b00000", fontsize=10, fontweight="bold")
     else:
         ax.set_title(f"accuracy against wall time (reference: {getattr(reference, 'name', '?')})", fontsize=10)
-        _ranking_bars(bars, table, comparison.targets, skip=comparison.reference_cell)
-    fig.tight_layout()
+        labels = _ranking_bars(bars, table, comparison.targets, skip=comparison.reference_cell)
+    _layout(fig, [(bars, labels)] if bars is not None else [])
     return fig
 
 
@@ -305,7 +344,7 @@ def _ranking_bars(ax, table, targets, skip=None):
 
     if table is None or "seconds_to_target" not in table or "seconds_to_precise" not in table:
         ax.set_visible(False)
-        return
+        return []
     df = table[["backend", "kind", "seconds_to_target", "seconds_to_precise", "ess_ref"]].copy()
     df["rough"] = df["seconds_to_target"].astype(float)
     df["precise"] = df["seconds_to_precise"].astype(float)
@@ -315,8 +354,9 @@ def _ranking_bars(ax, table, targets, skip=None):
                                                                    kind="stable")
     if df.empty:
         ax.set_visible(False)
-        return
+        return []
     y = np.arange(len(df))
+    labels = []   # the texts at the bars' ends, for which the axis leaves room (_layout)
     times = np.concatenate([df["rough"], df["precise"]])
     reached = times[np.isfinite(times)]
     h = 0.4
@@ -333,12 +373,12 @@ def _ranking_bars(ax, table, targets, skip=None):
             ax.text(0.02, yi, f"never (worth {worth:.3g} exact draws){flag}", va="center", fontsize=9,
                     color="#b00000", transform=ax.get_yaxis_transform())
             continue
-        ax.text(rough, yi - h / 2, f" {rough:.3g} s", va="center", fontsize=8, **red)
+        labels.append(ax.text(rough, yi - h / 2, f" {rough:.3g} s", va="center", fontsize=8, **red))
         if np.isfinite(precise):
-            ax.text(precise, yi + h / 2, f" {precise:.3g} s{flag}", va="center", fontsize=8, **red)
+            labels.append(ax.text(precise, yi + h / 2, f" {precise:.3g} s{flag}", va="center", fontsize=8, **red))
         else:
-            ax.text(rough, yi + h / 2, f" never the precise target (worth {worth:.3g} draws){flag}", va="center",
-                    fontsize=8, color="#b00000")
+            labels.append(ax.text(rough, yi + h / 2, f" never the precise target (worth {worth:.3g} draws){flag}",
+                                  va="center", fontsize=8, color="#b00000"))
     ax.set_yticks(y, list(df["backend"]))
     for tick, bad in zip(ax.get_yticklabels(), df["flagged"]):
         if bad:
@@ -346,15 +386,16 @@ def _ranking_bars(ax, table, targets, skip=None):
     ax.invert_yaxis()
     ax.set_xscale("log")
     # room on the right for the labels beside the longest bars
-    ax.set_xlim(reached.min() / 3 if reached.size else 1e-2, reached.max() * 300 if reached.size else 1.0)
+    ax.set_xlim(reached.min() / 3 if reached.size else 1e-2, reached.max() * 3 if reached.size else 1.0)
     ax.xaxis.set_minor_formatter(NullFormatter())   # a narrow log range would label every minor tick
     rough, precise = targets
     ax.set_xlabel(f"seconds until worth {rough} (light) and {precise} (solid) exact draws")
     ax.grid(axis="x", alpha=0.3, which="both")
-    handles = [Patch(color=c, label=k) for k, c in _KIND_COLORS.items()]
+    handles = [Patch(facecolor=c, label=k) for k, c in _KIND_COLORS.items()]
     if df["flagged"].any():
         handles.append(Patch(**NOT_CONVERGED, label="not converged"))
-    _legend_below(ax, handles, ncol=len(handles))
+    _legend_below(ax.figure, handles, ncol=len(handles))
+    return labels
 
 
 def _panels(n: int, width: float, height: float, ncols: int = 3):
