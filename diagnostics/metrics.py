@@ -45,7 +45,7 @@ With the fit's mean and sd over all its draws (chains pooled),
 * ``seconds_to_target`` and ``seconds_to_precise``: the wall time after which the fit's estimate is, and stays,
   worth as many exact draws as the comparison's rough and precise targets ask (``bz.compare(targets=(rough,
   precise))``, by default :data:`DEFAULT_TARGETS`: 10 and 100 draws; effective b2 <= c_k / target,
-  :func:`target_bias2`). At d = 1 the rough target allows a worst mean about 0.32 reference sds off and the
+  :func:`target_bias2`). At d = 1 the rough target allows a worst mean about 0.33 reference sds off and the
   precise one about 0.1; more components allow more, as c_k grows. An MCMC fit is read off its running estimates
   (:func:`running_bias2`), an approximation takes its total time if its final estimate meets the target; infinite
   when the fit never does. This is how BlackJAX's benchmarks rank samplers (the cost of reaching a fixed b2
