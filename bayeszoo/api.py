@@ -18,6 +18,7 @@ from bayeszoo import catalogue, checks, registry, resources
 from bayeszoo.catalogue import Reference
 from bayeszoo.comparison import COMPARISON_FILE, Comparison, fit_filename, folder_lock
 from bayeszoo.datasets import Dataset
+from bayeszoo.diagnostics.metrics import DEFAULT_TARGETS, checked_targets
 from bayeszoo.results import (Fit, ResultExists, jsonable, load_fit, package_version, recording,
                               saved_fit_identity)
 from bayeszoo.models import Model, UserModel
@@ -216,7 +217,8 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
             reference: str | Fit | Reference | os.PathLike | None = "auto", *,
             draws: int | None = None, tune: int | None = None, chains: int | None = None, seed: int | None = 0,
             progress: bool = True, executor: Executor | None = None, out: str | os.PathLike | None = None,
-            options: dict[str, dict] | None = None, reference_draws: int | None = None, overwrite: bool = True):
+            options: dict[str, dict] | None = None, reference_draws: int | None = None, overwrite: bool = True,
+            targets: tuple[float, float] = DEFAULT_TARGETS):
     """Run a grid of backends on one model and dataset and return a :class:`Comparison`.
 
     Every cell's counts and options are resolved and checked before anything runs. A backend that fails gives a
@@ -267,6 +269,12 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
         note in the table says so), and a saved comparison in ``out`` replaced. False refuses both with a
         :class:`~bayeszoo.results.ResultExists` (a ValueError) naming the files, before anything runs; fits
         that match are resumed either way.
+    targets : (float, float), default (10, 100)
+        The ranking's rough and precise targets, in exact posterior draws the estimate is worth: the table's
+        ``seconds_to_target`` and ``seconds_to_precise`` are the wall time until a fit's estimate is worth each
+        (the default's: a worst mean about 0.3 and 0.1 reference sds off, over one component), and the verdict
+        names the fastest to each and the most accurate fit. Two finite numbers, each at least 1, the rough one
+        below the precise one; anything else is a ValueError before anything runs.
 
     Returns
     -------
@@ -274,6 +282,7 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
         The fits, the errors of the cells that failed, and the reference; ``table()`` tabulates them.
     """
     _check_model(model)
+    targets = checked_targets(targets)
     data = _data_of(model, data)
     model.validate(data)
     if backends is None:
@@ -377,7 +386,7 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
         order = [label for label in jobs]
         cmp = Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
                          errors={k: errors[k] for k in order if k in errors}, reference=ref_summary, order=order,
-                         notes={k: v for k, v in notes.items() if v})
+                         notes={k: v for k, v in notes.items() if v}, targets=targets)
         if out is not None:
             try:
                 cmp.save(out)

@@ -139,6 +139,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--backend-opt", action="append", default=[], metavar="[BACKEND.]KEY=VALUE",
                        help="backend option: em.max_iter=500 for one backend, max_iter=500 for every backend "
                             "that has it (repeatable)")
+    p_cmp.add_argument("--targets", type=_targets, default=None, metavar="ROUGH,PRECISE",
+                       help="the ranking's targets, in exact posterior draws an estimate is worth; default 10,100 "
+                            "(about 0.3 and 0.1 reference sds off, over one component)")
     p_cmp.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="Dask scheduler (tcp://host:8786) or 'local' for a LocalCluster on this machine")
 
@@ -193,6 +196,23 @@ def _int_at_least(text, minimum):
     if value < minimum:
         raise argparse.ArgumentTypeError(f"must be >= {minimum}, got {value}")
     return value
+
+
+def _targets(text):
+    """``--targets ROUGH,PRECISE`` as ``bz.compare``'s ``targets``, checked by the library's own rule."""
+    from bayeszoo.diagnostics.metrics import DEFAULT_TARGETS, checked_targets
+
+    advice = f"e.g. --targets {DEFAULT_TARGETS[0]},{DEFAULT_TARGETS[1]} (the default)"
+    try:
+        pair = tuple(float(part) for part in text.split(","))
+    except ValueError:
+        pair = ()
+    if len(pair) != 2:
+        raise argparse.ArgumentTypeError(f"give two numbers of exact draws, ROUGH,PRECISE, got {text!r}: {advice}")
+    try:
+        return checked_targets(pair)
+    except ValueError as exc:   # the library's message, with the command line's advice
+        raise argparse.ArgumentTypeError(f"{str(exc).split('; got')[0]}; got {text!r}: {advice}") from None
 
 
 # ------------------------------------------------------------------------------------------ commands
@@ -515,11 +535,12 @@ def cmd_compare(args, out=None) -> int:
         cmp = bz.compare(model, data, backends=names, reference=reference, draws=args.draws, tune=args.tune,
                          chains=args.chains, seed=args.seed, progress=not args.quiet, executor=executor,
                          out=args.out, options=options, reference_draws=args.reference_draws,
-                         overwrite=args.force)
+                         overwrite=args.force, **({"targets": args.targets} if args.targets else {}))
     finally:
         close()
     table = cmp.table()
     _print_table(table, out)
+    _print_verdict(cmp, out)
     print(f"saved fits, table.csv and report.html in {args.out}", file=out)
     failed = [backend for backend, error in zip(table["backend"], table["error"]) if error]
     if failed:   # what finished is saved; a script still learns that the grid is not whole
@@ -546,6 +567,7 @@ def cmd_report(args, out=None) -> int:
         csv = write_atomically(os.path.join(args.dir, "table.csv"), table.to_csv(index=False))
         path = cmp.report(os.path.join(args.dir, "report.html"))
     _print_table(table, out)
+    _print_verdict(cmp, out)
     print(f"wrote {csv} and {path}", file=out)
     return 0
 
@@ -554,7 +576,7 @@ def cmd_report(args, out=None) -> int:
 #: shorter headers
 TERMINAL_COLUMNS = {"backend": "backend", "kind": "kind", "seconds": "seconds", "ess_bulk_min": "ess_bulk",
                     "rhat_max": "rhat", "divergences": "div", "mean_err": "mean_err", "sd_err": "sd_err",
-                    "seconds_to_target": "s_to_target", "elpd_loo": "elpd_loo"}
+                    "seconds_to_target": "s_rough", "seconds_to_precise": "s_precise", "elpd_loo": "elpd_loo"}
 TERMINAL_WIDTH = 100
 
 
@@ -571,8 +593,20 @@ def _print_table(table, out):
     for _, row in table.iterrows():
         if isinstance(row.get("error"), str) and row["error"]:
             print(f"  {row['backend']} failed: {row['error'].splitlines()[0]}"[:TERMINAL_WIDTH], file=out)
-    print("(ess_bulk: min bulk ESS; div: divergences; s_to_target: seconds to the target accuracy;\n"
-          " every column: table.csv and the report)", file=out)
+    print("(ess_bulk: min bulk ESS; div: divergences; s_rough, s_precise: seconds to the rough and the precise\n"
+          " target; every column: table.csv and the report)", file=out)
+
+
+def _print_verdict(cmp, out):
+    """The comparison's verdict under the table, one sentence a line, wrapped to the terminal's width."""
+    import re
+    import textwrap
+
+    print("verdict:", file=out)
+    for sentence in cmp.verdict_lines():
+        glued = re.sub(r"(\d) (s\b)", "\\1\u00a0\\2", sentence)   # "0.32 s" stays on one line
+        print(textwrap.fill(glued, TERMINAL_WIDTH, initial_indent="  ", subsequent_indent="    ",
+                            break_on_hyphens=False).replace("\u00a0", " "), file=out)
 
 
 def _sampler_file(where: str) -> str:

@@ -15,6 +15,7 @@ from filelock import FileLock, Timeout
 from bayeszoo import catalogue
 from bayeszoo.catalogue import Reference
 from bayeszoo.datasets import Dataset
+from bayeszoo.diagnostics.metrics import DEFAULT_TARGETS, checked_targets
 from bayeszoo.results import (Fit, UnreadableFit, checked_path, fit_identity, identity_differences, jsonable,
                               load_fit, saved_fit_identity, write_atomically)
 
@@ -48,6 +49,9 @@ class Comparison:
         Per cell: ``"resumed"``, ``"refitted: ..."``, ``"not saved: ..."``.
     calibration : dict of str to SBCResult
         Simulation-based calibration results shown in the report, by backend (:meth:`attach_sbc`).
+    targets : (float, float), default (10, 100)
+        The rough and precise targets of the ranking, in exact posterior draws an estimate is worth: the table's
+        ``seconds_to_target`` and ``seconds_to_precise`` time the way to each (``bz.compare(targets=...)``).
     """
 
     model: object
@@ -58,8 +62,10 @@ class Comparison:
     order: list[str] = field(default_factory=list)
     notes: dict[str, str] = field(default_factory=dict)   # per cell: "resumed", "refitted: ...", "not saved: ..."
     calibration: dict = field(default_factory=dict)        # backend -> SBCResult (attach_sbc)
+    targets: tuple = DEFAULT_TARGETS
 
     def __post_init__(self):
+        self.targets = checked_targets(self.targets)
         if self.reference is not None and not isinstance(self.reference, Reference):
             raise ValueError(f"Comparison.reference must be a bayeszoo.catalogue.Reference or None; got "
                              f"{type(self.reference).__name__} (bz.compare turns a backend name, a Fit or a file "
@@ -102,7 +108,8 @@ class Comparison:
         for label in self.order or list(self.fits) + list(self.errors):
             if label in self.fits:
                 try:
-                    rows.append(table_row(self.model, self.data, label, self.fits[label], self.reference))
+                    rows.append(table_row(self.model, self.data, label, self.fits[label], self.reference,
+                                          self.targets))
                 except Exception as exc:  # a metric that cannot be computed is reported, not raised
                     rows.append({"backend": label, "kind": self.fits[label].kind,
                                  "error": f"scoring failed: {type(exc).__name__}: {exc}"})
@@ -118,14 +125,21 @@ class Comparison:
         return df[first + rest + ["note", "error"]]
 
     def verdict(self) -> str:
-        """Two or three plain sentences read off the table: which backend reaches the target accuracy first and
-        how many times faster than the best generic sampler, which never reach it and how far off they stay,
-        which MCMC fits are not converged (``diagnostics.metrics.verdict``)."""
-        from bayeszoo.diagnostics.metrics import verdict
+        """The verdict read off the table, as one paragraph (:meth:`verdict_lines` joined)."""
+        return " ".join(self.verdict_lines())
+
+    def verdict_lines(self) -> list[str]:
+        """The verdict, one plain sentence a line (``diagnostics.metrics.verdict``): the fastest backend to the
+        rough target, the fastest to the precise one and the most accurate (each named when they differ), which
+        never reach the targets and how far off they stay, and the MCMC fits whose own diagnostics fail, ranked
+        after every fit whose diagnostics pass, with their problems and times."""
+        from bayeszoo.diagnostics.metrics import compared_components, noise_max, verdict
 
         reference = self.reference
-        return " ".join(verdict(self.table(), self.fits, self.reference_cell, getattr(reference, "trusted", None),
-                                has_reference=reference is not None))
+        names = list(self.model.compare_vars) or list(self.model.var_dims(self.data))
+        return verdict(self.table(), self.fits, self.reference_cell, getattr(reference, "trusted", None),
+                       has_reference=reference is not None, targets=self.targets,
+                       one_draw=noise_max(compared_components(reference, names)))
 
     def report(self, path: str | os.PathLike) -> str:
         """Write the self-contained HTML report to ``path``."""
@@ -200,7 +214,8 @@ class Comparison:
                     "cells": {label: {"backend": fit.backend, "settings": fit.info.get("settings")}
                               for label, fit in self.fits.items()},
                     "errors": self.errors, "notes": self.notes,
-                    "calibration": {backend: r.to_dict() for backend, r in self.calibration.items()}}
+                    "calibration": {backend: r.to_dict() for backend, r in self.calibration.items()},
+                    "targets": list(self.targets)}
             write_atomically(os.path.join(directory, "table.csv"), table.to_csv(index=False))
             self.report(os.path.join(directory, "report.html"))
             # last: a folder with comparison.json holds a finished comparison (the command line then refuses to
@@ -307,8 +322,13 @@ def load_comparison(directory: str | os.PathLike) -> Comparison:
         except (KeyError, TypeError, ValueError) as exc:   # the rest of the comparison is still worth reading
             warnings.warn(f"the SBC result of {backend!r} in {meta_path!r} could not be read ({type(exc).__name__}: "
                           f"{exc})", stacklevel=2)
+    try:
+        targets = checked_targets(meta.get("targets", DEFAULT_TARGETS))
+    except ValueError as exc:
+        raise _unreadable(meta_path, str(exc)) from None
     return Comparison(model=model, data=data, fits=fits, errors=errors, reference=reference,
-                      order=meta.get("order", list(fits)), notes=meta.get("notes", {}), calibration=calibration)
+                      order=meta.get("order", list(fits)), notes=meta.get("notes", {}), calibration=calibration,
+                      targets=targets)
 
 
 @contextlib.contextmanager
@@ -338,7 +358,8 @@ _LOCKS: dict[str, FileLock] = {}
 #: keys of comparison.json and the JSON types they must have (the others are optional)
 _REQUIRED = {"model_spec": dict, "data_name": str, "files": dict}
 _OPTIONAL = {"data_meta": dict, "order": list, "errors": dict, "notes": dict, "cells": dict,
-             "reference_source": (dict, type(None)), "data_fingerprint": (str, type(None)), "calibration": dict}
+             "reference_source": (dict, type(None)), "data_fingerprint": (str, type(None)), "calibration": dict,
+             "targets": list}
 
 
 def _unreadable(path: str, reason: str) -> ValueError:

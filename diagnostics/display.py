@@ -19,7 +19,8 @@ SCOPE = "div.bz-comparison"
 
 #: The figures :func:`figure` draws, by name, with what each shows.
 FIGURES = {
-    "accuracy": "accuracy against wall time, and the ranking by seconds_to_target (needs a reference)",
+    "accuracy": "accuracy against wall time, and the ranking by the times to the rough and precise targets "
+                "(needs a reference)",
     "ess_per_second": "bulk ESS per second of the MCMC fits",
     "family": "the family's own picture (fitted curve, boundaries, images, weights)",
     "objective": "the ELBO / log-evidence traces of the fits that optimise one",
@@ -63,7 +64,7 @@ def comparison_html(comparison) -> str:
         table = comparison.table()
         sampling, scores = split_columns(table)
         out.append(table_html(table, comparison, sampling))
-        out.append(glossary_html())
+        out.append(glossary_html(comparison.targets))
         if scores:
             out.append(table_html(table, comparison, scores))
     except Exception as exc:

@@ -42,18 +42,25 @@ With the fit's mean and sd over all its draws (chains pooled),
   biased approximation keeps c_k / bias^2 draws' worth, and a fast one can then score more per second than a
   slower sampler that is exact, although its worth never grows with more time; so the ranking uses the next
   column.
-* ``seconds_to_target``: the wall time after which the fit's estimate is, and stays, worth
-  :data:`TARGET_DRAWS` exact draws (effective b2 <= c_k / TARGET_DRAWS, :func:`target_bias2`). An MCMC fit is
-  read off its running estimates (:func:`running_bias2`), an approximation takes its total time if its final
-  estimate meets the target; infinite when the fit never does. This is how BlackJAX's benchmarks rank samplers
-  (the cost of reaching a fixed b2 against a ground truth), and it ranks an approximation that stops short of
-  the target below every sampler that reaches it. The report's ranking bars show this column.
+* ``seconds_to_target`` and ``seconds_to_precise``: the wall time after which the fit's estimate is, and stays,
+  worth as many exact draws as the comparison's rough and precise targets ask (``bz.compare(targets=(rough,
+  precise))``, by default :data:`DEFAULT_TARGETS`: 10 and 100 draws; effective b2 <= c_k / target,
+  :func:`target_bias2`). At d = 1 the rough target allows a worst mean about 0.33 reference sds off and the
+  precise one about 0.1; more components allow more, as c_k grows. An MCMC fit is read off its running estimates
+  (:func:`running_bias2`), an approximation takes its total time if its final estimate meets the target; infinite
+  when the fit never does. This is how BlackJAX's benchmarks rank samplers (the cost of reaching a fixed b2
+  against a ground truth), and it ranks an approximation that stops short of a target below every sampler that
+  reaches it. Two targets, because one does not say it all: a rough approximation can be the fastest to 10
+  draws' worth and never reach 100, and the verdict names the fastest to each and the most accurate fit. The
+  report's ranking bars show both columns.
 
-An MCMC fit is ranked only if its own diagnostics pass (:func:`convergence_problems`): R-hat below
-:data:`RHAT_MAX`, bulk ESS at least :data:`ESS_PER_CHAIN_MIN` per chain (the limits PyMC warns at, after
-Vehtari et al. 2021) and no divergent transitions. A fit that fails them has ``converged`` False and
-``seconds_to_target`` infinite, however close its running means happen to come to the reference: a chain that
-has not mixed can dip below the target by chance, and nothing in its own output says it will stay there.
+The ranking puts every fit whose own diagnostics pass first. An MCMC fit passes (:func:`convergence_problems`)
+with R-hat below :data:`RHAT_MAX`, bulk ESS at least :data:`ESS_PER_CHAIN_MIN` per chain (the limits PyMC warns
+at, after Vehtari et al. 2021) and no divergent transitions; one that fails them has ``converged`` False and is
+ranked after every fit that passes, with its problems beside its times (:func:`flagged`): a chain that has not mixed can
+dip below a target by chance, and nothing in its own output says it will stay there; but one divergence in
+thousands of draws does not make a fit's measured error untrue, so a fit measured against a trusted reference is
+never dropped from the ranking.
 
 One limit: the reference's own Monte-Carlo error (its ``mcse_mean``) is a floor under every b2, so ``ess_ref``
 cannot meaningfully exceed the reference's ESS.
@@ -74,6 +81,7 @@ the LOO of the approximation, not of the posterior, and a point estimate's repea
 from __future__ import annotations
 
 import math
+import numbers
 import warnings
 
 import arviz as az
@@ -87,7 +95,7 @@ ESS_METHOD = "ArviZ rank-normalised split-chain ESS (bulk and tail), Vehtari et 
 
 #: columns measured against the reference; untrusted when the reference is
 ACCURACY_COLUMNS = ["mean_err", "sd_err", "bias2_mean_max", "bias2_sd_max", "ess_ref", "ess_ref_per_s",
-                    "seconds_to_target"]
+                    "seconds_to_target", "seconds_to_precise"]
 
 TABLE_COLUMNS = ["backend", "kind", "seconds", "ess_bulk_min", "ess_bulk_median", "ess_tail_min",
                  "ess_bulk_per_s", "ess_per_grad", "rhat_max", "divergences", "converged", *ACCURACY_COLUMNS,
@@ -98,7 +106,9 @@ LOO_COLUMNS = ["elpd_loo", "elpd_loo_se", "p_loo", "pareto_k_bad"]
 PARETO_K_MAX = 0.7   # above it an observation's LOO estimate is unreliable (Vehtari et al. 2017)
 
 SD_WEIGHT = 2.0   # an sd is estimated about twice as precisely as a mean from the same draws (normal marginals)
-TARGET_DRAWS = 10    # ``seconds_to_target`` times the way to an estimate worth this many exact draws
+#: (rough, precise): ``seconds_to_target`` and ``seconds_to_precise`` time the way to an estimate worth this many
+#: exact draws (``bz.compare(targets=...)``)
+DEFAULT_TARGETS = (10, 100)
 ESS_PER_CHAIN_MIN = 100  # nor one whose smallest bulk ESS is below this per chain (PyMC's warning limit)
 
 
@@ -254,9 +264,31 @@ def noise_max(d: int) -> float:
     return float(chi2.ppf(0.5 ** (1.0 / (2 * d)), 1))
 
 
-def target_bias2(reference, names) -> float:
-    """The effective b2 of an estimate worth :data:`TARGET_DRAWS` exact draws over these components."""
-    return noise_max(compared_components(reference, names)) / TARGET_DRAWS
+def target_bias2(reference, names, draws: float) -> float:
+    """The effective b2 of an estimate worth ``draws`` exact draws over these components."""
+    return noise_max(compared_components(reference, names)) / draws
+
+
+def checked_targets(targets) -> tuple:
+    """``targets`` as (rough, precise) numbers of exact draws, or a ValueError that says what is wrong and what
+    would do: two finite real numbers, each at least 1 (an estimate worth less than one draw counts as 0), the
+    rough one below the precise one."""
+    example = f"e.g. targets={DEFAULT_TARGETS} (the default: worth {DEFAULT_TARGETS[0]} and {DEFAULT_TARGETS[1]} " \
+              f"exact draws)"
+    pair = tuple(targets) if isinstance(targets, (tuple, list)) else None
+    if pair is None or len(pair) != 2 or not all(isinstance(t, numbers.Real) and not isinstance(t, (bool, np.bool_))
+                                                 for t in pair):
+        raise ValueError(f"targets must be two numbers of exact draws, (rough, precise); got {targets!r}: give "
+                         f"{example}")
+    if not all(math.isfinite(t) for t in pair):
+        raise ValueError(f"targets must be finite numbers of exact draws; got {targets!r}: give {example}")
+    if min(pair) < 1:
+        raise ValueError(f"targets must be worth at least 1 exact draw each (below one draw a fit counts as 0); "
+                         f"got {targets!r}: give {example}")
+    if not pair[0] < pair[1]:
+        raise ValueError(f"targets must put the rough target below the precise one, (rough, precise); got "
+                         f"{targets!r}: give {example}")
+    return tuple(int(t) if float(t).is_integer() else float(t) for t in pair)
 
 
 def effective_bias2(bias2_mean, bias2_sd):
@@ -282,36 +314,43 @@ def bias_aware_ess(bias2_mean: float, bias2_sd: float, bound: float, calibration
     return ess if ess >= 1 else 0.0
 
 
-def accuracy(fit, reference, names, ess_bulk_min: float, converged: bool | None = None) -> dict:
-    """The accuracy columns of one fit (module docstring), plus ``reference_trusted``. An MCMC fit with
-    ``converged`` False never reaches the target (``seconds_to_target`` inf)."""
+def accuracy(fit, reference, names, ess_bulk_min: float, targets=DEFAULT_TARGETS) -> dict:
+    """The accuracy columns of one fit (module docstring), plus ``reference_trusted``; ``targets`` are the
+    (rough, precise) numbers of exact draws that ``seconds_to_target`` and ``seconds_to_precise`` time."""
     row = reference_errors(fit, reference, names)
     calibration = noise_max(compared_components(reference, names))
     row["ess_ref"] = bias_aware_ess(row["bias2_mean_max"], row["bias2_sd_max"], ess_bound(fit, ess_bulk_min),
                                     calibration)
     row["ess_ref_per_s"] = row["ess_ref"] / fit.seconds if fit.seconds > 0 else math.nan
-    row["seconds_to_target"] = seconds_to_target(fit, reference, names, row, calibration / TARGET_DRAWS)
-    if converged is False and not math.isnan(row["seconds_to_target"]):
-        row["seconds_to_target"] = math.inf   # an unmixed chain's dip below the target is luck (module docstring)
+    row["seconds_to_target"], row["seconds_to_precise"] = seconds_to_targets(
+        fit, reference, names, row, [calibration / draws for draws in targets])
     row["reference_trusted"] = None if reference is None else getattr(reference, "trusted", None)
     return row
 
 
-def seconds_to_target(fit, reference, names, errors: dict, target: float) -> float:
-    """Wall time after which the fit's effective b2 is at most ``target`` (:func:`target_bias2`) for good (module
-    docstring): for an MCMC fit the first time from which its running estimates stay there, for an approximation
-    its total time when its final estimate is there; inf if never; NaN with nothing to compare (``errors`` holds
-    the final ``bias2_mean_max`` and ``bias2_sd_max``)."""
+def seconds_to_targets(fit, reference, names, errors: dict, targets) -> list[float]:
+    """Per effective b2 of ``targets`` (:func:`target_bias2`), the wall time after which the fit's effective b2 is
+    at most that for good (module docstring): for an MCMC fit the first time from which its running estimates stay
+    there, for an approximation its total time when its final estimate is there; inf if never; NaN with nothing to
+    compare (``errors`` holds the final ``bias2_mean_max`` and ``bias2_sd_max``)."""
     final = float(effective_bias2(errors["bias2_mean_max"], errors["bias2_sd_max"]))
-    if reference is None or math.isnan(final) or math.isnan(target):
-        return math.nan
-    if final > target:
-        return math.inf
-    if fit.kind != "mcmc" or fit.n_draws < 2:
-        return float(fit.seconds)
-    curve = running_bias2(fit, reference, names)
-    above = np.flatnonzero(~(curve["bias2"] <= target))
-    return float(curve["seconds"][0 if above.size == 0 else above[-1] + 1])
+    if reference is None or math.isnan(final):
+        return [math.nan] * len(targets)
+    curve = None
+    out = []
+    for target in targets:
+        if math.isnan(target):
+            out.append(math.nan)
+        elif final > target:
+            out.append(math.inf)
+        elif fit.kind != "mcmc" or fit.n_draws < 2:
+            out.append(float(fit.seconds))
+        else:
+            if curve is None:
+                curve = running_bias2(fit, reference, names)
+            above = np.flatnonzero(~(curve["bias2"] <= target))
+            out.append(float(curve["seconds"][0 if above.size == 0 else above[-1] + 1]))
+    return out
 
 
 def running_bias2(fit, reference, names, n_points: int = 60) -> dict[str, np.ndarray]:
@@ -378,13 +417,13 @@ def loo_columns(fit) -> dict:
             "pareto_k_bad": int(np.sum(~(k <= PARETO_K_MAX)))}
 
 
-def table_row(model, data, name: str, fit, reference) -> dict:
-    """One row of ``Comparison.table()``: diagnostics, accuracy against ``reference`` (a Reference or None),
-    family metrics."""
+def table_row(model, data, name: str, fit, reference, targets=DEFAULT_TARGETS) -> dict:
+    """One row of ``Comparison.table()``: diagnostics, accuracy against ``reference`` (a Reference or None) with
+    the (rough, precise) ``targets``, family metrics."""
     names = list(model.var_dims(data))
     row = {"backend": name, "kind": fit.kind, "seconds": fit.seconds}
     row.update(sampling_diagnostics(fit, names))
-    row.update(accuracy(fit, reference, list(model.compare_vars) or names, row["ess_bulk_min"], row["converged"]))
+    row.update(accuracy(fit, reference, list(model.compare_vars) or names, row["ess_bulk_min"], targets))
     row.update(loo_columns(fit))
     row.update({k: v for k, v in model.score(fit, data).items()})
     row["error"] = ""
@@ -392,6 +431,19 @@ def table_row(model, data, name: str, fit, reference) -> dict:
 
 
 # ------------------------------------------------------------------------------------------ the verdict
+def flagged(row) -> bool:
+    """Whether a table row is an MCMC fit whose own diagnostics fail (``converged`` False): ranked after every
+    fit whose diagnostics pass."""
+    return row.get("converged") is False or row.get("converged") is np.False_
+
+
+def ranking_key(row, column: str) -> tuple:
+    """The ranking by ``column`` (a time to a target): every fit whose diagnostics pass before every flagged one,
+    then the faster first, then the one worth more exact draws."""
+    worth = float(row.get("ess_ref", math.nan))
+    return flagged(row), float(row[column]), -worth if math.isfinite(worth) else 0.0
+
+
 def _generic(fit) -> bool:
     """A library's generic sampler or approximation (PyMC, NumPyro, nutpie, BlackJAX), not a hand-written one."""
     return fit.idata.posterior.attrs.get("inference_library", "bayeszoo") != "bayeszoo"
@@ -406,43 +458,101 @@ def _how_far(row) -> str:
     return f"worst sd {sd_err:.2g} reference sds off"
 
 
+def _problems(row) -> str:
+    return row.get("convergence_problems") or "its diagnostics fail"
+
+
+def _seconds(value) -> str:
+    return f"{float(value):.3g} s" if math.isfinite(float(value)) else "never"
+
+
 def verdict(table, fits: dict, reference_label: str | None, reference_trusted: bool | None,
-            has_reference: bool) -> list[str]:
-    """Two or three plain sentences read off the comparison ``table``: which backend reaches the target accuracy
-    first and how many times faster than the best generic sampler, which never reach it and how far off they
-    stay, and which MCMC fits are not converged. ``fits`` maps the table's labels to their Fits (to tell generic
-    from hand-written backends); the row ``reference_label`` (the reference's own run) is not ranked."""
-    target = f"the target accuracy (worth {TARGET_DRAWS} exact draws)"
+            has_reference: bool, targets=DEFAULT_TARGETS, one_draw: float = math.nan) -> list[str]:
+    """Plain sentences read off the comparison ``table``, one a line: the fastest backend to the rough target, the
+    fastest to the precise one and the most accurate (when they differ, each named; the fastest also against the
+    best generic sampler when it is hand-written), which never reach the targets and how far off they stay, and
+    the MCMC fits whose own diagnostics fail, ranked after the others with their problems and times.
+
+    ``fits`` maps the table's labels to their Fits (to tell generic from hand-written backends); the row
+    ``reference_label`` (the reference's own run) is not ranked. ``targets`` are the (rough, precise) exact draws
+    of ``seconds_to_target`` and ``seconds_to_precise``; ``one_draw`` is the effective b2 of one exact draw over the
+    compared components (:func:`noise_max`), which gives each target's worst mean error in reference sds."""
     rows = [r for _, r in table.iterrows() if not r.get("error") and r["backend"] != reference_label]
-    out = []
     if not has_reference:
-        out.append("There is no reference posterior, so nothing is measured for accuracy and nothing is ranked.")
-    elif reference_trusted is False:
-        out.append("The reference fails its validation rules (see the banner), so the accuracy columns may be "
-                   "wrong and nothing is ranked.")
-    else:
-        timed = [r for r in rows if "seconds_to_target" in r and np.isfinite(float(r["seconds_to_target"]))]
-        if not timed:
-            out.append(f"No backend reaches {target}.")
-        else:
-            best = min(timed, key=lambda r: float(r["seconds_to_target"]))
-            t_best = float(best["seconds_to_target"])
-            generic = [r for r in timed if r["backend"] in fits and _generic(fits[r["backend"]])]
-            sentence = f"{best['backend']} reaches {target} first, in {t_best:.3g} s"
-            if generic and not _generic(fits[best["backend"]]):
-                g = min(generic, key=lambda r: float(r["seconds_to_target"]))
-                ratio = float(g["seconds_to_target"]) / t_best if t_best > 0 else math.inf
-                sentence += f": {ratio:.3g} times faster than the best generic sampler, {g['backend']} " \
-                            f"({float(g['seconds_to_target']):.3g} s)"
-            elif not generic and any(r["backend"] in fits and _generic(fits[r["backend"]]) for r in rows):
-                sentence += "; no generic sampler reaches it"
-            out.append(sentence + ".")
-        never = [r for r in rows if float(r.get("seconds_to_target", math.nan)) == math.inf
-                 and r.get("converged") is not False]
-        if never:
-            out.append("Never reaching it: " + "; ".join(f"{r['backend']} ({_how_far(r)})" for r in never) + ".")
-    unconverged = [r for r in rows if r.get("converged") is False]
-    if unconverged:
-        out.append("Not converged, so not ranked: " + "; ".join(
-            f"{r['backend']} ({r.get('convergence_problems') or 'its diagnostics fail'})" for r in unconverged) + ".")
+        return ["There is no reference posterior, so nothing is measured for accuracy and nothing is ranked.",
+                *_not_converged(rows)]
+    if reference_trusted is False:
+        return ["The reference fails its validation rules (see the banner), so the accuracy columns may be wrong "
+                "and nothing is ranked.", *_not_converged(rows)]
+    measured = [r for r in rows if math.isfinite(float(r.get("mean_err", math.nan)))]
+    rough, precise = targets
+    columns = {"rough": "seconds_to_target", "precise": "seconds_to_precise"}
+    names = {which: f"the {which} target (worth {draws} exact draws"
+                    + (f", about {math.sqrt(one_draw / draws):.2g} reference sds)" if math.isfinite(one_draw) else ")")
+             for which, draws in (("rough", rough), ("precise", precise))}
+
+    def fastest(rows_, column):
+        timed = [r for r in rows_ if column in r and math.isfinite(float(r[column]))]
+        return min(timed, key=lambda r: ranking_key(r, column)) if timed else None
+
+    def name(row):
+        return f"{row['backend']} (its diagnostics fail)" if flagged(row) else row["backend"]
+
+    def against_generic(best, column):
+        """How many times faster than the best generic sampler, when the fastest is hand-written."""
+        if best["backend"] not in fits or _generic(fits[best["backend"]]):
+            return ""
+        generic = fastest([r for r in measured if r["backend"] in fits and _generic(fits[r["backend"]])], column)
+        if generic is None:
+            any_generic = any(r["backend"] in fits and _generic(fits[r["backend"]]) for r in measured)
+            return ": no generic sampler reaches it" if any_generic else ""
+        t_best, t_generic = float(best[column]), float(generic[column])
+        ratio = t_generic / t_best if t_best > 0 else math.inf
+        return f": {ratio:.3g} times faster than the best generic sampler, {name(generic)} ({t_generic:.3g} s)"
+
+    out, roles = [], {}   # backend -> what it is named for, in order
+    for which, column in columns.items():
+        best = fastest(measured, column)
+        if best is None:
+            out.append(f"No backend reaches {names[which]}.")
+            continue
+        roles.setdefault(best["backend"], [best, []])[1].append(
+            f"the fastest to {names[which]}, in {float(best[column]):.3g} s{against_generic(best, column)}")
+    if measured:
+        accurate = min(measured, key=lambda r: (flagged(r), float(effective_bias2(r["bias2_mean_max"],
+                                                                                    r["bias2_sd_max"]))))
+        roles.setdefault(accurate["backend"], [accurate, []])[1].append(f"the most accurate ({_how_far(accurate)})")
+    named = [f"{name(row)} is {parts[0] if len(parts) == 1 else '; '.join(parts[:-1]) + '; and ' + parts[-1]}."
+             for row, parts in roles.values()]
+    out = named + out
+    clean = [r for r in measured if not flagged(r)]
+    never = [r for r in clean if float(r.get(columns["rough"], math.nan)) == math.inf]
+    if never:
+        out.append("Never reaching the rough target: "
+                   + "; ".join(f"{r['backend']} ({_how_far(r)})" for r in never) + ".")
+    rough_only = [r for r in clean if math.isfinite(float(r.get(columns["rough"], math.nan)))
+                  and float(r.get(columns["precise"], math.nan)) == math.inf]
+    if rough_only:
+        out.append("Reaching the rough target but not the precise one: "
+                   + "; ".join(f"{r['backend']} ({_how_far(r)})" for r in rough_only) + ".")
+    bad = sorted((r for r in measured if flagged(r)), key=lambda r: ranking_key(r, columns["precise"]))
+    if bad:
+        best_error = min(float(effective_bias2(r["bias2_mean_max"], r["bias2_sd_max"])) for r in measured)
+
+        def described(r):
+            smallest = float(effective_bias2(r["bias2_mean_max"], r["bias2_sd_max"])) <= best_error
+            return (f"{r['backend']} ({_problems(r)}; {_seconds(r[columns['rough']])} to the rough target, "
+                    f"{_seconds(r[columns['precise']])} to the precise one, {_how_far(r)}"
+                    f"{', the smallest error of all' if smallest else ''})")
+        out.append("Diagnostics fail, so ranked after every fit whose diagnostics pass: "
+                   + "; ".join(described(r) for r in bad) + ".")
+    out += _not_converged([r for r in rows if not math.isfinite(float(r.get("mean_err", math.nan)))])
     return out
+
+
+def _not_converged(rows) -> list[str]:
+    """The sentence naming the unconverged MCMC fits of ``rows`` (that nothing ranks), if any."""
+    bad = [r for r in rows if flagged(r)]
+    if not bad:
+        return []
+    return ["Not converged: " + "; ".join(f"{r['backend']} ({_problems(r)})" for r in bad) + "."]

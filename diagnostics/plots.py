@@ -11,6 +11,7 @@ import base64
 import importlib
 import io
 import math
+import re
 
 import numpy as np
 import xarray as xr
@@ -138,33 +139,100 @@ def _finite_varying(values: np.ndarray) -> bool:
 _KIND_COLORS = {"mcmc": "#4c72b0", "approximation": "#dd8452"}
 
 
-def _kind_legend(ax, loc="lower right"):
-    from matplotlib.patches import Patch
+NOT_CONVERGED = {"facecolor": "0.8", "hatch": "//", "edgecolor": "#b00000"}   # a fit whose own diagnostics fail
 
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in _KIND_COLORS.items()], loc=loc, fontsize=8)
+
+def _flags(table) -> np.ndarray:
+    """Per row of ``table``: an MCMC fit whose own diagnostics fail (``converged`` False)."""
+    if "converged" not in table:
+        return np.zeros(len(table), dtype=bool)
+    return np.array([value is False or value is np.False_ for value in table["converged"]], dtype=bool)
+
+
+LEGEND_ROOM = 0.35   # inches under the plots for a legend that covers nothing
+
+
+def _legend_below(fig, handles, ncol: int):
+    """A legend at the foot of the figure, under the plots, so that it covers no bar and no label; the figure's
+    layout keeps :data:`LEGEND_ROOM` for it (:func:`_layout`)."""
+    fig.legend(handles=handles, loc="lower center", ncol=ncol, fontsize=8, frameon=False)
+
+
+def _layout(fig, labelled=()):
+    """``tight_layout`` with room for a legend at the foot, then each (axes, texts) of ``labelled`` given room on
+    its right (:func:`_room_for_labels`)."""
+    for _, texts in labelled:
+        for text in texts:
+            text.set_in_layout(False)   # the axes keep their size; the axis is widened for the labels instead
+    fig.tight_layout(rect=(0, LEGEND_ROOM / fig.get_figheight() if fig.legends else 0, 1, 1))
+    for ax, texts in labelled:
+        _room_for_labels(ax, texts)
+
+
+def _room_for_labels(ax, texts, pad: float = 4.0):
+    """Widen the log x axis of ``ax`` until each of ``texts`` (placed at a bar's end, in data coordinates) ends
+    inside the axes: a text at x spans the same pixels wherever it is, so the decades shown must grow until
+    log(x / left) / decades of the axes' width leaves room for it."""
+    texts = [t for t in texts if t.get_transform() == ax.transData]
+    if not texts:
+        return
+    renderer = ax.figure.canvas.get_renderer()
+    width = ax.get_window_extent(renderer).width
+    left, right = ax.get_xlim()
+    decades = math.log10(right / left)
+    for text in texts:
+        room = width - text.get_window_extent(renderer).width - pad
+        x = text.get_position()[0]
+        if room > 0.2 * width and x > left:
+            decades = max(decades, math.log10(x / left) * width / room)
+    ax.set_xlim(left, left * 10 ** decades)
+
+
+def _short_problems(problems: str) -> str:
+    """``convergence_problems`` without the limits in parentheses: "R-hat 1.118; 39 divergent transitions"."""
+    return re.sub(r" \([^)]*\)", "", problems)
 
 
 def ess_per_second_bars(table) -> Figure | None:
     """Horizontal bars of ESS (bulk, min) per second of the MCMC fits on a log scale: the speed figure when
-    there is no reference to measure accuracy against (an approximation's ESS only counts its i.i.d. draws)."""
+    there is no reference to measure accuracy against (an approximation's ESS only counts its i.i.d. draws). A fit
+    whose own diagnostics fail (``converged`` False) is listed after the others, hatched, with "not converged" and
+    its problems beside its bar: its ESS is not to be trusted, so its speed ranks nothing."""
+    from matplotlib.patches import Patch
+
     if "ess_bulk_per_s" not in table:
         return None
     df = table[["backend", "kind", "ess_bulk_per_s"]].copy()
+    df["flagged"] = _flags(table)
+    df["problems"] = table["convergence_problems"].fillna("") if "convergence_problems" in table else ""
     values = df["ess_bulk_per_s"].astype(float)
     df = df[np.isfinite(values) & (values > 0) & (df["kind"] == "mcmc")]
     if df.empty:
         return None
-    df = df.sort_values("ess_bulk_per_s", ascending=False)
-    fig = new_figure(7.5, 0.45 * len(df) + 1.2)
+    df = df.sort_values(["flagged", "ess_bulk_per_s"], ascending=[True, False], kind="stable")
+    fig = new_figure(7.5, 0.45 * len(df) + 1.2 + (LEGEND_ROOM if df["flagged"].any() else 0))
     ax = fig.add_subplot()
     y = np.arange(len(df))
-    ax.barh(y, df["ess_bulk_per_s"].astype(float), color=_KIND_COLORS["mcmc"])
+    value = df["ess_bulk_per_s"].astype(float).to_numpy()
+    labels = []
+    for yi, v, bad, problems in zip(y, value, df["flagged"], df["problems"]):
+        ax.barh(yi, v, **(NOT_CONVERGED if bad else {"facecolor": _KIND_COLORS["mcmc"]}))
+        if bad:
+            text = " not converged" + (f": {_short_problems(problems)}" if problems else "")
+            labels.append(ax.text(v, yi, text, va="center", fontsize=9, color="#b00000"))
     ax.set_yticks(y, list(df["backend"]))
+    for tick, bad in zip(ax.get_yticklabels(), df["flagged"]):
+        if bad:
+            tick.set_color("#b00000")
     ax.invert_yaxis()
     ax.set_xscale("log")
+    ax.set_xlim(value.min() / 3, value.max() * 3)
     ax.set_xlabel("bulk ESS (min over components) per second, log scale")
     ax.grid(axis="x", alpha=0.3, which="both")
-    fig.tight_layout()
+    if df["flagged"].any():
+        _legend_below(fig, [Patch(facecolor=_KIND_COLORS["mcmc"], label="diagnostics pass"),
+                            Patch(**NOT_CONVERGED, label="not converged: R-hat, ESS or divergences fail")], ncol=2)
+    _layout(fig, [(ax, labels)])
     return fig
 
 
@@ -205,8 +273,7 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
     the kept draws, chains pooled, at compile + tune + the matching fraction of its sampling time. An
     approximation is one marker at its total time, and a dotted line marks the ranking's target. Right: the
     ranking, ``seconds_to_target`` from the table, fastest first."""
-    from bayeszoo.diagnostics.metrics import (TARGET_DRAWS, compared_components, noise_max,
-                                              reference_noise_floor)
+    from bayeszoo.diagnostics.metrics import compared_components, noise_max, reference_noise_floor
 
     if reference is None:
         return None
@@ -233,10 +300,11 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
     ax.set_yscale("log")
     names = list(comparison.model.compare_vars) or list(comparison.model.var_dims(comparison.data))
     one_draw = noise_max(compared_components(reference, names))   # the b2 one exact draw gives (median)
-    target = one_draw / TARGET_DRAWS
-    ax.axhline(target, color="#2a7", lw=1, ls=":")
-    ax.text(0.01, target, f" target of the ranking: worth {TARGET_DRAWS} exact draws (b² ≤ {target:.2g})",
-            transform=ax.get_yaxis_transform(), fontsize=8, va="bottom", ha="left", color="#2a7")
+    for which, draws in zip(("rough", "precise"), comparison.targets):
+        target = one_draw / draws
+        ax.axhline(target, color="#2a7", lw=1, ls=":")
+        ax.text(0.01, target, f" {which} target: worth {draws} exact draws (b² ≤ {target:.2g})",
+                transform=ax.get_yaxis_transform(), fontsize=8, va="bottom", ha="left", color="#2a7")
     ax.axhline(one_draw, color="0.3", lw=1, ls=":")
     ax.text(0.5, one_draw, "one exact draw: a fit above this line is worth 0", transform=ax.get_yaxis_transform(),
             fontsize=8, va="top", ha="center", color="0.3")
@@ -256,8 +324,8 @@ def accuracy_figure(comparison, reference, table) -> Figure | None:
                      color="#b00000", fontsize=10, fontweight="bold")
     else:
         ax.set_title(f"accuracy against wall time (reference: {getattr(reference, 'name', '?')})", fontsize=10)
-        _ranking_bars(bars, table, skip=comparison.reference_cell)
-    fig.tight_layout()
+        labels = _ranking_bars(bars, table, comparison.targets, skip=comparison.reference_cell)
+    _layout(fig, [(bars, labels)] if bars is not None else [])
     return fig
 
 
@@ -266,46 +334,68 @@ def _reciprocal(x):
         return 1.0 / np.asarray(x, dtype=float)
 
 
-def _ranking_bars(ax, table, skip=None):
-    """The ranking: ``seconds_to_target`` as horizontal bars on a log scale, fastest first; a fit that never
-    reaches the target is listed below them with what it is worth (``ess_ref``), and an MCMC fit whose own
-    diagnostics fail (``converged`` False) last, as "not converged". The row ``skip`` (the reference's own run,
-    exact by construction) is left out."""
-    from bayeszoo.diagnostics.metrics import TARGET_DRAWS
+def _ranking_bars(ax, table, targets, skip=None):
+    """The ranking: per fit, the seconds to the rough target (light bar) and to the precise one (solid bar) of
+    ``targets`` on a log scale, fastest to the precise target first, then to the rough one; a fit that never
+    reaches a target is listed below with what it is worth (``ess_ref``). An MCMC fit whose own diagnostics fail
+    (``converged`` False) comes after every fit whose diagnostics pass, its bars hatched and "not converged"
+    beside its times. The row ``skip`` (the reference's own run, exact by construction) is left out."""
+    from matplotlib.patches import Patch
 
-    if table is None or "seconds_to_target" not in table:
+    if table is None or "seconds_to_target" not in table or "seconds_to_precise" not in table:
         ax.set_visible(False)
-        return
-    df = table[["backend", "kind", "seconds_to_target", "ess_ref"]].copy()
-    df["t"] = df["seconds_to_target"].astype(float)
-    df["unconverged"] = (table["converged"] == False) if "converged" in table else False  # noqa: E712 (None kept)
-    df = df[~np.isnan(df["t"]) & (df["backend"] != skip)]
-    df = df.assign(worth=-df["ess_ref"].astype(float)).sort_values(["unconverged", "t", "worth"], kind="stable")
+        return []
+    df = table[["backend", "kind", "seconds_to_target", "seconds_to_precise", "ess_ref"]].copy()
+    df["rough"] = df["seconds_to_target"].astype(float)
+    df["precise"] = df["seconds_to_precise"].astype(float)
+    df["flagged"] = _flags(table)
+    df = df[~np.isnan(df["rough"]) & (df["backend"] != skip)]
+    df = df.assign(worth=-df["ess_ref"].astype(float)).sort_values(["flagged", "precise", "rough", "worth"],
+                                                                   kind="stable")
     if df.empty:
         ax.set_visible(False)
-        return
+        return []
     y = np.arange(len(df))
-    reached = df["t"][np.isfinite(df["t"])]
-    lo = reached.min() / 3 if reached.size else 1e-2
-    ax.barh(y, np.where(np.isfinite(df["t"]), df["t"], np.nan),
-            color=[_KIND_COLORS.get(k, "0.5") for k in df["kind"]])
-    for yi, t, worth, unconverged in zip(y, df["t"], -df["worth"], df["unconverged"]):
-        if np.isfinite(t):
-            ax.text(t, yi, f" {t:.3g} s", va="center", fontsize=9)
-        elif unconverged:
-            ax.text(0.02, yi, "not converged (R-hat, ESS or divergences fail)", va="center", fontsize=9,
+    labels = []   # the texts at the bars' ends, for which the axis leaves room (_layout)
+    times = np.concatenate([df["rough"], df["precise"]])
+    reached = times[np.isfinite(times)]
+    h = 0.4
+    for yi, kind, rough, precise, worth, bad in zip(y, df["kind"], df["rough"], df["precise"], -df["worth"],
+                                                     df["flagged"]):
+        color = _KIND_COLORS.get(kind, "0.5")
+        style = {**NOT_CONVERGED, "facecolor": color} if bad else {"facecolor": color}
+        for dy, t, alpha in ((-h / 2, rough, 0.45), (h / 2, precise, 1.0)):
+            if np.isfinite(t):
+                ax.barh(yi + dy, t, height=h, alpha=alpha, **style)
+        flag = ", not converged" if bad else ""
+        red = {"color": "#b00000"} if bad else {}
+        if not np.isfinite(rough):
+            ax.text(0.02, yi, f"never (worth {worth:.3g} exact draws){flag}", va="center", fontsize=9,
                     color="#b00000", transform=ax.get_yaxis_transform())
+            continue
+        labels.append(ax.text(rough, yi - h / 2, f" {rough:.3g} s", va="center", fontsize=8, **red))
+        if np.isfinite(precise):
+            labels.append(ax.text(precise, yi + h / 2, f" {precise:.3g} s{flag}", va="center", fontsize=8, **red))
         else:
-            ax.text(0.02, yi, f"never (worth {worth:.3g} exact draws)", va="center", fontsize=9, color="#b00000",
-                    transform=ax.get_yaxis_transform())
+            labels.append(ax.text(rough, yi + h / 2, f" never the precise target (worth {worth:.3g} draws){flag}",
+                                  va="center", fontsize=8, color="#b00000"))
     ax.set_yticks(y, list(df["backend"]))
+    for tick, bad in zip(ax.get_yticklabels(), df["flagged"]):
+        if bad:
+            tick.set_color("#b00000")
     ax.invert_yaxis()
     ax.set_xscale("log")
-    ax.set_xlim(lo, reached.max() * 20 if reached.size else 1.0)
+    # room on the right for the labels beside the longest bars
+    ax.set_xlim(reached.min() / 3 if reached.size else 1e-2, reached.max() * 3 if reached.size else 1.0)
     ax.xaxis.set_minor_formatter(NullFormatter())   # a narrow log range would label every minor tick
-    ax.set_xlabel(f"seconds until worth {TARGET_DRAWS} exact draws")
+    rough, precise = targets
+    ax.set_xlabel(f"seconds until worth {rough} (light) and {precise} (solid) exact draws")
     ax.grid(axis="x", alpha=0.3, which="both")
-    _kind_legend(ax)
+    handles = [Patch(facecolor=c, label=k) for k, c in _KIND_COLORS.items()]
+    if df["flagged"].any():
+        handles.append(Patch(**NOT_CONVERGED, label="not converged"))
+    _legend_below(ax.figure, handles, ncol=len(handles))
+    return labels
 
 
 def _panels(n: int, width: float, height: float, ncols: int = 3):

@@ -16,7 +16,7 @@ import time
 import numpy as np
 
 from bayeszoo.datasets import classes_text
-from bayeszoo.diagnostics.metrics import ESS_PER_CHAIN_MIN, PARETO_K_MAX, RHAT_MAX, TARGET_DRAWS
+from bayeszoo.diagnostics.metrics import DEFAULT_TARGETS, ESS_PER_CHAIN_MIN, PARETO_K_MAX, RHAT_MAX, flagged
 from bayeszoo.models.user import LIBRARY_NAMES, USER_FAMILY
 from bayeszoo.results import write_atomically
 
@@ -139,6 +139,16 @@ _TIPS = {NOT_APPLICABLE: "an approximation's draws are i.i.d.: neither R-hat nor
 _HIDDEN_COLUMNS = {"error", "reference_trusted", "convergence_problems"}   # the verdict names the problems   # the error spans its row; the banner says whether to trust
 
 
+def target_help(targets) -> dict[str, tuple[str, str]]:
+    """The headers and meanings of the two ranking columns for the comparison's (rough, precise) ``targets``."""
+    def meaning(which, draws):
+        return (f"wall time after which the estimate is worth {draws} exact draws (the {which} target) and stays "
+                f"so; ∞: never. ⚠: an MCMC fit whose own diagnostics fail, ranked after every fit that passes")
+    rough, precise = targets
+    return {"seconds_to_target": (f"s to {rough} draws", meaning("rough", rough)),
+            "seconds_to_precise": (f"s to {precise} draws", meaning("precise", precise))}
+
+
 #: the report's main table: its columns in groups, each with a short header and what it means in plain words
 #: (the header's tooltip and the glossary under the table). ``Comparison.table()`` and table.csv keep every column.
 COLUMN_GROUPS = {
@@ -155,15 +165,14 @@ COLUMN_GROUPS = {
         "divergences": ("divergent", "divergent transitions after warm-up (gradient-based samplers); any is "
                                      "flagged"),
         "converged": ("converged", f"an MCMC fit whose R-hat, bulk ESS ({ESS_PER_CHAIN_MIN} per chain) and "
-                                   f"divergences pass; one that fails is never ranked")},
+                                   f"divergences pass; one that fails is ranked after every fit that passes")},
     "Accuracy against the reference": {
         "mean_err": ("mean error", "largest |mean − reference mean| over the compared components, in reference "
                                    "sds"),
         "sd_err": ("sd error", "largest |sd − reference sd| over the compared components, in reference sds"),
         "ess_ref": ("worth N draws", "how many exact posterior draws the fit's error is worth, at most its own "
                                      "ESS (MCMC) or its draws (approximation); 0 below one draw"),
-        "seconds_to_target": ("s to target", f"wall time after which the estimate is worth {TARGET_DRAWS} exact "
-                                             f"draws and stays so; ∞: never. The ranking")},
+        **target_help(DEFAULT_TARGETS)},
 }
 #: the PSIS-LOO columns that head the predictive scores (``metrics.loo_columns``): short header and meaning
 LOO_HEADERS = {
@@ -179,10 +188,17 @@ _SHORT = {c: v[0] for cols in (*COLUMN_GROUPS.values(), LOO_HEADERS) for c, v in
 _MEANING = {c: v[1] for cols in (*COLUMN_GROUPS.values(), LOO_HEADERS) for c, v in cols.items()}
 
 
-def glossary_html() -> str:
-    """The glossary under the main table: every header in plain words, and where the other columns are."""
-    items = "".join(f"<dt>{html.escape(_SHORT[c])}</dt><dd>{html.escape(_MEANING[c])}</dd>"
-                    for cols in COLUMN_GROUPS.values() for c in cols if c not in ("backend", "kind"))
+def _help(column: str, targets) -> tuple[str | None, str | None]:
+    """(short header, meaning) of ``column`` in a comparison with these ``targets``; None for a column without."""
+    return target_help(targets).get(column) or (_SHORT.get(column), _MEANING.get(column))
+
+
+def glossary_html(targets=DEFAULT_TARGETS) -> str:
+    """The glossary under the main table: every header in plain words (the ranking columns' for ``targets``), and
+    where the other columns are."""
+    items = "".join(f"<dt>{html.escape(short)}</dt><dd>{html.escape(meaning)}</dd>"
+                    for cols in COLUMN_GROUPS.values() for c in cols if c not in ("backend", "kind")
+                    for short, meaning in [_help(c, targets)])
     return (f'<details class="glossary"><summary>What the columns mean</summary><dl>{items}</dl>'
             f"<p>More columns (tail ESS, ESS per gradient, the squared biases, worth per second) are in "
             f"<code>table.csv</code> and <code>Comparison.table()</code>.</p></details>")
@@ -195,14 +211,15 @@ def _header(column: str) -> str:
     return "_<wbr>".join(p if len(p) < 9 else f"{p[:len(p) // 2]}&shy;{p[len(p) // 2:]}" for p in parts)
 
 
-def _head_rows(cols: list[str]) -> str:
+def _head_rows(cols: list[str], targets=DEFAULT_TARGETS) -> str:
     """The table's header: a row of group names over the grouped columns (when any are), then one header per
     column, its short name with the plain-words meaning as a tooltip."""
     cells = []
     for c in cols:
         cls = "txt" if c in _TEXT_COLUMNS else ""
-        tip = f' title="{html.escape(_MEANING[c])}"' if c in _MEANING else ""
-        name = html.escape(_SHORT[c]) if c in _SHORT else _header(c)
+        short, meaning = _help(c, targets)
+        tip = f' title="{html.escape(meaning)}"' if meaning else ""
+        name = html.escape(short) if short else _header(c)
         cells.append(f'<th class="{cls}"{tip}>{name}</th>')
     row = f"<tr>{''.join(cells)}</tr>"
     if not any(_GROUP_OF.get(c) for c in cols):
@@ -219,12 +236,12 @@ def _head_rows(cols: list[str]) -> str:
     return f"<tr>{top}</tr>{row}"
 
 
-def _merged(cells: list[tuple[str, str, str]]) -> str:
-    """``<td>``s of (column, class, text), runs of the same "untrusted" / "reference" text merged into one cell;
-    an error cell spans the rest of its row (its "column" is the span)."""
+def _merged(cells: list[tuple]) -> str:
+    """``<td>``s of (column, class, text) or (column, class, text, tooltip), runs of the same "untrusted" /
+    "reference" text merged into one cell; an error cell spans the rest of its row (its "column" is the span)."""
     out, i = [], 0
     while i < len(cells):
-        column, cls, text = cells[i]
+        column, cls, text, *own_tip = cells[i]
         span = 1
         if cls == "err":
             out.append(f'<td class="err" colspan="{column}">{html.escape(text)}</td>')
@@ -232,7 +249,7 @@ def _merged(cells: list[tuple[str, str, str]]) -> str:
         if text in ("untrusted", "reference"):
             while i + span < len(cells) and cells[i + span][1:] == (cls, text):
                 span += 1
-        tip_text = _TIPS.get(text) or _TIPS.get(cls)
+        tip_text = (own_tip[0] if own_tip else None) or _TIPS.get(text) or _TIPS.get(cls)
         tip = f' title="{html.escape(tip_text)}"' if tip_text else ""
         colspan = f' colspan="{span}"' if span > 1 else ""
         out.append(f'<td class="{cls}"{colspan}{tip}>{html.escape(text)}</td>')
@@ -260,7 +277,7 @@ def table_html(table, comparison=None, columns=None) -> str:
 
     columns = columns or split_columns(table)[0]
     cols = [c for c in columns if c in table.columns and c not in _HIDDEN_COLUMNS]
-    head = _head_rows(cols)
+    head = _head_rows(cols, getattr(comparison, "targets", DEFAULT_TARGETS))
     reference_label = getattr(comparison, "reference_cell", None)
     reference = getattr(comparison, "reference", None)
     untrusted_reference = getattr(reference, "trusted", None) is False
@@ -292,6 +309,12 @@ def table_html(table, comparison=None, columns=None) -> str:
             elif c == "converged" and value is False:
                 cls = "flag"
                 text += " ⚠"
+            elif c in ("seconds_to_target", "seconds_to_precise") and flagged(row) and not _is_missing(value):
+                # the flag beside the time: measured, and ranked after every fit whose diagnostics pass
+                cells.append((c, "flag", text + " ⚠", f"its own diagnostics fail "
+                              f"({row.get('convergence_problems') or 'see converged'}): ranked after every fit "
+                              f"whose diagnostics pass"))
+                continue
             cells.append((c, cls, text))
         rows.append(f'<tr class="{"failed" if error else ""}">{_merged(cells)}</tr>')
     return (f'<div class="scroll"><table class="cmp"><thead>{head}</thead>'
@@ -439,7 +462,7 @@ def reference_banner(reference, advice: str = "") -> str:
 
 
 def _reference_sentence(comparison, reference) -> str:
-    from bayeszoo.diagnostics.metrics import TARGET_DRAWS, compared_components, noise_max
+    from bayeszoo.diagnostics.metrics import compared_components, noise_max
 
     if reference is None:
         return ("There is no reference posterior, so the accuracy columns are empty and nothing is ranked. To get "
@@ -450,6 +473,7 @@ def _reference_sentence(comparison, reference) -> str:
     names = list(comparison.model.compare_vars) or list(comparison.model.var_dims(comparison.data))
     d = compared_components(reference, names)
     c = noise_max(d)
+    rough, precise = getattr(comparison, "targets", DEFAULT_TARGETS)
     return (f"Accuracy is measured against the reference <code>{html.escape(str(reference.name))}</code> over all "
             f"components of {variables or 'the canonical variables'}: b² of a mean is "
             f"(mean − mean<sub>ref</sub>)² / var<sub>ref</sub>, of an sd (sd − sd<sub>ref</sub>)² / "
@@ -460,9 +484,11 @@ def _reference_sentence(comparison, reference) -> str:
             f"exact draw over these {d} components (so n exact draws are worth n), at most the fit's own bulk ESS "
             f"(MCMC) or its number of draws (approximation), and 0 when below one draw: a biased approximation is "
             f"worth little however fast it ran. <code>ess_ref_per_s</code> divides it by the total wall time; "
-            f"<code>seconds_to_target</code> is the wall time after which the fit's estimate is worth "
-            f"{TARGET_DRAWS} exact draws (b² ≤ {c / TARGET_DRAWS:.3g}) and stays so (∞: never), what the figure "
-            f"ranks by; "
+            f"<code>seconds_to_target</code> and <code>seconds_to_precise</code> are the wall time after which "
+            f"the fit's estimate is worth {rough} exact draws (the rough target: b² ≤ {c / rough:.3g}, a worst "
+            f"mean about {math.sqrt(c / rough):.2g} reference sds off) and {precise} (the precise target: "
+            f"b² ≤ {c / precise:.3g}, about {math.sqrt(c / precise):.2g} sds) and stays so (∞: never), what the "
+            f"figure and the verdict rank by (<code>bz.compare(targets=({rough}, {precise}))</code>); "
             f"<code>ess_per_grad</code> is an MCMC fit's bulk ESS per gradient evaluation.")
 
 
@@ -574,7 +600,7 @@ def report_html(comparison) -> str:
         table = comparison.table()
         sampling, scores = split_columns(table)
         out.append(table_html(table, comparison, sampling))
-        out.append(glossary_html())
+        out.append(glossary_html(comparison.targets))
     except Exception as exc:
         table, scores = None, []
         out.append(note(f"table could not be computed ({type(exc).__name__}: {first_line(exc)})"))
@@ -585,7 +611,8 @@ def report_html(comparison) -> str:
                f"so R-hat cannot judge them and their ESS only counts them, whatever the approximation's bias. "
                f"R-hat &ge; {RHAT_MAX} and divergences &gt; 0 are flagged in red. An MCMC fit is "
                f"<code>converged</code> when its R-hat is below {RHAT_MAX}, its smallest bulk ESS at least "
-               f"{ESS_PER_CHAIN_MIN} per chain and it has no divergences; one that is not is never ranked.</p>")
+               f"{ESS_PER_CHAIN_MIN} per chain and it has no divergences; one that is not is ranked after every fit "
+               f"that is, its times flagged ⚠.</p>")
     out.append(f"<p>{_reference_sentence(comparison, reference)}</p>")
     if scores:
         out.append("<h3>Predictive scores</h3>")
@@ -609,10 +636,12 @@ def report_html(comparison) -> str:
                    "posterior draws the estimate is worth (<code>ess_ref</code> without its bound). Each MCMC fit is a line: its running means and sds over "
                    "the kept draws, chains pooled, at compile + tune + the matching fraction of its sampling time. "
                    "Each approximation is one marker at its total time; it does not improve with more time. The "
-                   "reference's own run is not drawn. Right, the ranking: <code>seconds_to_target</code>, the "
-                   f"wall time after which a fit's estimate is worth {TARGET_DRAWS} exact draws "
-                   "(the dotted green line) and stays so, fastest first; a fit that never gets there ranks below, "
-                   "with what it is worth, and an MCMC fit whose own diagnostics fail ranks last.</p>")
+                   "reference's own run is not drawn. Right, the ranking: the wall time after which a fit's "
+                   f"estimate is worth {comparison.targets[0]} exact draws (the rough target, light bars) and "
+                   f"{comparison.targets[1]} (the precise target, solid bars; the dotted green lines on the left) "
+                   "and stays so, fastest to the precise target first; a fit that never gets there ranks below, "
+                   "with what it is worth, and an MCMC fit whose own diagnostics fail ranks after every fit "
+                   "whose diagnostics pass, hatched, with its times and \"not converged\" beside them.</p>")
     elif table is not None:
         out.append("<h2>ESS per second</h2>")
         out.append(images.render("ESS per second", lambda: plots.ess_per_second_bars(table))

@@ -3,8 +3,10 @@ time, an untrusted reference in the table and the report, and a table that fits 
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
+import warnings
 from types import SimpleNamespace
 
 import numpy as np
@@ -17,9 +19,9 @@ import _fake_backends as fb  # noqa: E402
 from bayeszoo.catalogue import Reference  # noqa: E402
 from bayeszoo.comparison import Comparison  # noqa: E402
 from bayeszoo.diagnostics import plots  # noqa: E402
-from bayeszoo.diagnostics.metrics import (TARGET_DRAWS, accuracy, bias_aware_ess, noise_max,  # noqa: E402
-                                          reference_errors, running_bias2, sampling_diagnostics, table_row,
-                                          target_bias2)
+from bayeszoo.diagnostics.metrics import (DEFAULT_TARGETS, accuracy, bias_aware_ess, noise_max,  # noqa: E402
+                                          ranking_key, reference_errors, running_bias2, sampling_diagnostics,
+                                          table_row, target_bias2)
 from bayeszoo.diagnostics.report import _meta_html, reference_banner, table_html, write_report  # noqa: E402
 from bayeszoo.results import build_fit  # noqa: E402
 
@@ -179,7 +181,7 @@ def test_seconds_to_target_is_where_the_running_error_stays_below_the_target(pro
     row = accuracy(fit, reference, NAMES, sampling_diagnostics(fit, NAMES)["ess_bulk_min"])
     run = running_bias2(fit, reference, NAMES)
     first = run["seconds"] >= row["seconds_to_target"]
-    target = target_bias2(reference, NAMES)
+    target = target_bias2(reference, NAMES, DEFAULT_TARGETS[0])
     assert np.all(run["bias2"][first] <= target)                  # below from then on
     earlier = run["seconds"] < row["seconds_to_target"]
     assert earlier.any() and run["bias2"][earlier][-1] > target   # and not from the point before
@@ -248,10 +250,10 @@ def _stuck_draws(problem, seed, draws=500):
     return {"w": z[..., :M], "log_alpha": _standard(rng, (2, draws, M)), "log_beta": z[..., M]}
 
 
-def test_an_unconverged_sampler_never_ranks_above_a_converged_one(problem, reference):
+def test_an_unconverged_sampler_is_measured_but_never_ranks_above_a_converged_one(problem, reference):
     model, data = problem
     stuck = _fit(problem, _stuck_draws(problem, 71), seconds=0.5, backend="stuck")
-    good = _fit(problem, _draws(problem, 72, draws=500, exact=False), seconds=20.0, backend="good")
+    good = _fit(problem, _draws(problem, 72, draws=500, exact=False), seconds=200.0, backend="good")
     diag = sampling_diagnostics(stuck, NAMES)
     assert diag["rhat_max"] > 1.1 and diag["ess_bulk_min"] < 50
     assert diag["converged"] is False
@@ -262,8 +264,10 @@ def test_an_unconverged_sampler_never_ranks_above_a_converged_one(problem, refer
     rows = pd.DataFrame([table_row(model, data, "stuck", stuck, reference),
                          table_row(model, data, "good", good, reference)]).set_index("backend")
     assert rows.loc["good", "converged"] == True  # noqa: E712 (a numpy bool in the frame)
-    assert math.isinf(rows.loc["stuck", "seconds_to_target"])
-    assert rows.loc["good", "seconds_to_target"] <= 20.0
+    # its time stands (the table measures, the ranking judges), and the ranking puts it after the converged one
+    assert rows.loc["stuck", "seconds_to_target"] <= 0.5 < rows.loc["good", "seconds_to_target"] <= 200.0
+    ranked = sorted(rows.reset_index().to_dict("records"), key=lambda r: ranking_key(r, "seconds_to_target"))
+    assert [r["backend"] for r in ranked] == ["good", "stuck"]
     # approximations are not judged by R-hat: their column is empty, their time stands
     approx = _fit(problem, _draws(problem, 73, w_shift=0.1, draws=500), kind="approximation", seconds=0.01)
     a_row = table_row(model, data, "approx", approx, reference)
@@ -278,7 +282,7 @@ def test_divergences_alone_fail_the_convergence_rule(problem):
     assert diag["convergence_problems"] == f"{CHAINS} divergent transitions"
 
 
-def test_the_verdict_and_the_ranking_say_an_unconverged_sampler_is_not_ranked(problem, reference, tmp_path):
+def test_the_verdict_and_the_ranking_put_an_unconverged_sampler_last(problem, reference, tmp_path):
     model, data = problem
     fits = {"stuck": _fit(problem, _stuck_draws(problem, 81), seconds=0.5, backend="stuck"),
             "good": _fit(problem, _draws(problem, 82, draws=500, exact=False), seconds=20.0, backend="good"),
@@ -288,12 +292,16 @@ def test_the_verdict_and_the_ranking_say_an_unconverged_sampler_is_not_ranked(pr
     table = cmp.table()
     assert table.set_index("backend")["converged"].tolist() == [False, True, None]
     text = cmp.verdict()
-    assert text.startswith(f"good reaches the target accuracy (worth {TARGET_DRAWS} exact draws) first")
-    assert "Never reaching it: approx (worst mean 2.5 reference sds off)." in text
-    assert "Not converged, so not ranked: stuck (R-hat" in text
+    assert text.startswith("good is the fastest to the rough target (worth 10 exact draws")
+    assert "Never reaching the rough target: approx (worst mean 2.5 reference sds off)." in text
+    assert "Diagnostics fail, so ranked after every fit whose diagnostics pass: stuck (R-hat" in text
     bars = plots.accuracy_figure(cmp, reference, table).axes[1]
     assert [t.get_text() for t in bars.get_yticklabels()] == ["good", "approx", "stuck"]
     assert any("not converged" in t.get_text() for t in bars.texts)
+    # in the table, the flag stands beside its times
+    flagged_times = re.findall(r'<td class="flag" title="its own diagnostics fail \(R-hat[^"]*">([^<]*)</td>',
+                               table_html(table, cmp))
+    assert len(flagged_times) == 2 and all(t.endswith(" ⚠") for t in flagged_times)
     report = open(write_report(cmp, str(tmp_path / "r.html")), encoding="utf-8").read()
     assert report.index('class="verdict"') < report.index('class="banner')
     assert html.escape(text) in report
@@ -318,9 +326,9 @@ def test_untrusted_reference_is_flagged_in_the_table(problem, untrusted):
     assert math.isfinite(row["mean_err"])        # the numbers stay in the table, flagged by the column
     assert table_row(model, data, "vb", fit, None)["reference_trusted"] is None
     cells = table_html(pd.DataFrame([row]))
-    # the four accuracy columns of the table keep their numbers, greyed, each with the reason in its tooltip
+    # the five accuracy columns of the table keep their numbers, greyed, each with the reason in its tooltip
     untrusted_cells = re.findall(r'<td class="untrusted" title="([^"]*)">([^<]*)</td>', cells)
-    assert len(untrusted_cells) == 4 and all("fails its validation rules" in tip for tip, _ in untrusted_cells)
+    assert len(untrusted_cells) == 5 and all("fails its validation rules" in tip for tip, _ in untrusted_cells)
     assert f"{row['mean_err']:.3g}" in [text for _, text in untrusted_cells] and "reference_trusted" not in cells
 
 
@@ -339,7 +347,7 @@ def test_untrusted_reference_banner_in_the_report(problem, untrusted, tmp_path):
     assert "R-hat max n/a" in banner.group(1) and "min bulk ESS" in banner.group(1)   # one chain: no R-hat
     assert "What to try" in banner.group(1) and "target_accept" in banner.group(1)
     table = re.search(r'<table class="cmp">(.*?)</table>', text, re.S).group(1)
-    assert table.count('<td class="untrusted"') == 8
+    assert table.count('<td class="untrusted"') == 10
     # the accuracy figure is drawn without the ranking, and the verdict says why
     fig = plots.accuracy_figure(cmp, untrusted, cmp.table())
     assert len(fig.axes) == 1 and "nothing is ranked" in fig.axes[0].get_title()
@@ -363,3 +371,167 @@ def test_long_dataset_metadata_is_folded_away(problem):
     assert "<th>options</th><td>noise_sd=0.1</td>" in text
     assert "<details" in text and "array 32 × 32" in text and "50 items" in text
     assert "[[" not in text and "feature 49" not in text
+
+
+# ---------------------------------------------------------- the ranking: two targets, flagged fits ranked last
+def _diverging(fit, n=1):
+    """``fit`` with ``n`` divergent transitions recorded (its draws unchanged)."""
+    diverging = np.zeros((fit.n_chains, fit.n_draws), dtype=bool)
+    diverging.flat[:n] = True
+    fit.idata.add_groups(sample_stats={"diverging": diverging})
+    return fit
+
+
+def _ranked_figure(cmp):
+    """The ranking panel of the accuracy figure, drawn (so that the texts and the legend have their places)."""
+    fig = plots.accuracy_figure(cmp, cmp.reference, cmp.table())
+    fig.canvas.draw()
+    return fig, fig.axes[1]
+
+
+def _covered(fig, ax) -> list[str]:
+    """The texts of ``ax`` that a legend of the figure overlaps."""
+    renderer = fig.canvas.get_renderer()
+    legends = [lg for a in fig.axes for lg in ([a.get_legend()] if a.get_legend() else [])] + list(fig.legends)
+    boxes = [lg.get_window_extent(renderer) for lg in legends]
+    return [t.get_text() for t in ax.texts if t.get_text().strip()
+            and any(box.overlaps(t.get_window_extent(renderer)) for box in boxes)]
+
+
+def test_a_sampler_with_one_divergence_and_the_best_error_is_ranked_after_the_clean_ones(problem, reference):
+    model, data = problem
+    # exact moments (the best error of all) but one divergent transition; a clean sampler with Monte-Carlo noise;
+    # an approximation far off
+    fits = {"one_divergence": _diverging(_fit(problem, _draws(problem, 91, draws=500), seconds=2.0)),
+            "clean": _fit(problem, _draws(problem, 92, draws=500, exact=False), seconds=5.0),
+            "approx": _fit(problem, _draws(problem, 93, w_shift=2.5, draws=500), kind="approximation",
+                           seconds=0.01)}
+    cmp = Comparison(model=model, data=data, fits=fits, reference=reference, order=list(fits))
+    rows = cmp.table().set_index("backend")
+    assert rows.loc["one_divergence", "converged"] == False  # noqa: E712 (a numpy bool in the frame)
+    assert rows.loc["one_divergence", "convergence_problems"] == "1 divergent transition"
+    assert rows.loc["one_divergence", "mean_err"] < rows.loc["clean", "mean_err"] / 10
+    # measured, not dropped: its times to both targets stand in the table
+    for column in ("seconds_to_target", "seconds_to_precise"):
+        assert 0 < rows.loc["one_divergence", column] <= 2.0 and 0 < rows.loc["clean", column] <= 5.0
+    text = cmp.verdict()
+    assert "No backend reaches" not in text
+    assert text.startswith("clean is the fastest to the rough target (worth 10 exact draws")
+    flagged = ("Diagnostics fail, so ranked after every fit whose diagnostics pass: one_divergence (1 divergent "
+               "transition; ")
+    assert flagged in text and "the smallest error of all" in text.split(flagged)[1]
+    assert text.index("clean") < text.index(flagged)
+    # the ranking figure lists it after every clean fit, with its time and its flag beside it
+    fig, bars = _ranked_figure(cmp)
+    assert [t.get_text() for t in bars.get_yticklabels()] == ["clean", "approx", "one_divergence"]
+    flag = [t.get_text() for t in bars.texts if "not converged" in t.get_text()]
+    assert len(flag) == 1 and re.search(r"\d s", flag[0]), flag
+    assert _covered(fig, bars) == []
+
+
+def test_a_flagged_sampler_that_alone_reaches_the_target_is_named_with_its_flag(problem, reference):
+    model, data = problem
+    fits = {"one_divergence": _diverging(_fit(problem, _draws(problem, 94, draws=500), seconds=2.0)),
+            "approx": _fit(problem, _draws(problem, 95, w_shift=2.5, draws=500), kind="approximation",
+                           seconds=0.01)}
+    text = Comparison(model=model, data=data, fits=fits, reference=reference, order=list(fits)).verdict()
+    assert "No backend reaches" not in text
+    assert text.startswith("one_divergence (its diagnostics fail) is the fastest to the rough target")
+    assert "Never reaching the rough target: approx (worst mean 2.5 reference sds off)." in text
+
+
+def _laplace_and_ep(problem, reference):
+    """A fast approximation that meets the rough target only, a slower one that meets the precise target, and
+    an exact sampler, slower still."""
+    rough, precise = (target_bias2(reference, NAMES, n) for n in DEFAULT_TARGETS)
+    laplace_off = (rough * precise) ** 0.25       # b2 between the two targets
+    ep_off = 0.5 * math.sqrt(precise)
+    assert precise < laplace_off ** 2 < rough
+    return {"laplace": _fit(problem, _draws(problem, 96, w_shift=laplace_off, draws=500), kind="approximation",
+                            seconds=0.01),
+            "ep": _fit(problem, _draws(problem, 97, w_shift=ep_off, draws=500), kind="approximation", seconds=0.05),
+            "nuts": _fit(problem, _draws(problem, 98, draws=500), seconds=5.0)}
+
+
+def test_a_rough_fast_approximation_and_a_precise_slower_one_are_both_named(problem, reference):
+    model, data = problem
+    fits = _laplace_and_ep(problem, reference)
+    cmp = Comparison(model=model, data=data, fits=fits, reference=reference, order=list(fits))
+    rows = cmp.table().set_index("backend")
+    assert rows.loc["laplace", "seconds_to_target"] == pytest.approx(0.01)
+    assert math.isinf(rows.loc["laplace", "seconds_to_precise"])
+    assert rows.loc["ep", "seconds_to_target"] == rows.loc["ep", "seconds_to_precise"] == pytest.approx(0.05)
+    assert rows.loc["nuts", "seconds_to_precise"] <= 5.0
+    lines = cmp.verdict_lines()
+    assert lines[0].startswith("laplace is the fastest to the rough target (worth 10 exact draws, about ")
+    assert lines[1].startswith("ep is the fastest to the precise target (worth 100 exact draws, about ")
+    assert lines[2].startswith("nuts is the most accurate (worst ")
+    assert any(line.startswith("Reaching the rough target but not the precise one: laplace (worst mean ")
+               for line in lines)
+    # the "about ... sds" is the worst mean error each target allows
+    rough, precise = (target_bias2(reference, NAMES, n) for n in DEFAULT_TARGETS)
+    assert f"about {math.sqrt(rough):.2g} reference sds" in lines[0]
+    assert f"about {math.sqrt(precise):.2g} reference sds" in lines[1]
+    # both times are columns of the report's table, headed by their targets
+    head = table_html(cmp.table(), cmp)
+    assert ">s to 10 draws</th>" in head and ">s to 100 draws</th>" in head
+
+
+@pytest.mark.parametrize("targets, message", [
+    ((100, 10), "rough target below the precise"), ((10, 10), "rough target below the precise"),
+    ((0.5, 10), "at least 1"), ((10,), "two numbers"), ("10,100", "two numbers"), (10, "two numbers"),
+    ((10, math.inf), "finite"), ((10, math.nan), "finite"), ((True, 100), "two numbers"), (("10", 100), "two numbers"),
+])
+def test_targets_are_checked_before_anything_runs(problem, targets, message, tmp_path):
+    model, data = problem
+    log = tmp_path / "calls.log"
+    with pytest.raises(ValueError, match=message) as info:
+        bz.compare(model, data, backends=["fake_ok"], targets=targets, options={"fake_ok": {"log": str(log)}},
+                   draws=20, tune=0, chains=2, progress=False)
+    assert "e.g. targets=(10, 100)" in str(info.value)
+    assert fb.calls(str(log)) == []
+    with pytest.raises(ValueError, match=message):
+        Comparison(model=model, data=data, fits={}, targets=targets)
+
+
+def test_targets_of_ones_own_set_the_columns_the_verdict_and_the_report(problem, reference, tmp_path):
+    model, data = problem
+    fits = _laplace_and_ep(problem, reference)
+    cmp = Comparison(model=model, data=data, fits=fits, reference=reference, order=list(fits), targets=(10, 1000))
+    rows = cmp.table().set_index("backend")
+    assert math.isinf(rows.loc["ep", "seconds_to_precise"])    # worth about 400 draws: not 1000
+    assert rows.loc["ep", "seconds_to_target"] == pytest.approx(0.05)
+    text = cmp.verdict()
+    assert "the precise target (worth 1000 exact draws" in text and "ep is the fastest" not in text
+    cmp.save(tmp_path / "saved")
+    assert json.loads((tmp_path / "saved" / "comparison.json").read_text())["targets"] == [10, 1000]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")   # these constructed fits carry no data fingerprint: error rows on loading
+        assert bz.load_comparison(tmp_path / "saved").targets == (10, 1000)
+    report = (tmp_path / "saved" / "report.html").read_text(encoding="utf-8")
+    assert ">s to 1000 draws</th>" in report and "worth 1000 exact draws" in report
+    assert "worth 100 exact draws" not in report
+
+
+def test_without_a_reference_the_speed_figure_marks_unconverged_samplers(problem):
+    model, data = problem
+    # by ESS per second the sampler with a divergence is the fastest; the chart must not rank it unmarked
+    fits = {"one_divergence": _diverging(_fit(problem, _draws(problem, 99, draws=500), seconds=1.0)),
+            "clean": _fit(problem, _draws(problem, 100, draws=500, exact=False), seconds=5.0)}
+    cmp = Comparison(model=model, data=data, fits=fits, reference=None, order=list(fits))
+    table = cmp.table().set_index("backend")
+    assert table.loc["one_divergence", "ess_bulk_per_s"] > table.loc["clean", "ess_bulk_per_s"]
+    fig = plots.ess_per_second_bars(cmp.table())
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["clean", "one_divergence"]
+    labels = [t.get_text().strip() for t in ax.texts]
+    assert labels == ["not converged: 1 divergent transition"]
+    bars = [p for p in ax.patches if p.get_width() > 0]
+    assert [bool(p.get_hatch()) for p in bars] == [False, True]
+    assert _covered(fig, ax) == []
+    # and the label stays inside the figure
+    renderer = fig.canvas.get_renderer()
+    assert fig.bbox.contains(*ax.texts[0].get_window_extent(renderer).p1)
+    text = cmp.verdict()
+    assert "nothing is ranked" in text and "Not converged: one_divergence (1 divergent transition)." in text

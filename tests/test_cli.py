@@ -81,6 +81,60 @@ def test_compare_writes_fits_table_and_report(tmp_path, capsys):
     assert table.loc[2, "error"] == f"RuntimeError: {fb.FAIL_MESSAGE}"
 
 
+def _printed_verdict(printed: str) -> list[str]:
+    """The verdict's sentences as the command line printed them: after the line "verdict:", each sentence
+    starting a line, wrapped to the terminal's width with an indent."""
+    lines = printed.splitlines()
+    block = lines[lines.index("verdict:") + 1:]
+    sentences = []
+    for line in block:
+        if line.startswith("  ") and not line.startswith("    "):
+            sentences.append(line.strip())
+        elif line.startswith("    ") and sentences:
+            sentences[-1] += " " + line.strip()
+        else:
+            break
+    return sentences
+
+
+def test_compare_and_report_print_the_verdict_after_the_grid(tmp_path, capsys):
+    out = tmp_path / "cmp"
+    # fake_ok has one divergence (and, with these few draws, a high R-hat): without a reference the verdict
+    # names it as not converged and ranks nothing
+    argv = ["compare", "rvm", "--data", "sinc", "--backends", "fake_ok,fake_vb", "--reference", "none",
+            "--out", str(out), *SMALL]
+    assert main(argv) == 0
+    printed = capsys.readouterr().out
+    assert printed.index("ess_bulk") < printed.index("verdict:")
+    assert all(len(line) <= 100 for line in printed.splitlines() if "saved fits" not in line), printed
+    expected = bz.load_comparison(out).verdict_lines()
+    assert _printed_verdict(printed) == expected
+    assert expected[0] == "There is no reference posterior, so nothing is measured for accuracy and nothing is ranked."
+    assert expected[1].startswith("Not converged: fake_ok (") and "1 divergent transition" in expected[1]
+    # `bayeszoo report` rebuilds the report and prints the same verdict
+    assert main(["report", str(out), "--force"]) == 0
+    assert _printed_verdict(capsys.readouterr().out) == expected
+
+
+def test_compare_takes_the_ranking_targets(tmp_path, capsys):
+    # a trusted reference: four chains of i.i.d. draws of the fake backends' posterior, saved to a file
+    model, data = bz.models.RVM(width=3.0), bz.datasets.load("sinc", n=25, n_test=40)
+    draws = fb._draws(model, data, 4, 1000, seed=11, rho=0.0)
+    fit = bz.results.build_fit(model, data, "iid", "mcmc", draws, timing={"sample": 1.0})
+    reference = bz.catalogue.Reference.from_fit(fit, ["w", "log_beta"], name="iid")
+    assert reference.trusted, reference.problems
+    path = reference.save(tmp_path / "reference.nc")
+    out = tmp_path / "cmp"
+    argv = ["compare", "rvm", "--data", "sinc", "--backends", "fake_ok,fake_vb", "--reference", str(path),
+            "--targets", "5,50", "--out", str(out), *SMALL]
+    assert main(argv) == 0
+    verdict = _printed_verdict(capsys.readouterr().out)
+    assert verdict[0].startswith("fake_vb is the fastest to the rough target (worth 5 exact draws")
+    assert "the fastest to the precise target (worth 50 exact draws" in verdict[0]
+    assert verdict[-1].startswith("Diagnostics fail, so ranked after every fit whose diagnostics pass: fake_ok (")
+    assert json.loads((out / "comparison.json").read_text())["targets"] == [5, 50]
+
+
 def test_backend_options_reach_the_backend(tmp_path):
     log = tmp_path / "calls.log"
     out = tmp_path / "cmp"
@@ -129,6 +183,12 @@ def test_backend_options_reach_the_backend(tmp_path):
     (["fit", "rvm", "--data", "mine.csv", "--target", "y", "--task", "ordinal", "--backend", "fake_ok", "--out", "X"],
      "invalid choice: 'ordinal'"),
     (["report", "/nonexistent/dir"], "is not a folder"),
+    (["compare", "rvm", "--data", "sinc", "--backends", "fake_ok", "--out", "X", "--targets", "100,10"],
+     "--targets: targets must put the rough target below the precise one"),
+    (["compare", "rvm", "--data", "sinc", "--backends", "fake_ok", "--out", "X", "--targets", "10"],
+     "--targets: give two numbers"),
+    (["compare", "rvm", "--data", "sinc", "--backends", "fake_ok", "--out", "X", "--targets", "ten,100"],
+     "--targets: give two numbers"),
 ])
 def test_bad_arguments_exit_nonzero_with_message(argv, message, tmp_path, monkeypatch, capsys):
     monkeypatch.chdir(tmp_path)

@@ -36,9 +36,9 @@ def test_report_holds_table_and_flags(regression_cmp, regression_html):
     header = re.search(r"<thead>(.*?)</thead>", text, re.S).group(1)
     # grouped columns, each header a short name with its plain-words meaning as a tooltip, and a glossary
     assert re.findall(r'<th class="group" colspan="(\d+)">([^<]*)</th>', header) == [
-        ("2", ""), ("6", "Sampling"), ("4", "Accuracy against the reference")]
+        ("2", ""), ("6", "Sampling"), ("5", "Accuracy against the reference")]
     for short in ("backend", "kind", "seconds", "bulk ESS", "ESS / s", "R-hat", "divergent", "converged",
-                  "mean error", "sd error", "worth N draws", "s to target"):
+                  "mean error", "sd error", "worth N draws", "s to 10 draws", "s to 100 draws"):
         assert re.search(rf'<th class="[a-z]*" title="[^"]+">{re.escape(short)}</th>', header), short
     assert "reference_trusted" not in header    # the banner says it once
     assert '<details class="glossary"><summary>What the columns mean</summary>' in text
