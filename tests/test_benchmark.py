@@ -1,0 +1,178 @@
+"""bz.benchmark: the ranking on exact targets with fake samplers of known cost (exact draws, the same draws at four
+times the gradients, biased draws, a broken one), resuming, a folder of another benchmark, bad input, the report
+and the command line. The Dask cluster of separate processes is in test_benchmark_cluster.py."""
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+import pandas as pd
+import pytest
+
+import bayeszoo as bz
+from bayeszoo.benchmark import load_leaderboard, task_path
+from bayeszoo import cli
+
+TARGETS = ["exact/correlated_gaussian", "exact/banana"]
+
+
+@pytest.fixture(scope="module")
+def fakes():
+    import _fake_samplers
+
+    return _fake_samplers
+
+
+@pytest.fixture
+def calls(tmp_path, monkeypatch):
+    """The calls the fake samplers make, as lines '<backend> <target> <seed>'."""
+    log = tmp_path / "calls.log"
+    monkeypatch.setenv("BZ_FAKE_LOG", str(log))
+    return lambda: log.read_text().splitlines() if log.exists() else []
+
+
+@pytest.fixture(scope="module")
+def board(fakes, tmp_path_factory):
+    out = tmp_path_factory.mktemp("bench")
+    return bz.benchmark(TARGETS, ["iid_exact", "iid_costly", "iid_biased", "iid_broken", "em"], seeds=2,
+                           draws=1000, chains=2, out=out, progress=False), out
+
+
+def test_the_cheaper_exact_sampler_wins_by_its_gradient_ratio(board):
+    lb, _ = board
+    assert lb.cost == "gradients"
+    ratios = lb.ratios()
+    assert ratios["iid_exact"].tolist() == [1.0, 1.0]
+    np.testing.assert_allclose(ratios["iid_costly"], 4.0)
+    assert np.isinf(ratios["iid_biased"]).all()
+    summary = lb.summary().set_index("backend")
+    assert summary.loc["iid_exact", "solved"] == 2 and summary.loc["iid_exact", "relative_cost"] == 1.0
+    assert summary.loc["iid_costly", "relative_cost"] == pytest.approx(4.0)
+    assert summary.loc["iid_biased", "solved"] == 0
+    assert lb.summary()["backend"].tolist()[:2] == ["iid_exact", "iid_costly"]
+    # worth-N-draws at the end: the exact draws about all their 2000, the draws one sd off a handful (as one draw is)
+    assert summary.loc["iid_exact", "worth_draws_median"] > 500
+    assert summary.loc["iid_biased", "worth_draws_median"] < 10
+
+
+def test_gradients_to_target_of_an_approximation_are_all_it_used(board):
+    lb, _ = board
+    rows = lb.table().set_index(["target", "backend", "seed"])
+    for target in TARGETS:
+        assert rows.loc[(target, "iid_exact", 0), "gradients_to_target"] == 2000
+        assert rows.loc[(target, "iid_costly", 1), "gradients_to_target"] == 8000
+        assert math.isinf(rows.loc[(target, "iid_biased", 0), "gradients_to_target"])
+
+
+def test_failures_and_backends_that_do_not_apply_are_rows_not_crashes(board, fakes):
+    lb, _ = board
+    failed = lb.failures()
+    broken = failed[failed["backend"] == "iid_broken"]
+    assert len(broken) == 4 and set(broken["status"]) == {"failed"}
+    assert all(fakes.BROKEN in m for m in broken["message"])
+    skipped = failed[failed["backend"] == "em"]
+    assert set(skipped["status"]) == {"skipped"} and all("does not apply" in m for m in skipped["message"])
+    summary = lb.summary().set_index("backend")
+    assert summary.loc["iid_broken", "failed"] == 4 and summary.loc["em", "skipped"] == 4
+    assert lb.costs()["em"].isna().all() and np.isinf(lb.costs()["iid_broken"]).all()
+
+
+def test_the_performance_profile_steps_at_the_ratios(board):
+    lb, _ = board
+    prof = lb.profile([1.0, 3.9, 4.0, 100.0])
+    assert prof["iid_exact"].tolist() == [1.0, 1.0, 1.0, 1.0]
+    assert prof["iid_costly"].tolist() == [0.0, 0.0, 1.0, 1.0]
+    assert prof["iid_biased"].tolist() == [0.0] * 4
+    default = lb.profile()
+    assert default.index[0] == 1.0 and default.index[-1] >= 4.0
+    assert default["iid_costly"].iloc[-1] == 1.0
+
+
+def test_the_verdict_names_the_winner_and_the_failures(board):
+    text = board[0].verdict()
+    assert text.startswith("On 2 targets with 2 seeds each, cost counted in gradient evaluations")
+    assert "iid_exact solves the most (2 of 2) at 1x" in text
+    assert "iid_costly solves 2 at 4x" in text
+    assert "iid_biased reaches the target on none" in text
+    assert "Failed tasks: iid_broken (4)" in text
+
+
+def test_the_report_is_one_page_with_its_figures(board):
+    lb, out = board
+    page = (out / "report.html").read_text()
+    assert page.startswith("<!DOCTYPE html>") and lb.verdict().split(":")[0] in page
+    assert page.count("data:image/png;base64,") == 2
+    assert "fake sampler broke" in page and "does not apply" in page
+    assert "<div class='bz-leaderboard'>" in lb._repr_html_()
+    for kind in ("profile", "heatmap"):
+        assert lb.plot(kind).axes
+    with pytest.raises(ValueError, match="kind must be one of 'profile', 'heatmap'"):
+        lb.plot("bars")
+    assert {"tasks.csv", "leaderboard.csv", "benchmark.json"} <= set(os.listdir(out))
+
+
+def test_a_benchmark_resumes_without_running_again_what_is_done(fakes, tmp_path, calls):
+    kw = dict(seeds=[3], draws=200, chains=2, out=tmp_path / "b", progress=False)
+    first = bz.benchmark(TARGETS[:1], ["iid_exact"], **kw)
+    assert calls() == ["iid_exact correlated_gaussian 3"]
+    # one more backend: only its tasks run; the finished one is read back
+    second = bz.benchmark(TARGETS[:1], ["iid_exact", "iid_costly"], **kw)
+    assert calls() == ["iid_exact correlated_gaussian 3", "iid_costly correlated_gaussian 3"]
+    pd.testing.assert_frame_equal(second.table().iloc[:1], first.table(), check_dtype=False)
+    assert load_leaderboard(tmp_path / "b").table().shape == second.table().shape
+    # a task file lost: that task alone runs again
+    os.remove(task_path(str(tmp_path / "b"), TARGETS[0], "iid_exact", 3))
+    bz.benchmark(TARGETS[:1], ["iid_exact", "iid_costly"], **kw)
+    assert calls()[2:] == ["iid_exact correlated_gaussian 3"]
+
+
+def test_a_folder_of_another_benchmark_is_refused(fakes, tmp_path):
+    bz.benchmark(TARGETS[:1], ["iid_exact"], draws=100, chains=2, out=tmp_path, progress=False)
+    with pytest.raises(ValueError, match=r"holds another benchmark \(draws: 100 there, 200 here\)"):
+        bz.benchmark(TARGETS[:1], ["iid_exact"], draws=200, chains=2, out=tmp_path, progress=False)
+    json.loads((tmp_path / "benchmark.json").read_text())   # left as it was
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(suite="posteriordb-quik"), r"unknown suite 'posteriordb-quik'; did you mean 'posteriordb-quick'"),
+    (dict(suite=["exact/banan"]), r"'exact/banan' is not a target of the 'exact' suite; did you mean 'exact/banana'"),
+    (dict(backends=["iid_exakt"]), r"unknown backend 'iid_exakt'; known: .*iid_exact"),
+    (dict(seeds=0), r"seeds"),
+    (dict(target=0), r"target"),
+    (dict(options={"nuts": {"target_accept": 0.9}}), r"options given for 'nuts', which is not among the backends"),
+    (dict(executor="tcp://127.0.0.1:1"), r"executor must be a concurrent.futures.Executor"),
+    (dict(cost="dollars"), r"cost must be one of 'gradients', 'seconds'"),
+])
+def test_bad_input_is_refused_before_any_task(fakes, calls, kwargs, message):
+    args = dict(suite=TARGETS[:1], backends=["iid_exact"], progress=False)
+    args.update(kwargs)
+    with pytest.raises(ValueError, match=message):
+        bz.benchmark(args.pop("suite"), args.pop("backends"), **args)
+    assert calls() == []
+
+
+def test_the_command_line_prints_the_verdict_and_the_report(fakes, tmp_path, capsys):
+    code = cli.main(["benchmark", "--suite", "exact", "--targets", "correlated_gaussian,banana", "--backends",
+                     "iid_exact,iid_costly", "--seeds", "1", "--draws", "300", "--chains", "2", "--out",
+                     str(tmp_path), "--quiet"])
+    printed = capsys.readouterr().out
+    assert code == 0
+    assert "iid_exact solves the most (2 of 2)" in printed
+    assert f"report: {tmp_path / 'report.html'}" in printed
+
+
+def test_the_command_line_exits_1_when_a_task_failed(fakes, tmp_path, capsys):
+    code = cli.main(["benchmark", "--suite", "exact", "--targets", "banana", "--backends", "iid_exact,iid_broken",
+                     "--out", str(tmp_path), "--quiet"])
+    assert code == 1
+    assert "1 of 2 tasks failed" in capsys.readouterr().err
+
+
+def test_a_scheduler_that_does_not_answer_is_an_error_within_seconds(tmp_path):
+    pytest.importorskip("distributed")
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["benchmark", "--suite", "exact", "--backends", "nuts", "--out", str(tmp_path),
+                  "--scheduler", "tcp://127.0.0.1:9"])
+    assert exc.value.code == 2
