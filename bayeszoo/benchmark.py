@@ -266,9 +266,9 @@ def _measure(target: suites.Target, library: str, backend: str, seed: int, setti
     reference = target.reference()
     names = list(model.compare_vars) or list(model.var_dims(data))
     diag = metrics.sampling_diagnostics(fit, names)
-    acc = metrics.accuracy(fit, reference, names, diag["ess_bulk_min"], diag["converged"])
-    b2 = metrics.noise_max(metrics.compared_components(reference, names)) / settings["target"]
-    seconds, grads = cost_to_target(fit, reference, names, acc, b2)
+    acc = metrics.accuracy(fit, reference, names, diag["ess_bulk_min"], (settings["target"],) * 2)
+    seconds, grads = cost_to_target(fit, reference, names, acc,
+                                    metrics.target_bias2(reference, names, settings["target"]))
     if fit.kind == "mcmc" and diag["converged"] is False:
         seconds, grads = math.inf, math.inf
     return {"kind": fit.kind, "seconds": float(fit.seconds), "n_grad": _number(fit.info.get("n_grad")),
