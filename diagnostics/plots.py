@@ -138,10 +138,12 @@ def _finite_varying(values: np.ndarray) -> bool:
 _KIND_COLORS = {"mcmc": "#4c72b0", "approximation": "#dd8452"}
 
 
-def _kind_legend(ax, loc="lower right"):
+def _kind_legend(ax):
+    """The bar colours' key, above the axes: inside them it would cover the labels written on the bars' rows."""
     from matplotlib.patches import Patch
 
-    ax.legend(handles=[Patch(color=c, label=k) for k, c in _KIND_COLORS.items()], loc=loc, fontsize=8)
+    ax.legend(handles=[Patch(color=c, label=k) for k, c in _KIND_COLORS.items()], loc="lower left",
+              bbox_to_anchor=(0.0, 1.0), ncol=len(_KIND_COLORS), fontsize=8, frameon=False, borderaxespad=0.2)
 
 
 def ess_per_second_bars(table) -> Figure | None:
@@ -299,7 +301,7 @@ def _ranking_bars(ax, table, skip=None):
             ax.text(0.02, yi, f"never (worth {worth:.3g} exact draws)", va="center", fontsize=9, color="#b00000",
                     transform=ax.get_yaxis_transform())
     ax.set_yticks(y, list(df["backend"]))
-    ax.invert_yaxis()
+    ax.set_ylim(len(df) - 0.5, -0.5)   # fastest on top; a full row each, so no spine strikes an end row's label
     ax.set_xscale("log")
     ax.set_xlim(lo, reached.max() * 20 if reached.size else 1.0)
     ax.xaxis.set_minor_formatter(NullFormatter())   # a narrow log range would label every minor tick
