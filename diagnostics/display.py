@@ -12,7 +12,7 @@ import re
 import types
 
 from bayeszoo.diagnostics import plots
-from bayeszoo.diagnostics.report import (CSS, Images, first_line, glossary_html, note, reference_banner,
+from bayeszoo.diagnostics.report import (CSS, Images, comparison_banner, first_line, glossary_html, note,
                                         split_columns, table_html, verdict_html)
 
 SCOPE = "div.bz-comparison"
@@ -59,7 +59,7 @@ def comparison_html(comparison) -> str:
            f"<p><strong>Comparison</strong> {esc(type(comparison.model).__name__)} on "
            f"<code>{esc(str(comparison.data.name))}</code> · backends: {esc(', '.join(labels))}</p>",
            verdict_html(comparison),
-           reference_banner(reference, getattr(comparison.model, "reference_advice", ""))]
+           comparison_banner(comparison)]
     try:
         table = comparison.table()
         sampling, scores = split_columns(table)

@@ -16,7 +16,8 @@ import time
 import numpy as np
 
 from bayeszoo.datasets import classes_text
-from bayeszoo.diagnostics.metrics import DEFAULT_TARGETS, ESS_PER_CHAIN_MIN, PARETO_K_MAX, RHAT_MAX, flagged
+from bayeszoo.diagnostics.metrics import (DEFAULT_TARGETS, ESS_PER_CHAIN_MIN, LOO_COLUMNS, PARETO_K_MAX,
+                                          POINT_ESTIMATE_LOO, RHAT_MAX, flagged)
 from bayeszoo.models.user import LIBRARY_NAMES, USER_FAMILY
 from bayeszoo.results import write_atomically
 
@@ -47,6 +48,8 @@ td.na{color:#888;font-style:italic}
 td.untrusted{background:#f6f0f0;color:#999;font-style:italic}
 td.untrusted[colspan],td.na[colspan]{text-align:center}
 .meta td{text-align:left;white-space:normal;overflow-wrap:anywhere} .meta th{text-align:left}
+.meta caption{text-align:left;font-weight:bold;padding:.2em 0}
+.meta-pair{display:flex;flex-wrap:wrap;gap:0 2em;align-items:flex-start} .meta-pair table{max-width:36em}
 details.more{margin:.3em 0 .8em} details.more summary{cursor:pointer;color:#555;font-size:.9em}
 .banner{border-radius:4px;padding:.5em 1em;margin:.8em 0;border-left:5px solid}
 .banner.ok{background:#eef6ee;border-color:#3a8a3a} .banner.unchecked{background:#fff8e6;border-color:#e0a800}
@@ -133,10 +136,14 @@ def _fmt(column: str, value) -> str:
 
 
 NOT_APPLICABLE = "n/a"
+POINT_ESTIMATE = "point estimate"
 _TIPS = {NOT_APPLICABLE: "an approximation's draws are i.i.d.: neither R-hat nor their ESS per second applies",
          "untrusted": "measured against a reference that fails its validation rules (see the banner)",
-         "reference": "the reference's own run: zero error by construction"}
-_HIDDEN_COLUMNS = {"error", "reference_trusted", "convergence_problems"}   # the verdict names the problems   # the error spans its row; the banner says whether to trust
+         "reference": "the reference's own run: not measured against itself (see the banner)",
+         POINT_ESTIMATE: POINT_ESTIMATE_LOO}
+#: columns the cells or the text around the table show in other words: the error spans its row, the banner says
+#: whether to trust the reference, the verdict names the convergence problems, a point estimate's LOO cells say why
+_HIDDEN_COLUMNS = {"error", "reference_trusted", "convergence_problems", "loo_note"}
 
 
 def target_help(targets) -> dict[str, tuple[str, str]]:
@@ -158,7 +165,8 @@ COLUMN_GROUPS = {
     "Sampling": {
         "seconds": ("seconds", "wall time of the fit: compile + warm-up + sampling"),
         "ess_bulk_min": ("bulk ESS", "smallest bulk effective sample size over the components (ArviZ's "
-                                     "rank-normalised estimator); for an approximation just its number of draws"),
+                                     "rank-normalised estimator); for an approximation its number of draws "
+                                     "(chains × draws), since they are i.i.d."),
         "ess_bulk_per_s": ("ESS / s", "bulk ESS per second of wall time (MCMC only)"),
         "rhat_max": ("R-hat", "largest rank-normalised split R-hat over the components (MCMC, two or more "
                               f"chains); {RHAT_MAX} or more is flagged"),
@@ -238,7 +246,8 @@ def _head_rows(cols: list[str], targets=DEFAULT_TARGETS) -> str:
 
 def _merged(cells: list[tuple]) -> str:
     """``<td>``s of (column, class, text) or (column, class, text, tooltip), runs of the same "untrusted" /
-    "reference" text merged into one cell; an error cell spans the rest of its row (its "column" is the span)."""
+    "reference" / "point estimate" text merged into one cell; an error cell spans the rest of its row (its
+    "column" is the span)."""
     out, i = [], 0
     while i < len(cells):
         column, cls, text, *own_tip = cells[i]
@@ -246,7 +255,7 @@ def _merged(cells: list[tuple]) -> str:
         if cls == "err":
             out.append(f'<td class="err" colspan="{column}">{html.escape(text)}</td>')
             break
-        if text in ("untrusted", "reference"):
+        if text in ("untrusted", "reference", POINT_ESTIMATE):
             while i + span < len(cells) and cells[i + span][1:] == (cls, text):
                 span += 1
         tip_text = (own_tip[0] if own_tip else None) or _TIPS.get(text) or _TIPS.get(cls)
@@ -255,6 +264,12 @@ def _merged(cells: list[tuple]) -> str:
         out.append(f'<td class="{cls}"{colspan}{tip}>{html.escape(text)}</td>')
         i += span
     return "".join(out)
+
+
+def _loo_note(row) -> str:
+    """Why the row's PSIS-LOO columns are left out (``metrics.loo_columns``); empty when they are not."""
+    note_ = row.get("loo_note")
+    return note_ if isinstance(note_, str) else ""
 
 
 def split_columns(table) -> tuple[list[str], list[str]]:
@@ -296,6 +311,8 @@ def table_html(table, comparison=None, columns=None) -> str:
             text = _fmt(c, value)
             if c in ACCURACY_COLUMNS and reference_label is not None and row.get("backend") == reference_label:
                 cls, text = "na", "reference"
+            elif c in LOO_COLUMNS and _loo_note(row):
+                cls, text = "na", POINT_ESTIMATE
             elif c in ACCURACY_COLUMNS and untrusted:
                 cls = "untrusted"   # the number, greyed: measured against a posterior that may be wrong
             elif c in ("rhat_max", "ess_bulk_per_s") and row.get("kind") == "approximation":
@@ -345,11 +362,59 @@ def _is_short(value) -> bool:
     return not isinstance(value, (np.ndarray, list, tuple, dict)) and len(str(value)) <= SHORT_VALUE
 
 
-def _meta_html(comparison) -> str:
-    data, model = comparison.data, comparison.model
+def _spec_value(value) -> str:
+    """One setting of a model's spec in plain words: numbers in short form, sequences and mappings listed."""
+    if value is None:
+        return "none"
+    if isinstance(value, bool):
+        return str(value)
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_spec_value(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_spec_value(v) for v in value)
+    return str(value)
+
+
+def _sizes(dims, shape) -> str:
+    """A variable's dims with their sizes, "school: 8", or "scalar"."""
+    return ", ".join(f"{d}: {n}" for d, n in zip(dims, shape)) or "scalar"
+
+
+def model_rows(model) -> list[tuple[str, str]]:
+    """The model's spec as (setting, value) rows in plain words: a built-in family's settings one per row; a model
+    of one's own by its name and library, its posterior variables with their sizes, its observed variables and
+    its fingerprint (the JSON spec is what a saved fit carries)."""
+    try:
+        spec = model.spec()
+    except Exception:   # a model that cannot describe itself still gets its name
+        return [("model", type(model).__name__)]
+    if spec.get("family") == USER_FAMILY:
+        library = LIBRARY_NAMES.get(spec.get("library"), spec.get("library"))
+        variables = "; ".join(f"{name} ({_sizes(v['dims'], v['shape'])})"
+                              for name, v in spec.get("variables", {}).items())
+        observed = "; ".join(f"{name} ({' × '.join(map(str, shape)) or 'scalar'})"
+                             for name, shape in spec.get("observed", {}).items())
+        return [("model", f"{spec.get('name')}, a {library} model of one's own"),
+                ("posterior variables", _truncated(variables, 300)), ("observed", _truncated(observed, 300)),
+                ("fingerprint", str(spec.get("fingerprint", ""))[:12])]
+    rows = [("model", f"{type(model).__name__} ({spec.get('family', '?')} family)")]
+    rows += [(str(k), _truncated(_spec_value(v), 120)) for k, v in spec.items() if k != "family"]
+    return rows
+
+
+def data_rows(data, model) -> tuple[list[tuple[str, str]], dict]:
+    """The dataset as (item, value) rows, and its long meta values (arrays, name lists) to fold away. A model of
+    one's own carries its observations and has no inputs: its size is the number of observed values."""
     meta = dict(data.meta or {})
-    items = [("dataset", data.name), ("training points", f"{data.n} × {data.d}"),
-             ("test points", str(data.X_test.shape[0]))]
+    if getattr(model, "family", None) == USER_FAMILY:
+        for key in ("model", "observed"):   # the model table names it and its observed variables' shapes
+            meta.pop(key, None)
+        items = [("dataset", data.name), ("observed values", str(data.n))]
+    else:
+        items = [("dataset", data.name), ("training points", f"{data.n} × {data.d}"),
+                 ("test points", str(data.X_test.shape[0]))]
     described = ("task", "source", "licence", "license", "citation", "preprocessing")
     for key in described:
         if key in meta and meta[key] not in (None, ""):
@@ -362,13 +427,19 @@ def _meta_html(comparison) -> str:
     long = {k: v for k, v in others.items() if k not in short}
     if short:
         items.append(("options", ", ".join(f"{k}={v}" for k, v in short.items())))
-    try:
-        spec = model.spec()
-        items.insert(0, ("model", ", ".join(f"{k}={_truncated(repr(v), 80)}" for k, v in spec.items())))
-    except Exception:
-        items.insert(0, ("model", type(model).__name__))
-    rows = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in items)
-    out = f'<table class="meta">{rows}</table>'
+    return items, long
+
+
+def _meta_html(comparison) -> str:
+    """The model and the data, side by side: two tables of settings, and the data's long values folded away."""
+    items, long = data_rows(comparison.data, comparison.model)
+
+    def table(caption, rows):
+        body = "".join(f"<tr><th>{html.escape(k)}</th><td>{html.escape(v)}</td></tr>" for k, v in rows)
+        return f'<table class="meta"><caption>{caption}</caption>{body}</table>'
+
+    out = (f'<div class="meta-pair">{table("Model", model_rows(comparison.model))}'
+           f'{table("Data", items)}</div>')
     if long:
         inner = "".join(f"<tr><th>{html.escape(str(k))}</th><td><code>{html.escape(_describe(v))}</code></td></tr>"
                         for k, v in long.items())
@@ -422,34 +493,67 @@ def _provenance_parts(prov: dict) -> list[str]:
     return parts
 
 
-#: what to try when a reference breaks its rules, for any family (the model's ``reference_advice`` adds its own)
-UNTRUSTED_ADVICE = (
-    "Run the reference longer: more draws and tune (reference_draws=, or options={'nuts': {...}}), four chains.",
-    "Divergences: raise target_accept (options={'nuts': {'target_accept': 0.95}}) or use a reparameterised or "
-    "better-conditioned model (its family page says how).",
-    "Use a catalogue problem, whose reference two engines have validated (bayeszoo.catalogue), or build one "
-    "with bayeszoo.catalogue's rules for your own model and data.")
+#: the guide page on references, and the page of each built-in family (its references and reparameterisations)
+REFERENCE_GUIDE = "docs/guide/reference.md"
+FAMILY_PAGE = "docs/families/{family}.md"
 
 
-def reference_banner(reference, advice: str = "") -> str:
+def reference_page(family) -> str:
+    """The documentation page that says how to get a trusted reference for a model of ``family``: the family's
+    own page for a built-in family, the reference guide for a model of one's own (which has no family page)."""
+    from bayeszoo.models import FAMILIES
+
+    return FAMILY_PAGE.format(family=family) if family in FAMILIES else REFERENCE_GUIDE
+
+
+def untrusted_advice(family) -> tuple[str, ...]:
+    """What to try when a reference breaks its rules, for a model of ``family`` (the model's ``reference_advice``
+    adds its own)."""
+    build = (f"Build a cross-checked reference first, bz.build_reference(model, data), and pass it as reference= "
+             f"({REFERENCE_GUIDE}).")
+    if family in (None, USER_FAMILY):
+        where = REFERENCE_GUIDE
+    else:
+        where = reference_page(family)
+        build = ("Use a catalogue problem, whose reference two engines have validated (bayeszoo.catalogue), or "
+                 + build[0].lower() + build[1:])
+    return ("Run the reference longer: more draws and tune (reference_draws=, or options={'nuts': {...}}), four "
+            "chains.",
+            f"Divergences: raise target_accept (options={{'nuts': {{'target_accept': 0.95}}}}) or use a "
+            f"reparameterised or better-conditioned model ({where} says how).",
+            build)
+
+
+def reference_banner(reference, advice: str = "", *, cell: str | None = None, family: str | None = None) -> str:
     """The box at the top of the report: the reference's name and provenance, and whether its numbers can be
-    trusted (red, with every rule it breaks and what to try, ``advice`` the family's own, when they cannot)."""
+    trusted (red, with every rule it breaks and what to try, ``advice`` the family's own, when they cannot).
+    ``cell`` is the grid label of the reference's own run when a grid member is the reference (one run, checked
+    by nothing else in the grid); ``family`` the model's, for the page the advice points to."""
     from bayeszoo.diagnostics.metrics import ACCURACY_COLUMNS
 
     if reference is None:
         return ('<div class="banner none"><strong>No reference posterior.</strong> The accuracy columns are '
                 'empty, nothing is ranked, and the speed figure shows ESS per second of the MCMC fits only. To get '
-                'one: <code>reference="nuts"</code> (or another backend) runs it in the grid; a Fit or a saved '
-                'reference can be given; a catalogue problem brings its own (<code>bayeszoo.catalogue</code>).'
-                '</div>')
-    parts = _provenance_parts(dict(getattr(reference, "provenance", {}) or {}))
+                'one: <code>bz.build_reference(model, data)</code> builds a cross-checked one to pass as '
+                '<code>reference=</code>; <code>reference="nuts"</code> (or another backend) uses a single run in '
+                'the grid; a catalogue problem brings its own (<code>bayeszoo.catalogue</code>). See '
+                f'<code>{REFERENCE_GUIDE}</code>.</div>')
+    prov = dict(getattr(reference, "provenance", {}) or {})
+    parts = _provenance_parts(prov)
     head = (f"<strong>Reference posterior: {html.escape(str(reference.name))}</strong>"
             + (f" — {html.escape(' · '.join(parts))}" if parts else ""))
+    if cell is not None:
+        head += (f"<p>The reference is this grid's own <code>{html.escape(cell)}</code> run: a <strong>single run, "
+                 f"not cross-checked</strong> by a second engine, and its row shows <em>reference</em> instead of "
+                 f"an error against itself. For a reference that two engines agree on, build one first with "
+                 f"<code>bz.build_reference(model, data)</code> and pass it as <code>reference=</code> "
+                 f"(<code>{REFERENCE_GUIDE}</code>).</p>")
     trusted = getattr(reference, "trusted", None)
     columns = ", ".join(f"<code>{c}</code>" for c in ACCURACY_COLUMNS)
     if trusted is False:
         problems = "".join(f"<li>{html.escape(str(p))}</li>" for p in getattr(reference, "problems", []))
-        tries = "".join(f"<li>{html.escape(t)}</li>" for t in (*UNTRUSTED_ADVICE, *([advice] if advice else [])))
+        tries = "".join(f"<li>{html.escape(t)}</li>"
+                        for t in (*untrusted_advice(family), *([advice] if advice else [])))
         return (f'<div class="banner bad">{head}<p><strong>UNTRUSTED REFERENCE</strong>: it breaks the validation '
                 f'rules below, so the accuracy columns ({columns}) are greyed (measured against a posterior that '
                 f'may be wrong) and nothing is ranked.</p><ul>{problems}</ul><p><strong>What to try</strong></p>'
@@ -458,7 +562,20 @@ def reference_banner(reference, advice: str = "") -> str:
         return (f'<div class="banner unchecked">{head}<p>A fit given as the reference: its draws\' means and sds '
                 f'are used as they are, and no validation rule (R-hat, ESS, MCSE, divergences, a second engine) '
                 f'has checked them.</p></div>')
+    if prov.get("cross_checked") is False or cell is not None:   # one run's rules hold; nothing confirms it
+        lead = "It" if cell is not None else "<strong>Single run, not cross-checked</strong>: it"
+        return (f'<div class="banner unchecked">{head}<p>{lead} passes the single-run validation rules (R-hat, ESS, '
+                f'MCSE, no divergences), but no second engine has confirmed that it samples this posterior.</p>'
+                f'</div>')
     return f'<div class="banner ok">{head} · passes the validation rules.</div>'
+
+
+def comparison_banner(comparison) -> str:
+    """The reference banner of ``comparison`` (:func:`reference_banner`), as the report and the notebook block
+    show it."""
+    model = comparison.model
+    return reference_banner(comparison.reference, getattr(model, "reference_advice", ""),
+                            cell=comparison.reference_cell, family=getattr(model, "family", None))
 
 
 def _reference_sentence(comparison, reference) -> str:
@@ -528,8 +645,6 @@ def _fit_summary(fit) -> str:
 def _scores_sentence(model, table, scores: list[str]) -> str:
     """What the predictive scores table holds: the PSIS-LOO columns, the Pareto k warnings, the family's own
     metrics."""
-    from bayeszoo.diagnostics.metrics import LOO_COLUMNS
-
     parts = []
     if any(c in LOO_COLUMNS for c in scores):
         parts.append("<code>elpd_loo</code> is ArviZ's PSIS-LOO estimate (<code>az.loo</code>, Pareto-smoothed "
@@ -537,6 +652,11 @@ def _scores_sentence(model, table, scores: list[str]) -> str:
                      "training observations, each left out in turn, with its standard error and "
                      "<code>p_loo</code>, the effective number of parameters; – where a fit has no "
                      "<code>log_likelihood</code> group.")
+        if "loo_note" in table.columns:
+            points = [str(r["backend"]) for _, r in table.iterrows() if _loo_note(r)]
+            if points:
+                parts.append(f"<strong>Left out</strong> for {html.escape(', '.join(points))}: "
+                             f"{html.escape(POINT_ESTIMATE_LOO)} (the cells read <em>{POINT_ESTIMATE}</em>).")
         if "pareto_k_bad" in table.columns:
             bad = [(str(r["backend"]), int(r["pareto_k_bad"])) for _, r in table.iterrows()
                    if not _is_missing(r.get("pareto_k_bad")) and float(r["pareto_k_bad"]) > 0]
@@ -544,7 +664,7 @@ def _scores_sentence(model, table, scores: list[str]) -> str:
                 listed = "; ".join(f"{html.escape(b)} ({k} observation{'s' if k != 1 else ''})" for b, k in bad)
                 parts.append(f"<strong>Pareto k above {PARETO_K_MAX}</strong>, so elpd_loo is unreliable, for: "
                              f"{listed}. Those observations are too influential for importance sampling from "
-                             f"the draws (or the draws are an approximation's, or a point estimate's): refit with "
+                             f"the draws (or the draws are an approximation's): refit with "
                              f"each left out (K-fold) or use a more robust model.")
     own = [c for c in scores if c not in LOO_COLUMNS and c not in ("backend", "kind", "note", "error")]
     if own:
@@ -591,7 +711,7 @@ def report_html(comparison) -> str:
            f"<p class='small'>written {time.strftime('%Y-%m-%d %H:%M')} · backends: "
            f"{html.escape(', '.join(comparison.order or list(comparison.fits)))}</p>",
            verdict_html(comparison),
-           reference_banner(reference, getattr(model, "reference_advice", "")),
+           comparison_banner(comparison),
            _meta_html(comparison)]
 
     # table

@@ -354,11 +354,16 @@ def test_untrusted_reference_banner_in_the_report(problem, untrusted, tmp_path):
     assert "fails its validation rules" in cmp.verdict() and "nothing is ranked" in cmp.verdict()
 
 
-def test_banner_of_a_trusted_reference_and_of_none(reference):
-    ok = reference_banner(reference)
-    assert 'class="banner ok"' in ok and "passes the validation rules" in ok and "min bulk ESS" in ok
+def test_banner_of_a_trusted_reference_and_of_none(problem, reference):
+    single = reference_banner(reference)     # one run passing its rules: said to be one, not a validated reference
+    assert 'class="banner unchecked"' in single and "Single run, not cross-checked" in single
+    assert "min bulk ESS" in single and "passes the validation rules." not in single
+    checked = Reference.from_fit(reference.fit, crosscheck=_fit(problem, _draws(problem, 1)), name="two runs")
+    ok = reference_banner(checked)
+    assert 'class="banner ok"' in ok and "passes the validation rules" in ok and "cross-checked by" in ok
     none = reference_banner(None)
     assert 'class="banner none"' in none and 'reference="nuts"' in none and "catalogue" in none
+    assert "bz.build_reference(model, data)" in none
 
 
 # ----------------------------------------------------------------------------------- readable report

@@ -554,7 +554,7 @@ def test_samplers_and_type2_through_the_harness():
     table = cmp.table().set_index("backend")
     assert not table["error"].any(), table["error"]
     assert set(table.index) == {"arvm", "advi"}
-    assert np.all(table["mse"] < 0.1) and np.all(np.isfinite(table["mean_err"]))
+    assert np.all(table["mse"] < 0.1) and np.isfinite(table.loc["advi", "mean_err"])   # arvm is the reference
     assert table.loc["arvm", "n_relevant"] <= 4
 
 

@@ -149,7 +149,7 @@ def test_compare_takes_a_backend_a_fit_a_reference_or_a_path(sonar, tmp_path):
     model, data = sonar
     by_name = bz.compare(model, data, backends=["laplace", "ep"], reference="ep", **KW)
     assert by_name.reference.name == "ep" and not by_name.reference.trusted
-    assert by_name.table().set_index("backend").loc["ep", "mean_err"] == 0.0
+    assert np.isnan(by_name.table().set_index("backend").loc["ep", "mean_err"])   # not measured against itself
     assert not by_name.table()["reference_trusted"].any()
 
     fit = bz.fit(model, data, "gibbs", draws=20, tune=20, chains=2, seed=1, progress=False)

@@ -142,3 +142,23 @@ def test_arvm_values_are_the_gaussian_density_of_each_point():
     fit = bz.fit(model, data, "arvm", draws=6, chains=2, seed=0, progress=False)
     expected = stats.norm.logpdf(data.y, _draw(fit, "f"), np.exp(-0.5 * _draw(fit, "log_beta")))
     np.testing.assert_allclose(fit.idata.log_likelihood["y"].values[1, 3], expected, rtol=1e-10)
+
+
+def test_a_map_estimate_has_no_loo_and_the_table_says_why():
+    """SLM's map backend repeats one estimate: every draw gives each measurement the same log likelihood, so
+    az.loo's numbers are its in-sample density with p_loo 0 (every Pareto k bad); the LOO columns are NaN and
+    loo_note says why, while the EP fit of the same model keeps its numbers."""
+    from bayeszoo.diagnostics.metrics import LOO_COLUMNS, loo_columns
+
+    data = bz.datasets.load("slm_signal", kind="spikes", n=32, m=24, n_test=16, seed=0)
+    model = bz.models.SLM(potential="laplace", tau=5.0, sigma2=0.005)
+    point = bz.fit(model, data, "map", draws=10, chains=2, seed=0, progress=False)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        loo = az.loo(point.idata, pointwise=True, reff=1.0)
+    lpd = float(point.idata.log_likelihood["y"].values[0, 0].sum())
+    assert abs(float(loo.p_loo)) < 1e-9 and float(loo.elpd_loo) == pytest.approx(lpd, rel=1e-9)
+    cols = loo_columns(point)
+    assert all(np.isnan(cols[c]) for c in LOO_COLUMNS) and "in-sample" in cols["loo_note"]
+    ep = loo_columns(bz.fit(model, data, "ep", draws=10, chains=2, seed=0, progress=False))
+    assert np.isfinite(ep["elpd_loo"]) and ep["loo_note"] == ""

@@ -4,6 +4,7 @@ from __future__ import annotations
 import base64
 import os
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -171,3 +172,208 @@ def test_a_comparison_without_reference_says_why_and_how_to_get_one(tmp_path):
     assert 'class="banner none"' in text and 'reference="nuts"' in text
     assert "picture compares every fit with the reference posterior, and this comparison has none" in text
     assert "no picture for the gpc family" not in text
+
+
+# ------------------------------------------------------------------------- what the report says its numbers are
+from types import SimpleNamespace  # noqa: E402
+
+import pandas as pd  # noqa: E402
+
+from bayeszoo.catalogue import Reference  # noqa: E402
+from bayeszoo.comparison import Comparison  # noqa: E402
+from bayeszoo.diagnostics import display, metrics, report  # noqa: E402
+from bayeszoo.results import build_fit  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+@pytest.fixture(scope="module")
+def small():
+    return bz.models.RVM(width=3.0), bz.datasets.load("sinc", n=12, n_test=20, seed=1)
+
+
+def _iid(problem, seed, chains=4, draws=1000, shift=0.0):
+    """I.i.d. standard normal draws of the RVM's variables (plus ``shift`` on w)."""
+    model, data = problem
+    M = model.n_basis(data)
+    rng = np.random.default_rng(seed)
+    return {"w": rng.standard_normal((chains, draws, M)) + shift, "log_alpha": rng.standard_normal((chains, draws, M)),
+            "log_beta": rng.standard_normal((chains, draws))}
+
+
+def _fit(problem, draws, kind="mcmc", backend="constructed"):
+    model, data = problem
+    return build_fit(model, data, backend, kind, draws, timing={"sample": 1.0})
+
+
+def test_a_grid_member_as_the_reference_is_a_single_run_and_its_row_says_reference(small):
+    """reference="nuts" with nuts in the grid: one run, checked by nothing else in the grid. The banner says so
+    (not "passes the validation rules"), the run's row reads "reference" everywhere instead of a zero error, and
+    nothing ranks it."""
+    model, data = small
+    nuts = _fit(small, _iid(small, 0), backend="nuts")
+    vb = _fit(small, _iid(small, 1, shift=0.02), kind="approximation", backend="vb")
+    reference = Reference.from_fit(nuts, list(model.var_dims(data)), name="nuts")
+    assert reference.trusted, reference.problems          # its own rules hold
+    cmp = Comparison(model=model, data=data, fits={"nuts": nuts, "vb": vb}, reference=reference,
+                     order=["nuts", "vb"])
+    assert cmp.reference_cell == "nuts"
+    for block in (report.report_html(cmp), display.comparison_html(cmp)):
+        banner = re.search(r'<div class="banner (\w+)">(.*?)</div>', block, re.S)
+        assert banner.group(1) == "unchecked" and "passes the validation rules." not in banner.group(2)
+        assert "single run, not cross-checked" in banner.group(2)
+        assert "bz.build_reference(model, data)" in banner.group(2) and report.REFERENCE_GUIDE in banner.group(2)
+        # its accuracy cells are one "reference" cell; the other row keeps its numbers
+        row = re.search(r'<tr class=""><td class="txt">nuts</td>.*?</tr>', block).group(0)
+        assert '<td class="na" colspan="4" title="the reference&#x27;s own run: not measured against itself' in row
+        assert not re.search(r">0(\.0+)?</td>", row)
+    table = cmp.table().set_index("backend")
+    # the table holds no zero error for it (a zero would read as the most accurate fit) ...
+    assert table.loc["nuts", metrics.ACCURACY_COLUMNS].isna().all()
+    assert 0 < table.loc["vb", "mean_err"] < 0.2
+    # ... and the ranking figure leaves it out
+    fig = plots.accuracy_figure(cmp, reference, cmp.table())
+    assert [t.get_text() for t in fig.axes[1].get_yticklabels()] == ["vb"]
+
+
+def test_a_cross_checked_reference_passes_and_a_single_run_given_says_it_is_one(small):
+    model, data = small
+    names = list(model.var_dims(data))
+    one, two = _fit(small, _iid(small, 0)), _fit(small, _iid(small, 5))
+    checked = Reference.from_fit(one, names, crosscheck=two, name="two engines")
+    assert checked.trusted, checked.problems
+    ok = report.reference_banner(checked)
+    assert 'class="banner ok"' in ok and "passes the validation rules" in ok and "single run" not in ok
+    single = report.reference_banner(Reference.from_fit(one, names, name="saved run"))
+    assert 'class="banner unchecked"' in single and "Single run, not cross-checked" in single
+
+
+def test_banners_point_to_pages_that_exist(small):
+    """The advice names a page of the documentation: the family's own for a built-in family, the reference guide
+    for a model of one's own, which has no family page."""
+    model, data = small
+    untrusted = Reference.from_fit(_fit(small, _iid(small, 0, chains=1, draws=50)), name="short")
+    assert not untrusted.trusted
+    pages = {}
+    for family in [*bz.models.FAMILIES, bz.models.USER_FAMILY]:
+        banner = report.reference_banner(untrusted, family=family)
+        named = set(re.findall(r"docs/[\w/]+\.md", banner))
+        assert named and all(os.path.isfile(os.path.join(ROOT, p)) for p in named), (family, named)
+        assert "family page" not in banner
+        pages[family] = named
+    assert pages[bz.models.USER_FAMILY] == {report.REFERENCE_GUIDE}
+    assert "docs/families/rvm.md" in pages["rvm"]
+    # the banner without a reference and the single-run one name existing pages too
+    for banner in (report.reference_banner(None), report.reference_banner(untrusted, cell="short")):
+        named = re.findall(r"docs/[\w/]+\.md", banner)
+        assert named and all(os.path.isfile(os.path.join(ROOT, p)) for p in named)
+
+
+def test_the_ess_column_of_an_approximation_is_its_number_of_draws_as_its_help_says(small):
+    """4 x 1000 i.i.d. draws: the help says an approximation's ESS is its number of draws, and the table shows
+    4000, not the smallest of ArviZ's scattered estimates (several per cent below); an MCMC fit of the same draws
+    keeps ArviZ's estimate."""
+    model, data = small
+    draws = _iid(small, 3)
+    names = list(model.var_dims(data))
+    approx = metrics.sampling_diagnostics(_fit(small, draws, kind="approximation"), names)
+    mcmc = metrics.sampling_diagnostics(_fit(small, draws), names)
+    assert approx["ess_bulk_min"] == approx["ess_tail_min"] == approx["ess_bulk_median"] == 4000
+    assert 3000 < mcmc["ess_bulk_min"] < 3950          # the same draws estimated: below their number
+    help_text = report.COLUMN_GROUPS["Sampling"]["ess_bulk_min"][1]
+    assert "for an approximation its number of draws" in help_text
+    # a point-estimated component has no ESS at all, in either kind
+    fixed = dict(draws, log_beta=np.zeros((4, 1000)))
+    per = metrics._scalar_ess(_fit(small, fixed, kind="approximation"), ["log_beta"], "bulk")
+    assert np.isnan(per).all()
+
+
+def test_loo_of_a_point_estimate_is_left_out_with_the_reason(small):
+    """Every draw the same: az.loo has no spread to weigh (every Pareto k is bad) and its numbers are not a LOO
+    estimate; the table leaves the columns out and says why, the report's cells read "point estimate"."""
+    import arviz as az
+
+    model, data = small
+    point = {k: np.broadcast_to(v[:1, :1], v.shape).copy() for k, v in _iid(small, 4, chains=2, draws=50).items()}
+    fit = _fit(small, point, kind="approximation", backend="map")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")    # ArviZ's warnings on the Pareto k of constant weights
+        loo = az.loo(fit.idata, pointwise=True, reff=1.0)
+    assert np.all(~(np.asarray(loo.pareto_k) <= metrics.PARETO_K_MAX))
+    cols = metrics.loo_columns(fit)
+    assert all(np.isnan(cols[c]) for c in metrics.LOO_COLUMNS) and "in-sample" in cols["loo_note"]
+    sampled = metrics.loo_columns(_fit(small, _iid(small, 6, chains=2, draws=200), kind="approximation"))
+    assert np.isfinite(sampled["elpd_loo"]) and sampled["p_loo"] > 0 and sampled["loo_note"] == ""
+    rows = [metrics.table_row(model, data, "map", fit, None),
+            metrics.table_row(model, data, "vb", _fit(small, _iid(small, 6, chains=2, draws=200), "approximation"),
+                              None)]
+    table = pd.DataFrame(rows)
+    _, scores = report.split_columns(table)
+    html_table = report.table_html(table, None, scores)
+    assert "loo_note" not in html_table
+    cell = re.search(r'<td class="na" colspan="4" title="([^"]*)">point estimate</td>', html_table)
+    assert cell and "in-sample" in cell.group(1)
+    assert html_table.count("point estimate</td>") == 1          # the sampled fit keeps its numbers
+    sentence = report._scores_sentence(model, table, scores)
+    assert "<strong>Left out</strong> for map" in sentence
+
+
+def test_the_model_is_a_table_of_its_settings(small):
+    model, data = small
+    text = report._meta_html(SimpleNamespace(model=model, data=data))
+    assert "<caption>Model</caption>" in text and "<caption>Data</caption>" in text
+    assert "<th>model</th><td>RVM (rvm family)</td>" in text
+    assert "<th>width</th><td>3</td>" in text and "<th>kernel</th><td>gauss</td>" in text
+    assert "<th>a</th><td>0.0001</td>" in text
+    assert "family=" not in text and "&#x27;" not in text          # no raw dict, no quoted reprs
+    assert "<th>training points</th><td>12 × 1</td>" in text
+
+
+def test_a_model_of_ones_own_shows_its_observed_data_not_inputs():
+    """A user's model has no inputs (X has zero columns): its size is its observed values, not "8 × 0"."""
+    numpyro = pytest.importorskip("numpyro")
+    import numpyro.distributions as dist
+
+    y = np.array([28.0, 8.0, -3.0, 7.0, -1.0, 1.0, 18.0, 12.0])
+    sigma = np.array([15.0, 10.0, 16.0, 11.0, 9.0, 11.0, 10.0, 18.0])
+
+    def schools(sigma, y=None):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 5.0))
+        tau = numpyro.sample("tau", dist.HalfCauchy(5.0))
+        with numpyro.plate("school", len(sigma)):
+            theta = numpyro.sample("theta", dist.Normal(mu, tau))
+            numpyro.sample("obs", dist.Normal(theta, sigma), obs=y)
+
+    model = bz.models.from_numpyro(schools, sigma, y=y)
+    text = report._meta_html(SimpleNamespace(model=model, data=model.dataset()))
+    assert "× 0" not in text and "training points" not in text and "test points" not in text
+    assert "<th>observed values</th><td>8</td>" in text
+    assert "<th>model</th><td>schools, a NumPyro model of one&#x27;s own</td>" in text
+    assert "theta (school: 8)" in text and "mu (scalar)" in text
+    assert "<th>observed</th><td>obs (8)</td>" in text
+
+
+def test_the_kind_legend_covers_no_label_of_the_ranking():
+    """The ranking lists a fit whose diagnostics fail last, labelled "not converged" at the left of its row; the
+    bars' colour key sits above the axes, clear of every label."""
+    from matplotlib.transforms import Bbox
+
+    table = pd.DataFrame({"backend": ["a", "b", "c", "d"], "kind": ["mcmc", "approximation", "mcmc", "mcmc"],
+                          "seconds_to_target": [0.5, np.inf, np.inf, np.inf], "ess_ref": [100.0, 3.0, 50.0, 40.0],
+                          "converged": [True, None, False, False]})
+    fig = plots.new_figure(5, 2.4)
+    ax = fig.add_subplot()
+    plots._ranking_bars(ax, table)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    legend = ax.get_legend().get_window_extent(renderer)
+    labels = [t for t in ax.texts if "not converged" in t.get_text() or "never" in t.get_text()]
+    assert len(labels) == 3
+    for t in labels:
+        assert not Bbox.intersection(legend, t.get_window_extent(renderer)), t.get_text()
+    box = ax.get_window_extent(renderer)
+    assert legend.y0 >= box.y1 - 1      # above the axes
+    # no spine runs through the first or last row's label, as when no bar sets the rows' limits
+    for t in labels:
+        extent = t.get_window_extent(renderer)
+        assert box.y0 < extent.y0 and extent.y1 < box.y1, t.get_text()

@@ -212,9 +212,12 @@ def test_a_damaged_fit_in_a_comparison_is_a_row_naming_the_file_and_the_reason(s
     out = tmp_path / "grid"
     shutil.copytree(saved_comparison, out)
     (out / "fits" / "fake_em.nc").write_bytes(b"")
-    table = bz.load_comparison(out).table().set_index("backend")
+    loaded = bz.load_comparison(out)
+    table = loaded.table().set_index("backend")
     assert table.loc["fake_em", "error"] == "saved fit fits/fake_em.nc could not be read: it is empty (0 bytes)"
-    assert table.loc["fake_vb", "error"] == "" and table.loc["fake_vb", "mean_err"] == 0.0
+    # the reference's cell is still read, and still the reference (its own row not measured against itself)
+    assert table.loc["fake_vb", "error"] == "" and loaded.reference_cell == "fake_vb"
+    assert np.isnan(table.loc["fake_vb", "mean_err"]) and table.loc["fake_vb", "ess_bulk_min"] > 0
 
 
 def test_the_report_command_names_the_file_it_cannot_read(saved_comparison, tmp_path, capsys):
