@@ -133,6 +133,7 @@ class ARVM(Model):
     d: float = 1e-3
 
     family = "arvm"
+    example_data = "sinc"
     link = "logit"
     reference_advice: ClassVar[str] = (
         "ARVM: the samplable declaration has genuine local modes besides the exchangeable labels (reported sorted by "

@@ -30,7 +30,9 @@ class Model:
     * ``log_likelihood`` (optional): ``log_likelihood(fit, data)``: log p(y_n | draw), (chain * draw, obs), or
       None: the Fit's ``log_likelihood`` group, which ``az.loo`` / ``az.compare`` read;
     * ``reference_advice``: what to try, for this family, when a reference posterior breaks its rules (the report
-      shows it under the red banner).
+      shows it under the red banner);
+    * ``example_data``: the family's default data set, ``bz.datasets.load(example_data)``: every backend of the
+      family runs on ``Family()`` and it (or refuses before running, naming the fix; docs/families/index.md).
 
     The family's pictures live in ``bayeszoo.diagnostics.<family>_plots``; its backends in
     ``bayeszoo.inference.<family>`` (see docs/architecture.md).
@@ -39,6 +41,7 @@ class Model:
     family = "base"
     compare_vars: ClassVar[tuple[str, ...]] = ()
     reference_advice: ClassVar[str] = ""
+    example_data: ClassVar[str | None] = None
 
     # ---- identity ------------------------------------------------------------------------------------
     def spec(self) -> dict:
@@ -136,7 +139,7 @@ class ImageModel(Model):
     """Base of the families that model one observed image (:class:`BID`, :class:`ImageRVM`): the dataset has task
     "image", ``meta["shape"] = (rows, cols)``, y the pixel values and X their (row, col) coordinates."""
 
-    example_data: ClassVar[str] = "cameraman"      # named in the error for a dataset that is not an image
+    example_data: ClassVar[str] = "cameraman"      # also named in the error for a dataset that is not an image
 
     @classmethod
     def image_shape(cls, data: Dataset) -> tuple[int, int]:

@@ -97,6 +97,7 @@ class GPC(Model):
     degree: int = 2
 
     family = "gpc"
+    example_data = "sonar"
     compare_vars = ("f",)
     reference_advice: ClassVar[str] = (
         "GPC: the exact gibbs backend (Albert-Chib for probit, Polya-Gamma for logit) needs no tuning and is the "

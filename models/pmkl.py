@@ -87,6 +87,7 @@ class PMKL(Model):
     infer_rho: bool = False
 
     family = "pmkl"
+    example_data = "mkl_sources"
     compare_vars = ("W", "beta")
     reference_advice: ClassVar[str] = (
         "pMKL: under the default alpha ~ Gamma(1, 1) the weights are Student-t(2) and NUTS diverges; compare under "

@@ -202,6 +202,7 @@ class RVM(Model):
     d: float = 1e-4
 
     family = "rvm"
+    example_data = "sinc"
 
     def __post_init__(self):
         self.task = checks.choice("RVM", "task", self.task, TASKS)

@@ -93,6 +93,7 @@ class SLM(Model):
     wavelet_level: int | None = None
 
     family = "slm"
+    example_data = "slm_signal"
     compare_vars = ("u",)
     reference_advice: ClassVar[str] = (
         "SLM: the scale-mixture gibbs backend is exact for Laplace, Student's t and logistic potentials and "
