@@ -195,6 +195,19 @@ class UserModel(Model):
             columns.append(values.reshape(values.shape[0] * values.shape[1], -1))
         return np.concatenate(columns, axis=1)
 
+    def log_joint(self, points: dict) -> np.ndarray:
+        """log p(theta, y): the log prior plus the log-likelihood of the observations at ``points`` (free variable
+        name -> values stacked over a first axis, in the constrained space; no Jacobian), one value per point.
+        Two declarations of one posterior give log densities that differ by one constant: this is how a reference
+        made with one is matched to the other (:meth:`bayeszoo.catalogue.Reference.matches`)."""
+        raise NotImplementedError
+
+    def centred_variables(self) -> list[str]:
+        """The free variables whose prior's scale is another free variable (a centred hierarchy: the funnel NUTS
+        diverges in, which writing them non-centred, ``mu + sigma * z`` with ``z ~ Normal(0, 1)``, removes); empty
+        for a model with none, such as a non-centred one."""
+        raise NotImplementedError
+
     @property
     def discrete(self) -> list[str]:
         return []
@@ -403,6 +416,36 @@ class PyMCModel(UserModel):
             cached = self.__dict__["_jax"] = (logp, constrain, shapes)
         return cached
 
+    def log_joint(self, points: dict) -> np.ndarray:
+        """PyMC's log density of the model without its value transforms (so at the free variables themselves, no
+        Jacobian), through PyMC's JAX export (a C compilation of the same graph takes ten times longer)."""
+        import jax
+        from pymc.model.transform.conditioning import remove_value_transforms
+        from pymc.sampling.jax import get_jaxified_graph
+
+        self._check_unchanged()
+        plain = remove_value_transforms(self._pm)
+        logp = get_jaxified_graph(inputs=plain.value_vars, outputs=[plain.logp()])
+        names = [plain.values_to_rvs[v].name for v in plain.value_vars]
+        batch = jax.jit(jax.vmap(lambda *values: logp(*values)[0]))   # one compilation, not one per operation
+        return np.asarray(batch(*[np.asarray(points[n], float) for n in names]))
+
+    def centred_variables(self) -> list[str]:
+        """The free variables of a location-scale distribution (:data:`SCALE_LAST`) whose last parameter, the
+        scale, is computed from another free variable."""
+        from pytensor.graph.traversal import ancestors
+
+        free = set(self._pm.free_RVs)
+        out = []
+        for rv in self._pm.free_RVs:
+            op = rv.owner.op
+            if type(op).__name__ not in SCALE_LAST:
+                continue
+            scale = op.dist_params(rv.owner)[-1]
+            if any(var in free for var in ancestors([scale])):
+                out.append(rv.name)
+        return out
+
     def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
         """``pm.compute_log_likelihood`` at every draw of ``posterior``."""
         import arviz as az
@@ -429,6 +472,12 @@ class PyMCModel(UserModel):
         state = dict(state)
         state["_pm"] = pickle.loads(state.pop("_pm_pickle"))
         self.__dict__.update(state)
+
+
+#: PyMC's location-scale random variables, whose last parameter is the scale (what a centred hierarchy puts a free
+#: variable in)
+SCALE_LAST = ("NormalRV", "HalfNormalRV", "StudentTRV", "HalfStudentTRV", "CauchyRV", "HalfCauchyRV", "LaplaceRV",
+              "LogisticRV", "LogNormalRV", "GumbelRV")
 
 
 #: ArviZ's dims of every group; besides, the harness names ``obs`` (every observed value) and ``feature`` (the
@@ -635,6 +684,43 @@ class NumPyroModel(UserModel):
         self._check_unchanged()
         return functools.partial(self._fn, *self._args, **self._kwargs)
 
+    def log_joint(self, points: dict) -> np.ndarray:
+        """NumPyro's ``log_density`` of the function at the free variables (constrained, no Jacobian)."""
+        import jax
+        from numpyro.infer.util import log_density
+
+        self._check_unchanged()
+
+        def one(values):
+            return log_density(self._fn, self._args, self._kwargs, values)[0]
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return np.asarray(jax.jit(jax.vmap(one))({n: np.asarray(points[n], float) for n in self._variables}))
+
+    def centred_variables(self) -> list[str]:
+        """The latent sites of a distribution with a ``scale`` (unwrapped from ``expand`` / ``to_event``) whose
+        scale changes when every other latent site does: the function is traced at its initial point and at
+        another (each site moved by 0.5 in its unconstrained space)."""
+        from numpyro import handlers
+        from numpyro.distributions.transforms import biject_to
+
+        first = self._trace()
+        latent = {k: site for k, site in first.items() if site["type"] == "sample" and not site["is_observed"]
+                  and not site["fn"].support.is_discrete}
+        moved = {k: biject_to(site["fn"].support)(biject_to(site["fn"].support).inv(site["value"]) + 0.5)
+                 for k, site in latent.items()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            second = handlers.trace(handlers.substitute(handlers.seed(self._fn, 0), data=moved)).get_trace(
+                *self._args, **self._kwargs)
+        out = []
+        for name in latent:
+            before, after = _scale(first[name]["fn"]), _scale(second[name]["fn"])
+            if before is not None and not np.allclose(np.asarray(before), np.asarray(after)):
+                out.append(name)
+        return out
+
     def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
         """``numpyro.infer.log_likelihood`` at every draw of ``posterior``: per observed site over its batch shape
         (the dims of a ``to_event`` are one term)."""
@@ -687,6 +773,13 @@ def _check_observations(model: UserModel, values: dict) -> None:
         if list(np.shape(value)) != model._observed[key]:
             raise ValueError(f"{model!r}: new observations of {key!r} must have shape "
                              f"{tuple(model._observed[key])}; got {np.shape(value)}")
+
+
+def _scale(fn):
+    """The ``scale`` of a NumPyro distribution, looking through ``expand`` / ``to_event`` / masks; None without."""
+    while fn is not None and not hasattr(fn, "scale"):
+        fn = getattr(fn, "base_dist", None)
+    return None if fn is None else fn.scale
 
 
 def _is_factor(site) -> bool:
@@ -748,6 +841,12 @@ class SavedModel(UserModel):
         raise ValueError(self._refusal)
 
     def with_observations(self, values: dict, *, name: str | None = None) -> UserModel:
+        raise ValueError(self._refusal)
+
+    def log_joint(self, points: dict) -> np.ndarray:
+        raise ValueError(self._refusal)
+
+    def centred_variables(self) -> list[str]:
         raise ValueError(self._refusal)
 
 
