@@ -123,6 +123,11 @@ class UserModel(Model):
         """The observed variables' values, by name (what ``y`` of :meth:`dataset` concatenates)."""
         raise NotImplementedError
 
+    def renamed(self, name: str) -> "UserModel":
+        """The same model under another name (the report's title, the data's name); the same posterior, so a
+        reference made with either is accepted for both."""
+        raise NotImplementedError
+
     def with_observations(self, values: dict, *, name: str | None = None) -> "UserModel":
         """The same model with other values of its observed variables (name -> array of the variable's shape), as
         a new bayeszoo model (what simulation-based calibration fits to simulated data)."""
@@ -267,6 +272,9 @@ class PyMCModel(UserModel):
 
         _check_observations(self, values)
         return PyMCModel(pm.observe(self._pm, dict(values)), name=name or self.name)
+
+    def renamed(self, name: str) -> "PyMCModel":
+        return PyMCModel(self._pm, name=name)
 
     def _observed_value(self, rv) -> np.ndarray:
         from pytensor.compile.sharedvalue import SharedVariable
@@ -660,6 +668,9 @@ class NumPyroModel(UserModel):
     def discrete(self) -> list[str]:
         return list(self._discrete)
 
+    def renamed(self, name: str) -> "NumPyroModel":
+        return NumPyroModel(self._fn, self._args, self._kwargs, name=name)
+
     def observed_values(self) -> dict[str, np.ndarray]:
         return dict(self._observed_values)
 
@@ -841,6 +852,9 @@ class SavedModel(UserModel):
         raise ValueError(self._refusal)
 
     def with_observations(self, values: dict, *, name: str | None = None) -> UserModel:
+        raise ValueError(self._refusal)
+
+    def renamed(self, name: str) -> UserModel:
         raise ValueError(self._refusal)
 
     def log_joint(self, points: dict) -> np.ndarray:
