@@ -432,10 +432,14 @@ class PyMCModel(UserModel):
         from pymc.sampling.jax import get_jaxified_graph
 
         self._check_unchanged()
-        plain = remove_value_transforms(self._pm)
-        logp = get_jaxified_graph(inputs=plain.value_vars, outputs=[plain.logp()])
-        names = [plain.values_to_rvs[v].name for v in plain.value_vars]
-        batch = jax.jit(jax.vmap(lambda *values: logp(*values)[0]))   # one compilation, not one per operation
+        cached = self.__dict__.get("_log_joint")
+        if cached is None:
+            plain = remove_value_transforms(self._pm)
+            logp = get_jaxified_graph(inputs=plain.value_vars, outputs=[plain.logp()])
+            names = [plain.values_to_rvs[v].name for v in plain.value_vars]
+            batch = jax.jit(jax.vmap(lambda *values: logp(*values)[0]))   # one compilation, not one per operation
+            cached = self.__dict__["_log_joint"] = (batch, names)
+        batch, names = cached
         return np.asarray(batch(*[np.asarray(points[n], float) for n in names]))
 
     def centred_variables(self) -> list[str]:
@@ -470,7 +474,7 @@ class PyMCModel(UserModel):
     def __getstate__(self):
         import cloudpickle
 
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_jax", "_pm")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_jax", "_pm", "_log_joint")}
         state["_pm_pickle"] = cloudpickle.dumps(self._pm)   # plain pickle cannot take a pm.Model
         return state
 

@@ -440,9 +440,10 @@ def _model_difference(theirs: dict, model, probe: dict | None) -> list[str]:
         keys = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
         return ["model (" + ", ".join(f"{k}={mine.get(k)!r} here, {theirs.get(k)!r} in the reference"
                                       for k in keys[:4]) + ")"]
-    nameless = ("name", "coords")
-    if theirs.get("fingerprint") == mine.get("fingerprint") and \
-            {k: v for k, v in theirs.items() if k not in nameless} == {k: v for k, v in mine.items() if k not in nameless}:
+    def nameless(spec):   # the name and the coordinate labels do not change the posterior
+        return {k: v for k, v in spec.items() if k not in ("name", "coords")}
+
+    if nameless(theirs) == nameless(mine):
         return []
     here, there = _variables(mine), _variables(theirs)
     if here != there:
