@@ -95,6 +95,18 @@ def test_compare_refuses_a_reference_of_another_problem_before_anything_runs(bui
     assert not log.exists()
 
 
+def test_a_saved_reference_is_matched_by_the_data_not_their_name(built, problem):
+    ref, path = built
+    model, data = problem
+    saved = Reference.load(path)
+    renamed = bz.datasets.Dataset(X=data.X, y=data.y, name="the same five points", meta={"task": "regression"})
+    assert renamed.fingerprint() != data.fingerprint() and saved.matches(model, renamed) == []
+    moved = bz.datasets.Dataset(X=data.X, y=data.y + 0.1, name="five", meta={"task": "regression"})
+    assert saved.matches(model, moved) == ["data (other values of X or y, or another task, than those of 'five')"]
+    assert saved.matches(bz.models.RVM(width=0.7, a=3.0, b=2.0, c=4.0, d=1.0), data) == [
+        "model (d=1.0 here, 2.0 in the reference)"]
+
+
 def test_broken_rules_are_listed_with_their_numbers_and_what_to_try(problem, fakes):
     model, data = problem
     with pytest.raises(UntrustedReference) as caught:
