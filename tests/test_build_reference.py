@@ -18,6 +18,7 @@ from bayeszoo.catalogue import Engine, Reference
 from bayeszoo.catalogue import reference as rules
 from bayeszoo.catalogue.reference import UntrustedReference
 from bayeszoo.checks import Interval
+from bayeszoo.diagnostics.report import reference_banner
 from bayeszoo.inference import chains as driver
 from bayeszoo.references import advice, default_engines
 
@@ -268,7 +269,8 @@ def test_an_engine_that_diverged_runs_again_at_0_99_and_both_runs_are_recorded(p
         {"engine": "gibbs_div", "target_accept": 0.99, "seed": 4, "divergences": 0}]
     assert ref.provenance["crosscheck"]["run"]["settings"]["target_accept"] == 0.99
     said = "gibbs_div ran again at target_accept 0.99 after 5 divergences at 0.95, with 0"
-    assert said in ref.describe() and said in Reference.load(ref.save(tmp_path / "ref.nc")).describe()
+    again = Reference.load(ref.save(tmp_path / "ref.nc"))
+    assert said in ref.describe() and said in again.describe() and said in reference_banner(again)
     with diverging_below("gibbs_div", 0.95) as calls:   # clean at 0.95: one run (trusted or not)
         try:
             once = bz.catalogue.build_reference(model, data, ("gibbs", "gibbs_div"), draws=200, tune=50, chains=2,

@@ -322,8 +322,7 @@ class Reference:
                      f"MCSEs (limit {_num(agree.get('z_limit'), '.2f')})")
         else:
             text += "; not cross-checked by a second engine"
-        text += "".join(f"; {r['engine']} ran again at target_accept {r['target_accept']} after {d} divergences at "
-                        f"{t}, with {r['divergences']}" for t, d, r in _retries(self.provenance.get("attempts")))
+        text += "".join(f"; {rerun}" for rerun in reruns(self.provenance))
         return text + ("" if self.trusted else f"; NOT TRUSTED: {'; '.join(self.problems)}")
 
     def matches(self, model, data) -> list[str]:
@@ -470,13 +469,13 @@ def _model_difference(theirs: dict, model, probe: dict | None) -> list[str]:
     return []
 
 
-def _retries(attempts) -> list[tuple]:
-    """(first target acceptance, its divergences, the run again) for each engine that ran twice."""
-    out = []
-    for before, after in zip(attempts or [], (attempts or [])[1:]):
-        if before.get("engine") == after.get("engine"):
-            out.append((before.get("target_accept"), before.get("divergences"), after))
-    return out
+def reruns(provenance: dict) -> list[str]:
+    """For each engine that ran twice (``provenance["attempts"]``, the rerun of an engine that diverged), the
+    phrase "<engine> ran again at target_accept 0.99 after <n> divergences at 0.95, with <m>"."""
+    attempts = provenance.get("attempts") or []
+    return [f"{after.get('engine')} ran again at target_accept {after.get('target_accept')} after "
+            f"{before.get('divergences')} divergences at {before.get('target_accept')}, with {after.get('divergences')}"
+            for before, after in zip(attempts, attempts[1:]) if before.get("engine") == after.get("engine")]
 
 
 def _to_dataset(moments: dict, posterior: xr.Dataset) -> xr.Dataset:
