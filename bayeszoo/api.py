@@ -450,9 +450,10 @@ def _reference(model, data: Dataset, reference, reference_draws) -> tuple[str | 
         raise ValueError(f"reference must be {REFERENCE_KINDS}, got {type(reference).__name__}")
     differ = summary.matches(model, data)
     if differ:
-        raise ValueError(f"reference {summary.name!r} was made for another {' and '.join(differ)} than this "
-                         f"comparison's")
-    return None, summary
+        what = " and ".join(("other " if d.startswith("data") else "another ") + d for d in differ)
+        raise ValueError(f"reference {summary.name!r} was made for {what} than this comparison's; build one for "
+                         f"this problem, bz.catalogue.build_reference(model, data)")
+    return None, summary.for_model(model, data)
 
 
 def _store(fits, errors, notes, label, result, error, note):

@@ -81,7 +81,8 @@ class Leaderboard:
         """:meth:`costs` divided by the best backend's on each target (1 for the best; inf where unsolved)."""
         costs = self.costs()
         best = costs.where(np.isfinite(costs)).min(axis=1)
-        return costs.div(best, axis=0)
+        # a target nobody solved has no best: who ran there is still inf, who did not run NaN
+        return costs.div(best, axis=0).mask(np.isinf(costs), np.inf)
 
     def summary(self) -> pd.DataFrame:
         """One row per backend: targets solved (of those it ran on), the geometric mean of its relative cost over
@@ -129,7 +130,7 @@ class Leaderboard:
         unit = "gradient evaluations" if self.cost == "gradients" else "seconds"
         seeds = self.settings.get("seeds", [])
         said = [f"On {n} target{'s' * (n != 1)} with {len(seeds)} seed{'s' * (len(seeds) != 1)} each, cost "
-                f"counted in {unit} to an estimate worth {self.settings.get('target', TARGET_DRAWS)} exact draws:"]
+                f"counted in {unit} to an estimate worth {self.settings.get('target', TARGET_DRAWS):g} exact draws:"]
         if summary.empty or summary["solved"].max() == 0:
             said.append("no backend reached the target accuracy on any target.")
         else:

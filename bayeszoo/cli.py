@@ -102,6 +102,9 @@ def _build_parser() -> argparse.ArgumentParser:
         p.add_argument("family", nargs="?", help="model family, e.g. rvm (or --model for your own model)")
         p.add_argument("--model", default=None, metavar="FILE.py:FUNCTION",
                        help="your own model: a function in FILE.py returning a PyMC model with its observed data")
+        p.add_argument("--name", default=None, metavar="NAME",
+                       help="the name of your own model (--model): the report's title and the data's name; a "
+                            "saved reference matches the model whatever its name")
         p.add_argument("--data", default=None, metavar="NAME|FILE.csv",
                        help="dataset name (see `bayeszoo list`) or a CSV file (with --target)")
         p.add_argument("--target", default=None, metavar="COLUMN",
@@ -225,7 +228,10 @@ def _model_and_data(args):
             raise CLIError("--model-opt sets a family's options; a --model function makes its own model")
         if args.data is None and (args.target or args.task):
             raise CLIError(f"--{'target' if args.target else 'task'} applies to a CSV file given as --data")
-        return _user_model(args.model), (_data(args) if args.data is not None else None)
+        return _user_model(args.model, args.name), (_data(args) if args.data is not None else None)
+    if args.name is not None:
+        raise CLIError("--name names your own model (--model FILE.py:FUNCTION); a family's model is named by its "
+                       "family and options")
     if args.data is None:
         raise CLIError("--data is needed with a model family (a dataset name or a CSV file)")
     return _family_model(args), _data(args)
@@ -264,8 +270,9 @@ def _file_folder_first(file: str):
         sys.path[:] = saved_path
 
 
-def _user_model(where: str):
-    """The model of ``FILE.py:FUNCTION``: the function's PyMC model (or bayeszoo model), with its data."""
+def _user_model(where: str, name: str | None = None):
+    """The model of ``FILE.py:FUNCTION``: the function's PyMC model (or bayeszoo model), with its data, named
+    ``name`` when given."""
     import bayeszoo as bz
 
     file, colon, function = where.rpartition(":")
@@ -276,8 +283,15 @@ def _user_model(where: str):
         raise CLIError(f"--model: {file} has no function {function!r}")
     with _file_folder_first(file):
         made = getattr(module, function)()
+    if name is not None and not name.strip():
+        raise CLIError("--name must not be empty")
     if isinstance(made, bz.models.Model):
-        return made
+        if name is None:
+            return made
+        if not callable(getattr(made, "renamed", None)):
+            raise CLIError(f"--name names a model of one's own; {function}() returned a {type(made).__name__}, "
+                           f"named by its family and options: leave --name out")
+        return made.renamed(name)
     try:
         import pymc as pm
     except ImportError:   # pragma: no cover - pymc is a dependency
@@ -285,7 +299,7 @@ def _user_model(where: str):
     if pm is None or not isinstance(made, pm.Model):
         raise CLIError(f"--model: {function}() must return a PyMC model (pm.Model) or a bayeszoo model; got "
                        f"{type(made).__name__}")
-    return bz.models.from_pymc(made)
+    return bz.models.from_pymc(made, name=name)
 
 
 def _data(args):

@@ -12,7 +12,10 @@ import it, and ``bayeszoo/__init__`` makes it ``bz.catalogue.build_reference``.
 """
 from __future__ import annotations
 
+import dataclasses
 import math
+
+import numpy as np
 
 from bayeszoo import checks, registry
 from bayeszoo.api import fit as run_fit
@@ -24,8 +27,15 @@ from bayeszoo.results import RHAT_MAX
 DEFAULT_ENGINES = ("nuts", "numpyro")
 #: the engines tried, in this order, when the model lacks one of the default pair; then the family's own MCMC
 PREFERRED_ENGINES = ("nuts", "numpyro", "nutpie", "blackjax_nuts")
+#: the target acceptance the engines run at, where they have one and it is not given: above the samplers' own
+#: (0.8 to 0.9), as a reference can afford the smaller steps that keep NUTS out of divergences
+TARGET_ACCEPT = 0.95
+#: an engine that diverged runs once more at this target acceptance before the reference is refused
+RETRY_TARGET_ACCEPT = 0.99
 #: the target acceptance suggested after divergences, each the next above the one used
-TARGET_ACCEPT_STEPS = (0.9, 0.95, 0.99)
+TARGET_ACCEPT_STEPS = (0.9, TARGET_ACCEPT, RETRY_TARGET_ACCEPT)
+#: how many of the reference's draws its log density is recorded at (what matches a model declared otherwise)
+PROBE_POINTS = 8
 #: beyond this many times more draws, a longer run is not the remedy: the sampler barely moves
 MAX_GROWTH = 20.0
 WHO = "build_reference"
@@ -38,8 +48,14 @@ def build_reference(model, data=None, engines=None, *, draws: int = 2000, tune: 
 
     Every engine, count and option is checked before anything runs. The engines run one after the other (the
     second with seed + 1), the first one's draws become the reference and the second one's moments its
-    cross-check; the result can be saved (``reference.save(path)``) and given to ``bz.compare(...,
-    reference=path)``, which refuses it for another model or other data before anything runs.
+    cross-check. An engine with a target acceptance (NUTS) runs at :data:`TARGET_ACCEPT` (0.95) unless its
+    options say otherwise, and an engine that diverged runs once more, same seed, at :data:`RETRY_TARGET_ACCEPT`
+    (0.99) before the reference is refused; ``provenance["attempts"]`` records every run and ``describe()``
+    says which ran twice. The result can be saved (``reference.save(path)``) and given to ``bz.compare(...,
+    reference=path)``, which accepts it for any model with the same posterior (:meth:`Reference.matches
+    <bayeszoo.catalogue.Reference.matches>`: the model's name does not count, and a model of one's own declared
+    in the other library is matched by its log density at draws the reference records) and refuses it for
+    another before anything runs.
 
     Parameters
     ----------
@@ -52,6 +68,7 @@ def build_reference(model, data=None, engines=None, *, draws: int = 2000, tune: 
         0.99})``) or a :class:`~bayeszoo.catalogue.Engine` (with its own counts). By default NUTS in PyMC and
         in NumPyro (``nuts``, ``numpyro``) where the model has both declarations, else the first two MCMC
         backends of the model among ``nutpie``, ``blackjax_nuts`` and the family's own.
+        An engine whose options lack ``target_accept`` runs at 0.95.
     draws, tune, chains : int, default 2000, 1000, 4
         Draws per chain, warm-up and chains of the engines given by name.
     seed : int or None, default 0
@@ -79,15 +96,65 @@ def build_reference(model, data=None, engines=None, *, draws: int = 2000, tune: 
     seed = checks.seed(WHO, "seed", seed)
     seed = checks.fresh_seed() if seed is None else seed
     checks.flag(WHO, "progress", progress)
-    fits = [run_engine(engine, model, data, (seed + i) % checks.SEED_LIMIT, progress)
-            for i, engine in enumerate(pair)]
+    fits, attempts, used = [], [], []
+    for i, engine in enumerate(pair):
+        engine_seed = (seed + i) % checks.SEED_LIMIT
+        fit = run_engine(engine, model, data, engine_seed, progress)
+        attempts.append(_attempt(engine, fit, engine_seed))
+        retry = _retry(engine, model, data)
+        if attempts[-1]["divergences"] and retry is not None:
+            engine = retry
+            fit = run_engine(engine, model, data, engine_seed, progress)
+            attempts.append(_attempt(engine, fit, engine_seed))
+        fits.append(fit)
+        used.append(engine)
+    pair = tuple(used)
     labels = tuple(engine.label for engine in pair)
-    prov = {"source": "engines", **({"data_name": data.name} if data is not None else {}), **(provenance or {})}
+    prov = {"source": "engines", **({"data_name": data.name} if data is not None else {}),
+            "data_content": (data if data is not None else model.dataset()).content_fingerprint(),
+            "attempts": attempts}
+    probe = log_density_probe(model, fits[0])
+    if probe is not None:
+        prov["log_density_probe"] = probe
+    prov.update(provenance or {})
     ref = Reference.from_fit(fits[0], list(model.var_dims(data)), name=name or " + ".join(labels),
                              crosscheck=fits[1], labels=labels, provenance=prov)
     if not ref.trusted:
         raise UntrustedReference(ref, untrusted_message(ref, pair, model, data))
     return ref
+
+
+def _attempt(engine: Engine, fit, seed: int) -> dict:
+    """One run as the provenance records it: the engine, its target acceptance (None without one), its seed and
+    divergences."""
+    return {"engine": engine.label, "target_accept": engine.options.get("target_accept"), "seed": seed,
+            "divergences": int(fit.info.get("divergences") or 0)}
+
+
+def _has_target_accept(engine: Engine, model, data) -> bool:
+    target = model if engine.via is None else engine.via.problem(model, data)[0]
+    return "target_accept" in registry.get(target, engine.backend).options
+
+
+def _retry(engine: Engine, model, data) -> Engine | None:
+    """``engine`` at :data:`RETRY_TARGET_ACCEPT`, or None when it has no target acceptance or already ran there."""
+    if not _has_target_accept(engine, model, data) or engine.options.get("target_accept", 0) >= RETRY_TARGET_ACCEPT:
+        return None
+    return dataclasses.replace(engine, options={**engine.options, "target_accept": RETRY_TARGET_ACCEPT})
+
+
+def log_density_probe(model, fit, n: int = PROBE_POINTS) -> dict | None:
+    """The log joint density (:meth:`~bayeszoo.models.user.UserModel.log_joint`) of a model of one's own at ``n``
+    of ``fit``'s draws, spread over its chains and draws, with those draws: what matches the reference to the same
+    posterior declared in the other library. None for a family (its spec is its posterior)."""
+    if not callable(getattr(model, "log_joint", None)) or getattr(model, "family", None) != "user":
+        return None
+    names = list(model.var_dims(None))
+    flat = {k: fit.posterior[k].values.reshape(-1, *fit.posterior[k].shape[2:]) for k in names}
+    total = next(iter(flat.values())).shape[0]
+    pick = np.linspace(0, total - 1, min(n, total)).round().astype(int)
+    points = {k: v[pick] for k, v in flat.items()}
+    return {"points": {k: v.tolist() for k, v in points.items()}, "log_joint": model.log_joint(points).tolist()}
 
 
 def resolve_engines(model, data, engines, *, draws: int, tune: int, chains: int) -> tuple[Engine, Engine]:
@@ -102,12 +169,21 @@ def resolve_engines(model, data, engines, *, draws: int, tune: int, chains: int)
         raise ValueError(f"{WHO}: engines must be two backends (names, (name, options) pairs or catalogue Engines); "
                          f"got {engines!r}")
     pair = tuple(_engine(item, counts) for item in engines)
+    pair = tuple(dataclasses.replace(e, options={**e.options, "target_accept": TARGET_ACCEPT})
+                 if "target_accept" not in e.options and _known(e, model, data) and _has_target_accept(e, model, data)
+                 else e for e in pair)
     if pair[0].label == pair[1].label:
         raise ValueError(f"{WHO}: the two engines are both {pair[0].label!r}; a reference needs two independent "
                          f"engines, so that an error of one is not repeated by the other")
     for engine in pair:
         _check_engine(engine, model, data)
     return pair
+
+
+def _known(engine: Engine, model, data) -> bool:
+    """Whether the engine's backend exists for its model (an unknown one is refused, with its name, afterwards)."""
+    target = model if engine.via is None else engine.via.problem(model, data)[0]
+    return engine.backend in registry.backends_for(target)
 
 
 def default_engines(model) -> tuple[str, str]:
@@ -236,15 +312,33 @@ def _draws_growth(diag: dict) -> float:
 def _divergence_tip(engine: Engine, model, data, divergences: int) -> str:
     target = model if engine.via is None else engine.via.problem(model, data)[0]
     options = registry.get(target, engine.backend).options
-    text = f"{engine.label} diverged {divergences} times: "
+    text = f"{engine.label} diverged {divergences} times"
     if "target_accept" in options:
         used = engine.options.get("target_accept", options["target_accept"].default)
         higher = [t for t in TARGET_ACCEPT_STEPS if t > used]
         if higher:
-            return text + (f"a higher target acceptance, ({engine.backend!r}, {{'target_accept': {higher[0]}}}), "
-                           f"or a reparameterisation (non-centred scales, log-scale precisions)")
-    return text + ("a reparameterisation (non-centred scales, log-scale precisions) or a more informative prior: "
-                   "the posterior has regions its step size cannot follow")
+            return text + (f": a higher target acceptance, ({engine.backend!r}, {{'target_accept': {higher[0]}}}), "
+                           f"or {_reparameterisation(target)}")
+        text += f" at target_accept {used}"
+    return text + f": {_reparameterisation(target)}"
+
+
+def _reparameterisation(model) -> str:
+    """What removes the curvature NUTS diverges in, for this model: non-centring where a free variable's prior
+    scale is another free variable; where none is (a non-centred model), not that."""
+    try:
+        centred = model.centred_variables() if callable(getattr(model, "centred_variables", None)) else None
+    except Exception:   # an unusual declaration the reading does not follow: give the general advice
+        centred = None
+    if centred:
+        return (f"non-centre {', '.join(centred)}: the prior's scale of each is another free variable (a centred "
+                f"hierarchy, whose funnel a step size cannot follow); write x = mu + sigma * z with z ~ Normal(0, 1)")
+    if centred is not None:
+        return ("the model has no centred scale to non-centre (no free variable's prior scale is another free "
+                "variable), so look where the divergent transitions are (az.plot_pair(fit.idata, divergences=True)) "
+                "and give the parameters there a more informative prior or another scale")
+    return ("a reparameterisation that removes the region of high curvature its step size cannot follow (for a "
+            "hierarchical scale, the non-centred form) or a more informative prior")
 
 
 def _num(value, spec: str = ".0f") -> str:

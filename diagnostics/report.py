@@ -15,6 +15,7 @@ import time
 
 import numpy as np
 
+from bayeszoo.catalogue.reference import reruns
 from bayeszoo.datasets import classes_text
 from bayeszoo.diagnostics.metrics import (DEFAULT_TARGETS, ESS_PER_CHAIN_MIN, LOO_COLUMNS, PARETO_K_MAX,
                                           POINT_ESTIMATE_LOO, RHAT_MAX, flagged)
@@ -488,6 +489,7 @@ def _provenance_parts(prov: dict) -> list[str]:
                      f"{_num(agree.get('z_max'), 3)} combined MCSEs, limit {_num(agree.get('z_limit'), 3)})")
     elif prov.get("cross_checked") is False:
         parts.append("not cross-checked by a second engine")
+    parts += reruns(prov)
     if prov.get("source"):
         parts.append(f"source: {prov['source']}")
     return parts

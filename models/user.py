@@ -123,6 +123,11 @@ class UserModel(Model):
         """The observed variables' values, by name (what ``y`` of :meth:`dataset` concatenates)."""
         raise NotImplementedError
 
+    def renamed(self, name: str) -> "UserModel":
+        """The same model under another name (the report's title, the data's name); the same posterior, so a
+        reference made with either is accepted for both."""
+        raise NotImplementedError
+
     def with_observations(self, values: dict, *, name: str | None = None) -> "UserModel":
         """The same model with other values of its observed variables (name -> array of the variable's shape), as
         a new bayeszoo model (what simulation-based calibration fits to simulated data)."""
@@ -195,6 +200,19 @@ class UserModel(Model):
             columns.append(values.reshape(values.shape[0] * values.shape[1], -1))
         return np.concatenate(columns, axis=1)
 
+    def log_joint(self, points: dict) -> np.ndarray:
+        """log p(theta, y): the log prior plus the log-likelihood of the observations at ``points`` (free variable
+        name -> values stacked over a first axis, in the constrained space; no Jacobian), one value per point.
+        Two declarations of one posterior give log densities that differ by one constant: this is how a reference
+        made with one is matched to the other (:meth:`bayeszoo.catalogue.Reference.matches`)."""
+        raise NotImplementedError
+
+    def centred_variables(self) -> list[str]:
+        """The free variables whose prior's scale is another free variable (a centred hierarchy: the funnel NUTS
+        diverges in, which writing them non-centred, ``mu + sigma * z`` with ``z ~ Normal(0, 1)``, removes); empty
+        for a model with none, such as a non-centred one."""
+        raise NotImplementedError
+
     @property
     def discrete(self) -> list[str]:
         return []
@@ -254,6 +272,9 @@ class PyMCModel(UserModel):
 
         _check_observations(self, values)
         return PyMCModel(pm.observe(self._pm, dict(values)), name=name or self.name)
+
+    def renamed(self, name: str) -> "PyMCModel":
+        return PyMCModel(self._pm, name=name)
 
     def _observed_value(self, rv) -> np.ndarray:
         from pytensor.compile.sharedvalue import SharedVariable
@@ -403,6 +424,40 @@ class PyMCModel(UserModel):
             cached = self.__dict__["_jax"] = (logp, constrain, shapes)
         return cached
 
+    def log_joint(self, points: dict) -> np.ndarray:
+        """PyMC's log density of the model without its value transforms (so at the free variables themselves, no
+        Jacobian), through PyMC's JAX export (a C compilation of the same graph takes ten times longer)."""
+        import jax
+        from pymc.model.transform.conditioning import remove_value_transforms
+        from pymc.sampling.jax import get_jaxified_graph
+
+        self._check_unchanged()
+        cached = self.__dict__.get("_log_joint")
+        if cached is None:
+            plain = remove_value_transforms(self._pm)
+            logp = get_jaxified_graph(inputs=plain.value_vars, outputs=[plain.logp()])
+            names = [plain.values_to_rvs[v].name for v in plain.value_vars]
+            batch = jax.jit(jax.vmap(lambda *values: logp(*values)[0]))   # one compilation, not one per operation
+            cached = self.__dict__["_log_joint"] = (batch, names)
+        batch, names = cached
+        return np.asarray(batch(*[np.asarray(points[n], float) for n in names]))
+
+    def centred_variables(self) -> list[str]:
+        """The free variables of a location-scale distribution (:data:`SCALE_LAST`) whose last parameter, the
+        scale, is computed from another free variable."""
+        from pytensor.graph.traversal import ancestors
+
+        free = set(self._pm.free_RVs)
+        out = []
+        for rv in self._pm.free_RVs:
+            op = rv.owner.op
+            if type(op).__name__ not in SCALE_LAST:
+                continue
+            scale = op.dist_params(rv.owner)[-1]
+            if any(var in free for var in ancestors([scale])):
+                out.append(rv.name)
+        return out
+
     def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
         """``pm.compute_log_likelihood`` at every draw of ``posterior``."""
         import arviz as az
@@ -419,7 +474,7 @@ class PyMCModel(UserModel):
     def __getstate__(self):
         import cloudpickle
 
-        state = {k: v for k, v in self.__dict__.items() if k not in ("_jax", "_pm")}
+        state = {k: v for k, v in self.__dict__.items() if k not in ("_jax", "_pm", "_log_joint")}
         state["_pm_pickle"] = cloudpickle.dumps(self._pm)   # plain pickle cannot take a pm.Model
         return state
 
@@ -429,6 +484,12 @@ class PyMCModel(UserModel):
         state = dict(state)
         state["_pm"] = pickle.loads(state.pop("_pm_pickle"))
         self.__dict__.update(state)
+
+
+#: PyMC's location-scale random variables, whose last parameter is the scale (what a centred hierarchy puts a free
+#: variable in)
+SCALE_LAST = ("NormalRV", "HalfNormalRV", "StudentTRV", "HalfStudentTRV", "CauchyRV", "HalfCauchyRV", "LaplaceRV",
+              "LogisticRV", "LogNormalRV", "GumbelRV")
 
 
 #: ArviZ's dims of every group; besides, the harness names ``obs`` (every observed value) and ``feature`` (the
@@ -611,6 +672,9 @@ class NumPyroModel(UserModel):
     def discrete(self) -> list[str]:
         return list(self._discrete)
 
+    def renamed(self, name: str) -> "NumPyroModel":
+        return NumPyroModel(self._fn, self._args, self._kwargs, name=name)
+
     def observed_values(self) -> dict[str, np.ndarray]:
         return dict(self._observed_values)
 
@@ -634,6 +698,43 @@ class NumPyroModel(UserModel):
         :meth:`with_observations`, are passed traced by the backends: one compilation for every simulation)."""
         self._check_unchanged()
         return functools.partial(self._fn, *self._args, **self._kwargs)
+
+    def log_joint(self, points: dict) -> np.ndarray:
+        """NumPyro's ``log_density`` of the function at the free variables (constrained, no Jacobian)."""
+        import jax
+        from numpyro.infer.util import log_density
+
+        self._check_unchanged()
+
+        def one(values):
+            return log_density(self._fn, self._args, self._kwargs, values)[0]
+
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            return np.asarray(jax.jit(jax.vmap(one))({n: np.asarray(points[n], float) for n in self._variables}))
+
+    def centred_variables(self) -> list[str]:
+        """The latent sites of a distribution with a ``scale`` (unwrapped from ``expand`` / ``to_event``) whose
+        scale changes when every other latent site does: the function is traced at its initial point and at
+        another (each site moved by 0.5 in its unconstrained space)."""
+        from numpyro import handlers
+        from numpyro.distributions.transforms import biject_to
+
+        first = self._trace()
+        latent = {k: site for k, site in first.items() if site["type"] == "sample" and not site["is_observed"]
+                  and not site["fn"].support.is_discrete}
+        moved = {k: biject_to(site["fn"].support)(biject_to(site["fn"].support).inv(site["value"]) + 0.5)
+                 for k, site in latent.items()}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            second = handlers.trace(handlers.substitute(handlers.seed(self._fn, 0), data=moved)).get_trace(
+                *self._args, **self._kwargs)
+        out = []
+        for name in latent:
+            before, after = _scale(first[name]["fn"]), _scale(second[name]["fn"])
+            if before is not None and not np.allclose(np.asarray(before), np.asarray(after)):
+                out.append(name)
+        return out
 
     def pointwise_log_likelihood(self, posterior) -> dict[str, np.ndarray]:
         """``numpyro.infer.log_likelihood`` at every draw of ``posterior``: per observed site over its batch shape
@@ -687,6 +788,13 @@ def _check_observations(model: UserModel, values: dict) -> None:
         if list(np.shape(value)) != model._observed[key]:
             raise ValueError(f"{model!r}: new observations of {key!r} must have shape "
                              f"{tuple(model._observed[key])}; got {np.shape(value)}")
+
+
+def _scale(fn):
+    """The ``scale`` of a NumPyro distribution, looking through ``expand`` / ``to_event`` / masks; None without."""
+    while fn is not None and not hasattr(fn, "scale"):
+        fn = getattr(fn, "base_dist", None)
+    return None if fn is None else fn.scale
 
 
 def _is_factor(site) -> bool:
@@ -748,6 +856,15 @@ class SavedModel(UserModel):
         raise ValueError(self._refusal)
 
     def with_observations(self, values: dict, *, name: str | None = None) -> UserModel:
+        raise ValueError(self._refusal)
+
+    def renamed(self, name: str) -> UserModel:
+        raise ValueError(self._refusal)
+
+    def log_joint(self, points: dict) -> np.ndarray:
+        raise ValueError(self._refusal)
+
+    def centred_variables(self) -> list[str]:
         raise ValueError(self._refusal)
 
 

@@ -176,3 +176,12 @@ def test_a_scheduler_that_does_not_answer_is_an_error_within_seconds(tmp_path):
         cli.main(["benchmark", "--suite", "exact", "--backends", "nuts", "--out", str(tmp_path),
                   "--scheduler", "tcp://127.0.0.1:9"])
     assert exc.value.code == 2
+
+
+def test_a_target_nobody_solves_counts_as_run_and_unsolved(fakes):
+    lb = bz.benchmark(TARGETS[:1], ["iid_biased", "iid_broken", "em"], draws=200, chains=2, progress=False)
+    assert np.isinf(lb.ratios()[["iid_biased", "iid_broken"]]).all(axis=None) and lb.ratios()["em"].isna().all()
+    summary = lb.summary().set_index("backend")
+    assert summary["ran_on"].to_dict() == {"iid_biased": 1, "iid_broken": 1, "em": 0}
+    assert "no backend reached the target accuracy on any target" in lb.verdict()
+    assert "worth 100 exact draws" in lb.verdict()

@@ -2,11 +2,14 @@
 which rules broke, by how much, and what to try; saved references in bz.compare."""
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+import time
 
 import numpy as np
 import pytest
+from _scaled_gibbs import kernel as scaled_kernel
 from _scaled_gibbs import registered
 
 import bayeszoo as bz
@@ -14,6 +17,9 @@ from bayeszoo import catalogue, registry
 from bayeszoo.catalogue import Engine, Reference
 from bayeszoo.catalogue import reference as rules
 from bayeszoo.catalogue.reference import UntrustedReference
+from bayeszoo.checks import Interval
+from bayeszoo.diagnostics.report import reference_banner
+from bayeszoo.inference import chains as driver
 from bayeszoo.references import advice, default_engines
 
 QUIET = dict(progress=False)
@@ -79,15 +85,27 @@ def test_compare_refuses_a_reference_of_another_problem_before_anything_runs(bui
     model, data = problem
     log = tmp_path / "calls.log"
     other = bz.datasets.Dataset(X=data.X, y=data.y + 0.1, name="five", meta={"task": "regression"})
-    with pytest.raises(ValueError, match="made for another data"):
+    with pytest.raises(ValueError, match=r"made for other data \(other values of X or y"):
         bz.compare(model, other, backends=["fake_ok"], reference=path, options={"fake_ok": {"log": str(log)}},
                    **QUIET)
-    with pytest.raises(ValueError, match="made for another model"):
+    with pytest.raises(ValueError, match=r"made for another model \(d=1.0 here, 2.0 in the reference\)"):
         bz.compare(bz.models.RVM(width=0.7, a=3.0, b=2.0, c=4.0, d=1.0), data, backends=["fake_ok"],
                    reference=ref, options={"fake_ok": {"log": str(log)}}, **QUIET)
     with pytest.raises(ValueError, match="does not exist"):
         bz.compare(model, data, backends=["fake_ok"], reference=tmp_path / "missing.nc", **QUIET)
     assert not log.exists()
+
+
+def test_a_saved_reference_is_matched_by_the_data_not_their_name(built, problem):
+    ref, path = built
+    model, data = problem
+    saved = Reference.load(path)
+    renamed = bz.datasets.Dataset(X=data.X, y=data.y, name="the same five points", meta={"task": "regression"})
+    assert renamed.fingerprint() != data.fingerprint() and saved.matches(model, renamed) == []
+    moved = bz.datasets.Dataset(X=data.X, y=data.y + 0.1, name="five", meta={"task": "regression"})
+    assert saved.matches(model, moved) == ["data (other values of X or y, or another task, than those of 'five')"]
+    assert saved.matches(bz.models.RVM(width=0.7, a=3.0, b=2.0, c=4.0, d=1.0), data) == [
+        "model (d=1.0 here, 2.0 in the reference)"]
 
 
 def test_broken_rules_are_listed_with_their_numbers_and_what_to_try(problem, fakes):
@@ -210,6 +228,70 @@ def test_the_catalogue_builder_calls_the_same_function(built, monkeypatch):
     assert engines == prob.engines and kwargs["seed"] == 1 and kwargs["name"] == "catalogue: rvm-sinc"
     assert kwargs["provenance"]["source"] == "catalogue" and kwargs["provenance"]["key"] == "rvm-sinc"
     assert model.spec() == prob.model().spec() and data.fingerprint() == prob.fingerprint()
+
+
+@contextlib.contextmanager
+def diverging_below(name: str, threshold: float, divergences: int = 5):
+    """Backend ``name`` of the ``rvm`` family for the block: the tests' exact Gibbs sampler, declared with NUTS's
+    ``target_accept`` option (default 0.8) and reporting ``divergences`` divergent transitions when run below
+    ``threshold``: an engine whose divergences a higher target acceptance removes, without NUTS's run time."""
+    calls = []
+
+    def run(model, data, *, draws, tune, chains, seed, progress, target_accept):
+        calls.append((target_accept, seed))
+        start = time.perf_counter()
+        sampler = scaled_kernel(model.training_design(data), np.asarray(data.y, float),
+                                (model.a, model.b, model.c, model.d), 1.0, None, None)
+        result = driver.sample(sampler, None, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
+                               owner=registry.owner("rvm", name))
+        return driver.chains_fit(model, data, name, result, setup=time.perf_counter() - start,
+                                 info={"divergences": divergences if target_accept < threshold else 0})
+
+    option = registry.Option(0.8, "target acceptance", Interval(float, 0, 1, "neither"))
+    registry.register(name, kind="mcmc", family="rvm", options={"target_accept": option},
+                      applies=lambda m: not m.is_classifier, description="test Gibbs sampler with divergences")(run)
+    try:
+        yield calls
+    finally:
+        registry._FAMILY.pop(("rvm", name), None)
+
+
+def test_an_engine_that_diverged_runs_again_at_0_99_and_both_runs_are_recorded(problem, tmp_path):
+    model, data = problem
+    with diverging_below("gibbs_div", 0.99) as calls:
+        ref = bz.catalogue.build_reference(model, data, ("gibbs", "gibbs_div"), draws=1000, tune=200, seed=3,
+                                           **QUIET)
+    assert calls == [(0.95, 4), (0.99, 4)]                 # at 0.95 unless told, then once more at 0.99
+    assert ref.trusted and ref.provenance["crosscheck"]["run"]["divergences"] == 0
+    assert ref.provenance["attempts"] == [
+        {"engine": "gibbs", "target_accept": None, "seed": 3, "divergences": 0},
+        {"engine": "gibbs_div", "target_accept": 0.95, "seed": 4, "divergences": 5},
+        {"engine": "gibbs_div", "target_accept": 0.99, "seed": 4, "divergences": 0}]
+    assert ref.provenance["crosscheck"]["run"]["settings"]["target_accept"] == 0.99
+    said = "gibbs_div ran again at target_accept 0.99 after 5 divergences at 0.95, with 0"
+    again = Reference.load(ref.save(tmp_path / "ref.nc"))
+    assert said in ref.describe() and said in again.describe() and said in reference_banner(again)
+    with diverging_below("gibbs_div", 0.95) as calls:   # clean at 0.95: one run (trusted or not)
+        try:
+            once = bz.catalogue.build_reference(model, data, ("gibbs", "gibbs_div"), draws=200, tune=50, chains=2,
+                                                seed=3, **QUIET)
+        except UntrustedReference as caught:
+            once = caught.reference
+    assert calls == [(0.95, 4)] and "ran again" not in once.describe()
+
+
+def test_an_engine_still_diverging_at_0_99_is_refused_with_both_runs_recorded(problem):
+    model, data = problem
+    with diverging_below("gibbs_div", 1.0, divergences=2) as calls, pytest.raises(UntrustedReference) as caught:
+        bz.catalogue.build_reference(model, data, ("gibbs", ("gibbs_div", {"target_accept": 0.9})), draws=1000,
+                                     tune=200, seed=3, **QUIET)
+    assert calls == [(0.9, 4), (0.99, 4)]                  # a target acceptance given is kept, then 0.99
+    ref, text = caught.value.reference, str(caught.value)
+    assert ref.problems == ["second engine gibbs_div: 2 divergent transitions (wanted none)"]
+    assert [a["target_accept"] for a in ref.provenance["attempts"]] == [None, 0.9, 0.99]
+    # no higher target acceptance to suggest: the family's remedy, not one it already ran
+    assert "gibbs_div diverged 2 times at target_accept 0.99: a reparameterisation" in text
+    assert "'target_accept': 0.99}" not in text
 
 
 @pytest.mark.slow

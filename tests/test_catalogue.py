@@ -167,7 +167,8 @@ def test_compare_takes_a_backend_a_fit_a_reference_or_a_path(sonar, tmp_path):
 
 def test_compare_refuses_a_reference_of_another_problem(sonar):
     model, data = sonar
-    with pytest.raises(ValueError, match="made for another model and data"):
+    with pytest.raises(ValueError, match=r"made for another model \(a 'gpc' model; the reference's is 'rvm'\) and "
+                                         r"other data than"):
         bz.compare(model, data, backends=["ep"], reference="catalogue:rvm-sinc", **KW)
     with pytest.raises(ValueError, match="not a catalogue problem"):
         bz.compare(model, bz.datasets.load("ripley"), backends=["ep"], reference="catalogue", **KW)

@@ -368,3 +368,26 @@ def test_model_file_imports_modules_beside_it(tmp_path, monkeypatch, capsys):
     assert sys.path == before
     assert bz.load_fit("run/fit.nc").model_spec["width"] == 2.5
     sys.modules.pop("zoo_helpers_for_cli", None)
+
+
+def test_name_names_ones_own_model_and_nothing_else(tmp_path, monkeypatch, capsys):
+    """``--name`` renames the model of ``--model`` (the report's title, the data's name) and leaves its posterior,
+    its fingerprint, as it is: a saved reference matches it under either name."""
+    from bayeszoo.cli import _build_parser, _model_and_data
+
+    (tmp_path / "normal_model.py").write_text(
+        "import numpy as np\nimport pymc as pm\n\n\n"
+        "def make():\n"
+        "    with pm.Model() as model:\n"
+        "        mu = pm.Normal('mu', 0.0, 1.0)\n"
+        "        pm.Normal('y', mu, 1.0, observed=np.array([0.3, -0.1, 0.8]))\n"
+        "    return model\n")
+    monkeypatch.chdir(tmp_path)
+    parse = _build_parser().parse_args
+    command = ["compare", "--model", "normal_model.py:make", "--backends", "advi", "--out", "X"]
+    plain, _ = _model_and_data(parse(command))
+    named, data = _model_and_data(parse([*command, "--name", "normal mean"]))
+    assert data is None and (plain.name, named.name) == ("pymc_model", "normal mean")
+    assert named.dataset().name == "normal mean" and named.fingerprint == plain.fingerprint
+    code, err = _exit(["fit", "rvm", "--data", "sinc", "--name", "mine", "--backend", "fake_ok", "--out", "X"], capsys)
+    assert code == 2 and "--name names your own model (--model FILE.py:FUNCTION)" in err

@@ -225,7 +225,7 @@ def test_a_grid_member_as_the_reference_is_a_single_run_and_its_row_says_referen
         assert "bz.build_reference(model, data)" in banner.group(2) and report.REFERENCE_GUIDE in banner.group(2)
         # its accuracy cells are one "reference" cell; the other row keeps its numbers
         row = re.search(r'<tr class=""><td class="txt">nuts</td>.*?</tr>', block).group(0)
-        assert '<td class="na" colspan="4" title="the reference&#x27;s own run: not measured against itself' in row
+        assert '<td class="na" colspan="5" title="the reference&#x27;s own run: not measured against itself' in row
         assert not re.search(r">0(\.0+)?</td>", row)
     table = cmp.table().set_index("backend")
     # the table holds no zero error for it (a zero would read as the most accurate fit) ...

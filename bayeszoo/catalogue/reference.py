@@ -363,17 +363,56 @@ class Reference:
                      f"MCSEs (limit {_num(agree.get('z_limit'), '.2f')})")
         else:
             text += "; not cross-checked by a second engine"
+        text += "".join(f"; {rerun}" for rerun in reruns(self.provenance))
         return text + ("" if self.trusted else f"; NOT TRUSTED: {'; '.join(self.problems)}")
 
     def matches(self, model, data) -> list[str]:
-        """What differs between the problem this reference was made for and (model, data); empty if the same.
-        ``data`` None stands for a model that carries its own observations (its spec then identifies them)."""
+        """What differs between the posterior this reference was made for and that of (model, data), each a phrase
+        that begins with "model" or "data" and says what differs; empty if the same.
+
+        Only what determines the posterior counts, not names: a family's options (its spec) and the data's task,
+        X and y (:meth:`~bayeszoo.datasets.Dataset.content_fingerprint`); a model of one's own by its fingerprint
+        (structure and observations), or, declared otherwise (the other library), by the same free variables
+        with the same shapes and a log joint density that differs from the one the reference recorded at its
+        draws by one constant (:data:`PROBE_RTOL`). Its data are its observations, in its log density.
+        ``data`` None stands for a model that carries its own observations."""
         out = []
-        if self.provenance.get("model") not in (None, model.spec()):
-            out.append("model")
-        if self.provenance.get("data") not in (None, None if data is None else data.fingerprint()):
-            out.append("data")
+        theirs = self.provenance.get("model")
+        if theirs is not None:
+            out += _model_difference(theirs, model, self.provenance.get("log_density_probe"))
+        user = isinstance(theirs, dict) and theirs.get("family") == "user"
+        if data is not None and not user:
+            stored = self.provenance.get("data_content")
+            if stored is not None and stored != data.content_fingerprint():
+                out.append(f"data (other values of X or y, or another task, than those of "
+                           f"{self.provenance.get('data_name', 'the reference')!r})")
+            elif stored is None and self.provenance.get("data") not in (None, data.fingerprint()):
+                out.append("data")
         return out
+
+    def for_model(self, model, data) -> "Reference":
+        """This reference with its draws under ``model``'s dims and coords (a reference :meth:`matches` accepted,
+        made with the model declared otherwise, names its axes as that declaration did)."""
+        theirs = self.provenance.get("model")
+        if self.fit is None or not isinstance(theirs, dict) or theirs.get("family") != "user" or theirs == model.spec():
+            return self
+        post, dims, coords = self.fit.idata.posterior, model.var_dims(data), model.coords(data)
+        renamed = {}
+        for name, wanted in dims.items():
+            if name not in post:
+                return self
+            da = post[name]
+            da = da.rename({old: new for old, new in zip(da.dims[2:], wanted) if old != new})
+            renamed[name] = da.drop_vars([c for c in da.coords if c not in ("chain", "draw")]).assign_coords(
+                {d: coords[d] for d in wanted if d in coords})
+        groups = {g: self.fit.idata[g] for g in self.fit.idata.groups() if g != "posterior"}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UserWarning)
+            idata = az.InferenceData(posterior=xr.Dataset(renamed, attrs=post.attrs), **groups)
+        fit = Fit(idata=idata, backend=self.fit.backend, kind=self.fit.kind, timing=dict(self.fit.timing),
+                  model_spec=dict(self.fit.model_spec), info=dict(self.fit.info))
+        return Reference(name=self.name, moments=self.moments, fit=fit, provenance=self.provenance,
+                         crosscheck=self.crosscheck)
 
     # ---- files -------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> str:
@@ -417,6 +456,72 @@ class Reference:
 
 def _num(value, spec: str) -> str:
     return "?" if value is None or not np.isfinite(value) else format(value, spec)
+
+
+#: two log joint densities of one posterior differ by one constant: at the probe points, by the same amount to
+#: this fraction of the densities' size (PyMC's and NumPyro's radon-style model differ by 1e-13 of it; a prior sd
+#: 10 % wider on its mean intercept spreads the differences over 2e-5 of it)
+PROBE_RTOL = 1e-8
+
+
+def _variables(spec: dict) -> dict:
+    return {k: tuple(v.get("shape", ())) for k, v in (spec.get("variables") or {}).items()}
+
+
+def _model_difference(theirs: dict, model, probe: dict | None) -> list[str]:
+    """What differs between the model spec a reference recorded and ``model``'s posterior ([] when nothing)."""
+    mine = model.spec()
+    if theirs == mine:
+        return []
+    family = theirs.get("family")
+    if family != mine.get("family"):
+        return [f"model (a {mine.get('family')!r} model; the reference's is {family!r})"]
+    if family != "user":
+        keys = sorted(k for k in set(mine) | set(theirs) if mine.get(k) != theirs.get(k))
+        return ["model (" + ", ".join(f"{k}={mine.get(k)!r} here, {theirs.get(k)!r} in the reference"
+                                      for k in keys[:4]) + ")"]
+
+    def nameless(spec):   # the name and the coordinate labels do not change the posterior
+        return {k: v for k, v in spec.items() if k not in ("name", "coords")}
+
+    if nameless(theirs) == nameless(mine):
+        return []
+    here, there = _variables(mine), _variables(theirs)
+    if here != there:
+        shown = lambda vs: ", ".join(f"{k} {s}" for k, s in vs.items())   # noqa: E731
+        return [f"model (its free variables are {shown(here)}; the reference's are {shown(there)})"]
+    if not probe or not callable(getattr(model, "log_joint", None)):
+        return [f"model (another fingerprint, {str(mine.get('fingerprint'))[:12]} here and "
+                f"{str(theirs.get('fingerprint'))[:12]} in the reference, which records no log density to compare "
+                f"this declaration's with: rebuild it with bz.catalogue.build_reference)"]
+    points = {k: np.asarray(v, dtype=float) for k, v in probe["points"].items()}
+    stored = np.asarray(probe["log_joint"], dtype=float)
+    try:
+        with np.errstate(invalid="ignore"):
+            now = np.asarray(model.log_joint(points), dtype=float)
+    except (ValueError, KeyError, TypeError) as exc:   # e.g. a declaration PyMC cannot export to JAX
+        return [f"model (its log density could not be evaluated at the reference's recorded draws: "
+                f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''})"]
+    gap = now - stored
+    if not np.all(np.isfinite(now)):
+        return [f"model (its log density is not finite at {int(np.sum(~np.isfinite(now)))} of the reference's "
+                f"{now.size} recorded draws: another support)"]
+    spread = float(np.max(gap) - np.min(gap))
+    scale = float(max(1.0, np.max(np.abs(stored)), np.max(np.abs(now))))
+    if spread > PROBE_RTOL * scale:
+        return [f"model (its log density differs from the reference's by {np.min(gap):.6g} to {np.max(gap):.6g} at "
+                f"the reference's {now.size} recorded draws, not by one constant: another prior, likelihood or "
+                f"observations)"]
+    return []
+
+
+def reruns(provenance: dict) -> list[str]:
+    """For each engine that ran twice (``provenance["attempts"]``, the rerun of an engine that diverged), the
+    phrase "<engine> ran again at target_accept 0.99 after <n> divergences at 0.95, with <m>"."""
+    attempts = provenance.get("attempts") or []
+    return [f"{after.get('engine')} ran again at target_accept {after.get('target_accept')} after "
+            f"{before.get('divergences')} divergences at {before.get('target_accept')}, with {after.get('divergences')}"
+            for before, after in zip(attempts, attempts[1:]) if before.get("engine") == after.get("engine")]
 
 
 def _to_dataset(moments: dict, posterior: xr.Dataset) -> xr.Dataset:

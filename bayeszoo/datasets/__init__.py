@@ -128,6 +128,16 @@ class Dataset:
         object.__setattr__(self, "_fingerprint", (head, digest.hexdigest()))
         return self._fingerprint[1]
 
+    def content_fingerprint(self) -> str:
+        """A digest of what a posterior depends on: the task, X and y; not the name nor the test set (a reference
+        is matched to a comparison by it, so that the same data under another name are the same problem)."""
+        digest = hashlib.sha1(f"{self.task}".encode())
+        for array in (self.X, self.y):
+            array = np.ascontiguousarray(array)
+            digest.update(f"{array.dtype}{array.shape}".encode())
+            digest.update(array.tobytes())
+        return digest.hexdigest()
+
     def subset(self, train_idx, test_idx=None, name: str | None = None) -> "Dataset":
         """A new dataset whose training (and test) rows are rows of this one's training set."""
         train_idx = np.asarray(train_idx)
