@@ -27,8 +27,11 @@ references: $(STAMP)
 lint: $(STAMP)
 	$(BIN)/lint-imports --no-cache
 
+# the default suite on one worker per core (pytest-xdist; a file's tests stay on one worker, so that its module
+# fixtures are made once); TEST_WORKERS=0 runs it in this process
+TEST_WORKERS ?= auto
 test: lint
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-slow: $(STAMP)
 	$(BIN)/python -m pytest -q -m slow
