@@ -133,6 +133,11 @@ class Leaderboard:
                 f"counted in {unit} to an estimate worth {self.settings.get('target', TARGET_DRAWS):g} exact draws:"]
         if summary.empty or summary["solved"].max() == 0:
             said.append("no backend reached the target accuracy on any target.")
+            closest = summary.dropna(subset=["worth_draws_median"]).sort_values("worth_draws_median")
+            if len(closest):
+                best = closest.iloc[-1]
+                said.append(f"The closest, {best['backend']}, ends worth {best['worth_draws_median']:.3g} exact draws "
+                            f"(median over its tasks).")
         else:
             best = summary.iloc[0]
             said.append(f"{best['backend']} solves the most ({best['solved']} of {n}) at "
@@ -157,7 +162,11 @@ class Leaderboard:
         kinds = {"profile": leaderboard_plots.profile_figure, "heatmap": leaderboard_plots.heatmap_figure}
         if kind not in kinds:
             raise ValueError(f"Leaderboard.plot: kind must be one of {', '.join(map(repr, kinds))}; got {kind!r}")
-        return kinds[kind](self)
+        fig = kinds[kind](self)
+        if fig is None:
+            raise ValueError(f"Leaderboard.plot: no backend reached the target accuracy on any target, so the "
+                             f"{kind} has nothing to draw; see summary() for how close each came")
+        return fig
 
     def report(self, path: str | os.PathLike) -> str:
         """Write the self-contained HTML leaderboard (verdict first, the profile, the cost heatmap, the summary

@@ -9,6 +9,7 @@ import html
 import time
 
 import numpy as np
+from matplotlib.ticker import FuncFormatter, NullFormatter
 
 from bayeszoo.diagnostics.plots import backend_colors, new_figure
 from bayeszoo.diagnostics.report import CSS, Images, _fmt
@@ -18,6 +19,8 @@ UNSOLVED_COLOR = "#d9d9d9"
 
 def profile_figure(board):
     """The performance profile: the share of targets each backend solves within tau times the best cost."""
+    if not np.isfinite(board.ratios().to_numpy(dtype=float)).any():
+        return None   # nobody solved a target: there is no best to be within a factor of
     prof = board.profile()
     colors = backend_colors(board.backends)
     fig = new_figure(7.5, 4.2)
@@ -25,6 +28,8 @@ def profile_figure(board):
     for backend in board.backends:
         ax.step(prof.index, prof[backend], where="post", color=colors[backend], lw=2, label=backend)
     ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
+    ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(-0.02, 1.02)
     ax.set_xlabel(f"tau: within this factor of the best backend's {board.cost} to the target")
     ax.set_ylabel("share of targets solved")
@@ -106,7 +111,8 @@ def leaderboard_html(board, fragment: bool = False) -> str:
            f"<p class='small'>written {time.strftime('%Y-%m-%d %H:%M')} · {html.escape(said)}</p>",
            f"<p class='verdict'>{html.escape(board.verdict())}</p>",
            "<h2>Performance profile</h2>",
-           images.render("performance profile", lambda: profile_figure(board)),
+           images.render("performance profile", lambda: profile_figure(board))
+           or "<p>No backend reached the target accuracy on any target, so there is no profile to draw.</p>",
            "<h2>Cost on each target</h2>",
            images.render("cost heatmap", lambda: heatmap_figure(board)),
            "<h2>Backends</h2>", _table_html(board.summary()), f"<p class='small'>{SUMMARY_HELP}</p>"]

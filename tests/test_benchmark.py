@@ -184,4 +184,7 @@ def test_a_target_nobody_solves_counts_as_run_and_unsolved(fakes):
     summary = lb.summary().set_index("backend")
     assert summary["ran_on"].to_dict() == {"iid_biased": 1, "iid_broken": 1, "em": 0}
     assert "no backend reached the target accuracy on any target" in lb.verdict()
-    assert "worth 100 exact draws" in lb.verdict()
+    assert "worth 100 exact draws" in lb.verdict() and "The closest, iid_biased, ends worth" in lb.verdict()
+    assert lb.plot("heatmap").axes
+    with pytest.raises(ValueError, match="no backend reached the target accuracy on any target, so the profile"):
+        lb.plot("profile")
