@@ -297,7 +297,7 @@ def test_gibbs_draws_where_the_precision_is_singular_to_working_precision():
     # draw left double precision (the default sinc grid's Gibbs cell). The QR draw samples the same Gaussian.
     data = bz.datasets.load("sinc")
     Phi = bz.models.RVM().training_design(data)
-    alpha, beta = 1e-10, 100.0
+    alpha, beta = 1e-12, 100.0
     out = gibbs_sample(Phi, data.y, (1e-4, 1e-4, 1e-4, 1e-4), draws=400, tune=5, chains=2, seed=0,
                        fix_alpha=alpha, fix_beta=beta)
     f = out["w"].reshape(-1, Phi.shape[1]) @ Phi.T
