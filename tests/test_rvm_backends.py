@@ -458,15 +458,17 @@ def test_gibbs_vb_nuts_agree_on_sinc(model, sinc40):
 
 
 # ------------------------------------------------------------------------------------------- failures named
-def test_gibbs_says_why_when_the_sampler_leaves_double_precision():
-    # width 30 on inputs in [-10, 10] with the nearly flat default prior: every draw became NaN, and only the Fit
-    # builder's generic message said so
+def test_gibbs_samples_a_wide_width_under_the_flat_prior():
+    # width 30 on inputs in [-10, 10] with the nearly flat default prior: the precision's Cholesky failed and the
+    # chains left double precision (first every draw NaN, then a ValueError naming the prior); the QR draw samples
+    # it: the weights wander far along the nearly flat directions, and the function they make stays finite and
+    # explains part of the targets (a kernel this wide cannot follow sinc closely)
     data = bz.datasets.load("sinc", n=100, n_test=10)
-    with pytest.raises(ValueError, match="left double precision.*a = 0.0001.*RVM\\(a=1, b=1e-2\\)"):
-        bz.fit(bz.models.RVM(width=30.0), data, "gibbs", draws=50, tune=50, chains=2, progress=False)
-    fit = bz.fit(bz.models.RVM(width=30.0, a=1.0, b=1e-2), data, "gibbs", draws=50, tune=50, chains=2,
-                 progress=False)
+    model = bz.models.RVM(width=30.0)
+    fit = bz.fit(model, data, "gibbs", draws=50, tune=50, chains=2, progress=False)
     assert np.all(np.isfinite(fit.posterior.w.values))
+    f = model.predict_draws(fit, data.X)
+    assert np.all(np.isfinite(f)) and np.mean((f.mean(0) - data.y) ** 2) < np.var(data.y)
 
 
 @pytest.mark.parametrize("init, match", [({"beta": None}, "init' entry 'beta'"), ({"w": [1.0, 2.0]}, "init' entry 'w'"),
