@@ -16,13 +16,14 @@ updates. When the best action is a re-estimate, the MacKay update of every alpha
 only if it raises J by more than that action would: one basis at a time, hundreds of coupled alphas converge
 slowly. Of the Gram Phi^T Phi only the columns of bases that enter the model are formed. BLAS runs on one thread
 (the matrices are M x M).
-Classification: the Laplace mode is recomputed by IRLS after every action and S, Q use B and t-hat [P 19-20].
+Classification: the Laplace mode is recomputed by IRLS after every action and S, Q use B and t-hat [P 19-20]; an action
+is kept only if the recomputed objective rises (see ``_classification``).
 """
 from __future__ import annotations
 
-import numpy as np
-
 import warnings
+
+import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.models.rvm import use_width_evidence
