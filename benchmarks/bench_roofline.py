@@ -168,11 +168,11 @@ def counted_fast_rvm():
     saved_gaussian, saved_best_alpha = core.Gaussian, core.best_alpha
     tally = {"crossings": 0, "newton": 0}
 
-    def best_action(model, alpha, active, S, Q, prune_alpha):
+    def best_action(model, alpha, active, S, Q, prune_alpha, ruled_out=None):
         tally.update(crossings=0, newton=0)
         core.best_alpha = lambda *args, **kwargs: saved_best_alpha(*args, counts=tally, **kwargs)
         try:
-            out = saved["_best_action"](model, alpha, active, S, Q, prune_alpha)
+            out = saved["_best_action"](model, alpha, active, S, Q, prune_alpha, ruled_out)
         finally:
             core.best_alpha = saved_best_alpha
         events.append(("score", active.size, S.size, tally["crossings"], tally["newton"]))

@@ -11,6 +11,8 @@ regression, the scalar ``log_beta``.
 from __future__ import annotations
 
 import functools
+import hashlib
+from collections.abc import Callable
 from typing import ClassVar
 
 from dataclasses import dataclass
@@ -36,6 +38,26 @@ MIN_TARGET_SCALE = 1e-100
 CONSTANT_KERNEL = 1e-8
 #: range of the Gamma hyperparameters a, b, c, d
 HYPER_MIN, HYPER_MAX = 1e-50, 1e50
+#: ``width="evidence"``: the width that maximises the fast RVM's log evidence
+EVIDENCE = "evidence"
+WIDTH_RULES = (SCALE, EVIDENCE)
+#: the evidence search runs over widths within this factor of the "scale" width, either way
+EVIDENCE_SPAN = 4.0
+#: its first, coarse grid: this many widths evenly spaced in log width over that range
+EVIDENCE_GRID = 5
+#: and it refines the best of the grid to this tolerance in log width (2 %)
+EVIDENCE_XTOL = 0.02
+
+#: ``log_evidence(model, Phi, t)``: the fast RVM's log evidence on a design Phi, which ``width="evidence"``
+#: maximises. The fast backend installs it (:func:`use_width_evidence`) when the inference layer is imported, as
+#: ``import bayeszoo`` does; this layer cannot import that one.
+_width_evidence: Callable | None = None
+
+
+def use_width_evidence(log_evidence: Callable) -> None:
+    """Install the function that scores a width for ``width="evidence"`` (see ``_width_evidence``)."""
+    global _width_evidence
+    _width_evidence = log_evidence
 
 
 def scale_width(X, kernel: str = "gauss") -> float:
@@ -57,6 +79,38 @@ def scale_width(X, kernel: str = "gauss") -> float:
         raise ValueError(f"{setting} to d var(X), which is {spread:g} in double precision for these inputs (largest "
                          f"|x| = {float(np.max(np.abs(X))):.3g}): rescale X to near unit scale")
     return spread if kernel == "sigmoid" else float(np.sqrt(spread))
+
+
+def evidence_width(score: Callable[[float], float], center: float) -> tuple[float, dict]:
+    """The width h in [center / EVIDENCE_SPAN, center * EVIDENCE_SPAN] that maximises ``score(h)`` (a log evidence;
+    -inf where the width cannot be fitted): a grid of EVIDENCE_GRID widths evenly spaced in log h, then a bounded
+    Brent search (``scipy.optimize.minimize_scalar``) between the best grid width's neighbours, to EVIDENCE_XTOL in
+    log h. The grid guards the local search against the evidence's other maxima. Returns ``(h, searched)``, with
+    ``searched`` = {"widths": [...], "log_evidence": [...]} every width tried, in the order tried; h is the best of
+    them."""
+    from scipy.optimize import minimize_scalar
+
+    tried: dict[float, float] = {}
+
+    def minus(u: float) -> float:
+        if u not in tried:
+            tried[u] = float(score(float(np.exp(u))))
+        value = tried[u]
+        return -value if np.isfinite(value) else np.inf
+
+    half = np.log(EVIDENCE_SPAN)
+    grid = np.log(center) + np.linspace(-half, half, EVIDENCE_GRID)
+    values = [-minus(u) for u in grid]
+    best = int(np.argmax(values))
+    if not np.isfinite(values[best]):
+        raise ValueError(f"RVM: width={EVIDENCE!r} found no width between {center / EVIDENCE_SPAN:.3g} and "
+                         f"{center * EVIDENCE_SPAN:.3g} at which the model can be fitted to these data; give a "
+                         f"number for width")
+    low, high = grid[max(best - 1, 0)], grid[min(best + 1, EVIDENCE_GRID - 1)]
+    minimize_scalar(minus, bounds=(low, high), method="bounded", options={"xatol": EVIDENCE_XTOL})
+    u_best = max(tried, key=lambda u: tried[u] if np.isfinite(tried[u]) else -np.inf)
+    return float(np.exp(u_best)), {"widths": [float(np.exp(u)) for u in tried],
+                                   "log_evidence": list(tried.values())}
 
 
 def kernel_matrix(X1, X2, kernel: str = "gauss", width: float = 1.0, degree: int = 2, offset: float = 1.0):
@@ -170,11 +224,14 @@ class RVM(Model):
     task : {"regression", "classification"}
     kernel : {"gauss", "poly", "sigmoid", "bspline", "linear"}
         Basis functions centred on the training inputs.
-    width : float or "scale"
+    width : float, "scale" or "evidence"
         Kernel width h of ``exp(-|x - x_n|^2 / h^2)`` ([P 63]); scale for ``bspline`` and ``sigmoid``.
         ``"scale"`` (the default) sets it at fit time from the training inputs as scikit-learn's SVC sets
-        ``gamma="scale"``: h = sqrt(d var(X)) (``sigmoid``: d var(X)); see :func:`scale_width`. The number used is
-        stored with the fit (``fit.idata.constant_data["kernel_width"]``), and predictions use it.
+        ``gamma="scale"``: h = sqrt(d var(X)) (``sigmoid``: d var(X)); see :func:`scale_width`. ``"evidence"``
+        chooses it at fit time as the width that maximises the type-II marginal likelihood (the ``fast`` backend's
+        log evidence) within a factor :data:`EVIDENCE_SPAN` of the ``"scale"`` width (:func:`evidence_width`; about
+        ten ``fast`` fits). The number used is stored with the fit (``fit.idata.constant_data["kernel_width"]``),
+        and predictions use it.
     degree, offset : polynomial kernel (<x1,x2> + offset)^degree; ``offset`` is also the sigmoid's theta.
     bias : bool
         Add a constant basis function (column 0 of Phi).
@@ -208,8 +265,9 @@ class RVM(Model):
         self.task = checks.choice("RVM", "task", self.task, TASKS)
         self.kernel = checks.choice("RVM", "kernel", self.kernel, KERNELS)
         if isinstance(self.width, str):
-            if self.width != SCALE:
-                raise ValueError(f"RVM: width must be a number > 0 or {SCALE!r}; got {self.width!r}"[:200])
+            if self.width not in WIDTH_RULES:
+                raise ValueError(f"RVM: width must be a number > 0, {SCALE!r} or {EVIDENCE!r}; got "
+                                 f"{self.width!r}"[:200])
         else:
             self.width = checks.positive("RVM", "width", self.width)
         self.degree = checks.positive("RVM", "degree", self.degree, integer=True)
@@ -217,6 +275,8 @@ class RVM(Model):
         self.bias = checks.flag("RVM", "bias", self.bias)
         self.link = checks.choice("RVM", "link", self.link, LINKS)
         check_gamma_hyperpriors(self)
+        # width="evidence" resolved per training set (a hash of X and y): (width, searched)
+        self._evidence_widths: dict[str, tuple[float, dict]] = {}
 
     @property
     def is_classifier(self) -> bool:
@@ -239,12 +299,43 @@ class RVM(Model):
         check_task_matches_data(self, data)
         check_scales(self, data)
 
-    def kernel_width(self, X) -> float:
-        """The kernel width for training inputs X: ``width`` itself, or :func:`scale_width` of X for "scale"."""
-        if self.width != SCALE:
+    def kernel_width(self, X, y=None) -> float:
+        """The kernel width for training inputs X (and targets y): ``width`` itself, :func:`scale_width` of X for
+        "scale", or for "evidence" the width that maximises the fast RVM's log evidence on (X, y)
+        (:meth:`evidence_search`)."""
+        if not isinstance(self.width, str):
             return float(self.width)
-        # poly and linear kernels have no width: "scale" stands for nothing there (1.0, unused)
-        return 1.0 if self.kernel in ("poly", "linear") else scale_width(X, self.kernel)
+        # poly and linear kernels have no width: "scale" and "evidence" stand for nothing there (1.0, unused)
+        if self.kernel in ("poly", "linear"):
+            return 1.0
+        if self.width == SCALE:
+            return scale_width(X, self.kernel)
+        if y is None:
+            raise ValueError(f"RVM: width={EVIDENCE!r} is chosen from the training inputs and targets together; "
+                             f"pass the targets y, or use the width stored with a fit "
+                             f"(fit.idata.constant_data['kernel_width'])")
+        return self.evidence_search(X, y)[0]
+
+    def evidence_search(self, X, y) -> tuple[float, dict]:
+        """``width="evidence"`` on training inputs X and targets y: ``(width, searched)`` of :func:`evidence_width`
+        around :func:`scale_width`, each width scored by the fast RVM's log evidence; computed once per training
+        set and kept with the model."""
+        X, y = np.asarray(X, dtype=float), np.asarray(y, dtype=float)
+        key = hashlib.sha1(repr((X.shape, y.shape)).encode() + X.tobytes() + y.tobytes()).hexdigest()
+        if key not in self._evidence_widths:
+            if _width_evidence is None:
+                raise RuntimeError(f"RVM: width={EVIDENCE!r} needs the fast backend: import bayeszoo (or "
+                                   f"bayeszoo.inference) first")
+
+            def score(width: float) -> float:
+                try:
+                    Phi = self._design_at(X, width)
+                except ValueError:              # constant or overflowing kernel: no fit at this width
+                    return -np.inf
+                return _width_evidence(self, Phi, y)
+
+            self._evidence_widths[key] = evidence_width(score, scale_width(X, self.kernel))
+        return self._evidence_widths[key]
 
     def design(self, X_new, centers, width: float | None = None) -> np.ndarray:
         """Design matrix Phi (n_new x M): [1, K(x, x_1), ..., K(x, x_N)] with the bias column first. ``width``: the
@@ -258,9 +349,9 @@ class RVM(Model):
     def _kernel_text(self, width: float | None = None) -> str:
         """The kernel in words; ``width``: the resolved number (None: the ``width`` option as given)."""
         if width is None:
-            shown = repr(SCALE) if self.width == SCALE else f"{self.width:g}"
+            shown = repr(self.width) if isinstance(self.width, str) else f"{self.width:g}"
         else:
-            shown = f"{width:g}" + (f" ({SCALE!r})" if self.width == SCALE else "")
+            shown = f"{width:g}" + (f" ({self.width!r})" if isinstance(self.width, str) else "")
         if self.kernel in ("gauss", "bspline"):
             return f"kernel {self.kernel!r} of width {shown}"
         if self.kernel == "poly":
@@ -273,19 +364,23 @@ class RVM(Model):
         """Phi at the training inputs, checked before any work: finite, entries within MAX_MAGNITUDE (so that
         Phi^T Phi is finite), and a kernel matrix that is not constant (every basis function would be the bias: a
         width far larger than the distances between the inputs, or inputs that are all the same point)."""
-        width = self.kernel_width(data.X)
+        return self._design_at(data.X, self.kernel_width(data.X, data.y))
+
+    def _design_at(self, X, width: float) -> np.ndarray:
+        """:meth:`training_design` at training inputs X and a given kernel width."""
+        n = X.shape[0]
         with np.errstate(over="ignore", invalid="ignore"):
-            K = kernel_matrix(data.X, data.X, self.kernel, width, self.degree, self.offset)
+            K = kernel_matrix(X, X, self.kernel, width, self.degree, self.offset)
         top = float(np.max(np.abs(K))) if np.all(np.isfinite(K)) else np.inf
         if top > MAX_MAGNITUDE:
             raise ValueError(f"RVM: the {self._kernel_text(width)} overflows on these inputs (kernel values up to "
                              f"{top:.3g}; the limit is {MAX_MAGNITUDE:g}): rescale X to near unit scale or choose "
                              f"another kernel")
         if np.max(K) - np.min(K) <= CONSTANT_KERNEL * top:
-            if np.all(data.X == data.X[0]):
-                why = f"all {data.n} training inputs are the same point"
+            if np.all(X == X[0]):
+                why = f"all {n} training inputs are the same point"
             elif self.kernel in ("gauss", "bspline"):
-                spread = float(np.max(np.ptp(data.X, axis=0)))
+                spread = float(np.max(np.ptp(X, axis=0)))
                 why = (f"the width is far larger than the distances between the inputs (their largest range is "
                        f"{spread:.3g}); choose a width comparable to those distances")
             else:
@@ -322,7 +417,7 @@ class RVM(Model):
         return {"basis": np.arange(self.n_basis(data)), "obs": np.arange(data.n)}
 
     def constant_data(self, data: Dataset) -> dict:
-        return {"X": data.X, "kernel_width": self.kernel_width(data.X)}
+        return {"X": data.X, "kernel_width": self.kernel_width(data.X, data.y)}
 
     # ---- declarations --------------------------------------------------------------------------------
     def _arrays(self, data: Dataset):

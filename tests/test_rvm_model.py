@@ -271,11 +271,60 @@ def test_scale_width_is_resolved_at_fit_time_stored_and_reloaded(sinc, tmp_path)
 
 
 @pytest.mark.parametrize("width, message", [
-    ("auto", "width must be a number > 0 or 'scale'; got 'auto'"), ("Scale", "width must be a number > 0 or"),
+    ("auto", "width must be a number > 0, 'scale' or 'evidence'; got 'auto'"),
+    ("Scale", "width must be a number > 0, 'scale' or 'evidence'"),
     (0.0, "width must be"), (-1.0, "width must be"), (np.inf, "width must be")])
 def test_bad_widths_are_refused(width, message):
     with pytest.raises(ValueError, match=message):
         RVM(width=width)
+
+
+# ------------------------------------------------------------------------------------------- width="evidence"
+def test_evidence_width_maximises_the_fast_log_evidence_and_is_stored(sinc, tmp_path):
+    from bayeszoo.inference.rvm.fast import width_log_evidence
+    from bayeszoo.models.rvm import EVIDENCE_SPAN, scale_width
+
+    model = RVM(width="evidence")
+    fit = bz.fit(model, sinc, "fast", draws=20, chains=1, seed=0, progress=False)
+    h = float(fit.idata.constant_data["kernel_width"])
+    center = scale_width(sinc.X)
+    assert center / EVIDENCE_SPAN <= h <= center * EVIDENCE_SPAN
+
+    def evidence(width):
+        return width_log_evidence(model, model._design_at(sinc.X, width), sinc.y)
+
+    # at least as high as at every width of the search's grid and at close neighbours on either side
+    chosen = evidence(h)
+    assert chosen == pytest.approx(fit.info["log_evidence"], abs=1e-9)
+    for other in [*(center * EVIDENCE_SPAN ** np.linspace(-1, 1, 5)), h / 1.1, h * 1.1]:
+        assert chosen >= evidence(other) - 1e-9
+    # on sinc the evidence prefers a width well below the "scale" one (about 2 against 6 on 100 points)
+    assert evidence(center) < chosen - 1.0
+    # the fit at the chosen width is the fit at that number, and a saved fit predicts with it
+    same = bz.fit(RVM(width=h), sinc, "fast", draws=20, chains=1, seed=0, progress=False)
+    np.testing.assert_allclose(model.predict(fit, sinc.X_test), RVM(width=h).predict(same, sinc.X_test),
+                               rtol=1e-10, atol=1e-12)
+    back = bz.load_fit(fit.save(tmp_path / "evidence.nc"))
+    assert back.model() == model and float(back.idata.constant_data["kernel_width"]) == h
+    np.testing.assert_array_equal(back.model().predict(back, sinc.X_test), model.predict(fit, sinc.X_test))
+
+
+def test_evidence_width_for_classification_is_a_maximum(mixture):
+    from bayeszoo.inference.rvm.fast import width_log_evidence
+
+    model = RVM(task="classification", width="evidence")
+    h, searched = model.evidence_search(mixture.X, mixture.y)
+    assert h in searched["widths"] and len(searched["widths"]) >= 5
+    assert max(searched["log_evidence"]) == searched["log_evidence"][searched["widths"].index(h)]
+    chosen = width_log_evidence(model, model._design_at(mixture.X, h), mixture.y)
+    assert chosen >= width_log_evidence(model, model._design_at(mixture.X, 1.1 * h), mixture.y) - 1e-9
+
+
+def test_evidence_width_needs_the_targets():
+    X = np.array([[0.0], [1.0], [2.0]])
+    with pytest.raises(ValueError, match=r"width='evidence' is chosen from the training inputs and targets.*pass "
+                                         r"the targets y"):
+        RVM(width="evidence").kernel_width(X)
 
 
 def test_scale_width_of_inputs_that_do_not_vary_is_refused_before_any_work():

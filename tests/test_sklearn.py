@@ -250,6 +250,17 @@ def test_default_width_is_scale_resolved_from_the_training_inputs(ripley):
     assert RelevanceVectorRegressor().get_params()["width"] == "scale"
 
 
+def test_evidence_width_is_chosen_at_fit_and_is_the_model_at_that_number(sinc):
+    est = RelevanceVectorRegressor(width="evidence").fit(sinc.X, sinc.y)
+    h = float(est.fit_.idata.constant_data["kernel_width"])
+    assert est.width == "evidence" and est.model_.width == "evidence"
+    assert h == est.model_.evidence_search(sinc.X, sinc.y)[0]
+    np.testing.assert_allclose(est.predict(sinc.X_test), RelevanceVectorRegressor(width=h).fit(sinc.X, sinc.y)
+                               .predict(sinc.X_test), rtol=1e-10, atol=1e-12)
+    with pytest.raises(ValueError, match="width must be a number > 0, 'scale' or 'evidence'; got 'evidense'"):
+        RelevanceVectorClassifier(width="evidense").fit(sinc.X, sinc.y > 0)
+
+
 def test_gp_classifier_default_lengthscale_is_scale_resolved_from_the_training_inputs(ripley):
     X, y = ripley.X[::3], ripley.y[::3].astype(int)
     est = BayesGPClassifier().fit(X, y)

@@ -28,7 +28,7 @@ import time
 from typing import NamedTuple
 
 import numpy as np
-from scipy.linalg import cho_solve, solve_triangular
+from scipy.linalg import cho_solve, qr, solve_triangular
 from scipy.special import log_ndtr
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, Numbers
@@ -89,13 +89,32 @@ def check(options: dict, model, data) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------ kernel
-def _chol_sample(rng, H, rhs):
-    """A draw from N(H^-1 rhs, H^-1), via the Cholesky factor of D^-1 H D^-1 (unit diagonal, D = diag(H)^1/2)."""
+def _chol_sample(rng, Phi, G, alpha, scale, target, Pt):
+    """A draw from N(H^-1 rhs, H^-1), H = scale G + diag(alpha) (G = Phi^T Phi), rhs = scale Pt (Pt = Phi^T target).
+
+    Via the Cholesky factor of D^-1 H D^-1 (unit diagonal, D = diag(H)^1/2). Where that fails (H singular to working
+    precision: nearly collinear columns of Phi and alphas below rounding against scale G, as under the near-flat
+    default prior), from the QR factors of the (N + M) x M matrix A = [sqrt(scale) Phi; diag(sqrt(alpha))]:
+    H = A^T A = R^T R without forming A^T A, whose rounding is what made H indefinite."""
+    H = scale * G + np.diag(alpha)
     dvec = np.sqrt(np.diag(H))
-    L = np.linalg.cholesky(H / dvec[:, None] / dvec[None, :])
-    y = solve_triangular(L, rhs / dvec, lower=True, check_finite=False)
+    try:
+        L = np.linalg.cholesky(H / dvec[:, None] / dvec[None, :])
+    except np.linalg.LinAlgError:
+        return _qr_sample(rng, Phi, alpha, scale, target)
+    y = solve_triangular(L, scale * Pt / dvec, lower=True, check_finite=False)
     # mean = D^-1 L^-T L^-1 D^-1 rhs, noise = D^-1 L^-T z: one back-substitution for both
     return solve_triangular(L, y + rng.standard_normal(H.shape[0]), lower=True, trans=1, check_finite=False) / dvec
+
+
+def _qr_sample(rng, Phi, alpha, scale, target):
+    """The draw of :func:`_chol_sample` from A = QR: mean R^-1 Q^T b (least squares, b = [sqrt(scale) target; 0]),
+    noise R^-1 z."""
+    root = np.sqrt(scale)
+    A = np.vstack([root * Phi, np.diag(np.sqrt(alpha))])
+    Q, R = qr(A, mode="economic", check_finite=False)
+    qb = Q[: Phi.shape[0]].T @ (root * target)
+    return solve_triangular(R, qb + rng.standard_normal(R.shape[0]), lower=False, check_finite=False)
 
 
 def _bhattacharya(rng, Phi_s, alpha, target):
@@ -163,12 +182,12 @@ def _step(rng, state: State) -> tuple[State, Info]:
     if p.probit:
         zlat = normal_sign_truncated(rng, p.Phi @ w, 2.0 * p.t - 1.0)
         w = _bhattacharya(rng, p.Phi, alpha, zlat) if p.woodbury else \
-            _chol_sample(rng, p.G + np.diag(alpha), p.Phi.T @ zlat)
+            _chol_sample(rng, p.Phi, p.G, alpha, 1.0, zlat, p.Phi.T @ zlat)
     elif p.woodbury:
         sb = np.sqrt(beta)
         w = _bhattacharya(rng, sb * p.Phi, alpha, sb * p.t)
     else:
-        w = _chol_sample(rng, beta * p.G + np.diag(alpha), beta * p.Pt)
+        w = _chol_sample(rng, p.Phi, p.G, alpha, beta, p.t, p.Pt)
     if p.fix_alpha is None:
         alpha = rng.standard_gamma(a + 0.5, M) / (b + 0.5 * w * w)
     f = p.Phi @ w
