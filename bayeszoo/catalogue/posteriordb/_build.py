@@ -1,0 +1,206 @@
+"""Copy posteriordb's data and reference draws into the package (run by hand, never at import).
+
+    python -m bayeszoo.catalogue.posteriordb._build [PATH_TO_POSTERIORDB_GIT] [--only NAME ...]
+
+reads a clone of posteriordb's public repository (BSD-3-Clause; a bare clone does: files are read with
+``git show``) and writes into ``bayeszoo/catalogue/posteriordb/data/``:
+
+* ``<data name>.json.gz``: posteriordb's data JSON, gzipped, one file per data set (posteriors share them);
+* ``<posterior>.reference.nc``: posteriordb's reference draws (10 chains of 1000 thinned draws from long Stan
+  runs) as a :class:`~bayeszoo.catalogue.reference.Reference`: moments with their MCSE, at most 1000 draws;
+* ``stan/<model>.stan``: the Stan program each posterior was written from;
+* ``index.json``: per posterior its model, data, keywords, dimensions, the reference run's settings and checks,
+  and the data set's description, sources and references;
+* ``PROVENANCE.md``: the commit, the licence and each data set's sources.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import gzip
+import io
+import json
+import os
+import re
+import subprocess
+import zipfile
+
+import arviz as az
+import numpy as np
+import xarray as xr
+
+from bayeszoo.catalogue.reference import Reference
+from bayeszoo.results import Fit
+
+DEFAULT_REPO = "/work/.mirror/stan-dev+posteriordb/repo"
+HERE = os.path.dirname(os.path.abspath(__file__))
+DATA_DIR = os.path.join(HERE, "data")
+DB = "posterior_database"
+_INDEX = re.compile(r"^(?P<name>[^\[]+)(?:\[(?P<index>[\d,\s]+)\])?$")
+
+
+class Repo:
+    def __init__(self, path: str):
+        self.path = path
+        self.commit = self.git("rev-parse", "HEAD").decode().strip()
+
+    def git(self, *args) -> bytes:
+        return subprocess.run(["git", "-C", self.path, *args], check=True, capture_output=True).stdout
+
+    def read(self, path: str) -> bytes:
+        return self.git("show", f"{self.commit}:{path}")
+
+    def json(self, path: str):
+        return json.loads(self.read(path))
+
+    def zipped_json(self, path: str):
+        with zipfile.ZipFile(io.BytesIO(self.read(path))) as archive:
+            (member,) = archive.namelist()
+            return json.loads(archive.read(member))
+
+    def ls(self, folder: str) -> list[str]:
+        return self.git("ls-tree", "--name-only", f"{self.commit}:{folder}").decode().split()
+
+
+def reference_posteriors(repo: Repo) -> list[str]:
+    return sorted(n.removesuffix(".json.zip") for n in repo.ls(f"{DB}/reference_posteriors/draws/draws"))
+
+
+def draws_to_arrays(chains: list[dict]) -> dict[str, np.ndarray]:
+    """posteriordb's draws (a list of chains, each {"theta[1]": [...], ...}) as {"theta": (chain, draw, *shape)}."""
+    columns: dict[str, list[tuple[tuple[int, ...], str]]] = {}
+    for column in chains[0]:
+        match = _INDEX.match(column)
+        if match is None:
+            raise ValueError(f"unexpected parameter name {column!r} in posteriordb's draws")
+        index = tuple(int(i) - 1 for i in match["index"].split(",")) if match["index"] else ()
+        columns.setdefault(match["name"], []).append((index, column))
+    n_chain, n_draw = len(chains), len(chains[0][next(iter(chains[0]))])
+    out = {}
+    for name, entries in columns.items():
+        shape = tuple(max(idx[k] for idx, _ in entries) + 1 for k in range(len(entries[0][0])))
+        if len(entries) != int(np.prod(shape)):
+            raise ValueError(f"{name}: {len(entries)} columns do not fill the shape {shape}")
+        values = np.empty((n_chain, n_draw, *shape))
+        for index, column in entries:
+            for c, chain in enumerate(chains):
+                values[(c, slice(None), *index)] = chain[column]
+        out[name] = values
+    return out
+
+
+def reference_of(repo: Repo, posterior: str, data: dict) -> Reference:
+    chains = repo.zipped_json(f"{DB}/reference_posteriors/draws/draws/{posterior}.json.zip")
+    run = repo.json(f"{DB}/reference_posteriors/draws/info/{posterior}.info.json")
+    arrays = draws_to_arrays(chains)
+    # a saved fit has a constant_data group: the data's sizes here (the values are in the data file)
+    sizes = {key: np.asarray(value) if np.isscalar(value) else np.asarray(np.size(value))
+             for key, value in data.items()}
+    idata = az.InferenceData(posterior=az.from_dict(posterior=arrays).posterior, constant_data=xr.Dataset(sizes))
+    diagnostics = run.get("diagnostics", {})
+    divergences = int(np.sum(diagnostics.get("divergent_transitions") or [0]))
+    fit = Fit(idata=idata, backend="stan", kind="mcmc",
+              info={"divergences": divergences, "seed": run["inference"]["method_arguments"].get("seed"),
+                    "settings": run["inference"]})
+    provenance = {"source": "posteriordb", "model": None, "data": None, "posteriordb_commit": repo.commit,
+                  "posterior": posterior, "checks_made": run.get("checks_made"),
+                  "versions": run.get("versions", {}).get("rstan_version"), "added_by": run.get("added_by"),
+                  "added_date": run.get("added_date"),
+                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+    return Reference.from_fit(fit, list(arrays), name=f"posteriordb: {posterior}",
+                              labels=("stan (posteriordb)",), provenance=provenance)
+
+
+def build(repo: Repo, only: list[str] | None = None) -> dict:
+    os.makedirs(os.path.join(DATA_DIR, "stan"), exist_ok=True)
+    index_path = os.path.join(DATA_DIR, "index.json")
+    index = json.load(open(index_path)) if os.path.exists(index_path) else {}
+    for posterior in only or reference_posteriors(repo):
+        meta = repo.json(f"{DB}/posteriors/{posterior}.json")
+        model, data_name = meta["model_name"], meta["data_name"]
+        data_info = repo.json(f"{DB}/data/info/{data_name}.info.json")
+        data = repo.zipped_json(f"{DB}/data/data/{data_name}.json.zip")
+        with gzip.open(os.path.join(DATA_DIR, f"{data_name}.json.gz"), "wt", compresslevel=9) as fh:
+            json.dump(data, fh)
+        stan = repo.read(f"{DB}/models/stan/{model}.stan")
+        with open(os.path.join(DATA_DIR, "stan", f"{model}.stan"), "wb") as fh:
+            fh.write(stan)
+        try:
+            ref = reference_of(repo, posterior, data)
+        except subprocess.CalledProcessError as exc:   # a partial clone may lack the largest draws files
+            ref, missing = None, exc.stderr.decode().strip()
+        if ref is not None:
+            ref.save(os.path.join(DATA_DIR, f"{posterior}.reference.nc"))
+            dims = {name: list(np.shape(m["mean"])) for name, m in ref.moments.items()}
+        else:   # posteriordb's own count of each variable's components
+            dims = {name: [] if size == 1 else [size] for name, size in meta.get("dimensions", {}).items()}
+        index[posterior] = {
+            "model": model, "data": data_name, "keywords": meta.get("keywords", []),
+            "dimensions": meta.get("dimensions", {}), "reference_variables": dims,
+            "reference_run": repo.json(f"{DB}/reference_posteriors/draws/info/{posterior}.info.json")["inference"],
+            "reference_problems": ref.problems if ref is not None else None,
+            "reference_missing": None if ref is not None else f"the draws were not in the clone read ({missing})",
+            "data_info": {k: data_info.get(k) for k in ("title", "description", "urls", "references", "keywords",
+                                                        "added_by", "added_date")},
+            "added_by": meta.get("added_by"), "added_date": meta.get("added_date")}
+        verdict = ("NO REFERENCE: " + index[posterior]["reference_missing"] if ref is None
+                   else "; ".join(ref.problems) or "passes the rules")
+        print(f"{posterior}: {sum(int(np.prod(d)) for d in dims.values())} reference components; {verdict}",
+              flush=True)
+    index = dict(sorted(index.items()))
+    with open(index_path, "w") as fh:
+        json.dump({"posteriordb_commit": repo.commit, **{k: v for k, v in index.items() if k != "posteriordb_commit"}},
+                  fh, indent=1)
+    write_provenance(repo, {k: v for k, v in index.items() if k != "posteriordb_commit"})
+    return index
+
+
+def write_provenance(repo: Repo, index: dict) -> None:
+    date = repo.git("log", "-1", "--format=%cs", repo.commit).decode().strip()
+    lines = ["# posteriordb in bayeszoo: provenance", "",
+             f"Every file in this folder is copied or derived from posteriordb "
+             f"(<https://github.com/stan-dev/posteriordb>), commit `{repo.commit}` ({date}), by "
+             "`python -m bayeszoo.catalogue.posteriordb._build`.", "",
+             "* `<data>.json.gz`: `posterior_database/data/data/<data>.json.zip`, the same JSON, gzipped;",
+             "* `stan/<model>.stan`: `posterior_database/models/stan/<model>.stan`, unchanged;",
+             "* `<posterior>.reference.nc`: the moments (mean, sd, quantiles, their MCSE, R-hat, ESS) of "
+             "`posterior_database/reference_posteriors/draws/draws/<posterior>.json.zip` (10 chains x 1000 draws "
+             "kept from 10,000 each), and at most 1000 of those draws, thinned, in single precision;",
+             "* `index.json`: the posteriors' and data sets' info files, abridged.", "",
+             "## Licence", "",
+             "posteriordb is distributed under the BSD 3-Clause License:", "", "```",
+             repo.read("LICENCE.md").decode().strip(), "```", "",
+             "The data sets come from the sources listed below (posteriordb's data info files); see each source "
+             "for its terms.", "", "## Data sets", ""]
+    seen = {}
+    for posterior, entry in index.items():
+        seen.setdefault(entry["data"], (entry["data_info"], []))[1].append(posterior)
+    for data_name, (info, posteriors) in sorted(seen.items()):
+        lines.append(f"### {data_name}")
+        lines.append("")
+        lines.append(f"{info.get('title') or ''}".strip() or "(no title)")
+        lines.append("")
+        if info.get("description"):
+            lines.append(" ".join(str(info["description"]).split()))
+            lines.append("")
+        if info.get("urls"):
+            lines.append("Sources: " + ", ".join(f"<{u}>" if str(u).startswith("http") else str(u)
+                                                 for u in info["urls"]))
+        if info.get("references"):
+            lines.append("References (posteriordb's bibliography keys): " + ", ".join(info["references"]))
+        lines.append(f"Posteriors: {', '.join(posteriors)}")
+        lines.append("")
+    with open(os.path.join(DATA_DIR, "PROVENANCE.md"), "w") as fh:
+        fh.write("\n".join(lines))
+
+
+def main(argv=None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("repo", nargs="?", default=DEFAULT_REPO, help="a clone of posteriordb (bare is fine)")
+    parser.add_argument("--only", nargs="*", help="these posteriors only")
+    args = parser.parse_args(argv)
+    build(Repo(args.repo), args.only)
+
+
+if __name__ == "__main__":
+    main()
