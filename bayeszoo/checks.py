@@ -8,11 +8,19 @@ names whose option it is, the option, what it must be and what it got, before an
 """
 from __future__ import annotations
 
+import difflib
 import numbers
 from dataclasses import dataclass
 from typing import Callable
 
 import numpy as np
+
+
+def did_you_mean(name, known, prefix: str = "") -> str:
+    """" did you mean 'a' or 'b'?" naming the entries of ``known`` close to ``name`` (each after ``prefix``), or ""
+    when none is: the hint of an unknown name's message."""
+    close = difflib.get_close_matches(str(name), list(known), n=3, cutoff=0.5)
+    return f" did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else ""
 
 
 def _fail(owner: str, name: str, what: str, value) -> ValueError:

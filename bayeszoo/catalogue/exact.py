@@ -24,10 +24,8 @@ the plots, drawn with a fixed seed. Its provenance says ``source`` "exact".
 from __future__ import annotations
 
 import copy
-import difflib
 import functools
 import math
-from dataclasses import dataclass
 
 import arviz as az
 import numpy as np
@@ -37,6 +35,7 @@ from scipy.special import ndtr
 from scipy.stats import norm
 
 from bayeszoo import models
+from bayeszoo.checks import did_you_mean
 from bayeszoo.catalogue.reference import MAX_DRAWS, QUANTILES, STATS, Reference, _versions
 from bayeszoo.results import Fit
 
@@ -371,10 +370,8 @@ def target(name: str) -> Target:
     """The :class:`Target` called ``name``; a ValueError suggesting close names for an unknown one."""
     targets = _targets()
     if name not in targets:
-        close = difflib.get_close_matches(str(name), list(targets), n=3, cutoff=0.4)
-        hint = f"did you mean {', '.join(map(repr, close))}? " if close else ""
-        raise ValueError(f"{name!r} is not an exact target; {hint}the targets are {', '.join(targets)} "
-                         f"(bayeszoo.catalogue.exact.names())")
+        raise ValueError(f"{name!r} is not an exact target;{did_you_mean(name, targets)} the targets are "
+                         f"{', '.join(targets)} (bayeszoo.catalogue.exact.names())")
     return targets[name]
 
 

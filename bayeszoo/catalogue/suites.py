@@ -13,12 +13,12 @@ so that a worker process given only a target's name builds its model itself.
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import importlib
 from dataclasses import dataclass
 from typing import Callable
 
+from bayeszoo.checks import did_you_mean
 from bayeszoo.datasets import Dataset
 from bayeszoo.models import Model
 
@@ -141,9 +141,7 @@ def names() -> list[str]:
 def suite(name: str) -> list[Target]:
     """The targets of suite ``name``; an unknown name is a ValueError suggesting close ones."""
     if not isinstance(name, str) or name not in SUITES:
-        close = difflib.get_close_matches(str(name), SUITES, n=3)
-        hint = f"; did you mean {' or '.join(map(repr, close))}?" if close else ""
-        raise ValueError(f"unknown suite {name!r}{hint} The suites: {', '.join(SUITES)}")
+        raise ValueError(f"unknown suite {name!r};{did_you_mean(name, SUITES)} The suites: {', '.join(SUITES)}")
     return _suite(name)
 
 
@@ -158,9 +156,9 @@ def target(key: str) -> Target:
     suite_name, _, name = str(key).partition("/")
     found = {t.name: t for t in suite(suite_name if suite_name != "posteriordb-quick" else "posteriordb")}
     if name not in found:
-        close = difflib.get_close_matches(name, found, n=3)
-        hint = f"; did you mean {' or '.join(repr(f'{suite_name}/{c}') for c in close)}?" if close else ""
-        raise ValueError(f"{key!r} is not a target of the {suite_name!r} suite{hint}")
+        raise ValueError(f"{key!r} is not a target of the {suite_name!r} suite;"
+                         f"{did_you_mean(name, found, prefix=suite_name + '/')} "
+                         f"bz.catalogue.suites.suite({suite_name!r}) lists them")
     return found[name]
 
 

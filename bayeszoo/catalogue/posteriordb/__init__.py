@@ -18,7 +18,6 @@ transformed parameters (``theta`` of the non-centred eight schools, a determinis
 """
 from __future__ import annotations
 
-import difflib
 import functools
 import gzip
 import json
@@ -27,6 +26,7 @@ import os
 import numpy as np
 
 from bayeszoo.catalogue.posteriordb import programs
+from bayeszoo.checks import did_you_mean
 from bayeszoo.catalogue.posteriordb.programs import EXCEPTIONS, KINDS, PROGRAMS, Program, load_all
 from bayeszoo.catalogue.reference import Reference
 
@@ -52,9 +52,8 @@ def names() -> list[str]:
 def _entry(posterior: str) -> dict:
     index = _index()
     if posterior not in index:
-        close = difflib.get_close_matches(str(posterior), list(index), n=3, cutoff=0.5)
-        hint = f"; did you mean {', '.join(map(repr, close))}?" if close else "; posteriordb.names() lists them"
-        raise ValueError(f"{posterior!r} is not a posteriordb posterior with reference draws{hint}")
+        raise ValueError(f"{posterior!r} is not a posteriordb posterior with reference draws;"
+                         f"{did_you_mean(posterior, index)} posteriordb.names() lists them")
     return index[posterior]
 
 
