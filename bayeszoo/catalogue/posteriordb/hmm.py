@@ -121,12 +121,12 @@ def _hmm_example_pymc(data):
 
     def logp(value, log_theta, mu):
         log_theta, mu = _unbatched(log_theta, 2), _unbatched(mu, 1)
-        return forward_pytensor(pm.logp(pm.Normal.dist(mu, 1), value[:, None]), log_theta)
+        return forward_pytensor(pm.logp(pm.Normal.dist(mu, 1.0), value[:, None]), log_theta)
 
     with pm.Model() as model:
         theta1 = pm.Dirichlet("theta1", np.ones(K))
         theta2 = pm.Dirichlet("theta2", np.ones(K))
-        mu = pm.Normal("mu", [3.0, 10.0], 1, transform=Ordered(positive=True))
+        mu = pm.Normal("mu", [3.0, 10.0], 1.0, transform=Ordered(positive=True))
         pm.CustomDist("y", pt.log(pt.stack([theta1, theta2])), mu, logp=logp, signature="(k,k),(k)->()",
                       observed=y)
     return model
@@ -175,8 +175,8 @@ def _drive_pymc(data, positive: bool, emission, *scales):
         theta2 = pm.Dirichlet("theta2", alpha[1])
         # a start inside the constraint (the priors' means [0, 3] are not positive ordered)
         start = {"initval": np.array([1.0, 3.0])} if positive else {}
-        phi = pm.Normal("phi", [0.0, 3.0], 1, transform=Ordered(positive=positive), **start)
-        lam = pm.Normal("lambda", [0.0, 3.0], 1, transform=Ordered(positive=positive), **start)
+        phi = pm.Normal("phi", [0.0, 3.0], 1.0, transform=Ordered(positive=positive), **start)
+        lam = pm.Normal("lambda", [0.0, 3.0], 1.0, transform=Ordered(positive=positive), **start)
         signature = "(k,k),(k,d)" + ",(d)" * len(scales) + "->(d)"
         pm.CustomDist("u_v", pt.log(pt.stack([theta1, theta2])), pt.stack([phi, lam], axis=-1), *scales,
                       logp=logp, signature=signature, observed=_drive_series(data))

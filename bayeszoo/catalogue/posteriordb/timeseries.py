@@ -23,8 +23,8 @@ def _ark_pymc(data):
 
     K, y = int(data["K"]), np.asarray(data["y"], dtype=float)
     with pm.Model() as model:
-        alpha = pm.Normal("alpha", 0, 10)
-        beta = pm.Normal("beta", 0, 10, shape=K)
+        alpha = pm.Normal("alpha", 0.0, 10.0)
+        beta = pm.Normal("beta", 0.0, 10.0, shape=K)
         sigma = pm.HalfCauchy("sigma", 2.5)
         pm.Normal("y", alpha + pm.math.dot(_lags(y, K), beta), sigma, observed=y[K:])
     return model
@@ -53,9 +53,9 @@ def _arma11_pymc(data):
 
     y = np.asarray(data["y"], dtype=float)
     with pm.Model() as model:
-        mu = pm.Normal("mu", 0, 10)
-        phi = pm.Normal("phi", 0, 2)
-        theta = pm.Normal("theta", 0, 2)
+        mu = pm.Normal("mu", 0.0, 10.0)
+        phi = pm.Normal("phi", 0.0, 2.0)
+        theta = pm.Normal("theta", 0.0, 2.0)
         sigma = pm.HalfCauchy("sigma", 2.5)
         first = y[0] - (mu + phi * mu)   # err[1], with err[0] = 0
         later = pytensor.scan(lambda known, err, theta: known - theta * err,
@@ -101,9 +101,9 @@ def _garch11_pymc(data):
     with pm.Model() as model:
         mu = pm.Flat("mu")
         alpha0 = pm.HalfFlat("alpha0")
-        alpha1 = pm.Uniform("alpha1", 0, 1)
+        alpha1 = pm.Uniform("alpha1", 0.0, 1.0)
         # Stan's beta1 is flat on (0, 1 - alpha1): the uniform's 1 / (1 - alpha1) is taken back out
-        beta1 = pm.Uniform("beta1", 0, 1 - alpha1)
+        beta1 = pm.Uniform("beta1", 0.0, 1 - alpha1)
         pm.Potential("beta1_flat", pt.log1p(-alpha1))
         later = pytensor.scan(lambda shock, var, alpha0, alpha1, beta1: alpha0 + alpha1 * shock + beta1 * var,
                               sequences=[(y[:-1] - mu) ** 2], outputs_info=[pt.as_tensor(np.float64(sigma1 ** 2))],
