@@ -165,3 +165,17 @@ def test_a_wrong_prior_is_caught_by_the_log_density_check():
     pm_model = REGISTERED["eight_schools_noncentered"].pymc(data)
     assert compare(log_density_pair(pm_model, right))["logp_rel_error"] < 1e-8
     assert compare(log_density_pair(pm_model, wrong))["logp_rel_error"] > 1e-6
+
+
+def test_the_suite_page_lists_every_posterior_as_the_shipped_results_say():
+    """docs/suites/posteriordb.md carries the table that the shipped cross-checks make (rewritten by
+    benchmarks/posteriordb_crosscheck.py), one row per posterior."""
+    from bayeszoo.catalogue.posteriordb import suite
+
+    page = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "docs", "suites",
+                        "posteriordb.md")
+    with open(page) as fh:
+        text = fh.read()
+    table = text.split(suite.TABLE_START, 1)[1].split(suite.TABLE_END, 1)[0].strip()
+    assert table == suite.page_table()
+    assert len(table.splitlines()) == 2 + len(pdb.names())

@@ -26,6 +26,7 @@ import os
 
 import numpy as np
 
+from bayeszoo.catalogue.posteriordb import programs
 from bayeszoo.catalogue.posteriordb.programs import EXCEPTIONS, KINDS, PROGRAMS, Program, load_all
 from bayeszoo.catalogue.reference import Reference
 
@@ -120,7 +121,7 @@ def info(posterior: str) -> dict:
     prog = load_all().get(model)
     data_info = entry.get("data_info", {})
     return {"posterior": posterior, "model": model, "data": entry["data"],
-            "kind": prog.kind if prog else None,
+            "kind": prog.kind if prog else programs.MODULE_KINDS.get(programs.MODULE_OF.get(model)),
             "dimension": int(sum(np.prod(shape) for shape in entry["reference_variables"].values())),
             "reference_variables": {k: tuple(v) for k, v in entry["reference_variables"].items()},
             "keywords": list(entry.get("keywords", [])), "title": data_info.get("title"),

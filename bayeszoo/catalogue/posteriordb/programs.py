@@ -27,8 +27,10 @@ from dataclasses import dataclass
 from typing import Callable
 
 KINDS = ("regression", "hierarchical", "time series", "HMM", "Gaussian process", "ODE", "mixture")
-#: the modules that register programs (imported by :func:`load_all`)
-MODULES = ("regression", "hierarchical", "timeseries", "hmm", "gp", "ode", "mixture")
+#: the modules that register programs (imported by :func:`load_all`), with the kind of the programs each writes
+MODULE_KINDS = {"regression": "regression", "hierarchical": "hierarchical", "timeseries": "time series",
+                "hmm": "HMM", "gp": "Gaussian process", "ode": "ODE", "mixture": "mixture"}
+MODULES = tuple(MODULE_KINDS)
 
 
 @dataclass(frozen=True)

@@ -23,10 +23,14 @@ def crosschecks() -> dict:
         return json.load(fh)
 
 
-def save_crosschecks(results: dict) -> None:
-    with open(CROSSCHECK_FILE, "w") as fh:
-        json.dump(dict(sorted(results.items())), fh, indent=1)
-        fh.write("\n")
+def record_crosscheck(posterior: str, result: dict) -> None:
+    """Add or replace one posterior's record (read, update, write: runs of other posteriors may record too)."""
+    results = {**crosschecks(), posterior: result}
+    text = json.dumps(dict(sorted(results.items())), indent=1) + "\n"
+    tmp = f"{CROSSCHECK_FILE}.{os.getpid()}.tmp"
+    with open(tmp, "w") as fh:
+        fh.write(text)
+    os.replace(tmp, CROSSCHECK_FILE)
 
 
 def _agreement_cell(check: dict | None) -> str:
