@@ -164,7 +164,8 @@ def _drive_pymc(data, positive: bool, emission, *scales):
     import pytensor.tensor as pt
     from pymc.distributions.transforms import Ordered
 
-    K, alpha = _two_states(data), np.asarray(data["alpha"], dtype=float)
+    _two_states(data)
+    alpha = np.asarray(data["alpha"], dtype=float)
 
     def logp(value, log_theta, params, *scales):
         log_theta, params, scales = _unbatched(log_theta, 2), _unbatched(params, 2), [_unbatched(s, 1) for s in scales]

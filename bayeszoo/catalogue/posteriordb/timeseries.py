@@ -126,7 +126,10 @@ def _garch11_numpyro(data):
         mu = numpyro.sample("mu", dist.ImproperUniform(constraints.real, (), ()))
         alpha0 = numpyro.sample("alpha0", dist.ImproperUniform(constraints.positive, (), ()))
         alpha1 = numpyro.sample("alpha1", dist.Uniform(0, 1))
-        beta1 = numpyro.sample("beta1", dist.ImproperUniform(constraints.interval(0, 1 - alpha1), (), ()))
+        # as in PyMC: the uniform with its 1 / (1 - alpha1) taken back out (NumPyro's MCMC reports an improper
+        # uniform on this moving interval with the bound of its first point: alpha1 + beta1 reached 1.6)
+        beta1 = numpyro.sample("beta1", dist.Uniform(0.0, 1 - alpha1))
+        numpyro.factor("beta1_flat", jnp.log1p(-alpha1))
 
         def step(var, shock):
             var = alpha0 + alpha1 * shock + beta1 * var
