@@ -44,6 +44,11 @@ def _index() -> dict:
     return index
 
 
+def _listed(value) -> list[str]:
+    """posteriordb's info files give a list, or one string where there is one entry."""
+    return [value] if isinstance(value, str) else list(value or [])
+
+
 def names() -> list[str]:
     """posteriordb's names of the posteriors with reference draws (``<data>-<model>``), sorted."""
     return sorted(_index())
@@ -124,7 +129,7 @@ def info(posterior: str) -> dict:
             "dimension": int(sum(np.prod(shape) for shape in entry["reference_variables"].values())),
             "reference_variables": {k: tuple(v) for k, v in entry["reference_variables"].items()},
             "keywords": list(entry.get("keywords", [])), "title": data_info.get("title"),
-            "urls": list(data_info.get("urls") or []), "references": list(data_info.get("references") or []),
+            "urls": _listed(data_info.get("urls")), "references": _listed(data_info.get("references")),
             "reference_run": entry.get("reference_run"), "reference_missing": entry.get("reference_missing"),
             "licence": "BSD-3-Clause (posteriordb); data from the sources listed (data/PROVENANCE.md)",
             "program": prog.name if prog else None, "exception": EXCEPTIONS.get(model)}

@@ -29,10 +29,10 @@ import arviz as az
 import numpy as np
 import xarray as xr
 
+from bayeszoo.catalogue.posteriordb import _listed
 from bayeszoo.catalogue.reference import Reference
 from bayeszoo.results import Fit
 
-DEFAULT_REPO = "/work/.mirror/stan-dev+posteriordb/repo"
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA_DIR = os.path.join(HERE, "data")
 DB = "posterior_database"
@@ -183,11 +183,11 @@ def write_provenance(repo: Repo, index: dict) -> None:
         if info.get("description"):
             lines.append(" ".join(str(info["description"]).split()))
             lines.append("")
-        if info.get("urls"):
-            lines.append("Sources: " + ", ".join(f"<{u}>" if str(u).startswith("http") else str(u)
-                                                 for u in info["urls"]))
-        if info.get("references"):
-            lines.append("References (posteriordb's bibliography keys): " + ", ".join(info["references"]))
+        urls, references = _listed(info.get("urls")), _listed(info.get("references"))
+        if urls:
+            lines.append("Sources: " + ", ".join(f"<{u}>" if str(u).startswith("http") else str(u) for u in urls))
+        if references:
+            lines.append("References (posteriordb's bibliography keys): " + ", ".join(references))
         lines.append(f"Posteriors: {', '.join(posteriors)}")
         lines.append("")
     with open(os.path.join(DATA_DIR, "PROVENANCE.md"), "w") as fh:
@@ -196,7 +196,7 @@ def write_provenance(repo: Repo, index: dict) -> None:
 
 def main(argv=None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("repo", nargs="?", default=DEFAULT_REPO, help="a clone of posteriordb (bare is fine)")
+    parser.add_argument("repo", help="a clone of posteriordb (bare is fine): git clone --bare https://github.com/stan-dev/posteriordb")
     parser.add_argument("--only", nargs="*", help="these posteriors only")
     args = parser.parse_args(argv)
     build(Repo(args.repo), args.only)

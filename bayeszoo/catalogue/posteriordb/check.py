@@ -27,6 +27,7 @@ class LogDensityPair:
 def log_density_pair(pm_model, numpyro_fn) -> LogDensityPair:
     import jax
     import jax.numpy as jnp
+    from numpyro import handlers
     from numpyro.distributions import biject_to
     from numpyro.infer.util import initialize_model, potential_energy
     from pymc.sampling.jax import get_jaxified_graph
@@ -46,7 +47,6 @@ def log_density_pair(pm_model, numpyro_fn) -> LogDensityPair:
     if sorted(latent) != sorted(names):
         raise ValueError(f"the NumPyro model's latent sites {sorted(latent)} are not PyMC's free variables "
                          f"{sorted(names)}: name them as the Stan program's parameters in both")
-    transforms = {k: biject_to(s["fn"].support) for k, s in latent.items()}
 
     def split(u):
         out, at = [], 0
@@ -59,8 +59,11 @@ def log_density_pair(pm_model, numpyro_fn) -> LogDensityPair:
         return logp(*split(u))[0]
 
     def to_numpyro(u):
-        constrained = constrain(*split(u))
-        return {name: transforms[name].inv(jnp.asarray(x)) for name, x in zip(names, constrained)}
+        constrained = {name: jnp.asarray(x) for name, x in zip(names, constrain(*split(u)))}
+        # each support as the model makes it at this point: a bound may be another parameter (garch11's
+        # beta1 < 1 - alpha1)
+        sites = handlers.trace(handlers.substitute(numpyro_fn, data=constrained)).get_trace()
+        return {name: biject_to(sites[name]["fn"].support).inv(x) for name, x in constrained.items()}
 
     def flat(params):
         return jnp.concatenate([jnp.ravel(params[name]) for name in names])
