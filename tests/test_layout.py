@@ -114,9 +114,10 @@ def test_a_built_wheel_in_a_fresh_venv_imports_everything_and_fits(wheel, tmp_pa
                              check=True, capture_output=True, text=True).stdout.strip()
     with open(os.path.join(purelib, "dependencies.pth"), "w") as fh:
         fh.write(sysconfig.get_paths()["purelib"] + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
-                    str(wheel)], check=True, capture_output=True)
+    # neither pip nor the fresh interpreter sees a PYTHONPATH: the test's own checkout must not stand in for the wheel
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                    str(wheel)], check=True, capture_output=True, env=env)
     result = subprocess.run([str(python), "-c", FIT_SCRIPT], cwd=tmp_path, env=env, capture_output=True, text=True,
                             timeout=600)
     assert result.returncode == 0, result.stderr[-3000:]
