@@ -1,7 +1,8 @@
 """Fake generic backends for the benchmark tests: exact draws of an exact target (``bz.catalogue.exact``), at a
 declared gradient cost, so that a benchmark's ranking has a known answer and runs without compiling anything.
 
-Importing this module registers (as a user would, ``bz.register_backend``):
+``register()`` registers (as a user would, ``bz.register_backend``); the tests' ``fake_samplers`` fixture (conftest)
+does, and takes them away again afterwards:
 
 ``iid_exact``    the target's exact draws, ``n_grad`` = chains x draws;
 ``iid_costly``   the same draws at four times the gradient cost;
@@ -45,7 +46,7 @@ def _exact_fit(name, model, data, draws, chains, seed, cost, shift=0.0):
                      info={"n_grad": int(cost * chains * draws), "converged": True}, library="user")
 
 
-def _register():
+def register():
     def iid_exact(model, data, *, draws, tune, chains, seed, progress):
         return _exact_fit("iid_exact", model, data, draws, chains, seed, cost=1)
 
@@ -63,5 +64,3 @@ def _register():
         bz.register_backend(fn.__name__, fn, kind="approximation", description=f"test fake {fn.__name__}",
                             defaults={"draws": 1000, "tune": 0, "chains": 2}, replace=True)
 
-
-_register()

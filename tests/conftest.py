@@ -40,6 +40,19 @@ def fake_comparison(fakes):
                       tune=0, chains=2, seed=3, progress=False)
 
 
+@pytest.fixture(scope="module")
+def fake_samplers():
+    """tests/_fake_samplers.py with its generic fake backends registered for one test module, then taken away (they
+    apply to every model, so other modules' lists of backends must not see them)."""
+    import _fake_samplers
+
+    generic = dict(registry._GENERIC)
+    _fake_samplers.register()
+    yield _fake_samplers
+    registry._GENERIC.clear()
+    registry._GENERIC.update(generic)
+
+
 @pytest.fixture
 def restore_registry():
     """Whatever a test registers (bz.register_backend, registry.register) is gone afterwards."""
@@ -53,8 +66,9 @@ def restore_registry():
 
 #: The default suite's slowest tests (over 4.5 s each on two cores, read off ``make test``'s ``--durations``), run
 #: with ``make test-slow`` so that the default suite keeps within CI's budget. One generic backend's contract, one
-#: generic layout, one posteriordb log-density check and one BLAS check of the kind stay in the default suite.
+#: posteriordb log-density check and one BLAS check of the kind stay in the default suite.
 SLOW_BY_DURATION = frozenset({
+    'tests/test_generic.py::test_fit_layout[numpyro_fit]',
     'tests/test_accuracy.py::test_targets_of_ones_own_set_the_columns_the_verdict_and_the_report',
     'tests/test_accuracy.py::test_the_verdict_and_the_ranking_put_an_unconverged_sampler_last',
     'tests/test_accuracy.py::test_untrusted_reference_banner_in_the_report',

@@ -19,10 +19,8 @@ TARGETS = ["exact/correlated_gaussian", "exact/banana"]
 
 
 @pytest.fixture(scope="module")
-def fakes():
-    import _fake_samplers
-
-    return _fake_samplers
+def fakes(fake_samplers):
+    return fake_samplers
 
 
 @pytest.fixture

@@ -43,11 +43,9 @@ def _stop(proc):
 
 
 @pytest.fixture
-def cluster(tmp_path):
+def cluster(tmp_path, fake_samplers):
     """(address, start_worker, calls): a scheduler on loopback; start_worker() adds a worker process (the fake
     samplers importable there, as a user's own module would be installed) and returns it."""
-    import _fake_samplers  # noqa: F401  (registered here too: the client checks the names)
-
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     calls = tmp_path / "calls.log"
