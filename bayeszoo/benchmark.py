@@ -235,7 +235,9 @@ def _library_for(target: suites.Target, backend: str) -> tuple[str | None, str]:
     for library in ("numpyro", "pymc", suites.FAMILY):
         if library in target.libraries and backend in registry.backends_for(target.model(library)):
             return library, ""
-    return None, f"{backend} does not apply to {target.key} (written in {', '.join(target.libraries)})"
+    if suites.FAMILY in target.libraries:
+        return None, f"{backend} does not apply to {target.key}: it is not a backend of the {target.kind} family"
+    return None, f"{backend} does not apply to {target.key} (written in {' and '.join(target.libraries)})"
 
 
 def run_task(target: suites.Target, backend: str, seed: int, settings: dict, path: str | None,
