@@ -41,7 +41,7 @@ from bayeszoo.progress import progress_bar
 from bayeszoo.results import jsonable, write_atomically
 
 BENCHMARK_FILE = "benchmark.json"
-TARGET_DRAWS = 100        # an estimate worth 100 exact draws: about 0.1 reference sds of error
+TARGET_DRAWS = metrics.DEFAULT_TARGETS[1]   # the comparison's precise target: worth 100 exact draws
 COSTS = ("gradients", "seconds")
 #: what makes two runs the same benchmark: a folder holding tasks made with other values is refused
 _SETTING_KEYS = ("draws", "tune", "chains", "target", "options")
@@ -279,8 +279,8 @@ def _measure(target: suites.Target, library: str, backend: str, seed: int, setti
     names = list(model.compare_vars) or list(model.var_dims(data))
     diag = metrics.sampling_diagnostics(fit, names)
     acc = metrics.accuracy(fit, reference, names, diag["ess_bulk_min"], (settings["target"],) * 2)
-    seconds, grads = cost_to_target(fit, reference, names, acc,
-                                    metrics.target_bias2(reference, names, settings["target"]))
+    seconds = acc["seconds_to_target"]
+    grads = gradients_to_target(fit, seconds)
     if fit.kind == "mcmc" and diag["converged"] is False:
         seconds, grads = math.inf, math.inf
     return {"kind": fit.kind, "seconds": float(fit.seconds), "n_grad": _number(fit.info.get("n_grad")),
@@ -295,27 +295,21 @@ def _number(value) -> float:
     return math.nan if value is None else float(value)
 
 
-def cost_to_target(fit, reference, names, errors: dict, target_b2: float) -> tuple[float, float]:
-    """(seconds, gradient evaluations) after which the fit's effective b2 stays at most ``target_b2``: inf if it
-    never does, NaN for the gradients of a backend that does not count them. An MCMC fit is read off its running
-    estimates (:func:`bayeszoo.diagnostics.metrics.running_bias2`): the warm-up's gradients and the sampling
-    stage's in proportion to the draws taken; an approximation costs all it used when its final estimate is
-    there."""
-    final = float(metrics.effective_bias2(errors["bias2_mean_max"], errors["bias2_sd_max"]))
+def gradients_to_target(fit, seconds_to_target: float) -> float:
+    """The gradient evaluations a fit had used after ``seconds_to_target`` (``metrics.seconds_to_targets``): all of
+    an approximation's; for an MCMC fit the warm-up's and the sampling stage's in proportion to its time, which
+    is how the running estimates are timed (:func:`bayeszoo.diagnostics.metrics.running_bias2`). inf if never,
+    NaN for a backend that does not count them."""
     n_grad = _number(fit.info.get("n_grad"))
-    if math.isnan(final) or math.isnan(target_b2):
-        return math.nan, math.nan
-    if final > target_b2:
-        return math.inf, math.inf
+    if math.isnan(seconds_to_target) or math.isinf(seconds_to_target):
+        return seconds_to_target
     if fit.kind != "mcmc" or fit.n_draws < 2:
-        return float(fit.seconds), n_grad
-    curve = metrics.running_bias2(fit, reference, names)
-    above = np.flatnonzero(~(curve["bias2"] <= target_b2))
-    at = 0 if above.size == 0 else above[-1] + 1
+        return n_grad
+    timing = fit.timing
     tune_grads = _number(fit.info.get("n_grad_tune"))
     tune_grads = 0.0 if math.isnan(tune_grads) else tune_grads
-    grads = tune_grads + (n_grad - tune_grads) * curve["draws"][at] / fit.n_draws
-    return float(curve["seconds"][at]), float(grads)
+    share = (seconds_to_target - timing["compile"] - timing["tune"]) / timing["sample"] if timing["sample"] > 0 else 1.0
+    return float(tune_grads + (n_grad - tune_grads) * min(max(share, 0.0), 1.0))
 
 
 # --------------------------------------------------------------------------------------------- the run
@@ -486,4 +480,4 @@ def load_leaderboard(out: str | os.PathLike, cost: str | None = None) -> Leaderb
     return Leaderboard(table, meta["backends"], meta["targets"], settings, cost or _default_cost(table))
 
 
-__all__ = ["Leaderboard", "benchmark", "cost_to_target", "load_leaderboard", "run_task", "TARGET_DRAWS"]
+__all__ = ["Leaderboard", "benchmark", "gradients_to_target", "load_leaderboard", "run_task", "TARGET_DRAWS"]

@@ -186,3 +186,17 @@ def test_a_target_nobody_solves_counts_as_run_and_unsolved(fakes):
     assert lb.plot("heatmap").axes
     with pytest.raises(ValueError, match="no backend reached the target accuracy on any target, so the profile"):
         lb.plot("profile")
+
+
+def test_an_mcmc_fit_counts_its_warm_up_and_the_sampling_up_to_the_target():
+    from types import SimpleNamespace
+
+    from bayeszoo.benchmark import gradients_to_target
+
+    fit = SimpleNamespace(kind="mcmc", n_draws=100, timing={"compile": 1.0, "tune": 2.0, "sample": 4.0},
+                          info={"n_grad": 1000, "n_grad_tune": 200})
+    assert gradients_to_target(fit, 5.0) == 600.0          # half the sampling stage: 200 + 800 / 2
+    assert gradients_to_target(fit, 7.0) == 1000.0
+    assert math.isinf(gradients_to_target(fit, math.inf))
+    fit.info = {"n_grad": None}
+    assert math.isnan(gradients_to_target(fit, 5.0))
