@@ -59,8 +59,8 @@ def _ours(model, data, backend, repeats):
         return fit, model.predict(fit, data.X_test)
 
     def core():
-        res = (fit_ep if backend == "ep" else fit_laplace)(model, data)
-        mu, var = C.predict_latent(model, data.X, data.X_test, res["alpha"], res["sW"], res["L"])
+        res, _, _ = (fit_ep if backend == "ep" else fit_laplace)(model, data)
+        mu, var = C.predict_latent(model, data.X, data.X_test, res.alpha, res.sW, res.L)
         return predictive_probability(mu, var, model.likelihood)
 
     secs, (fit, p) = best_of(api, repeats)
@@ -267,11 +267,11 @@ def _ours_core(model, data, backend):
     from bayeszoo.models.gpc import predictive_probability
 
     t0 = time.perf_counter()
-    res = (fit_ep if backend == "ep" else fit_laplace)(model, data)
-    mu, var = C.predict_latent(model, data.X, data.X_test, res["alpha"], res["sW"], res["L"])
+    res, _, _ = (fit_ep if backend == "ep" else fit_laplace)(model, data)
+    mu, var = C.predict_latent(model, data.X, data.X_test, res.alpha, res.sW, res.L)
     p = predictive_probability(mu, var, model.likelihood)
-    return time.perf_counter() - t0, {"log_evidence": float(res["log_evidence"]), "p": p,
-                                      "iterations": int(res["iterations"]), "converged": bool(res["converged"])}
+    return time.perf_counter() - t0, {"log_evidence": float(res.log_evidence), "p": p,
+                                      "iterations": int(res.iterations), "converged": bool(res.converged)}
 
 
 def _gpy_ep_once(data, hyp, max_iters=None):

@@ -110,11 +110,11 @@ def test_laplace_mode_has_zero_gradient(likelihood):
     K = se(data.X, 0.5, 1.0)
     y = C.labels_pm(data.y)
     res = LA.laplace_mode(K, y, likelihood)
-    assert res["converged"]
+    assert res.converged
     # grad of log p(y|f) - f^T K^-1 f / 2 at f_hat: d1 - alpha = 0, and f = K alpha
-    _, d1, _, _ = C.log_lik_derivs(res["f"], y, likelihood)
-    np.testing.assert_allclose(d1, res["alpha"], atol=1e-9)
-    np.testing.assert_allclose(K @ res["alpha"], res["f"], atol=1e-9)
+    _, d1, _, _ = C.log_lik_derivs(res.f, y, likelihood)
+    np.testing.assert_allclose(d1, res.alpha, atol=1e-9)
+    np.testing.assert_allclose(K @ res.alpha, res.f, atol=1e-9)
 
 
 @pytest.mark.parametrize("method", ["laplace", "ep"])
@@ -154,8 +154,8 @@ def test_ep_moment_matching_at_convergence(likelihood, hyp):
     K = se(data.X, *hyp)
     y = C.labels_pm(data.y)
     res = EP.ep_sites(K, y, likelihood, tol=1e-12, max_sweeps=1000)
-    assert res["converged"]
-    S, mu, tt, tn = res["Sigma"], res["mu"], res["ttau"], res["tnu"]
+    assert res.converged
+    S, mu, tt, tn = res.Sigma, res.mu, res.ttau, res.tnu
     dS = np.diag(S)
     tau_c = 1 / dS - tt
     nu_c = mu / dS - tn
@@ -173,8 +173,8 @@ def test_ep_evidence_exact_for_one_point(likelihood):
             res = EP.ep_sites(K, np.array([y]), likelihood)
             Z = integrate.quad(lambda f: np.exp(loglik(f, y, likelihood) - 0.5 * f * f / k) / np.sqrt(2 * np.pi * k),
                                -20 * np.sqrt(k), 20 * np.sqrt(k), points=[0.0], limit=200)[0]
-            np.testing.assert_allclose(res["log_evidence"], np.log(Z), atol=1e-9)
-            np.testing.assert_allclose(res["log_evidence"], np.log(0.5), atol=1e-9)   # symmetric sigmoid
+            np.testing.assert_allclose(res.log_evidence, np.log(Z), atol=1e-9)
+            np.testing.assert_allclose(res.log_evidence, np.log(0.5), atol=1e-9)   # symmetric sigmoid
 
 
 @pytest.mark.parametrize("likelihood", ["probit", "logit"])
@@ -186,11 +186,11 @@ def test_two_point_evidence_and_jensen_bound(likelihood):
             lZ, *_ = grid_posterior(K, TOY_Y, likelihood, n_grid=801)
             ep = EP.ep_sites(K, TOY_Y, likelihood)
             la = LA.laplace_mode(K, TOY_Y, likelihood)
-            assert abs(ep["log_evidence"] - lZ) < 5e-3, (log_ell, log_sf)
-            assert abs(ep["log_evidence"] - lZ) <= abs(la["log_evidence"] - lZ) + 1e-6
-            for r, m in ((ep, ep["mu"]), (la, la["f"])):
-                V = C.posterior_cov(K, r["sW"], r["L"])
-                jb = C.jensen_bound(TOY_Y, m, V, likelihood, sW=r["sW"], L=r["L"], alpha=r["alpha"])
+            assert abs(ep.log_evidence - lZ) < 5e-3, (log_ell, log_sf)
+            assert abs(ep.log_evidence - lZ) <= abs(la.log_evidence - lZ) + 1e-6
+            for r, m in ((ep, ep.mu), (la, la.f)):
+                V = C.posterior_cov(K, r.sW, r.L)
+                jb = C.jensen_bound(TOY_Y, m, V, likelihood, sW=r.sW, L=r.L, alpha=r.alpha)
                 jb2 = C.jensen_bound(TOY_Y, m, V, likelihood, K=K)
                 np.testing.assert_allclose(jb, jb2, rtol=1e-8)
                 assert jb <= lZ + 1e-6
@@ -205,8 +205,8 @@ def toy_kl_table(likelihood="probit"):
             ep = EP.ep_sites(K, TOY_Y, likelihood)
             la = LA.laplace_mode(K, TOY_Y, likelihood)
             out[(log_ell, log_sf)] = (
-                kl_exact_to_gauss(F1, F2, p, logp, la["f"], C.posterior_cov(K, la["sW"], la["L"])),
-                kl_exact_to_gauss(F1, F2, p, logp, ep["mu"], ep["Sigma"]))
+                kl_exact_to_gauss(F1, F2, p, logp, la.f, C.posterior_cov(K, la.sW, la.L)),
+                kl_exact_to_gauss(F1, F2, p, logp, ep.mu, ep.Sigma))
     return out
 
 
@@ -234,11 +234,11 @@ def test_two_point_toy_ep_is_closer_than_laplace():
         np.testing.assert_array_equal(TWO_POINT_X, TOY_X)
         ep = EP.ep_sites(K, y, "probit")
         la = LA.laplace_mode(K, y, "probit")
-        g_ep = gauss_kl(m, V, ep["mu"], ep["Sigma"])
-        g_la = gauss_kl(m, V, la["f"], C.posterior_cov(K, la["sW"], la["L"]))
+        g_ep = gauss_kl(m, V, ep.mu, ep.Sigma)
+        g_la = gauss_kl(m, V, la.f, C.posterior_cov(K, la.sW, la.L))
         print(f"log_ell={log_ell:4.1f} log_sf={log_sf:4.1f}  KL(P||Q_LA)={kl_la:.3e}  KL(P||Q_EP)={kl_ep:.3e}  "
-              f"KL(N_P||Q_LA)={g_la:.3e}  KL(N_P||Q_EP)={g_ep:.3e}  lnZ={lZ:.6f} lnZ_EP={ep['log_evidence']:.6f} "
-              f"lnZ_LA={la['log_evidence']:.6f}")
+              f"KL(N_P||Q_LA)={g_la:.3e}  KL(N_P||Q_EP)={g_ep:.3e}  lnZ={lZ:.6f} lnZ_EP={ep.log_evidence:.6f} "
+              f"lnZ_LA={la.log_evidence:.6f}")
         assert kl_ep >= -1e-9 and kl_la >= -1e-9
         assert g_ep < g_la, (log_ell, log_sf)
         # the grid KLs carry the same difference (the common term KL(P || N_P) cancels)
@@ -281,9 +281,9 @@ def test_ep_damping_reaches_same_fixed_point():
     y = C.labels_pm(data.y)
     a = EP.ep_sites(K, y, "probit", tol=1e-12)
     b = EP.ep_sites(K, y, "probit", tol=1e-12, damping=0.5, max_sweeps=2000)
-    assert b["converged"]
-    np.testing.assert_allclose(a["mu"], b["mu"], atol=1e-7)
-    np.testing.assert_allclose(a["log_evidence"], b["log_evidence"], atol=1e-9)
+    assert b.converged
+    np.testing.assert_allclose(a.mu, b.mu, atol=1e-7)
+    np.testing.assert_allclose(a.log_evidence, b.log_evidence, atol=1e-9)
     for damping in (1.5, 0.0, True):
         with pytest.raises(ValueError, match="damping"):
             bz.fit(bz.models.GPC(), data, "ep", draws=2, chains=1, progress=False, damping=damping)
@@ -327,16 +327,16 @@ def test_blocked_ep_sweep_is_the_sequential_schedule(likelihood):
         ttau, tnu, lz = textbook_ep(K, y, likelihood, sweeps, damping)
         for block in (1, 7, 64):
             res = EP.ep_sites(K, y, likelihood, max_sweeps=sweeps, min_sweeps=sweeps, damping=damping, block=block)
-            np.testing.assert_allclose(res["ttau"], ttau, rtol=1e-10, atol=1e-12)
-            np.testing.assert_allclose(res["tnu"], tnu, rtol=1e-10, atol=1e-12)
-            np.testing.assert_allclose(res["log_evidence"], lz, rtol=1e-12)
+            np.testing.assert_allclose(res.ttau, ttau, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(res.tnu, tnu, rtol=1e-10, atol=1e-12)
+            np.testing.assert_allclose(res.log_evidence, lz, rtol=1e-12)
     ttau, tnu, lz = textbook_ep(K, y, likelihood, 40)
     for block in (1, 7, 64):
         res = EP.ep_sites(K, y, likelihood, tol=1e-12, block=block)
-        assert res["converged"] and res["iterations"] < 40
-        np.testing.assert_allclose(res["ttau"], ttau, atol=1e-8)
-        np.testing.assert_allclose(res["tnu"], tnu, atol=1e-8)
-        np.testing.assert_allclose(res["log_evidence"], lz, atol=1e-8)
+        assert res.converged and res.iterations < 40
+        np.testing.assert_allclose(res.ttau, ttau, atol=1e-8)
+        np.testing.assert_allclose(res.tnu, tnu, atol=1e-8)
+        np.testing.assert_allclose(res.log_evidence, lz, atol=1e-8)
 
 
 def test_scalar_probit_moments_match_the_vectorised_ones():
@@ -389,8 +389,8 @@ def test_ep_predictions_close_to_nuts():
         ref = bz.fit(model, data, "nuts", draws=2000, tune=1000, chains=4, seed=1, progress=False)
     except NotImplementedError:
         pytest.skip("GPC has no PyMC declaration yet")
-    res = EP.fit_ep(model, data)
-    mu, var = C.predict_latent(model, data.X, Xs, res["alpha"], res["sW"], res["L"])
+    res, _, _ = EP.fit_ep(model, data)
+    mu, var = C.predict_latent(model, data.X, Xs, res.alpha, res.sW, res.L)
     p_ep = predictive_probability(mu, var, "probit")
     # NUTS: f_* | f ~ N(K_*^T K^-1 f, k_** - K_*^T K^-1 K_*) averaged over draws
     K = C.kernel_and_grads(model, data.X, grads=False)[0]
@@ -421,9 +421,9 @@ def test_gaussian_fit_predicts_exactly_and_round_trips(tmp_path):
     data = toy_data(15, seed=4)
     model = bz.models.GPC(likelihood="logit", log_lengthscale=0.3, log_amplitude=0.8)
     fit = bz.fit(model, data, "laplace", draws=3, chains=1, seed=0, progress=False)
-    res = LA.fit_laplace(model, data)
+    res, _, _ = LA.fit_laplace(model, data)
     Xs = np.linspace(-2, 2, 5)[:, None] * np.array([[1.0, -0.4]])
-    mu, var = C.predict_latent(model, data.X, Xs, res["alpha"], res["sW"], res["L"])
+    mu, var = C.predict_latent(model, data.X, Xs, res.alpha, res.sW, res.L)
     expected = predictive_probability(mu, var, "logit")
     np.testing.assert_allclose(model.predict(fit, Xs), expected, rtol=1e-8)
     fit.save(tmp_path / "la.nc")

@@ -36,8 +36,8 @@ def test_mcmc_backends_converge_and_agree_at_default_settings(sonar_fits):
 @pytest.mark.slow
 def test_ep_predictive_probabilities_agree_with_nuts(sonar_fits):
     model, data, fits = sonar_fits
-    res = EP.fit_ep(model, data)
-    mu, var = C.predict_latent(model, data.X, data.X_test, res["alpha"], res["sW"], res["L"])
+    res, _, _ = EP.fit_ep(model, data)
+    mu, var = C.predict_latent(model, data.X, data.X_test, res.alpha, res.sW, res.L)
     p_ep = predictive_probability(mu, var, "probit")
     # NUTS: average over draws of P(y* = 1 | f) = Phi(m(f) / sqrt(1 + v)), m(f) = K*^T K^-1 f
     K = C.kernel_and_grads(model, data.X, grads=False)[0]

@@ -41,8 +41,8 @@ def methods_q(K, y, likelihood):
     vb = VB.vb_fit(K, y, likelihood, tol=1e-14)
     fv = FV.fv_fit(K, y, likelihood)
     lr = LR.lr_fit(K, y, likelihood)
-    return {"LA": (la["f"], C.posterior_cov(K, la["sW"], la["L"])), "EP": (ep["mu"], ep["Sigma"]),
-            "KL": (kl["m"], kl["V"]), "VB": (vb["m"], vb["V"]), "FV": (fv["m"], np.diag(fv["v"])),
+    return {"LA": (la.f, C.posterior_cov(K, la.sW, la.L)), "EP": (ep.mu, ep.Sigma),
+            "KL": (kl.m, kl.V), "VB": (vb.m, vb.V), "FV": (fv.m, np.diag(fv.v)),
             "LR": (lr["m"], lr["V"])}, {"LA": la, "EP": ep, "KL": kl, "VB": vb, "FV": fv, "LR": lr}
 
 
@@ -132,17 +132,17 @@ def test_kl_optimum_matches_direct_minimisation(likelihood, n, log_sf):
     """The (alpha, W) optimum equals the unconstrained optimum over all Gaussians (diagonal W is no restriction)."""
     K, y = tiny(n, seed=n, log_sf=log_sf)
     res = KL.kl_fit(K, y, likelihood, tol=1e-14)
-    assert res["converged"]
+    assert res.converged
     la = LA.laplace_mode(K, y, likelihood)
-    m, V, J = direct_kl_minimum(K, y, likelihood, la["f"], C.posterior_cov(K, la["sW"], la["L"]))
+    m, V, J = direct_kl_minimum(K, y, likelihood, la.f, C.posterior_cov(K, la.sW, la.L))
     scale = np.sqrt(np.diag(V))
-    np.testing.assert_allclose(res["m"], m, atol=1e-4 * scale.max())
-    np.testing.assert_allclose(res["V"], V, atol=1e-4 * np.max(np.diag(V)))
-    np.testing.assert_allclose(res["J"], J, atol=1e-8)
-    assert res["J"] >= J - 1e-9       # the direct search cannot beat the stationary point
+    np.testing.assert_allclose(res.m, m, atol=1e-4 * scale.max())
+    np.testing.assert_allclose(res.V, V, atol=1e-4 * np.max(np.diag(V)))
+    np.testing.assert_allclose(res.log_evidence, J, atol=1e-8)
+    assert res.log_evidence >= J - 1e-9       # the direct search cannot beat the stationary point
     # stationarity (F.3): alpha = da/dm, W = -2 da/dv
-    np.testing.assert_allclose(res["alpha"], res["a_m"], atol=1e-6)
-    np.testing.assert_allclose(res["W"], -2 * res["a_v"], atol=1e-6)
+    np.testing.assert_allclose(res.alpha, res.a_m, atol=1e-6)
+    np.testing.assert_allclose(res.W, -2 * res.a_v, atol=1e-6)
 
 
 @pytest.mark.parametrize("likelihood", ["probit", "logit"])
@@ -167,12 +167,12 @@ def test_kl_and_vb_stable_at_extreme_hyperparameters(likelihood, hyp):
     kl = KL.kl_fit(K, y, likelihood)
     vb = VB.vb_fit(K, y, likelihood)
     ep = EP.ep_sites(K, y, likelihood)
-    for r, key in ((kl, "J"), (vb, "log_evidence")):
-        assert r["converged"] and np.isfinite(r[key]) and np.all(np.isfinite(r["m"]))
-        assert np.all(np.diff(r["trace"]) >= -1e-9 * np.abs(r["trace"][1:]))
+    for r in (kl, vb):
+        assert r.converged and np.isfinite(r.log_evidence) and np.all(np.isfinite(r.m))
+        assert np.all(np.diff(r.trace) >= -1e-9 * np.abs(r.trace[1:]))
     # ln Z_VB <= ln Z_KL <= ln Z (EP's value is close to ln Z and above the KL bound: Opper & Winther 2005)
-    assert vb["log_evidence"] <= kl["J"] + 1e-8
-    assert kl["J"] <= ep["log_evidence"] + 1e-6
+    assert vb.log_evidence <= kl.log_evidence + 1e-8
+    assert kl.log_evidence <= ep.log_evidence + 1e-6
 
 
 @pytest.mark.parametrize("kernel,kw", [("linear", {"log_amplitude": 0.5}), ("matern32", {"log_amplitude": 1.0}),
@@ -184,10 +184,10 @@ def test_kl_stationary_for_other_kernels(kernel, kw):
     K, _ = C.kernel_and_grads(model, data.X, grads=False)
     y = C.labels_pm(data.y)
     res = KL.kl_fit(K, y, "logit", tol=1e-14)
-    assert res["converged"]
-    np.testing.assert_allclose(K @ res["alpha"], K @ res["a_m"], atol=1e-5 * (1 + np.abs(res["m"]).max()))
-    np.testing.assert_allclose(res["W"], -2 * res["a_v"], atol=1e-6)
-    assert res["J"] <= EP.ep_sites(K, y, "logit")["log_evidence"] + 1e-6
+    assert res.converged
+    np.testing.assert_allclose(K @ res.alpha, K @ res.a_m, atol=1e-5 * (1 + np.abs(res.m).max()))
+    np.testing.assert_allclose(res.W, -2 * res.a_v, atol=1e-6)
+    assert res.log_evidence <= EP.ep_sites(K, y, "logit").log_evidence + 1e-6
 
 
 # ------------------------------------------------------------------------------------------------ VB
@@ -212,9 +212,9 @@ def test_vb_one_point_evidence_formula(likelihood):
         a, b, c = VB.bound_coefficients(np.array(pos), likelihood)
         g = lambda f: np.exp(-0.5 * f * f / k + a * f * f + b * y * f + c) / np.sqrt(2 * np.pi * k)
         Z = integrate.quad(g, -40 * np.sqrt(k), 40 * np.sqrt(k), limit=400)[0]
-        np.testing.assert_allclose(s["log_evidence"], np.log(Z), rtol=1e-10)
+        np.testing.assert_allclose(s.objective, np.log(Z), rtol=1e-10)
         m1 = integrate.quad(lambda f: f * g(f), -40 * np.sqrt(k), 40 * np.sqrt(k), limit=400)[0] / Z
-        np.testing.assert_allclose(s["m"][0], m1, rtol=1e-8, atol=1e-12)
+        np.testing.assert_allclose(s.m[0], m1, rtol=1e-8, atol=1e-12)
 
 
 @pytest.mark.parametrize("overrelax", [False, True])
@@ -225,15 +225,15 @@ def test_vb_bound_never_decreases(likelihood, overrelax):
     y = C.labels_pm(data.y)
     start = np.zeros(25) if likelihood == "probit" else np.full(25, 0.1)     # far from the optimum
     res = VB.vb_fit(K, y, likelihood, varsigma0=start, max_iter=60, overrelax=overrelax)
-    tr = res["trace"]
-    assert tr.size == 61 or res["converged"]
+    tr = res.trace
+    assert tr.size == 61 or res.converged
     assert tr[-1] > tr[0] + 1.0
     assert np.all(np.diff(tr) >= -1e-10 * np.abs(tr[1:]))
     # the Jensen bound at Q_VB is never below the VB bound (Q_VB is the normalised bounding integrand)
     best = VB.vb_fit(K, y, likelihood)
-    jb = C.jensen_bound(y, best["m"], best["V"], likelihood, sW=best["sW"], L=best["L"], alpha=best["alpha"])
-    assert best["log_evidence"] <= jb + 1e-9
-    assert best["log_evidence"] >= tr[-1] - 1e-8
+    jb = C.jensen_bound(y, best.m, best.V, likelihood, sW=best.sW, L=best.L, alpha=best.alpha)
+    assert best.log_evidence <= jb + 1e-9
+    assert best.log_evidence >= tr[-1] - 1e-8
 
 
 def test_vb_probit_fixed_point_is_laplace_mode():
@@ -242,11 +242,11 @@ def test_vb_probit_fixed_point_is_laplace_mode():
     K = se(data.X, 0.2, 0.5)
     y = C.labels_pm(data.y)
     vb = VB.vb_fit(K, y, "probit", varsigma0=np.zeros(20), max_iter=5000, tol=1e-15)
-    assert vb["converged"]
+    assert vb.converged
     la = LA.laplace_mode(K, y, "probit", tol=1e-14)
-    np.testing.assert_allclose(vb["m"], la["f"], atol=1e-6)
-    np.testing.assert_allclose(vb["sW"], 1.0)
-    np.testing.assert_allclose(vb["V"], np.linalg.inv(np.linalg.inv(K) + np.eye(20)), atol=1e-6)
+    np.testing.assert_allclose(vb.m, la.f, atol=1e-6)
+    np.testing.assert_allclose(vb.sW, 1.0)
+    np.testing.assert_allclose(vb.V, np.linalg.inv(np.linalg.inv(K) + np.eye(20)), atol=1e-6)
 
 
 def test_vb_logit_fixed_point_conditions():
@@ -254,12 +254,12 @@ def test_vb_logit_fixed_point_conditions():
     K = se(data.X, 0.2, 2.0)
     y = C.labels_pm(data.y)
     vb = VB.vb_fit(K, y, "logit", tol=1e-15, max_iter=5000)
-    assert vb["converged"]
-    np.testing.assert_allclose(vb["varsigma"] ** 2, vb["m"] ** 2 + np.diag(vb["V"]), rtol=1e-6)
-    W = 2 * VB.jj_lambda(vb["varsigma"])
+    assert vb.converged
+    np.testing.assert_allclose(vb.varsigma ** 2, vb.m ** 2 + np.diag(vb.V), rtol=1e-6)
+    W = 2 * VB.jj_lambda(vb.varsigma)
     V = np.linalg.inv(np.linalg.inv(K) + np.diag(W))
-    np.testing.assert_allclose(vb["V"], V, atol=1e-7)
-    np.testing.assert_allclose(vb["m"], V @ (0.5 * y), atol=1e-7)
+    np.testing.assert_allclose(vb.V, V, atol=1e-7)
+    np.testing.assert_allclose(vb.m, V @ (0.5 * y), atol=1e-7)
 
 
 # ------------------------------------------------------------------------------------------------ FV
@@ -269,9 +269,9 @@ def test_fv_fixed_point_and_bound_by_quadrature(likelihood):
     K = se(TWO_POINT_X, 1.0, 1.0)
     y = C.labels_pm(TWO_POINT_Y)
     res = FV.fv_fit(K, y, likelihood, ridge=0.0)
-    assert res["converged"]
+    assert res.converged
     P = np.linalg.inv(K)
-    m, mu, s2 = res["m"], res["mu"], res["s2"]
+    m, mu, s2 = res.m, res.mu, res.s2
     np.testing.assert_allclose(s2, 1 / np.diag(P))
     np.testing.assert_allclose(mu, m - s2 * (P @ m), atol=1e-9)
     # q_i(f) = N(f | mu_i, s2_i) sig(y_i f) / Z_i: moments, E log sig and entropy by quadrature
@@ -284,14 +284,14 @@ def test_fv_fixed_point_and_bound_by_quadrature(likelihood):
         q = lambda f: np.exp(logq_un(f)) / Z
         mean = integrate.quad(lambda f: f * q(f), *lim, limit=400)[0]
         var = integrate.quad(lambda f: (f - mean) ** 2 * q(f), *lim, limit=400)[0]
-        np.testing.assert_allclose([m[i], res["v"][i]], [mean, var], rtol=1e-8, atol=1e-10)
+        np.testing.assert_allclose([m[i], res.v[i]], [mean, var], rtol=1e-8, atol=1e-10)
         e_loglik = integrate.quad(lambda f: q(f) * loglik(f, y[i], likelihood), *lim, limit=400)[0]
         entropy = -integrate.quad(lambda f: q(f) * (logq_un(f) - np.log(Z)), *lim, limit=400)[0]
         elbo += -0.5 * P[i, i] * var + e_loglik + entropy
-    np.testing.assert_allclose(res["log_evidence"], elbo, rtol=1e-8)
+    np.testing.assert_allclose(res.log_evidence, elbo, rtol=1e-8)
     _, _, lZ = two_point_exact_moments(bz.models.GPC(likelihood=likelihood, log_lengthscale=1.0, log_amplitude=1.0))
-    assert res["log_evidence"] <= lZ
-    assert np.all(np.diff(res["trace"]) >= -1e-12)
+    assert res.log_evidence <= lZ
+    assert np.all(np.diff(res.trace) >= -1e-12)
 
 
 @pytest.mark.parametrize("likelihood", ["probit", "logit"])
@@ -302,13 +302,13 @@ def test_fv_underestimates_variances(likelihood):
     y = C.labels_pm(data.y)
     fv = FV.fv_fit(K, y, likelihood)
     ep = EP.ep_sites(K, y, likelihood)
-    ratio = fv["v"] / np.diag(ep["Sigma"])
+    ratio = fv.v / np.diag(ep.Sigma)
     assert np.all(ratio < 1.0) and np.median(ratio) < 0.1
     # an isotropic (short lengthscale) prior is FV's good case: variances agree with EP's
     K0 = se(data.X, -3.0, 1.0)
     fv0, ep0 = FV.fv_fit(K0, y, likelihood), EP.ep_sites(K0, y, likelihood)
-    np.testing.assert_allclose(fv0["v"], np.diag(ep0["Sigma"]), rtol=1e-3)
-    assert fv0["log_evidence"] <= ep0["log_evidence"] + 1e-9
+    np.testing.assert_allclose(fv0.v, np.diag(ep0.Sigma), rtol=1e-3)
+    assert fv0.log_evidence <= ep0.log_evidence + 1e-9
 
 
 # ------------------------------------------------------------------------------------------------ LR
@@ -372,8 +372,8 @@ def test_two_point_toy_kl_table():
             assert gauss["EP"] <= best + 1e-5
             if log_sf == max(LOG_SFS):
                 assert all(gauss["EP"] < gauss[k] for k in names if k != "EP"), (log_ell, log_sf)
-            for k, value in (("KL", fits["KL"]["J"]), ("VB", fits["VB"]["log_evidence"]),
-                             ("FV", fits["FV"]["log_evidence"]), ("LR", fits["LR"]["jensen_bound"])):
+            for k, value in (("KL", fits["KL"].log_evidence), ("VB", fits["VB"].log_evidence),
+                             ("FV", fits["FV"].log_evidence), ("LR", fits["LR"]["jensen_bound"])):
                 assert value <= lZ + 1e-7, (k, log_ell, log_sf)
 
 

@@ -303,18 +303,16 @@ def quiet_numerics():
         yield
 
 
-def run_at_hyperparameters(model, data, algorithm, **kwargs) -> dict:
+def run_at_hyperparameters(model, data, algorithm, **kwargs) -> tuple:
     """``algorithm(K, y, likelihood, **kwargs)`` (every approximation's own iterations) at the model's
-    hyperparameters, on one BLAS thread for small problems; its result dict plus ``K`` and ``y``."""
+    hyperparameters, on one BLAS thread for small problems: (its result, ``K``, ``y``)."""
     with one_blas_thread(len(data.y)):
         y = labels_pm(data.y)
         K, _ = kernel_and_grads(model, data.X, grads=False)
         model.cholesky(data.X, K=K)       # a numerically singular K is refused here, with the option to change
         with quiet_numerics():
             res = algorithm(K, y, model.likelihood, **kwargs)
-    res["K"] = K
-    res["y"] = y
-    return res
+    return res, K, y
 
 
 def cross_kernel(model, X, Xs, hyp=None):

@@ -24,11 +24,13 @@ b = nu~ - sW B^-1 sW K nu~ and R = sW B^-1 sW.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy import linalg as sla
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, AtMost, Interval
-from bayeszoo.progress import progress_bar, show
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
@@ -149,60 +151,112 @@ def _sweep(Sigma, mu, ttau, tnu, y, likelihood, damping, block, report):
     return max_change
 
 
+class EPState(NamedTuple):
+    """The sites and the posterior they make: site precisions ``ttau`` (tau~) and natural means ``tnu`` (nu~);
+    ``Sigma``, ``mu``, ``sW`` = tau~^1/2 and ``L`` = chol(B) recomputed from them; ``objective`` ln Z_EP
+    (-inf before the first pass from zero sites)."""
+
+    ttau: np.ndarray
+    tnu: np.ndarray
+    Sigma: np.ndarray
+    mu: np.ndarray
+    sW: np.ndarray
+    L: np.ndarray
+    objective: float
+
+
+class EPInfo(NamedTuple):
+    """One pass over the sites: ln Z_EP after it (``objective``), its relative change (``change``), and whether
+    a site parameter still changed by ``tol`` or more, relative to its size (``moving``: ``site_change``, the
+    largest, undamped)."""
+
+    objective: float
+    change: float
+    moving: bool
+    site_change: float
+
+
+class EPSites(NamedTuple):
+    """EP's fixed point: the sites (``ttau``, ``tnu``), Q = N(``mu``, ``Sigma``), ``sW``, ``L``, ``alpha`` (= K^-1 mu
+    = tnu - sW B^-1 sW K tnu), ``log_evidence`` (ln Z_EP), its ``trace``, ``iterations`` (passes) and
+    ``converged``."""
+
+    ttau: np.ndarray
+    tnu: np.ndarray
+    mu: np.ndarray
+    Sigma: np.ndarray
+    sW: np.ndarray
+    L: np.ndarray
+    alpha: np.ndarray
+    log_evidence: float
+    trace: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def expectation_propagation(K, y, likelihood, *, tol, damping=1.0, block=BLOCK) -> Algorithm:
+    """EP's passes over the sites (module docstring); ``init`` takes the starting sites ``(ttau0, tnu0)`` (None:
+    zero) and each pass reports the site it has reached (a pass over thousands of sites takes seconds)."""
+    n = K.shape[0]
+
+    def init(sites):
+        ttau0, tnu0 = sites
+        ttau = np.zeros(n) if ttau0 is None else np.asarray(ttau0, float).copy()
+        tnu = np.zeros(n) if tnu0 is None else np.asarray(tnu0, float).copy()
+        Sigma, mu, sW, L = _recompute(K, ttau, tnu)
+        lZ = _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L) if ttau0 is not None else -np.inf
+        return EPState(ttau, tnu, Sigma, mu, sW, L, lZ)
+
+    def step(state, report):
+        ttau, tnu, Sigma, mu, _, _, lZ_old = state
+        del state         # with its last factor: Sigma is updated in place, then recomputed
+        site_change = _sweep(Sigma, mu, ttau, tnu, y, likelihood, damping, max(1, int(block)),
+                             lambda site: report(f"site {site}/{n}"))
+        Sigma = None      # stale rows: free them before the recompute needs memory
+        report("recomputing Sigma from chol(B)")
+        Sigma, mu, sW, L = _recompute(K, ttau, tnu)
+        lZ = _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L)
+        info = EPInfo(objective=lZ, change=abs(lZ - lZ_old) / max(1.0, abs(lZ)), moving=site_change >= tol,
+                      site_change=site_change)
+        return EPState(ttau, tnu, Sigma, mu, sW, L, lZ), info
+
+    def describe(state, info):
+        return f"site change {info.site_change:.2g}"
+
+    return Algorithm(init, step, result=lambda state: state, describe=describe, trace_initial=False,
+                     reports=True)
+
+
 @C.one_blas_thread_when_small
 def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_sweeps=2, ttau0=None, tnu0=None,
-             progress=False, block=BLOCK):
-    """Run EP to convergence. Returns a dict with ``ttau``, ``tnu``, ``mu``, ``Sigma``, ``sW``, ``L``,
-    ``alpha`` (= K^-1 mu = tnu - sW B^-1 sW K tnu), ``log_evidence``, its trace, ``iterations`` (sweeps made),
-    ``converged``; ``progress`` shows a bar over the passes (sweeps over the sites). ``block``: sites whose
-    rank-one updates are applied together (:func:`_sweep`; 1 is the textbook site-by-site update)."""
-    n = K.shape[0]
-    ttau = np.zeros(n) if ttau0 is None else np.asarray(ttau0, float).copy()
-    tnu = np.zeros(n) if tnu0 is None else np.asarray(tnu0, float).copy()
-    Sigma, mu, sW, L = _recompute(K, ttau, tnu)
-    lZ_old = _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L) if ttau0 is not None else -np.inf
-    trace = []
-    converged = False
-    sweep = 0
-    last = ""         # how far the last pass was from converging, shown beside the site a pass has reached
-    with progress_bar(total=max_sweeps, desc=f"ep ({likelihood})", disable=not progress, unit="pass") as bar:
-        def report(site):     # a pass over thousands of sites takes seconds: say where it is
-            show(bar, f"site {site}/{n}{last}")
-
-        for sweep in range(1, max_sweeps + 1):
-            max_change = _sweep(Sigma, mu, ttau, tnu, y, likelihood, damping, max(1, int(block)), report)
-            Sigma = L = None      # stale rows and the last factor: free them before the recompute needs memory
-            show(bar, f"recomputing Sigma from chol(B){last}")
-            Sigma, mu, sW, L = _recompute(K, ttau, tnu)
-            lZ = _log_z(K, ttau, tnu, likelihood, y, Sigma, mu, L)
-            trace.append(lZ)
-            bar.update()
-            last = f"; last pass: site change {max_change:.2g}, ln Z change {abs(lZ - lZ_old):.2g} (tol {tol:g})"
-            show(bar, last[2:])
-            if sweep >= min_sweeps and max_change < tol and abs(lZ - lZ_old) < tol * max(1.0, abs(lZ)):
-                converged = True
-                break
-            lZ_old = lZ
-    alpha = tnu - C.solve_C(sW, L, K @ tnu)
-    return {"ttau": ttau, "tnu": tnu, "mu": mu, "Sigma": Sigma, "sW": sW, "L": L,
-            "alpha": alpha, "log_evidence": float(trace[-1]), "trace": np.array(trace), "iterations": sweep,
-            "converged": converged}
+             progress=False, block=BLOCK) -> EPSites:
+    """Run EP to convergence from the sites ``ttau0``, ``tnu0`` (None: zero); ``progress`` shows a bar over the
+    passes (sweeps over the sites). ``block``: sites whose rank-one updates are applied together
+    (:func:`_sweep`; 1 is the textbook site-by-site update)."""
+    algorithm = expectation_propagation(K, y, likelihood, tol=tol, damping=damping, block=block)
+    run = iterate(algorithm, (ttau0, tnu0), max_iter=max_sweeps, tol=tol, min_iter=min_sweeps, progress=progress,
+                  desc=f"ep ({likelihood})", unit="pass", owner="ep", change_name="ln Z change")
+    s = run.state
+    alpha = s.tnu - C.solve_C(s.sW, s.L, K @ s.tnu)
+    return EPSites(ttau=s.ttau, tnu=s.tnu, mu=s.mu, Sigma=s.Sigma, sW=s.sW, L=s.L, alpha=alpha,
+                   log_evidence=float(run.trace[-1]), trace=run.trace, iterations=run.iterations,
+                   converged=run.converged)
 
 
 def ep_log_evidence_grad(K, dK, y, likelihood, res=None, **ep_kw):
     """ln Z_EP and its gradient w.r.t. the log-hyperparameters at the EP fixed point (R&W 5.27)."""
     if res is None:
         res = ep_sites(K, y, likelihood, **ep_kw)
-    sW, L, tnu = res["sW"], res["L"], res["tnu"]
+    sW, L, tnu = res.sW, res.L, res.tnu
     b = tnu - C.solve_C(sW, L, K @ tnu)
     R = C.C_matrix(sW, L)
     F = np.outer(b, b) - R
     g = np.array([0.5 * float(np.sum(F * dK[j])) for j in range(dK.shape[0])])
-    return res["log_evidence"], g, res
+    return res.log_evidence, g, res
 
 
 def fit_ep(model, data, opts=None, progress=False):
-    """EP at the model's hyperparameters: returns the site / posterior dict plus K and y."""
+    """EP at the model's hyperparameters: (its :class:`EPSites`, K, y)."""
     opts = C.with_defaults(OPTIONS, opts)
     return C.run_at_hyperparameters(model, data, ep_sites, max_sweeps=opts["max_sweeps"], tol=opts["tol"],
                                     damping=opts["damping"], min_sweeps=opts["min_sweeps"], progress=progress)
@@ -211,13 +265,12 @@ def fit_ep(model, data, opts=None, progress=False):
 def ep_posterior(model, data, opts=None, progress=False) -> C.Posterior:
     """EP's Q = N(mu, Sigma) at the model's hyperparameters, as the family's posterior struct (its sites: the site
     precisions tau~ and natural means nu~)."""
-    res = fit_ep(model, data, opts, progress)
-    jb = C.jensen_bound(res["y"], res["mu"], res["Sigma"], model.likelihood, sW=res["sW"], L=res["L"],
-                        alpha=res["alpha"])
-    return C.Posterior(mean=res["mu"], cov=res["Sigma"], log_evidence=res["log_evidence"], jensen_bound=jb,
-                       alpha=res["alpha"], sW=res["sW"], objective={"log_evidence": res["trace"]},
-                       objective_name="log_evidence", iterations=res["iterations"], converged=res["converged"],
-                       sites={"site_tau": res["ttau"], "site_nu": res["tnu"]})
+    res, _, y = fit_ep(model, data, opts, progress)
+    jb = C.jensen_bound(y, res.mu, res.Sigma, model.likelihood, sW=res.sW, L=res.L, alpha=res.alpha)
+    return C.Posterior(mean=res.mu, cov=res.Sigma, log_evidence=res.log_evidence, jensen_bound=jb,
+                       alpha=res.alpha, sW=res.sW, objective={"log_evidence": res.trace},
+                       objective_name="log_evidence", iterations=res.iterations, converged=res.converged,
+                       sites={"site_tau": res.ttau, "site_nu": res.tnu})
 
 
 @register("ep", kind="approximation", family="gpc", options=OPTIONS, relations=RELATIONS,

@@ -31,12 +31,14 @@ prior is correlated (large lengthscales); its Jensen bound (4.13) is evaluated a
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy import linalg as sla
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.models.gpc import VARIANCE_LIMIT
-from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
@@ -63,12 +65,76 @@ def fv_bound(log_z, m, mu, s2, P, logdet_K):
         - 0.5 * logdet_K
 
 
-def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, progress=False):
-    """Maximise ln Z_FV over the factor locations mu (Newton with step halving, from mu = 0).
+class FVState(NamedTuple):
+    """The factor locations ``mu`` and what they give: the factors' means ``m`` and variances ``v``, the first two
+    derivatives ``d1``, ``d2`` of their log normalisers, and ``objective`` ln Z_FV."""
 
-    Returns ``m``, ``v`` (factor means and variances), ``mu``, ``s2``, ``log_evidence`` (ln Z_FV), ``trace``
-    (per iteration), ``iterations``, ``converged``.
-    """
+    mu: np.ndarray
+    m: np.ndarray
+    v: np.ndarray
+    d1: np.ndarray
+    d2: np.ndarray
+    objective: float
+
+
+class FVInfo(NamedTuple):
+    """One Newton step on mu: ln Z_FV after it (``objective``), its relative gain (``change``), whether mu still
+    moved by more than 1e-8 (1 + max |mu|) (``moving``), and ``stalled``: no ascent was left at machine precision
+    (``moving`` then says whether the point or the direction is not finite)."""
+
+    objective: float
+    change: float
+    moving: bool
+    stalled: bool = False
+
+
+class FVResult(NamedTuple):
+    """FV's factors: means ``m`` and variances ``v``, locations ``mu`` and cavity variances ``s2``,
+    ``log_evidence`` (ln Z_FV), its ``trace``, ``iterations`` and ``converged``."""
+
+    m: np.ndarray
+    v: np.ndarray
+    mu: np.ndarray
+    s2: np.ndarray
+    log_evidence: float
+    trace: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def newton_on_locations(y, likelihood, s2, P, logdet_K) -> Algorithm:
+    """Newton steps on the factor locations with step halving on ln Z_FV; ``init`` takes the starting mu."""
+    def state(mu):
+        log_z, d1, d2, m, v = factor_moments(y, mu, s2, likelihood)
+        return FVState(mu, m, v, d1, d2, fv_bound(log_z, m, mu, s2, P, logdet_K))
+
+    def step(s):
+        dm = 1.0 + s2 * s.d2                             # dm_i / dmu_i, in (0, 1]
+        grad = dm * (s.d1 - P @ s.m)                     # zero iff mu satisfies (4.21)
+        H = dm[:, None] * P * dm[None, :] - np.diag(dm * s.d2)   # -Hessian at the fixed point, > 0
+        try:
+            direction = sla.solve(H, grad, assume_a="pos", check_finite=False)
+        except (np.linalg.LinAlgError, sla.LinAlgError):       # round-off: a diagonally scaled gradient step
+            direction = grad / np.diag(H)
+        size = 1.0
+        while size >= 1e-12:
+            new = state(s.mu + size * direction)
+            if np.isfinite(new.objective) and new.objective >= s.objective - 1e-13 * abs(s.objective):
+                break
+            size *= 0.5
+        else:                                            # no ascent left at machine precision
+            finite = np.isfinite(s.objective) and np.all(np.isfinite(direction))
+            return s, FVInfo(objective=s.objective, change=0.0, moving=not finite, stalled=True)
+        move = size * float(np.max(np.abs(direction)))
+        info = FVInfo(objective=new.objective, change=(new.objective - s.objective) / max(1.0, abs(new.objective)),
+                      moving=move > 1e-8 * (1.0 + float(np.max(np.abs(new.mu)))))
+        return new, info
+
+    return Algorithm(lambda mu0: state(mu0), step, result=lambda state: state)
+
+
+def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, progress=False) -> FVResult:
+    """Maximise ln Z_FV over the factor locations mu (Newton with step halving, from ``mu0``; None: zero)."""
     n = K.shape[0]
     Kr = K + ridge * np.eye(n)
     Lk = sla.cholesky(Kr, lower=True, check_finite=False)
@@ -76,60 +142,28 @@ def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, pr
     P = 0.5 * (P + P.T)
     logdet_K = 2.0 * float(np.sum(np.log(np.diag(Lk))))
     s2 = 1.0 / np.diag(P)
-
-    def state(mu):
-        log_z, d1, d2, m, v = factor_moments(y, mu, s2, likelihood)
-        return {"mu": mu, "m": m, "v": v, "d1": d1, "d2": d2,
-                "F": fv_bound(log_z, m, mu, s2, P, logdet_K)}
-
-    s = state(np.zeros(n) if mu0 is None else np.asarray(mu0, float).copy())
-    trace = [s["F"]]
-    converged = False
-    it = 0
-    with progress_bar(total=max_iter, desc=f"fv ({likelihood})", disable=not progress, unit="Newton step") as bar:
-        for it in range(1, max_iter + 1):
-            dm = 1.0 + s2 * s["d2"]                             # dm_i / dmu_i, in (0, 1]
-            grad = dm * (s["d1"] - P @ s["m"])                  # zero iff mu satisfies (4.21)
-            H = dm[:, None] * P * dm[None, :] - np.diag(dm * s["d2"])   # -Hessian at the fixed point, > 0
-            try:
-                step_dir = sla.solve(H, grad, assume_a="pos", check_finite=False)
-            except (np.linalg.LinAlgError, sla.LinAlgError):       # round-off: a diagonally scaled gradient step
-                step_dir = grad / np.diag(H)
-            step, new = 1.0, None
-            while step >= 1e-12:
-                cand = state(s["mu"] + step * step_dir)
-                if np.isfinite(cand["F"]) and cand["F"] >= s["F"] - 1e-13 * abs(s["F"]):
-                    new = cand
-                    break
-                step *= 0.5
-            bar.update(1)
-            if new is None:
-                converged = bool(np.isfinite(s["F"]) and np.all(np.isfinite(step_dir)))   # no ascent left
-                break
-            move = step * float(np.max(np.abs(step_dir)))
-            gain = new["F"] - s["F"]
-            s = new
-            trace.append(s["F"])
-            if move <= 1e-8 * (1.0 + float(np.max(np.abs(s["mu"])))) and gain <= tol * max(1.0, abs(s["F"])):
-                converged = True
-                break
-    return {"m": s["m"], "v": s["v"], "mu": s["mu"], "s2": s2, "log_evidence": s["F"], "trace": np.array(trace),
-            "iterations": it, "converged": converged}
+    start = np.zeros(n) if mu0 is None else np.asarray(mu0, float).copy()
+    run = iterate(newton_on_locations(y, likelihood, s2, P, logdet_K), start, max_iter=max_iter, tol=tol,
+                  progress=progress, desc=f"fv ({likelihood})", unit="Newton step", owner="fv",
+                  change_name="gain of ln Z_FV")
+    s = run.state
+    return FVResult(m=s.m, v=s.v, mu=s.mu, s2=s2, log_evidence=s.objective, trace=run.trace,
+                    iterations=run.iterations, converged=run.converged)
 
 
 def fv_posterior(model, data, opts=None, progress=False) -> C.Posterior:
     """FV's Q = N(m, diag v) (the factors' moments) at the model's hyperparameters, as the family's posterior
     struct; no site form (Q is not (K^-1 + W)^-1), its sites: the factor locations mu and variances s2."""
     opts = C.with_defaults(OPTIONS, opts)
-    res = C.run_at_hyperparameters(model, data, fv_fit, ridge=opts["ridge"], max_iter=opts["max_iter"],
-                                   tol=opts["tol"], progress=progress)
-    V = np.diag(res["v"])
+    res, K, y = C.run_at_hyperparameters(model, data, fv_fit, ridge=opts["ridge"], max_iter=opts["max_iter"],
+                                         tol=opts["tol"], progress=progress)
+    V = np.diag(res.v)
     with C.quiet_numerics():
-        jb = C.jensen_bound(res["y"], res["m"], V, model.likelihood, K=res["K"])
-    return C.Posterior(mean=res["m"], cov=V, log_evidence=res["log_evidence"], jensen_bound=jb,
-                       objective={"log_evidence": res["trace"]}, objective_name="log_evidence",
-                       iterations=res["iterations"], converged=res["converged"],
-                       sites={"factor_mu": res["mu"], "factor_s2": res["s2"]}, info={"ridge": float(opts["ridge"])})
+        jb = C.jensen_bound(y, res.m, V, model.likelihood, K=K)
+    return C.Posterior(mean=res.m, cov=V, log_evidence=res.log_evidence, jensen_bound=jb,
+                       objective={"log_evidence": res.trace}, objective_name="log_evidence",
+                       iterations=res.iterations, converged=res.converged,
+                       sites={"factor_mu": res.mu, "factor_s2": res.s2}, info={"ridge": float(opts["ridge"])})
 
 
 @register("fv", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,

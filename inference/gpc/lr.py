@@ -102,8 +102,8 @@ def lr_posterior(model, data, opts=None, progress=False) -> C.Posterior:
     """Label regression's Q = N(m, V) at the model's hyperparameters, as the family's posterior struct; closed form
     (no iterations), its evidence the Jensen bound under the classification likelihood."""
     opts = C.with_defaults(OPTIONS, opts)
-    res = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"], noise_range=opts["noise_range"],
-                                   progress=progress)
+    res, _, _ = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"],
+                                         noise_range=opts["noise_range"], progress=progress)
     return C.Posterior(mean=res["m"], cov=res["V"], log_evidence=res["jensen_bound"], jensen_bound=res["jensen_bound"],
                        alpha=res["alpha"], sW=res["sW"],
                        objective={"log_evidence_regression": np.array([res["log_evidence_regression"]])},

@@ -28,11 +28,13 @@ latter for model selection).
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.special import log_expit, log_ndtr
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT
-from bayeszoo.progress import progress_bar
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
@@ -63,7 +65,21 @@ def bound_coefficients(varsigma, likelihood):
     return np.full_like(varsigma, -0.5), b, (0.5 * varsigma - b) * varsigma + lp
 
 
-def vb_state(K, y, likelihood, varsigma):
+class VBState(NamedTuple):
+    """The bound positions ``varsigma`` and Q there (:func:`vb_state`): ``m``, ``v`` (diag V), ``alpha``, ``sW``,
+    ``L``; ``objective`` ln Z_VB; ``relax``, the over-relaxation's step factor for the next update."""
+
+    varsigma: np.ndarray
+    m: np.ndarray
+    v: np.ndarray
+    alpha: np.ndarray
+    sW: np.ndarray
+    L: np.ndarray
+    objective: float
+    relax: float = 1.0
+
+
+def vb_state(K, y, likelihood, varsigma) -> VBState:
     """Q and ln Z_VB (4.20) for the bound positions ``varsigma``: m = V (b o y), alpha = K^-1 m = b o y - C K (b o y)
     with C = sW B^-1 sW (Table 4.3), and diag V (the full V: ``C.posterior_cov(K, sW, L)``)."""
     a, b, c = bound_coefficients(varsigma, likelihood)
@@ -76,67 +92,98 @@ def vb_state(K, y, likelihood, varsigma):
     v = np.diag(K) - np.sum(Vh * Vh, 0)
     # (b o y)^T V (b o y) = (b o y)^T m
     log_z = float(np.sum(c)) + 0.5 * float(by @ m) - 0.5 * C.logdet_B(L)
-    return {"varsigma": varsigma, "m": m, "v": v, "alpha": alpha, "sW": sW, "L": L, "log_evidence": log_z}
+    return VBState(varsigma=varsigma, m=m, v=v, alpha=alpha, sW=sW, L=L, objective=log_z)
 
 
-def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overrelax=True, progress=False):
-    """EM fixed point on the bound positions; returns the final state plus ``trace`` (ln Z_VB per
-    iteration), ``iterations``, ``converged``. ``overrelax`` tries longer steps along each EM step (doubling
-    while they pay, back to plain EM when not); every accepted step is at least as good as the EM step."""
+class VBInfo(NamedTuple):
+    """One EM update: ln Z_VB after it (``objective``), its relative change (``change``), and whether a bound
+    position still moved by more than 1e-6 (1 + max |varsigma|) (``moving``)."""
+
+    objective: float
+    change: float
+    moving: bool
+
+
+class VBResult(NamedTuple):
+    """VB's Q = N(``m``, ``V``) at the final bound positions ``varsigma`` (``v`` = diag V, ``alpha`` = K^-1 m,
+    ``sW``, ``L``), ``log_evidence`` (ln Z_VB), its ``trace``, ``iterations`` and ``converged``."""
+
+    varsigma: np.ndarray
+    m: np.ndarray
+    v: np.ndarray
+    V: np.ndarray
+    alpha: np.ndarray
+    sW: np.ndarray
+    L: np.ndarray
+    log_evidence: float
+    trace: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def em_bounds(K, y, likelihood, *, overrelax=True) -> Algorithm:
+    """EM updates of the bound positions (module docstring); ``init`` takes the starting positions. With
+    ``overrelax`` each update is also tried over-relaxed, and the better of the two kept."""
+    def state_at(varsigma, relax):
+        return vb_state(K, y, likelihood, varsigma)._replace(relax=relax)
+
+    def init(varsigma0):
+        return state_at(np.asarray(varsigma0, float).copy(), 1.0)
+
+    def step(s):
+        em_pos = np.sqrt(s.m ** 2 + s.v) if likelihood == "logit" else y * s.m
+        relax = s.relax
+        new = state_at(em_pos, relax)
+        if overrelax and relax > 1.0:
+            # over-relaxed EM (Salakhutdinov & Roweis 2003): a longer step along the EM step, kept only if
+            # it beats the EM step itself, so the bound still never decreases
+            far_pos = s.varsigma + relax * (em_pos - s.varsigma)
+            far = state_at(np.abs(far_pos) if likelihood == "logit" else far_pos, relax)
+            if far.objective > new.objective:
+                new, relax = far, min(2.0 * relax, 64.0)
+            else:
+                relax = 1.0
+        elif overrelax:
+            relax = 2.0
+        moved = float(np.max(np.abs(new.varsigma - s.varsigma)))
+        info = VBInfo(objective=new.objective, change=abs(new.objective - s.objective) / max(1.0, abs(new.objective)),
+                      moving=moved > 1e-6 * (1.0 + float(np.max(np.abs(new.varsigma)))))
+        return new._replace(relax=relax), info
+
+    return Algorithm(init, step, result=lambda state: state)
+
+
+def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overrelax=True, progress=False) -> VBResult:
+    """EM fixed point on the bound positions from ``varsigma0`` (None: from the Laplace approximation, module
+    docstring). ``overrelax`` tries longer steps along each EM step (doubling while they pay, back to plain EM
+    when not); every accepted step is at least as good as the EM step."""
     if varsigma0 is None:
         la = laplace_mode(K, y, likelihood)
         if likelihood == "logit":
-            varsigma0 = np.sqrt(la["f"] ** 2 + C.posterior_var(K, la["sW"], la["L"]))
+            varsigma0 = np.sqrt(la.f ** 2 + C.posterior_var(K, la.sW, la.L))
         else:
-            varsigma0 = y * la["f"]
-    s = vb_state(K, y, likelihood, np.asarray(varsigma0, float).copy())
-    trace = [s["log_evidence"]]
-    converged = False
-    it = 0
-    relax = 1.0
-    with progress_bar(total=max_iter, desc=f"vb ({likelihood})", disable=not progress, unit="EM step") as bar:
-        for it in range(1, max_iter + 1):
-            if likelihood == "logit":
-                em_pos = np.sqrt(s["m"] ** 2 + s["v"])
-            else:
-                em_pos = y * s["m"]
-            new = vb_state(K, y, likelihood, em_pos)
-            if overrelax and relax > 1.0:
-                # over-relaxed EM (Salakhutdinov & Roweis 2003): a longer step along the EM step, kept only if
-                # it beats the EM step itself, so the bound still never decreases
-                far_pos = s["varsigma"] + relax * (em_pos - s["varsigma"])
-                far = vb_state(K, y, likelihood, np.abs(far_pos) if likelihood == "logit" else far_pos)
-                if far["log_evidence"] > new["log_evidence"]:
-                    new, relax = far, min(2.0 * relax, 64.0)
-                else:
-                    relax = 1.0
-            elif overrelax:
-                relax = 2.0
-            change = float(np.max(np.abs(new["varsigma"] - s["varsigma"])))
-            s = new
-            trace.append(s["log_evidence"])
-            bar.update(1)
-            if abs(trace[-1] - trace[-2]) <= tol * max(1.0, abs(trace[-1])) and \
-                    change <= 1e-6 * (1.0 + float(np.max(np.abs(s["varsigma"])))):
-                converged = True
-                break
-    s.update(V=C.posterior_cov(K, s["sW"], s["L"]), trace=np.array(trace), iterations=it, converged=converged)
-    return s
+            varsigma0 = y * la.f
+    run = iterate(em_bounds(K, y, likelihood, overrelax=overrelax), varsigma0, max_iter=max_iter, tol=tol,
+                  progress=progress, desc=f"vb ({likelihood})", unit="EM step", owner="vb",
+                  change_name="change of ln Z_VB")
+    s = run.state
+    return VBResult(varsigma=s.varsigma, m=s.m, v=s.v, V=C.posterior_cov(K, s.sW, s.L), alpha=s.alpha, sW=s.sW,
+                    L=s.L, log_evidence=s.objective, trace=run.trace, iterations=run.iterations,
+                    converged=run.converged)
 
 
 def vb_posterior(model, data, opts=None, progress=False) -> C.Posterior:
     """VB's Q = N(m, V) at the model's hyperparameters, as the family's posterior struct (its sites: the bound
     positions varsigma); its evidence is the bound ln Z_VB."""
     opts = C.with_defaults(OPTIONS, opts)
-    res = C.run_at_hyperparameters(model, data, vb_fit, max_iter=opts["max_iter"], tol=opts["tol"],
-                                   progress=progress)
+    res, _, y = C.run_at_hyperparameters(model, data, vb_fit, max_iter=opts["max_iter"], tol=opts["tol"],
+                                         progress=progress)
     with C.quiet_numerics():
-        jb = C.jensen_bound(res["y"], res["m"], res["V"], model.likelihood, sW=res["sW"], L=res["L"],
-                            alpha=res["alpha"])
-    return C.Posterior(mean=res["m"], cov=res["V"], log_evidence=res["log_evidence"], jensen_bound=jb,
-                       alpha=res["alpha"], sW=res["sW"], objective={"log_evidence": res["trace"]},
-                       objective_name="log_evidence", iterations=res["iterations"], converged=res["converged"],
-                       sites={"varsigma": res["varsigma"]})
+        jb = C.jensen_bound(y, res.m, res.V, model.likelihood, sW=res.sW, L=res.L, alpha=res.alpha)
+    return C.Posterior(mean=res.m, cov=res.V, log_evidence=res.log_evidence, jensen_bound=jb,
+                       alpha=res.alpha, sW=res.sW, objective={"log_evidence": res.trace},
+                       objective_name="log_evidence", iterations=res.iterations, converged=res.converged,
+                       sites={"varsigma": res.varsigma})
 
 
 @register("vb", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
