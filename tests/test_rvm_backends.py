@@ -236,11 +236,11 @@ def test_vb_is_exact_for_one_conjugate_block():
     from bayeszoo.inference.rvm.vb import vb_fit
 
     res = vb_fit(model, Phi, t, {"max_iter": 3000, "tol": 1e-13})
-    Eb = res["c_t"] / res["d_t"]
-    Ea = res["a_t"] / res["b_t"]
+    Eb = res.c_t / res.d_t
+    Ea = res.a_t / res.b_t
     S = np.linalg.inv(Eb * Phi.T @ Phi + np.diag(Ea))
-    np.testing.assert_allclose(res["m"], Eb * S @ Phi.T @ t, rtol=1e-6)
-    np.testing.assert_allclose(res["R"] @ res["R"].T, S, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(res.m, Eb * S @ Phi.T @ t, rtol=1e-6)
+    np.testing.assert_allclose(res.R @ res.R.T, S, rtol=1e-6, atol=1e-12)
 
 
 # ------------------------------------------------------------------------------------------- gibbs

@@ -19,12 +19,14 @@ from __future__ import annotations
 
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from scipy import linalg as sla
 from scipy.special import expit, log_expit, log_ndtr
 
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
@@ -205,49 +207,69 @@ def link_terms(f, t, link):
     return float(np.sum(logcdf)), sgn * lam, np.maximum(lam * (lam + z), 1e-300)
 
 
+class IRLSState(NamedTuple):
+    """The weights ``w``, ``objective`` log p(t | w) + log p(w | alpha) (up to a constant), and the likelihood's
+    terms there: ``log_lik``, its gradient ``g`` in f and the IRLS weights ``W``."""
+
+    w: np.ndarray
+    objective: float
+    log_lik: float
+    g: np.ndarray
+    W: np.ndarray
+
+
+class IRLSInfo(NamedTuple):
+    """One Newton step: the objective after it, ``change`` = max |dw| / (1 + max |w|), and ``stalled``: no step
+    along the Newton direction raised the objective (w is the mode to working precision)."""
+
+    objective: float
+    change: float
+    stalled: bool = False
+
+
+def irls(Phi, t, alpha, link) -> Algorithm:
+    """IRLS / Newton for the mode of p(w | t, alpha), with step halving; ``init`` takes the starting w (None:
+    zero)."""
+    M = Phi.shape[1]
+
+    def state(w):
+        ll, g, W = link_terms(Phi @ w, t, link)
+        return IRLSState(w, ll - 0.5 * float(np.sum(alpha * w * w)), ll, g, W)
+
+    def step(s):
+        H = (Phi.T * s.W) @ Phi
+        H[np.diag_indices(M)] += alpha
+        direction = Gaussian(H).solve(Phi.T @ s.g - alpha * s.w)
+        size = 1.0
+        while True:
+            new = state(s.w + size * direction)
+            if new.objective >= s.objective - 1e-12 * abs(s.objective):
+                break
+            if size < 1e-8:
+                # no step along the Newton direction raises psi: w is the mode to working precision. Taking the step
+                # anyway (as before) let tiny alphas on separable data throw w to overflow (NaN IRLS weights)
+                return s, IRLSInfo(s.objective, 0.0, stalled=True)
+            size *= 0.5
+        change = float(np.max(np.abs(new.w - s.w))) / (1.0 + float(np.max(np.abs(s.w))))
+        return new, IRLSInfo(new.objective, change)
+
+    return Algorithm(lambda w0: state(np.zeros(M) if w0 is None else np.asarray(w0, float).copy()), step,
+                     result=lambda s: s)
+
+
 def laplace_mode(Phi, t, alpha, link, w0=None, max_iter=100, tol=1e-9):
-    """IRLS / Newton for the mode of p(w | t, alpha) ([P 18-20], digest 2.5), with step halving.
+    """IRLS / Newton for the mode of p(w | t, alpha) ([P 18-20], digest 2.5), with step halving, from ``w0``.
 
     Returns ``(post, W, g, loglik, iters)``: ``post`` is the Laplace Gaussian (mu = mode), ``W`` the weights B,
     ``g`` the likelihood gradient in f, so B t-hat = W f + g  ([P 20]: t-hat = Phi w + B^-1 (t - y)).
     """
-    N, M = Phi.shape
-    w = np.zeros(M) if w0 is None else np.asarray(w0, float).copy()
-
-    def psi(w):
-        ll, g, W = link_terms(Phi @ w, t, link)
-        return ll - 0.5 * float(np.sum(alpha * w * w)), ll, g, W
-
-    val, ll, g, W = psi(w)
-    it = 0
-    for it in range(1, max_iter + 1):
-        grad = Phi.T @ g - alpha * w
-        H = (Phi.T * W) @ Phi
-        H[np.diag_indices(M)] += alpha
-        step = Gaussian(H).solve(grad)
-        lr = 1.0
-        while True:
-            w_new = w + lr * step
-            v_new, ll_n, g_n, W_n = psi(w_new)
-            if v_new >= val - 1e-12 * abs(val):
-                break
-            if lr < 1e-8:
-                # no step along the Newton direction raises psi: w is the mode to working precision. Taking the step
-                # anyway (as before) let tiny alphas on separable data throw w to overflow (NaN IRLS weights)
-                w_new = None
-                break
-            lr *= 0.5
-        if w_new is None:
-            break
-        done = np.max(np.abs(w_new - w)) < tol * (1.0 + np.max(np.abs(w)))
-        w, val, ll, g, W = w_new, v_new, ll_n, g_n, W_n
-        if done:
-            break
-    H = (Phi.T * W) @ Phi
-    H[np.diag_indices(M)] += alpha
+    run = iterate(irls(Phi, t, alpha, link), w0, max_iter=max_iter, tol=tol, owner="IRLS")
+    s = run.state
+    H = (Phi.T * s.W) @ Phi
+    H[np.diag_indices(Phi.shape[1])] += alpha
     post = Gaussian(H)
-    post.mu = w
-    return post, W, g, ll, it
+    post.mu = s.w
+    return post, s.W, s.g, s.log_lik, run.iterations
 
 
 def laplace_log_evidence(post: Gaussian, alpha, loglik) -> float:
