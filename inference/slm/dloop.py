@@ -327,7 +327,7 @@ def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, i
                   unit="outer loop", owner=owner("slm", "dloop"), change_name="change of ln gamma")
     st = run.state
     z, u_var, steps = variances(prob, st.gamma, k=lanczos_k, dense=dense if exact_variances else None)
-    return DoubleLoop(mean=st.u, gamma=st.gamma, z=z, u_var=u_var, phi=run.trace, lanczos_k=steps,
+    return DoubleLoop(mean=algorithm.result(st), gamma=st.gamma, z=z, u_var=u_var, phi=run.trace, lanczos_k=steps,
                       outer=run.iterations, inner=list(st.inner), converged=run.converged,
                       inner_converged=st.inner_converged)
 

@@ -308,9 +308,10 @@ class FISTAInfo(NamedTuple):
 def _fista(prob, max_iter, tol, progress):
     # level-1 BLAS on image-sized vectors between transforms: a second thread only adds waits (_common.blas_threads)
     with one_blas_thread(0):
-        run = iterate(greedy_fista(prob, tol), None, max_iter=max_iter, tol=tol, progress=progress,
-                      desc="map (fista)", unit="iteration", owner=owner("slm", "map"), change_name="relative move")
-    return prob.B.rmatvec(run.state.c), run.iterations, run.trace, run.converged
+        algorithm = greedy_fista(prob, tol)
+        run = iterate(algorithm, None, max_iter=max_iter, tol=tol, progress=progress, desc="map (fista)",
+                      unit="iteration", owner=owner("slm", "map"), change_name="relative move")
+        return algorithm.result(run.state), run.iterations, run.trace, run.converged
 
 
 def greedy_fista(prob, tol) -> Algorithm:
@@ -516,9 +517,10 @@ class ADMMInfo(NamedTuple):
 
 
 def _admm(prob, max_iter, tol, rho, progress):
-    run = iterate(admm(prob, tol, rho), None, max_iter=max_iter, tol=tol, progress=progress, desc="map (admm)",
+    algorithm = admm(prob, tol, rho)
+    run = iterate(algorithm, None, max_iter=max_iter, tol=tol, progress=progress, desc="map (admm)",
                   unit="iteration", owner=owner("slm", "map"), change_name="primal residual")
-    return run.state.u, run.iterations, run.trace, run.converged
+    return algorithm.result(run.state), run.iterations, run.trace, run.converged
 
 
 def admm(prob, tol, rho) -> Algorithm:
