@@ -7,10 +7,11 @@ An approximation is an :class:`Algorithm` of three functions and nothing else:
 * ``init(problem) -> State``: a NamedTuple whose ``objective`` field holds the objective at the start (the
   quantity the algorithm ascends: a log evidence, a bound, a log posterior; None where there is none yet);
 * ``step(state) -> (State, Info)``: one iteration; Info is a NamedTuple with at least ``objective`` (after the
-  step) and ``change``, the algorithm's measure of the step, compared with its tolerance (most often the
-  objective's relative change); an Info may also have ``moving``, True while the iterate itself still moves
-  by more than the algorithm resolves (an objective can settle before its argument does), and ``stalled``,
-  True when the step found no ascent left at machine precision (it returns the state unchanged);
+  step; None for an algorithm that has none, which leaves the trace empty) and ``change``, the algorithm's
+  measure of the step, compared with its tolerance (most often the objective's relative change); an Info may
+  also have ``moving``, True while the iterate itself still moves by more than the algorithm resolves (an
+  objective can settle before its argument does), and ``stalled``, True when the step found no ascent left at
+  machine precision (it returns the state unchanged);
 * ``result(state)``: what the fit is made of (a :class:`~bayeszoo.inference.approximations.GaussianApproximation`,
   a :class:`~bayeszoo.inference.approximations.PointEstimate` or the family's own typed result).
 
@@ -91,11 +92,12 @@ def iterate(algorithm: Algorithm, problem, *, max_iter: int, tol: float, min_ite
             if getattr(info, "stalled", False):
                 stopped_by = "stalled" if getattr(info, "moving", False) else "stationary"
                 break
-            objective = float(info.objective)
-            if math.isnan(objective) or math.isinf(objective):
-                raise ValueError(f"{owner}: the objective left double precision ({objective}) at iteration {it}; "
-                                 f"the problem's scales are too far apart for it (rescale the inputs)")
-            trace.append(objective)
+            if info.objective is not None:
+                objective = float(info.objective)
+                if math.isnan(objective) or math.isinf(objective):
+                    raise ValueError(f"{owner}: the objective left double precision ({objective}) at iteration "
+                                     f"{it}; the problem's scales are too far apart for it (rescale the inputs)")
+                trace.append(objective)
             extra = algorithm.describe(state, info) if algorithm.describe is not None else ""
             show(bar, f"{change_name} {float(info.change):.2g} (tol {tol:g})" + (f", {extra}" if extra else ""))
             if it >= min_iter and float(info.change) <= tol and not getattr(info, "moving", False):

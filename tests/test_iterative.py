@@ -102,3 +102,12 @@ def test_reports_reach_a_step_that_asks_for_them():
 
     algorithm = Algorithm(lambda x: State(x, -x * x), step, lambda s: s.x, reports=True)
     assert iterate(algorithm, 1.0, max_iter=5, tol=0.0, progress=True).iterations == 1 and texts == ["stepped"]
+
+
+def test_an_algorithm_without_an_objective_runs_on_its_change_with_an_empty_trace():
+    def step(s):
+        return State(s.x / 2, None), Info(None, abs(s.x) / 2)
+
+    run = iterate(Algorithm(lambda x: State(x, None), step, lambda s: s.x), 1.0, max_iter=100, tol=0.1)
+    # changes 0.5, 0.25, 0.125, 0.0625: the fourth is within tol
+    assert run.converged and run.iterations == 4 and run.trace.size == 0 and run.state.x == 0.0625

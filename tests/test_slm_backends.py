@@ -200,9 +200,9 @@ def test_sbl_matches_sklearn_ard():
     from bayeszoo.inference.slm.sbl import sbl
 
     exact = sbl(X, np.eye(n), y, 1.0, learn_noise=True, tol=1e-10, max_iter=5000)
-    np.testing.assert_allclose(exact["mean"], ard.coef_, atol=1e-4)
-    assert exact["sigma2"] == pytest.approx(1.0 / ard.alpha_, rel=1e-3)
-    np.testing.assert_allclose(u.mean(0), exact["mean"], atol=4 * np.sqrt(np.diag(exact["cov"]).max() / u.shape[0]))
+    np.testing.assert_allclose(exact.mean, ard.coef_, atol=1e-4)
+    assert exact.sigma2 == pytest.approx(1.0 / ard.alpha_, rel=1e-3)
+    np.testing.assert_allclose(u.mean(0), exact.mean, atol=4 * np.sqrt(np.diag(exact.cov).max() / u.shape[0]))
 
 
 @pytest.mark.parametrize("learn_noise", [False, True])
@@ -217,13 +217,13 @@ def test_sbl_with_fewer_measurements_than_unknowns_equals_the_dense_iteration(le
     small = sbl(X, np.eye(n), y, 0.01, learn_noise=learn_noise, max_iter=300, tol=1e-9)
     dense = sbl(X, np.eye(n)[perm], y, 0.01, learn_noise=learn_noise, max_iter=300, tol=1e-9)
     # the stopping test may fall one iteration apart (rounding at the tolerance)
-    assert abs(small["iterations"] - dense["iterations"]) <= 1 and small["iterations"] > 5
-    k = min(small["iterations"], dense["iterations"])
-    np.testing.assert_allclose(small["mean"], dense["mean"], rtol=1e-6, atol=1e-9)
-    np.testing.assert_allclose(small["alpha"][perm], dense["alpha"], rtol=1e-5)
-    np.testing.assert_allclose(small["cov"], dense["cov"], rtol=1e-6, atol=1e-12)
-    np.testing.assert_allclose(small["log_evidence"][:k], dense["log_evidence"][:k], rtol=1e-8)
-    assert small["sigma2"] == pytest.approx(dense["sigma2"], rel=1e-8)
+    assert abs(small.iterations - dense.iterations) <= 1 and small.iterations > 5
+    k = min(small.iterations, dense.iterations)
+    np.testing.assert_allclose(small.mean, dense.mean, rtol=1e-6, atol=1e-9)
+    np.testing.assert_allclose(small.alpha[perm], dense.alpha, rtol=1e-5)
+    np.testing.assert_allclose(small.cov, dense.cov, rtol=1e-6, atol=1e-12)
+    np.testing.assert_allclose(small.log_evidence[:k], dense.log_evidence[:k], rtol=1e-8)
+    assert small.sigma2 == pytest.approx(dense.sigma2, rel=1e-8)
 
 
 def _mc_close(a, b, z=4.5):

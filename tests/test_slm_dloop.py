@@ -36,10 +36,10 @@ def test_gaussian_potentials_are_exact(exact):
     model, data, prob, dense = _case("gaussian")
     res = dloop.double_loop(prob, dense=dense, exact_variances=exact, lanczos_k=prob.n)
     mean, V = model.gaussian_posterior(data)
-    np.testing.assert_allclose(res["mean"], mean, atol=1e-7)
-    np.testing.assert_allclose(res["u_var"], np.diag(V), rtol=1e-8)
+    np.testing.assert_allclose(res.mean, mean, atol=1e-7)
+    np.testing.assert_allclose(res.u_var, np.diag(V), rtol=1e-8)
     # the bound is tight: phi = -2 ln Z
-    assert res["phi"][-1] == pytest.approx(-2.0 * _exact_log_z(model, data), rel=1e-10)
+    assert res.phi[-1] == pytest.approx(-2.0 * _exact_log_z(model, data), rel=1e-10)
     fit = bz.fit(model, data, "dloop", seed=0, progress=False)
     assert fit.info["variances_exact"] and fit.info["lanczos_k"] == prob.n
     u = fit.posterior["u"].values.reshape(-1, prob.n)
@@ -52,8 +52,8 @@ def test_phi_decreases_over_outer_iterations(potential, B):
     model, data, prob, dense = _case(potential, B)
     # Student's t converges more slowly: its surrogate also moves the tangent of the concave part of h
     res = dloop.double_loop(prob, dense=dense, exact_variances=True, n_outer=300, outer_tol=1e-8)
-    phi = res["phi"]
-    assert phi.size >= 4 and res["converged"]
+    phi = res.phi
+    assert phi.size >= 4 and res.converged
     assert np.all(np.diff(phi) <= 1e-9 * np.abs(phi[1:]))
     assert phi[-1] < phi[0]
 
@@ -74,8 +74,8 @@ def test_fixed_point_minimises_phi():
 
     ref = minimize(lambda t: f(t)[:2], np.zeros(B.shape[0]), jac=True, method="L-BFGS-B",
                    options={"maxiter": 5000, "ftol": 1e-15, "gtol": 1e-10})
-    assert res["phi"][-1] == pytest.approx(ref.fun, rel=1e-9)
-    np.testing.assert_allclose(res["mean"], f(ref.x)[2], atol=1e-6)
+    assert res.phi[-1] == pytest.approx(ref.fun, rel=1e-9)
+    np.testing.assert_allclose(res.mean, f(ref.x)[2], atol=1e-6)
 
 
 def test_lanczos_variances_underestimate_and_grow_with_k():
@@ -112,10 +112,10 @@ def test_lanczos_k_reaches_the_fixed_point_at_k_equal_n():
     exact = dloop.double_loop(prob, dense=dense, exact_variances=True, n_outer=100, outer_tol=1e-10)
     full = dloop.double_loop(prob, dense=dense, lanczos_k=prob.n, n_outer=100, outer_tol=1e-10)
     short = dloop.double_loop(prob, dense=dense, lanczos_k=4, n_outer=100, outer_tol=1e-10)
-    np.testing.assert_allclose(full["mean"], exact["mean"], atol=1e-7)
+    np.testing.assert_allclose(full.mean, exact.mean, atol=1e-7)
     # underestimated variances shrink less: the mean moves away from the variational fixed point
-    assert np.max(np.abs(short["mean"] - exact["mean"])) > 1e-3
-    assert short["phi"][-1] > exact["phi"][-1]
+    assert np.max(np.abs(short.mean - exact.mean)) > 1e-3
+    assert short.phi[-1] > exact.phi[-1]
 
 
 def test_inner_loop_with_zero_variances_is_map():
@@ -177,12 +177,12 @@ def test_student_fixed_point_is_a_stationary_point_of_phi():
     model, data, prob, (X, B) = _case("student", "identity")
     pot = prob.potential
     res = dloop.double_loop(prob, dense=(X, B), exact_variances=True, n_outer=300, outer_tol=1e-11)
-    assert res["converged"]
-    g = res["gamma"]
+    assert res.converged
+    g = res.gamma
     Ai = np.linalg.inv(X.T @ X / SIGMA2 + B.T @ (B / g[:, None]))
     m = Ai @ X.T @ data.y / SIGMA2
     z = np.einsum("ij,jk,ik->i", B, Ai, B)
-    np.testing.assert_allclose(m, res["mean"], rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(m, res.mean, rtol=1e-7, atol=1e-9)
     np.testing.assert_allclose(g, pot.gamma_star(np.sqrt((B @ m) ** 2 + z)), rtol=1e-8)
     step = 1e-6                                # h'(gamma) by central differences of Table 3.1's height function
     dh = (pot.h(g * (1 + step)) - pot.h(g * (1 - step))) / (2 * step * g)
@@ -192,7 +192,7 @@ def test_student_fixed_point_is_a_stationary_point_of_phi():
     rng = np.random.default_rng(0)
     for _ in range(20):
         moved = g * np.exp(0.05 * rng.standard_normal(g.size))
-        assert dloop.phi_bound(prob, moved, X, B) >= res["phi"][-1] - 1e-9
+        assert dloop.phi_bound(prob, moved, X, B) >= res.phi[-1] - 1e-9
 
 
 def test_student_inner_surrogate_matches_the_tangent_bound():

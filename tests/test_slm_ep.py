@@ -29,9 +29,9 @@ def test_gaussian_potentials_are_exact(schedule):
     exact = SLM(potential="gaussian", tau=1.0, tau_tv=1.5, sigma2=SIGMA2, B="wavelet+tv", wavelet_level=2)
     mean, V = exact.gaussian_posterior(data)
     res = E.ep(X, B, data.y, SIGMA2, pot, schedule=schedule, tol=1e-14)
-    assert res["converged"]
-    np.testing.assert_allclose(res["mean"], mean, atol=1e-8)
-    np.testing.assert_allclose(res["cov"], V, atol=1e-10)
+    assert res.converged
+    np.testing.assert_allclose(res.mean, mean, atol=1e-8)
+    np.testing.assert_allclose(res.cov, V, atol=1e-10)
 
 
 @pytest.mark.parametrize("mu,v,a", [(-3.0, 1.0, 1.7), (0.1, 0.01, 1.7), (2.0, 4.0, 1.7), (50.0, 1.0, 1.7),
@@ -105,9 +105,9 @@ def test_schedules_and_damping_reach_one_fixed_point():
     ref = E.ep(X, B, data.y, SIGMA2, pot, tol=1e-14, max_sweeps=500)
     for kw in ({"schedule": "selective"}, {"damping": 0.5}):
         res = E.ep(X, B, data.y, SIGMA2, pot, tol=1e-14, max_sweeps=500, **kw)
-        assert res["converged"]
-        np.testing.assert_allclose(res["mean"], ref["mean"], atol=1e-6)
-        np.testing.assert_allclose(res["cov"], ref["cov"], atol=1e-7)
+        assert res.converged
+        np.testing.assert_allclose(res.mean, ref.mean, atol=1e-6)
+        np.testing.assert_allclose(res.cov, ref.cov, atol=1e-7)
 
 
 def test_fixed_point_matches_the_fractional_tilted_moments():
@@ -115,8 +115,8 @@ def test_fixed_point_matches_the_fractional_tilted_moments():
     model, data, X, B = _case("laplace", "identity")
     pot = model.potentials(data)
     res = E.ep(X, B, data.y, SIGMA2, pot, tol=1e-16, max_sweeps=1000)
-    h, rho = B @ res["mean"], np.einsum("ij,jk,ik->i", B, res["cov"], B)
-    P_c, H_c = 1.0 / rho - 0.9 * res["pi"], h / rho - 0.9 * res["b"]
+    h, rho = B @ res.mean, np.einsum("ij,jk,ik->i", B, res.cov, B)
+    P_c, H_c = 1.0 / rho - 0.9 * res.pi, h / rho - 0.9 * res.b
     mean, var = E.laplace_moments(H_c / P_c, 1.0 / P_c, 0.9 * pot.tau)
     np.testing.assert_allclose(mean, h, atol=1e-7)
     np.testing.assert_allclose(var, rho, rtol=1e-6)
@@ -131,8 +131,8 @@ def _ep_vs_gibbs(B, n, m, draws, mean_sd, var_rel):
     ref = bz.fit(model, data, "gibbs", draws=draws, tune=200, chains=2, seed=0, progress=False)
     u = ref.posterior["u"].values.reshape(-1, n)
     sd = u.std(0)
-    assert np.max(np.abs(res["mean"] - u.mean(0)) / sd) < mean_sd
-    assert np.max(np.abs(np.diag(res["cov"]) / sd**2 - 1.0)) < var_rel
+    assert np.max(np.abs(res.mean - u.mean(0)) / sd) < mean_sd
+    assert np.max(np.abs(np.diag(res.cov) / sd**2 - 1.0)) < var_rel
 
 
 def test_ep_is_accurate_for_a_laplace_slm():

@@ -41,6 +41,7 @@ its variances are the Lanczos estimates. The ``potentials`` group holds gamma an
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
@@ -48,6 +49,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.slm._common import (blas_threads, check_finite, dense_memory, potentials_group,
                                             precision_cholesky, prior_precision, problem)
 from bayeszoo.resources import Need, dense
@@ -55,7 +57,6 @@ from bayeszoo.inference.slm.gibbs import GaussianStep
 from bayeszoo.numerics.lanczos import lanczos_variances
 from bayeszoo.numerics.linalg import DENSE_N   # up to this n: dense covariance, the phi trace, exact_variances
 from bayeszoo.numerics.operators import to_dense
-from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 POTENTIALS = ("laplace", "logistic", "gaussian", "student", "sigmoid")
@@ -144,20 +145,51 @@ def _line_search(surrogate, s, Bd, rXd, XdXd, sigma2, max_iter=40):
     return lam
 
 
-def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_max_iter=300):
-    """Minimise f(u) = ||X u - y||^2 / (2 sigma2) + the :class:`Surrogate` penalty (log-concave potentials:
-    - sum_j ln T_j(sqrt(s_j^2 + z_j)); Student's t: its tangent at ``gamma``) from u. Returns ``(u, f trace, newton
-    steps, converged, surrogate)``; with z = 0 and a log-concave potential this is the MAP objective."""
+class NewtonState(NamedTuple):
+    """The inner loop's iterate: ``u``, ``s`` = B u, ``r`` = X u - y, the penalty's first two derivatives ``d1``,
+    ``d2`` at s, and ``objective`` f(u)."""
+
+    u: np.ndarray
+    s: np.ndarray
+    r: np.ndarray
+    d1: np.ndarray
+    d2: np.ndarray
+    objective: float
+
+
+class NewtonInfo(NamedTuple):
+    """One Newton-CG step: f after it (``objective``) and its decrease relative to max(1, |f|) (``change``)."""
+
+    objective: float
+    change: float
+
+
+class InnerLoop(NamedTuple):
+    """What :func:`inner_loop` returns: the minimiser ``u``, the ``f`` trace (before the first and after each
+    step), the Newton ``steps`` made, ``converged`` and the ``surrogate`` it minimised."""
+
+    u: np.ndarray
+    f: np.ndarray
+    steps: int
+    converged: bool
+    surrogate: Surrogate
+
+
+def newton_cg(prob, surrogate, *, cg_tol=1e-8, cg_max_iter=300) -> Algorithm:
+    """Newton steps on f(u) = ||X u - y||^2 / (2 sigma2) + the ``surrogate``'s penalty: CG on the operators for the
+    direction, :func:`_line_search` for its length; ``init`` takes the starting u. A step that increases f by more
+    than rounding is a ValueError: the products have left double precision."""
     X, B, y, s2 = prob.X, prob.B, prob.y, prob.sigma2
-    surrogate = Surrogate(prob.potential, z, gamma)
-    u = np.array(u, dtype=float)
-    r, s = X @ u - y, B @ u
-    pen, d1, d2 = surrogate.penalty(s)
-    f = [0.5 * (r @ r) / s2 + pen]
-    converged = False
-    for it in range(1, n_inner + 1):
+
+    def init(u0):
+        u = np.array(u0, dtype=float)
+        r, s = X @ u - y, B @ u
+        pen, d1, d2 = surrogate.penalty(s)
+        return NewtonState(u, s, r, d1, d2, 0.5 * (r @ r) / s2 + pen)
+
+    def step(state):
+        u, s, r, d1, w, f_old = state
         grad = X.H @ r / s2 + B.H @ d1
-        w = d2
         H = LinearOperator((prob.n, prob.n), dtype=float, matvec=lambda v: X.H @ (X @ v) / s2 + B.H @ (w * (B @ v)))
         scale = max(float(np.max(np.abs(grad))), TINY)      # CG's inner products overflow beyond |grad| ~ 1e154
         d = cg(H, -grad / scale, rtol=cg_tol, maxiter=cg_max_iter)[0] * scale
@@ -167,16 +199,26 @@ def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e
         lam = _line_search(surrogate, s, Bd, float(r @ Xd), float(Xd @ Xd), s2)
         u, s, r = u + lam * d, s + lam * Bd, r + lam * Xd
         pen, d1, d2 = surrogate.penalty(s)
-        f.append(0.5 * (r @ r) / s2 + pen)
-        if not f[-1] <= f[-2] + 1e-8 * max(1.0, abs(f[-2])):     # overflowed products, not convergence
+        f = 0.5 * (r @ r) / s2 + pen
+        if not f <= f_old + 1e-8 * max(1.0, abs(f_old)):     # overflowed products, not convergence
             raise ValueError(f"{owner('slm', 'dloop')}: a Newton step of the inner loop increased its objective from "
-                             f"{f[-2]:.3g} to {f[-1]:.3g} (products left double precision): the scales of X^T X / "
+                             f"{f_old:.3g} to {f:.3g} (products left double precision): the scales of X^T X / "
                              f"sigma2 and of the potentials' precisions are too far apart; rescale X, y and sigma2, "
                              f"or tau")
-        if f[-2] - f[-1] <= inner_tol * max(1.0, abs(f[-1])):
-            converged = True
-            break
-    return u, np.asarray(f), it, converged, surrogate
+        return NewtonState(u, s, r, d1, d2, f), NewtonInfo(f, (f_old - f) / max(1.0, abs(f)))
+
+    return Algorithm(init, step, result=lambda state: state.u)
+
+
+def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_max_iter=300) -> InnerLoop:
+    """Minimise f(u) = ||X u - y||^2 / (2 sigma2) + the :class:`Surrogate` penalty (log-concave potentials:
+    - sum_j ln T_j(sqrt(s_j^2 + z_j)); Student's t: its tangent at ``gamma``) from u, by :func:`newton_cg` until
+    the relative decrease of f is at most ``inner_tol``; with z = 0 and a log-concave potential this is the MAP
+    objective."""
+    surrogate = Surrogate(prob.potential, z, gamma)
+    run = iterate(newton_cg(prob, surrogate, cg_tol=cg_tol, cg_max_iter=cg_max_iter), u, max_iter=n_inner,
+                  tol=inner_tol, owner=owner("slm", "dloop"), unit="Newton step")
+    return InnerLoop(run.state.u, run.trace, run.iterations, run.converged, surrogate)
 
 
 # ---- the outer loop: marginal variances --------------------------------------------------------------------
@@ -212,37 +254,82 @@ def phi_bound(prob, gamma, Xd, Bd):
                  + m * np.log(2 * np.pi * s2) - n * np.log(2 * np.pi))
 
 
-def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, inner_tol=1e-10, cg_tol=1e-8,
-                cg_max_iter=300, exact_variances=False, dense=None, progress=False):
-    """Alg. 3.1 with the phi^(2) bound. ``dense`` = (X, B) matrices enable the phi trace (and are needed for
-    ``exact_variances``). Returns a dict: ``mean``, ``gamma``, ``z``, ``u_var``, ``phi`` (trace, empty without
-    ``dense``), ``lanczos_k`` (steps of the last Lanczos run, None when exact), ``outer``, ``inner`` (Newton steps per
-    outer iteration), ``converged``."""
-    pot = prob.potential
-    gamma = np.broadcast_to(1.0 / prior_precision(pot), (prob.q,)).astype(float)
-    u = np.zeros(prob.n)
+class OuterState(NamedTuple):
+    """The outer loop's iterate: ``gamma``, the inner loop's minimiser ``u`` (its next start), the Newton ``inner``
+    steps of every outer iteration so far, whether every inner loop ``inner_converged``, and ``objective``, phi at
+    gamma (None without the dense matrices)."""
+
+    gamma: np.ndarray
+    u: np.ndarray
+    inner: tuple
+    inner_converged: bool
+    objective: float | None
+
+
+class OuterInfo(NamedTuple):
+    """One outer iteration: phi after it (``objective``; None without the dense matrices) and the largest change of
+    ln gamma (``change``)."""
+
+    objective: float | None
+    change: float
+
+
+class DoubleLoop(NamedTuple):
+    """What :func:`double_loop` returns: the posterior ``mean`` u*, ``gamma``, the marginal variances ``z`` of s = B u
+    and ``u_var`` of u at gamma, the ``phi`` trace (empty without the dense matrices), ``lanczos_k`` (steps of the
+    last Lanczos run, None when exact), ``outer`` iterations, ``inner`` (Newton steps per outer iteration),
+    ``converged`` and ``inner_converged`` (every inner loop met its tolerance)."""
+
+    mean: np.ndarray
+    gamma: np.ndarray
+    z: np.ndarray
+    u_var: np.ndarray
+    phi: np.ndarray
+    lanczos_k: int | None
+    outer: int
+    inner: list
+    converged: bool
+    inner_converged: bool
+
+
+def outer_loop(prob, *, n_inner=30, lanczos_k=100, inner_tol=1e-10, cg_tol=1e-8, cg_max_iter=300,
+               exact_variances=False, dense=None) -> Algorithm:
+    """Alg. 3.1's outer iterations from the prior's gamma and u = 0 (``init`` takes nothing): the variances z at
+    gamma, the :func:`inner_loop` from the last u, gamma where the bound touches. ``dense`` = (X, B) matrices give
+    the objective phi (and are needed for ``exact_variances``)."""
     var_dense = dense if exact_variances else None
-    phi = [phi_bound(prob, gamma, *dense)] if dense is not None else []
-    inner_steps, converged, inner_ok = [], False, True
-    with progress_bar(total=n_outer, desc="dloop (slm)", disable=not progress, unit="outer loop") as bar:
-        for t in range(1, n_outer + 1):
-            z, _, _ = variances(prob, gamma, k=lanczos_k, dense=var_dense)
-            u, _, steps, ok, surrogate = inner_loop(prob, z, u, gamma=gamma, n_inner=n_inner, inner_tol=inner_tol,
-                                                    cg_tol=cg_tol, cg_max_iter=cg_max_iter)
-            inner_steps.append(steps)
-            inner_ok = inner_ok and ok
-            new = np.maximum(surrogate.gamma(prob.B @ u), TINY)
-            change = float(np.max(np.abs(np.log(new) - np.log(gamma))))
-            gamma = new
-            if dense is not None:
-                phi.append(phi_bound(prob, gamma, *dense))
-            bar.update(1)
-            if change < outer_tol:
-                converged = True
-                break
-    z, u_var, steps = variances(prob, gamma, k=lanczos_k, dense=var_dense)
-    return {"mean": u, "gamma": gamma, "z": z, "u_var": u_var, "phi": np.asarray(phi), "lanczos_k": steps,
-            "outer": t, "inner": inner_steps, "converged": converged, "inner_converged": inner_ok}
+
+    def init(_):
+        gamma = np.broadcast_to(1.0 / prior_precision(prob.potential), (prob.q,)).astype(float)
+        return OuterState(gamma, np.zeros(prob.n), (), True,
+                          phi_bound(prob, gamma, *dense) if dense is not None else None)
+
+    def step(state):
+        gamma, u, inner, inner_ok, _ = state
+        z, _, _ = variances(prob, gamma, k=lanczos_k, dense=var_dense)
+        u, _, steps, ok, surrogate = inner_loop(prob, z, u, gamma=gamma, n_inner=n_inner, inner_tol=inner_tol,
+                                                cg_tol=cg_tol, cg_max_iter=cg_max_iter)
+        new = np.maximum(surrogate.gamma(prob.B @ u), TINY)
+        change = float(np.max(np.abs(np.log(new) - np.log(gamma))))
+        phi = phi_bound(prob, new, *dense) if dense is not None else None
+        return OuterState(new, u, inner + (steps,), inner_ok and ok, phi), OuterInfo(phi, change)
+
+    return Algorithm(init, step, result=lambda state: state.u)
+
+
+def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, inner_tol=1e-10, cg_tol=1e-8,
+                cg_max_iter=300, exact_variances=False, dense=None, progress=False) -> DoubleLoop:
+    """Alg. 3.1 with the phi^(2) bound (:func:`outer_loop`) until the largest change of ln gamma is at most
+    ``outer_tol``, then the variances at the final gamma."""
+    algorithm = outer_loop(prob, n_inner=n_inner, lanczos_k=lanczos_k, inner_tol=inner_tol, cg_tol=cg_tol,
+                           cg_max_iter=cg_max_iter, exact_variances=exact_variances, dense=dense)
+    run = iterate(algorithm, None, max_iter=n_outer, tol=outer_tol, progress=progress, desc="dloop (slm)",
+                  unit="outer loop", owner=owner("slm", "dloop"), change_name="change of ln gamma")
+    st = run.state
+    z, u_var, steps = variances(prob, st.gamma, k=lanczos_k, dense=dense if exact_variances else None)
+    return DoubleLoop(mean=algorithm.result(st), gamma=st.gamma, z=z, u_var=u_var, phi=run.trace, lanczos_k=steps,
+                      outer=run.iterations, inner=list(st.inner), converged=run.converged,
+                      inner_converged=st.inner_converged)
 
 
 def perturb_and_solve(step: GaussianStep, pi, mean, cg_tol: float):
@@ -285,22 +372,22 @@ def run(model, data, *, draws, tune, chains, seed, progress, n_outer, n_inner, l
     res = double_loop(prob, n_outer=n_outer, n_inner=n_inner, lanczos_k=lanczos_k, outer_tol=outer_tol,
                       inner_tol=inner_tol, cg_tol=cg_tol, cg_max_iter=cg_max_iter, exact_variances=exact_variances,
                       dense=dense, progress=progress)
-    fields = {"variable": "u", "mean": res["mean"], "objective": {"phi": res["phi"]} if small else {},
-              "objective_name": "phi" if small else None, "iterations": res["outer"], "converged": res["converged"]}
+    fields = {"variable": "u", "mean": res.mean, "objective": {"phi": res.phi} if small else {},
+              "objective_name": "phi" if small else None, "iterations": res.outer, "converged": res.converged}
     if small:
-        L = precision_cholesky(_dense_precision(*dense, prob.sigma2, res["gamma"]), "dloop")
+        L = precision_cholesky(_dense_precision(*dense, prob.sigma2, res.gamma), "dloop")
         cov = sla.cho_solve((L, True), np.eye(prob.n))
         q = GaussianApproximation(cov=0.5 * (cov + cov.T), **fields)
     else:
-        draw = perturb_and_solve(GaussianStep(prob, "cg", "dloop"), 1.0 / res["gamma"], res["mean"], cg_tol)
-        q = GaussianApproximation(var=res["u_var"], sampler=draw, **fields)
-    exact = res["lanczos_k"] is None or res["lanczos_k"] == prob.n
-    info = {"inner_iterations": int(sum(res["inner"])), "lanczos_k": res["lanczos_k"], "variances_exact": bool(exact),
-            "warnings": [] if res["inner_converged"] else [f"an inner loop used all n_inner={n_inner} Newton steps"]}
-    limit = f"{res['outer']} outer iterations (outer_tol={outer_tol:g})" + (
-        "" if exact else f"; with {res['lanczos_k']} < n Lanczos steps the variance estimates move with gamma, so the "
+        draw = perturb_and_solve(GaussianStep(prob, "cg", "dloop"), 1.0 / res.gamma, res.mean, cg_tol)
+        q = GaussianApproximation(var=res.u_var, sampler=draw, **fields)
+    exact = res.lanczos_k is None or res.lanczos_k == prob.n
+    info = {"inner_iterations": int(sum(res.inner)), "lanczos_k": res.lanczos_k, "variances_exact": bool(exact),
+            "warnings": [] if res.inner_converged else [f"an inner loop used all n_inner={n_inner} Newton steps"]}
+    limit = f"{res.outer} outer iterations (outer_tol={outer_tol:g})" + (
+        "" if exact else f"; with {res.lanczos_k} < n Lanczos steps the variance estimates move with gamma, so the "
                          f"outer loop need not settle")
     return approximation_fit(model, data, "dloop", q, draws=draws, chains=chains, seed=seed,
                              timing={"compile": setup, "tune": time.perf_counter() - t0 - setup},
                              owner=owner("slm", "dloop"), info=info, limit=limit,
-                             extra_groups=potentials_group(gamma=res["gamma"], s_var=res["z"]))
+                             extra_groups=potentials_group(gamma=res.gamma, s_var=res.z))

@@ -28,6 +28,7 @@ The stopping rule and the objective trace ``max_site_change`` are the largest su
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -36,11 +37,11 @@ from scipy.special import erfcx, log_ndtr
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.slm._common import (blas_threads, dense_memory, potentials_group, precision_cholesky,
                                             prior_precision, problem)
 from bayeszoo.numerics.linalg import DENSE_N   # largest n (dense Cholesky representation)
 from bayeszoo.numerics.operators import to_dense
-from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 SCHEDULES = ("sweep", "selective")
@@ -196,43 +197,81 @@ def _proposals(st, pot, idx, eta, damping):
     return pi_new, b_new, kl, ok & (P_new > 0) & np.isfinite(pi_new) & np.isfinite(b_new)
 
 
-def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-10, schedule="sweep",
-       progress=False):
-    """Fractional EP on dense X (m x n) and B (q x n). Returns a dict: ``mean``, ``cov``, ``pi``, ``b``,
-    ``max_site_change`` (trace per sweep), ``sweeps``, ``converged``, ``skipped`` (updates refused)."""
+class EPState(NamedTuple):
+    """EP's iterate: the ``sites`` (pi, b) with the factor and marginals they make (:class:`State`, updated in
+    place by a sweep), the site updates ``skipped`` so far and ``objective``, the largest KL of the last sweep
+    (None before the first)."""
+
+    sites: State
+    skipped: int
+    objective: float | None
+
+
+class EPInfo(NamedTuple):
+    """One sweep: the largest KL[Q'(s_i) || Q(s_i)] of its site updates, as ``objective`` and as ``change``, and
+    the updates it ``skipped``."""
+
+    objective: float
+    change: float
+    skipped: int
+
+
+class EPResult(NamedTuple):
+    """EP's fixed point: Q = N(``mean``, ``cov``), the site precisions ``pi`` and linear terms ``b``, the
+    ``max_site_change`` trace (per sweep), ``sweeps``, ``converged`` and ``skipped`` (updates refused)."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+    pi: np.ndarray
+    b: np.ndarray
+    max_site_change: np.ndarray
+    sweeps: int
+    converged: bool
+    skipped: int
+
+
+def fractional_ep(Xd, Bd, y, sigma2, pot, *, eta, damping, schedule) -> Algorithm:
+    """Sweeps of fractional EP (module docstring) from the prior's precisions and b = 0; ``init`` takes nothing
+    and each sweep reports the site update it has reached (a sweep over thousands of sites takes seconds)."""
     q = Bd.shape[0]
-    st = State(Xd, Bd, y, sigma2, np.broadcast_to(prior_precision(pot), (q,)), np.zeros(q))
-    trace, skipped, converged = [], 0, False
-    last = ""         # how far the last sweep was from converging, shown beside the site a sweep has reached
-    with progress_bar(total=max_sweeps, desc="ep (slm)", disable=not progress, unit="sweep") as bar:
-        for sweep in range(1, max_sweeps + 1):
-            worst = 0.0
-            for step in range(q):
-                if step % 64 == 63:       # a sweep over thousands of sites takes seconds: say where it is
-                    show(bar, f"site update {step + 1}/{q}{last}")
-                if schedule == "sweep":
-                    i = step
-                    pi_new, b_new, kl, ok = (v[0] for v in _proposals(st, pot, np.array([i]), eta, damping))
-                else:
-                    idx = np.arange(q)
-                    pi_all, b_all, kl_all, ok_all = _proposals(st, pot, idx, eta, damping)
-                    i = int(np.argmax(np.where(ok_all, kl_all, -1.0)))
-                    pi_new, b_new, kl, ok = pi_all[i], b_all[i], kl_all[i], ok_all[i]
-                if not ok or not st.update(i, pi_new, b_new):
-                    skipped += 1
-                    continue
-                worst = max(worst, float(kl))
-            st.refresh()
-            trace.append(worst)
-            bar.update(1)
-            last = f"; last sweep: largest KL {worst:.2g} (tol {tol:g})"
-            show(bar, last[2:])
-            if worst < tol:
-                converged = True
-                break
-    mean, cov = st.mean_cov()
-    return {"mean": mean, "cov": cov, "pi": st.pi, "b": st.b, "max_site_change": np.asarray(trace),
-            "sweeps": sweep, "converged": converged, "skipped": skipped}
+
+    def init(_):
+        return EPState(State(Xd, Bd, y, sigma2, np.broadcast_to(prior_precision(pot), (q,)), np.zeros(q)), 0, None)
+
+    def step(state, report):
+        st, skipped, _ = state
+        worst, refused = 0.0, 0
+        for k in range(q):
+            if k % 64 == 63:
+                report(f"site update {k + 1}/{q}")
+            if schedule == "sweep":
+                i = k
+                pi_new, b_new, kl, ok = (v[0] for v in _proposals(st, pot, np.array([i]), eta, damping))
+            else:
+                idx = np.arange(q)
+                pi_all, b_all, kl_all, ok_all = _proposals(st, pot, idx, eta, damping)
+                i = int(np.argmax(np.where(ok_all, kl_all, -1.0)))
+                pi_new, b_new, kl, ok = pi_all[i], b_all[i], kl_all[i], ok_all[i]
+            if not ok or not st.update(i, pi_new, b_new):
+                refused += 1
+                continue
+            worst = max(worst, float(kl))
+        st.refresh()
+        return EPState(st, skipped + refused, worst), EPInfo(worst, worst, refused)
+
+    return Algorithm(init, step, result=lambda state: state.sites.mean_cov(), trace_initial=False, reports=True)
+
+
+def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-10, schedule="sweep",
+       progress=False) -> EPResult:
+    """Fractional EP on dense X (m x n) and B (q x n); ``progress`` shows a bar over the sweeps."""
+    algorithm = fractional_ep(Xd, Bd, y, sigma2, pot, eta=eta, damping=damping, schedule=schedule)
+    run = iterate(algorithm, None, max_iter=max_sweeps, tol=tol, progress=progress, desc="ep (slm)", unit="sweep",
+                  owner=owner("slm", "ep"), change_name="largest KL")
+    mean, cov = algorithm.result(run.state)
+    st = run.state.sites
+    return EPResult(mean=mean, cov=cov, pi=st.pi, b=st.b, max_site_change=run.trace, sweeps=run.iterations,
+                    converged=run.converged, skipped=run.state.skipped)
 
 
 @register("ep", kind="approximation", family="slm", check=_check,
@@ -255,13 +294,13 @@ def run(model, data, *, draws, tune, chains, seed, progress, eta, damping, max_s
     prob = problem(model, data)
     res = ep(to_dense(prob.X), to_dense(prob.B), prob.y, prob.sigma2, prob.potential, eta=eta, damping=damping,
              max_sweeps=max_sweeps, tol=tol, schedule=schedule, progress=progress)
-    q = GaussianApproximation(variable="u", mean=res["mean"], cov=res["cov"],
-                              objective={"max_site_change": res["max_site_change"]}, objective_name="max_site_change",
-                              iterations=res["sweeps"], converged=res["converged"])
-    warnings = [f"{res['skipped']} site updates were skipped (improper cavity, or an update that would make the "
-                f"covariance indefinite or overflow)"] if res["skipped"] else []
+    q = GaussianApproximation(variable="u", mean=res.mean, cov=res.cov,
+                              objective={"max_site_change": res.max_site_change}, objective_name="max_site_change",
+                              iterations=res.sweeps, converged=res.converged)
+    warnings = [f"{res.skipped} site updates were skipped (improper cavity, or an update that would make the "
+                f"covariance indefinite or overflow)"] if res.skipped else []
     return approximation_fit(model, data, "ep", q, draws=draws, chains=chains, seed=seed,
                              timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "ep"),
-                             info={"skipped_updates": res["skipped"], "eta": eta, "warnings": warnings},
+                             info={"skipped_updates": res.skipped, "eta": eta, "warnings": warnings},
                              limit=f"{max_sweeps} sweeps (tol={tol:g})",
-                             extra_groups=potentials_group(site_precision=res["pi"], site_linear=res["b"]))
+                             extra_groups=potentials_group(site_precision=res.pi, site_linear=res.b))

@@ -40,6 +40,7 @@ objective trace ``neg_log_joint``.
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numba
 import numpy as np
@@ -49,6 +50,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.approximations import PointEstimate, approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.slm._common import (MEMORY_ADVICE, blas_threads, check_finite, dense_memory,
                                             precision_cholesky, problem)
 from bayeszoo.resources import Need, dense
@@ -273,13 +275,49 @@ def _lipschitz(Op, iters: int = 300, rtol: float = 1e-6) -> float:
     return 1.01 * lam
 
 
-def _fista(prob, max_iter, tol, bar):
+class FISTAState(NamedTuple):
+    """Greedy FISTA's iterate: the coefficients ``c`` and the previous ones ``c_old`` (the momentum), ``Ac`` and
+    ``Ac_old`` (X B^T of each), the step ``size``, the ``first_move`` (the safeguard's yardstick; None before the
+    first step), the sign pattern ``signs`` of c, the iterations it has been ``steady``, the pattern last
+    ``polished`` (None before the first polish), the iterations to ``wait`` before the next polish may start, and
+    ``objective``, ||X u - y||^2 / (2 sigma2) + tau ||c||_1 at c (None before the first step)."""
+
+    c: np.ndarray
+    c_old: np.ndarray
+    Ac: np.ndarray
+    Ac_old: np.ndarray
+    size: float
+    first_move: float | None
+    signs: np.ndarray
+    steady: int
+    polished: np.ndarray | None
+    wait: int
+    objective: float | None
+
+
+class FISTAInfo(NamedTuple):
+    """One FISTA step: the objective after it (after a polish that was taken), ``change``: the step's move of c
+    relative to c, or the polished point's duality gap when the polish made the objective no larger and its gap is
+    the smaller, and that relative duality ``gap`` (None when the step did not polish)."""
+
+    objective: float
+    change: float
+    gap: float | None = None
+
+
+def _fista(prob, max_iter, tol, progress):
     # level-1 BLAS on image-sized vectors between transforms: a second thread only adds waits (_common.blas_threads)
     with one_blas_thread(0):
-        return _fista_loop(prob, max_iter, tol, bar)
+        algorithm = greedy_fista(prob, tol)
+        run = iterate(algorithm, None, max_iter=max_iter, tol=tol, progress=progress, desc="map (fista)",
+                      unit="iteration", owner=owner("slm", "map"), change_name="relative move")
+        return algorithm.result(run.state), run.iterations, run.trace, run.converged
 
 
-def _fista_loop(prob, max_iter, tol, bar):
+def greedy_fista(prob, tol) -> Algorithm:
+    """Greedy FISTA with restarts, the step's safeguard and polishes on the support (module docstring), from c = 0;
+    ``init`` takes nothing. A step ends the run when it moves c by at most ``tol`` relative to c, or when it
+    polished to a point with a duality gap of at most ``tol`` and an objective no larger."""
     X, B, y = prob.X, prob.B, prob.y
     lam = prob.sigma2 * np.asarray(prob.potential.tau, dtype=float)    # identity / wavelet: one weight per c_j
     lam = np.broadcast_to(lam, (B.shape[0],))
@@ -290,9 +328,9 @@ def _fista_loop(prob, max_iter, tol, bar):
     def adjoint(r):
         return B.matvec(X.rmatvec(r))
 
-    def prox_step(z, Az, step):
-        v = z - step * adjoint(Az - y)
-        return np.sign(v) * np.maximum(np.abs(v) - step * lam, 0.0)
+    def prox_step(z, Az, size):
+        v = z - size * adjoint(Az - y)
+        return np.sign(v) * np.maximum(np.abs(v) - size * lam, 0.0)
 
     def objective(c, Ac):
         r = Ac - y
@@ -301,39 +339,36 @@ def _fista_loop(prob, max_iter, tol, bar):
     # rows of an orthonormal DFT: ||X u|| <= ||u|| (Parseval), and B is orthonormal
     L = 1.0 if isinstance(X, FourierSampling) else _lipschitz(LinearOperator((X.shape[0], B.shape[0]), matvec=forward,
                                                                               rmatvec=adjoint, dtype=float))
-    step = FISTA_STEP / L
-    c = c_old = np.zeros(B.shape[0])
-    Ac = Ac_old = np.zeros(X.shape[0])
-    first_move = None
-    trace = []
-    converged = False
-    signs, steady = np.zeros(B.shape[0], dtype=np.int8), 0
-    polished = None                                         # the sign pattern last polished
     most = min(X.shape[0], POLISH_MAX_SUPPORT)              # the largest working set of a polish
-    wait = 0                                                # iterations before the next polish may start
-    for it in range(1, max_iter + 1):
+
+    def init(_):
+        c, Ac = np.zeros(B.shape[0]), np.zeros(X.shape[0])
+        return FISTAState(c, c, Ac, Ac, FISTA_STEP / L, None, np.zeros(B.shape[0], dtype=np.int8), 0, None, 0, None)
+
+    def step(state):
+        c, c_old, Ac, Ac_old, size, first_move, signs, steady, polished, wait, _ = state
         z, Az = c + (c - c_old), Ac + (Ac - Ac_old)         # momentum 1 (greedy FISTA)
-        c_new = prox_step(z, Az, step)
+        c_new = prox_step(z, Az, size)
         if (z - c_new) @ (c_new - c) > 0:                   # the momentum points uphill: restart from c
             z, Az = c, Ac
-            c_new = prox_step(z, Az, step)
+            c_new = prox_step(z, Az, size)
         Ac_new = forward(c_new)
         f_new = objective(c_new, Ac_new)
-        trace.append(f_new / prob.sigma2)
         move = float(np.linalg.norm(c_new - c))
         if first_move is None:
             first_move = move
         elif move > first_move:                             # the safeguard: shrink the step towards 1 / L
-            step = max(FISTA_SHRINK * step, 1.0 / L)
+            size = max(FISTA_SHRINK * size, 1.0 / L)
         c_old, Ac_old, c, Ac = c, Ac, c_new, Ac_new
-        bar.update()
-        if move <= tol * max(np.linalg.norm(c), 1e-300):
-            converged = True
-            break
+        change = move / max(np.linalg.norm(c), 1e-300)
+        if change <= tol:                                   # the run ends here
+            return (FISTAState(c, c_old, Ac, Ac_old, size, first_move, signs, steady, polished, wait,
+                               f_new / prob.sigma2), FISTAInfo(f_new / prob.sigma2, change))
         new_signs = np.sign(c).astype(np.int8)
         steady = steady + 1 if np.array_equal(new_signs, signs) else 0
         signs = new_signs
         wait -= 1
+        f, gap = f_new, None
         # a solution with at most m nonzeros exists: a larger support is not yet worth a restricted solve
         if (steady >= FISTA_POLISH_STEADY and wait <= 0 and np.count_nonzero(signs) <= most
                 and (polished is None or not np.array_equal(signs, polished))):
@@ -344,13 +379,17 @@ def _fista_loop(prob, max_iter, tol, bar):
             if f_p < f_new:                                 # take it, momentum restarted
                 c = c_old = c_p
                 Ac = Ac_old = Ac_p
-                trace[-1] = f_p / prob.sigma2                # the trace: the objective after each iteration
+                f = f_p                                     # the trace: the objective after each iteration
                 signs, steady = np.sign(c).astype(np.int8), 0
-            show(bar, f"polished: duality gap {gap:.2g} (tol {tol:g})")
-            if f_p <= f_new and gap <= tol:
-                converged = True
-                break
-    return B.rmatvec(c), it, np.asarray(trace), converged
+            if f_p <= f_new:
+                change = min(change, gap)
+        return (FISTAState(c, c_old, Ac, Ac_old, size, first_move, signs, steady, polished, wait, f / prob.sigma2),
+                FISTAInfo(f / prob.sigma2, change, gap))
+
+    def describe(state, info):
+        return f"polished: duality gap {info.gap:.2g}" if info.gap is not None else ""
+
+    return Algorithm(init, step, result=lambda state: B.rmatvec(state.c), describe=describe, trace_initial=False)
 
 
 def _polish(forward, adjoint, y, lam, c, most):
@@ -457,7 +496,36 @@ def _feature_sign(gram, rhs, lam, v, rtol=1e-12):
     return v
 
 
-def _admm(prob, max_iter, tol, rho, bar):
+class ADMMState(NamedTuple):
+    """ADMM's iterate: ``u``, the split ``z`` (= B u at convergence), the scaled dual ``w`` and ``objective``, the
+    negative log joint at u (None before the first step)."""
+
+    u: np.ndarray
+    z: np.ndarray
+    w: np.ndarray
+    objective: float | None
+
+
+class ADMMInfo(NamedTuple):
+    """One ADMM step: the negative log joint at u (``objective``), the primal residual ||B u - z|| relative to the
+    larger of ||B u||, ||z|| (``change``), and ``moving``: the dual residual rho ||B^T (z - z_old)|| is still above
+    ``tol`` relative to rho ||B^T w|| (Boyd et al. 2011, §3.3: both residuals must be small)."""
+
+    objective: float
+    change: float
+    moving: bool
+
+
+def _admm(prob, max_iter, tol, rho, progress):
+    algorithm = admm(prob, tol, rho)
+    run = iterate(algorithm, None, max_iter=max_iter, tol=tol, progress=progress, desc="map (admm)",
+                  unit="iteration", owner=owner("slm", "map"), change_name="primal residual")
+    return algorithm.result(run.state), run.iterations, run.trace, run.converged
+
+
+def admm(prob, tol, rho) -> Algorithm:
+    """ADMM with the split s = B u (module docstring) from u = z = w = 0; ``init`` takes nothing; ``rho`` None
+    balances the two quadratic terms of the u-step."""
     X, B, y, s2 = prob.X, prob.B, prob.y, prob.sigma2
     tau = np.asarray(prob.potential.tau, dtype=float)
     n = prob.n
@@ -480,28 +548,25 @@ def _admm(prob, max_iter, tol, rho, bar):
         def solve(rhs, x0):
             return cg(A, rhs, x0=x0, rtol=1e-10, maxiter=5 * n)[0]
 
-    u = np.zeros(n)
-    z = np.zeros(prob.q)
-    w = np.zeros(prob.q)
-    trace = []
-    converged = False
-    for it in range(1, max_iter + 1):
-        u = check_finite(solve(Xty + rho * (B.H @ (z - w)), u), "map", "the ADMM iterate")
+    def init(_):
+        return ADMMState(np.zeros(n), np.zeros(prob.q), np.zeros(prob.q), None)
+
+    def step(state):
+        u, z_old, w, _ = state
+        u = check_finite(solve(Xty + rho * (B.H @ (z_old - w)), u), "map", "the ADMM iterate")
         Bu = B @ u
-        z_old = z
         v = Bu + w
         z = np.sign(v) * np.maximum(np.abs(v) - tau / rho, 0.0)     # prox of (tau / rho) |.|
         w = w + Bu - z
-        trace.append(prob.neg_log_joint(u))
+        value = prob.neg_log_joint(u)
         primal = np.linalg.norm(Bu - z)
         dual = rho * np.linalg.norm(B.H @ (z - z_old))
         scale = max(np.linalg.norm(Bu), np.linalg.norm(z), 1e-12)
-        bar.update()
-        show(bar, f"primal residual {primal / scale:.2g} (tol {tol:g})")
-        if primal <= tol * scale and dual <= tol * max(rho * np.linalg.norm(B.H @ w), 1e-12):
-            converged = True
-            break
-    return u, it, np.asarray(trace), converged
+        info = ADMMInfo(objective=value, change=primal / scale,
+                        moving=not dual <= tol * max(rho * np.linalg.norm(B.H @ w), 1e-12))
+        return ADMMState(u, z, w, value), info
+
+    return Algorithm(init, step, result=lambda state: state.u)
 
 
 def _lbfgs(prob, max_iter, tol, bar):
@@ -553,15 +618,16 @@ def run(model, data, *, draws, tune, chains, seed, progress, solver, max_iter, t
     t0 = time.perf_counter()
     solver = choose_solver(model, data, solver)
     prob = problem(model, data)
-    with progress_bar(total=max_iter, desc=f"map ({solver})", disable=not progress, unit="iteration") as bar:
-        if solver == "cd":
-            u, iters, trace, converged = _cd(prob, data, max_iter, tol, bar)
-        elif solver == "fista":
-            u, iters, trace, converged = _fista(prob, max_iter, tol, bar)
-        elif solver == "admm":
-            u, iters, trace, converged = _admm(prob, max_iter, tol, rho, bar)
-        else:
-            u, iters, trace, converged = _lbfgs(prob, max_iter, tol, bar)
+    if solver == "fista":
+        u, iters, trace, converged = _fista(prob, max_iter, tol, progress)
+    elif solver == "admm":
+        u, iters, trace, converged = _admm(prob, max_iter, tol, rho, progress)
+    else:
+        with progress_bar(total=max_iter, desc=f"map ({solver})", disable=not progress, unit="iteration") as bar:
+            if solver == "cd":
+                u, iters, trace, converged = _cd(prob, data, max_iter, tol, bar)
+            else:
+                u, iters, trace, converged = _lbfgs(prob, max_iter, tol, bar)
     check_finite(u, "map", f"the {solver} estimate")
     trace = np.append(trace, prob.neg_log_joint(u))    # the last entry is the estimate's objective
     estimate = PointEstimate(values={"u": u}, objective={"neg_log_joint": trace}, objective_name="neg_log_joint",

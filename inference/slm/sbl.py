@@ -22,15 +22,16 @@ group, ``n_pruned`` and ``sigma2`` into ``info``; the ``log_evidence`` trace whe
 from __future__ import annotations
 
 import time
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg as sla
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.slm._common import blas_threads, dense_memory, potentials_group, precision_cholesky
 from bayeszoo.resources import Need
-from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 DENSE_LIMIT = 4096     # largest n (the posterior covariance is formed densely, O(n^3) per iteration)
@@ -58,52 +59,93 @@ def _moments_small_m(X, y, sigma2, alpha):
     return mean, nu, log_evidence, GCinv_trace, W, gamma
 
 
-def sbl(X, B, y, sigma2, *, learn_noise=False, max_iter=1000, tol=1e-8, prune=1e12, progress=False):
-    """Type-II ML on dense X (m x n), B (q x n). Returns a dict: ``mean``, ``cov`` (of u), ``alpha`` = 1/gamma
-    (q,), ``sigma2``, ``iterations``, ``converged``, ``log_evidence`` (trace; NaN unless B is orthonormal);
-    ``progress`` shows a bar over the iterations."""
-    with progress_bar(total=max_iter, desc="sbl (slm)", disable=not progress, unit="iteration") as bar:
-        return _sbl(X, B, y, sigma2, learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune, bar=bar)
+class SBLState(NamedTuple):
+    """The fixed point's iterate: ``alpha`` = 1/gamma (q,), the noise variance ``sigma2`` and ``objective``, the log
+    evidence the last step computed (None before the first step, and throughout unless B is orthonormal)."""
+
+    alpha: np.ndarray
+    sigma2: float
+    objective: float | None
 
 
-def _sbl(X, B, y, sigma2, *, learn_noise, max_iter, tol, prune, bar):
+class SBLInfo(NamedTuple):
+    """One fixed-point step: ``objective``, the log evidence at the gamma it started from (its factorisation gives
+    it; None unless B is orthonormal), and ``change``, the largest change of log(1/gamma_j) over the potentials not
+    pruned."""
+
+    objective: float | None
+    change: float
+
+
+class SBLResult(NamedTuple):
+    """Type-II ML's optimum: the posterior ``mean`` and ``cov`` of u there, ``alpha`` = 1/gamma (q,), ``sigma2``,
+    ``iterations``, ``converged`` and the ``log_evidence`` trace (at the gamma each iteration started from; empty
+    unless B is orthonormal)."""
+
+    mean: np.ndarray
+    cov: np.ndarray
+    alpha: np.ndarray
+    sigma2: float
+    iterations: int
+    converged: bool
+    log_evidence: np.ndarray
+
+
+def sbl(X, B, y, sigma2, *, learn_noise=False, max_iter=1000, tol=1e-8, prune=1e12, progress=False) -> SBLResult:
+    """Type-II ML on dense X (m x n), B (q x n), from gamma = 1 and the noise variance ``sigma2``; ``progress``
+    shows a bar over the iterations."""
+    m, n = X.shape
+    small_m = B.shape[0] == n and m < n and np.array_equal(B, np.eye(n))
+    algorithm = (fixed_point_small_m(X, y, learn_noise=learn_noise, prune=prune) if small_m else
+                 fixed_point(X, B, y, learn_noise=learn_noise, prune=prune))
+    run = iterate(algorithm, sigma2, max_iter=max_iter, tol=tol, progress=progress, desc="sbl (slm)",
+                  unit="iteration", owner=owner("slm", "sbl"))
+    mean, cov = algorithm.result(run.state)
+    return SBLResult(mean=mean, cov=cov, alpha=run.state.alpha, sigma2=run.state.sigma2,
+                     iterations=run.iterations, converged=run.converged, log_evidence=run.trace)
+
+
+def fixed_point(X, B, y, *, learn_noise, prune) -> Algorithm:
+    """MacKay's fixed point on the dense precision P (module docstring); ``init`` takes the starting noise
+    variance and ``result`` gives (mean, cov) of u at the state's gamma."""
     m, n = X.shape
     q = B.shape[0]
-    if q == n and m < n and np.array_equal(B, np.eye(n)):
-        return _sbl_small_m(X, y, sigma2, learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune, bar=bar)
     XtX, Xty = X.T @ X, X.T @ y
-    alpha = np.ones(q)
     orthonormal = q == n and np.allclose(B @ B.T, np.eye(q), atol=1e-10)
-    trace, converged = [], False
-    for it in range(1, max_iter + 1):
+
+    def factor(alpha, sigma2):
         P = XtX / sigma2 + B.T @ (alpha[:, None] * B)
         L = precision_cholesky(0.5 * (P + P.T), "sbl")
-        mean = sla.cho_solve((L, True), Xty / sigma2)
+        return L, sla.cho_solve((L, True), Xty / sigma2)
+
+    def init(sigma2):
+        return SBLState(np.ones(q), sigma2, None)
+
+    def step(state):
+        alpha, sigma2, _ = state
+        L, mean = factor(alpha, sigma2)
         Li_Bt = sla.solve_triangular(L, B.T, lower=True)            # nu = diag(B P^-1 B^T)
         nu = np.sum(Li_Bt**2, axis=0)
         s = B @ mean
         resid = y - X @ mean
+        log_evidence = None
         if orthonormal:
             logdet = 2.0 * np.sum(np.log(np.diag(L))) - np.sum(np.log(alpha))
-            trace.append(-0.5 * (m * np.log(2 * np.pi * sigma2) + logdet + resid @ resid / sigma2
-                                 + np.sum(alpha * s * s)))
+            log_evidence = -0.5 * (m * np.log(2 * np.pi * sigma2) + logdet + resid @ resid / sigma2
+                                   + np.sum(alpha * s * s))
         new = _mackay(alpha, nu, s, prune)
         if learn_noise:
             Li_Xt = sla.solve_triangular(L, X.T, lower=True)
             dof = m - np.sum(Li_Xt**2) / sigma2
             sigma2 = float(resid @ resid / max(dof, 1e-12))
-        alpha, change = new, _change(alpha, new, prune)
-        bar.update()
-        show(bar, f"change {change:.2g} (tol {tol:g})")
-        if change < tol:
-            converged = True
-            break
-    P = XtX / sigma2 + B.T @ (alpha[:, None] * B)
-    L = precision_cholesky(0.5 * (P + P.T), "sbl")
-    mean = sla.cho_solve((L, True), Xty / sigma2)
-    Li = sla.solve_triangular(L, np.eye(n), lower=True)
-    return {"mean": mean, "cov": Li.T @ Li, "alpha": alpha, "sigma2": sigma2, "iterations": it,
-            "converged": converged, "log_evidence": np.asarray(trace, float)}
+        return SBLState(new, sigma2, log_evidence), SBLInfo(log_evidence, _change(alpha, new, prune))
+
+    def result(state):
+        L, mean = factor(state.alpha, state.sigma2)
+        Li = sla.solve_triangular(L, np.eye(n), lower=True)
+        return mean, Li.T @ Li
+
+    return Algorithm(init, step, result)
 
 
 def _mackay(alpha, nu, s, prune):
@@ -118,27 +160,27 @@ def _change(alpha, new, prune) -> float:
     return float(np.max(np.abs(np.log(new[live]) - np.log(alpha[live])))) if live.any() else 0.0
 
 
-def _sbl_small_m(X, y, sigma2, *, learn_noise, max_iter, tol, prune, bar):
-    """:func:`sbl` for B = I and m < n through the m x m matrix C (module docstring)."""
+def fixed_point_small_m(X, y, *, learn_noise, prune) -> Algorithm:
+    """:func:`fixed_point` for B = I and m < n through the m x m matrix C (module docstring)."""
     m, n = X.shape
-    alpha = np.ones(n)
-    trace, converged = [], False
-    for it in range(1, max_iter + 1):
+
+    def init(sigma2):
+        return SBLState(np.ones(n), sigma2, None)
+
+    def step(state):
+        alpha, sigma2, _ = state
         mean, nu, log_evidence, GCinv_trace, _, _ = _moments_small_m(X, y, sigma2, alpha)
-        trace.append(log_evidence)
         new = _mackay(alpha, nu, mean, prune)
         if learn_noise:
             resid = y - X @ mean
             sigma2 = float(resid @ resid / max(m - GCinv_trace, 1e-12))
-        alpha, change = new, _change(alpha, new, prune)
-        bar.update()
-        show(bar, f"change {change:.2g} (tol {tol:g})")
-        if change < tol:
-            converged = True
-            break
-    mean, _, _, _, W, gamma = _moments_small_m(X, y, sigma2, alpha)
-    return {"mean": mean, "cov": np.diag(gamma) - W.T @ W, "alpha": alpha, "sigma2": sigma2, "iterations": it,
-            "converged": converged, "log_evidence": np.asarray(trace, float)}
+        return SBLState(new, sigma2, log_evidence), SBLInfo(log_evidence, _change(alpha, new, prune))
+
+    def result(state):
+        mean, _, _, _, W, gamma = _moments_small_m(X, y, state.sigma2, state.alpha)
+        return mean, np.diag(gamma) - W.T @ W
+
+    return Algorithm(init, step, result)
 
 
 def memory(model, data, options) -> Need:
@@ -164,14 +206,14 @@ def run(model, data, *, draws, tune, chains, seed, progress, max_iter, tol, lear
     t0 = time.perf_counter()
     res = sbl(model.dense_X(data), model.dense_B(data), np.asarray(data.y, float), model.sigma2,
               learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune, progress=progress)
-    evidence = res["log_evidence"]
-    q = GaussianApproximation(variable="u", mean=res["mean"], cov=res["cov"],
+    evidence = res.log_evidence
+    q = GaussianApproximation(variable="u", mean=res.mean, cov=res.cov,
                               log_evidence=evidence[-1] if evidence.size else None,
                               objective={"log_evidence": evidence} if evidence.size else {},
                               objective_name="log_evidence" if evidence.size else None,
-                              iterations=res["iterations"], converged=res["converged"])
-    info = {"sigma2": res["sigma2"], "n_pruned": int(np.sum(res["alpha"] >= prune))}
+                              iterations=res.iterations, converged=res.converged)
+    info = {"sigma2": res.sigma2, "n_pruned": int(np.sum(res.alpha >= prune))}
     return approximation_fit(model, data, "sbl", q, draws=draws, chains=chains, seed=seed,
                              timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "sbl"), info=info,
                              limit=f"{max_iter} iterations (tol={tol:g})",
-                             extra_groups=potentials_group(gamma=1.0 / res["alpha"]))
+                             extra_groups=potentials_group(gamma=1.0 / res.alpha))
