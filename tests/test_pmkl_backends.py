@@ -118,17 +118,17 @@ def test_every_combination_rule_runs_in_gibbs_and_vb(rule, small):
 def test_em_is_a_fixed_point_of_its_updates(small):
     model = bz.models.PMKL()
     res = em_estimate(model, small, variant="em", max_iter=3000, tol=1e-9)
-    assert res["converged"]
+    assert res.converged
     Ks = model.train_kernels(small)
-    K = model.composite(Ks, res["beta"])
+    K = model.composite(Ks, res.beta)
     onehot = np.eye(3, dtype=bool)[small.y.astype(int)]
-    Ey, _ = MK.cone_moments(K @ res["W"], onehot)
-    np.testing.assert_allclose(Ey, res["Y"], atol=1e-6)                                  # E-step (5.4-5.6)
-    W, _ = MK.w_posterior(K, K @ K, res["Y"], res["A"])
-    np.testing.assert_allclose(W, res["W"], atol=1e-6)                                   # M-step (5.1)
+    Ey, _ = MK.cone_moments(K @ res.W, onehot)
+    np.testing.assert_allclose(Ey, res.Y, atol=1e-6)                                  # E-step (5.4-5.6)
+    W, _ = MK.w_posterior(K, K @ K, res.Y, res.A)
+    np.testing.assert_allclose(W, res.W, atol=1e-6)                                   # M-step (5.1)
     # beta solves the QP at the fixed point (5.10): no simplex direction lowers the objective
-    Omega, f = MK.beta_qp_terms(Ks, res["W"], res["Y"])
-    assert np.allclose(MK.simplex_qp(Omega, f, x0=res["beta"]), res["beta"], atol=1e-6)
+    Omega, f = MK.beta_qp_terms(Ks, res.W, res.Y)
+    assert np.allclose(MK.simplex_qp(Omega, f, x0=res.beta), res.beta, atol=1e-6)
 
 
 # iris, 105 / 45, rbf theta = 1/D

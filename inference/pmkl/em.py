@@ -15,12 +15,14 @@ fixed at their estimates, so ``predict`` averages over it. ``kind`` is ``approxi
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from bayeszoo import checks
-from bayeszoo.inference.timing import Timer
 from bayeszoo.inference.approximations import approximation_fit
-from bayeszoo.progress import progress_bar
+from bayeszoo.inference.iterative import Algorithm, iterate
+from bayeszoo.inference.timing import Timer
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 from . import _common as MK
@@ -39,41 +41,81 @@ def map_y(M, onehot):
     return np.where(onehot, M, np.minimum(M, m_t))
 
 
-def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta=True, progress=False):
-    """Algorithm 5 (``variant="em"``) or 4 (``"map"``); returns the estimates and traces."""
+class EMState(NamedTuple):
+    """The estimates after an iteration: weights ``W``, latent scores ``Y``, precisions ``A``, kernel weights
+    ``beta``, and ``objective``, the training log likelihood (None before the first iteration)."""
+
+    W: np.ndarray
+    Y: np.ndarray
+    A: np.ndarray
+    beta: np.ndarray
+    objective: float | None
+
+
+class EMInfo(NamedTuple):
+    """One iteration: the training log likelihood after it and ``change``, the larger relative change of W and
+    of Y."""
+
+    objective: float
+    change: float
+
+
+class EMEstimate(NamedTuple):
+    """The final estimates ``W`` (with ``Ls``, its posterior's factors, at the final beta), ``A``, ``beta``, ``Y``,
+    the training log likelihood ``trace``, ``iterations`` and ``converged``."""
+
+    W: np.ndarray
+    Ls: list
+    A: np.ndarray
+    beta: np.ndarray
+    Y: np.ndarray
+    trace: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def em_iterations(Ks, y, onehot, *, tau, nu, rule, variant, learn_beta) -> Algorithm:
+    """Algorithm 5 (``variant="em"``: E-steps for Y and A) or 4 (``"map"``: their modes), the M-step for W and
+    the QP for beta; ``init`` takes the starting kernel weights."""
+    N, C = onehot.shape
+
+    def init(beta):
+        return EMState(W=np.zeros((N, C)), Y=np.where(onehot, 1.0, 0.0), A=np.ones((N, C)), beta=beta,
+                       objective=None)
+
+    def step(s):
+        beta = s.beta
+        K = MK.combine(Ks, beta, rule)
+        W_new, _ = MK.w_posterior(K, K @ K, s.Y, s.A)
+        M = K @ W_new
+        Y_new = MK.cone_moments(M, onehot)[0] if variant == "em" else map_y(M, onehot)
+        A = ((2 * tau + 1) if variant == "em" else (2 * tau - 1)) / (W_new**2 + 2 * nu)
+        if learn_beta:
+            beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W_new, Y_new), x0=beta)
+        change = max(np.linalg.norm(W_new - s.W) / max(np.linalg.norm(W_new), 1e-300),
+                     np.linalg.norm(Y_new - s.Y) / max(np.linalg.norm(Y_new), 1e-300))
+        loglik = MK.train_loglik(K, W_new, y)
+        return EMState(W_new, Y_new, A, beta, loglik), EMInfo(loglik, change)
+
+    return Algorithm(init, step, result=lambda s: s)
+
+
+def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta=True, progress=False) -> EMEstimate:
+    """Algorithm 5 (``variant="em"``) or 4 (``"map"``): the estimates and the trace of the training log
+    likelihood."""
     Ks = model.train_kernels(data)
-    S, N = Ks.shape[:2]
-    C = model.n_classes(data)
+    S = Ks.shape[0]
     y = data.y.astype(int)
-    onehot = np.eye(C, dtype=bool)[y]
-    tau, nu = float(model.tau), float(model.nu)
-    beta = model.default_beta(S)
-    learn_beta = learn_beta and model.rule == "convex"
-    A = np.ones((N, C))
-    Y = np.where(onehot, 1.0, 0.0)
-    W = np.zeros((N, C))
-    trace, converged = [], False
-    with progress_bar(total=max_iter, desc=variant, disable=not progress, unit="iteration") as bar:
-        for it in range(max_iter):
-            K = MK.combine(Ks, beta, model.rule)
-            W_new, Ls = MK.w_posterior(K, K @ K, Y, A)
-            M = K @ W_new
-            Y_new = MK.cone_moments(M, onehot)[0] if variant == "em" else map_y(M, onehot)
-            A = ((2 * tau + 1) if variant == "em" else (2 * tau - 1)) / (W_new**2 + 2 * nu)
-            if learn_beta:
-                beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W_new, Y_new), x0=beta)
-            change = max(np.linalg.norm(W_new - W) / max(np.linalg.norm(W_new), 1e-300),
-                         np.linalg.norm(Y_new - Y) / max(np.linalg.norm(Y_new), 1e-300))
-            W, Y = W_new, Y_new
-            trace.append(MK.train_loglik(K, W, y))
-            bar.update()
-            if change < tol:
-                converged = True
-                break
-    K = MK.combine(Ks, beta, model.rule)
-    W, Ls = MK.w_posterior(K, K @ K, Y, A)
-    return {"W": W, "Ls": Ls, "A": A, "beta": beta, "Y": Y, "trace": np.asarray(trace),
-            "iterations": len(trace), "converged": converged}
+    onehot = np.eye(model.n_classes(data), dtype=bool)[y]
+    algorithm = em_iterations(Ks, y, onehot, tau=float(model.tau), nu=float(model.nu), rule=model.rule,
+                              variant=variant, learn_beta=learn_beta and model.rule == "convex")
+    run = iterate(algorithm, model.default_beta(S), max_iter=max_iter, tol=tol, progress=progress, desc=variant,
+                  owner=owner("pmkl", variant))
+    s = run.state
+    K = MK.combine(Ks, s.beta, model.rule)
+    W, Ls = MK.w_posterior(K, K @ K, s.Y, s.A)
+    return EMEstimate(W=W, Ls=Ls, A=s.A, beta=s.beta, Y=s.Y, trace=run.trace, iterations=run.iterations,
+                      converged=run.converged)
 
 
 def map_check(options, model, data):
@@ -88,12 +130,11 @@ def map_check(options, model, data):
 def _run(variant, model, data, draws, chains, seed, progress, opts):
     timer = Timer()
     res = em_estimate(model, data, variant=variant, progress=progress, **opts)
-    q = MK.conditional_w(model, data, res["W"], res["Ls"], res["A"], res["beta"],
-                      objective={"train_loglik": res["trace"]}, iterations=res["iterations"],
-                      converged=res["converged"])
+    q = MK.conditional_w(model, data, res.W, res.Ls, res.A, res.beta, objective={"train_loglik": res.trace},
+                         iterations=res.iterations, converged=res.converged)
     return approximation_fit(model, data, variant, q, draws=draws, chains=chains, seed=seed,
                              timing={"tune": timer()}, owner=owner("pmkl", variant),
-                             limit=f"{opts['max_iter']} iterations", info={"train_loglik": float(res["trace"][-1])})
+                             limit=f"{opts['max_iter']} iterations", info={"train_loglik": float(res.trace[-1])})
 
 
 @register("em", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS,
