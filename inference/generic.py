@@ -27,7 +27,8 @@ optimisation steps times the number of Monte-Carlo ELBO samples for ADVI).
 Chain execution: PyMC runs chains one after another by default (``cores=1``; parallel chains were not
 measured against it yet, pass ``cores=2`` to try). NumPyro chains run ``"sequential"`` by default (one XLA
 device): on sinc n=20, 2 x (500 + 500) it took 30.6 s against 34.1 s for ``"vectorized"``, most of it JIT
-compilation in both cases.
+compilation in both cases. Warm-up and sampling share one compiled NUTS step, also when ``tune`` differs from
+``draws`` (``_numpyro_mcmc``).
 """
 from __future__ import annotations
 
