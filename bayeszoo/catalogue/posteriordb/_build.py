@@ -133,8 +133,7 @@ def reference_from_summaries(repo: Repo, posterior: str) -> Reference:
     ess_tail = np.asarray(diagnostics["effective_sample_size_tail"], float)
     nan = np.full_like(mean, np.nan)
     flat = {"mean": mean, "sd": sd, "mcse_mean": sd / np.sqrt(ess_bulk),
-            # normal theory, var((x - mu)^2) = 2 sd^4, in the delta method the other references use: sd / sqrt(2 ESS),
-            # with the smaller of bulk and tail ESS standing in for the ESS of the squared deviations (not published)
+            # normal-theory MCSE of the sd (the others' delta method with var((x-mu)^2) = 2 sd^4), ESS min(bulk, tail)
             "mcse_sd": sd / np.sqrt(2 * np.minimum(ess_bulk, ess_tail)),
             "rhat": np.asarray(diagnostics["r_hat"], float), "ess_bulk": ess_bulk, "ess_tail": ess_tail,
             **{key: nan for key in ("q05", "q50", "q95", "mcse_q05", "mcse_q50", "mcse_q95")}}
