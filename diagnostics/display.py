@@ -144,9 +144,14 @@ def _backend_figure(comparison, kind: str, backend: str | None, components):
     if kind == "rank":
         fits = [lbl for lbl in labels if comparison.fits[lbl].kind == "mcmc" and comparison.fits[lbl].n_chains >= 2]
     elif kind == "marginals":
-        if reference_fit is None:
+        if comparison.reference is None:
             raise ValueError("figure 'marginals' draws a fit over the reference's draws, and this comparison has "
                              "no reference")
+        if reference_fit is None:
+            raise ValueError(f"figure 'marginals' draws a fit over the reference's draws, and the reference "
+                             f"{comparison.reference.name!r} holds moments only (it was published without its "
+                             f"draws): see figure 'accuracy', which needs the moments alone, or compare against a "
+                             f"reference with draws")
         fits = [lbl for lbl in labels if comparison.fits[lbl] is not reference_fit]
     else:
         fits = labels

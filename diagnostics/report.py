@@ -810,6 +810,9 @@ def report_html(comparison) -> str:
     colors = plots.backend_colors([lbl for lbl in (comparison.order or list(comparison.fits))
                                    if lbl in comparison.fits])
     ref = plots.reference_fit(comparison)
+    if comparison.reference is not None and ref is None and components:
+        out.append(note(f"the reference {comparison.reference.name!r} holds moments only (published without its "
+                        f"draws): no marginals are drawn against it"))
     for label in comparison.order or list(comparison.fits):
         if label not in comparison.fits:
             continue

@@ -216,6 +216,21 @@ def test_comparison_without_reference_shows_ess_per_second(data):
         cmp.plot("marginals")
 
 
+def test_a_reference_without_draws_has_no_marginals_and_says_why(cmp):
+    """A reference published as moments only (posteriordb's mcycle_gp-accel_gp): the figures that need the moments
+    alone draw, the marginals over its draws are refused with the reason."""
+    from bayeszoo.catalogue.reference import Reference
+
+    ref = cmp.reference
+    moments_only = dataclasses.replace(cmp, reference=Reference(name="moments only", moments=ref.moments, fit=None,
+                                                                provenance=ref.provenance))
+    with pytest.raises(ValueError, match="holds moments only"):
+        moments_only.plot("marginals")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        assert isinstance(moments_only.plot("accuracy"), Figure)
+
+
 # ---------------------------------------------------------------------------------- Comparison.plot
 @pytest.mark.parametrize("kind", list(FIGURES))
 def test_plot_returns_each_figure(cmp, kind):

@@ -92,6 +92,25 @@ def test_failing_plot_becomes_a_note(regression_cmp, tmp_path, monkeypatch):
     assert text.count("trace plot: could not be drawn (ZeroDivisionError") == 3  # one per successful fit
 
 
+def test_a_reference_without_draws_is_named_and_no_marginals_are_drawn_against_it(regression_cmp, tmp_path,
+                                                                                   monkeypatch):
+    """A reference published as moments only (posteriordb's mcycle_gp-accel_gp): the report says so where the
+    marginals against it would be (the other figures are not what this checks, and are skipped quickly)."""
+    import dataclasses
+
+    from bayeszoo.catalogue.reference import Reference
+
+    for name in ("family_picture", "trace_figure", "rank_figure", "marginals_figure", "accuracy_figure",
+                 "ess_per_second_bars", "objective_figure"):
+        monkeypatch.setattr(plots, name, lambda *args, **kwargs: 1 / 0)
+    ref = regression_cmp.reference
+    cmp = dataclasses.replace(regression_cmp, reference=Reference(name="moments only", moments=ref.moments,
+                                                                  fit=None, provenance=ref.provenance))
+    text = open(write_report(cmp, str(tmp_path / "r.html")), encoding="utf-8").read()
+    assert "the reference &#x27;moments only&#x27; holds moments only" in text
+    assert "marginals vs reference" not in text
+
+
 def test_selected_components_are_the_largest_weights(regression_cmp):
     comps = plots.select_components(regression_cmp)
     assert comps[0] == ("log_beta", {})

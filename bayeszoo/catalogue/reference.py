@@ -36,7 +36,7 @@ import numpy as np
 import xarray as xr
 from scipy.stats import norm
 
-from bayeszoo.results import RHAT_MAX, Fit, jsonable, load_fit
+from bayeszoo.results import RHAT_MAX, Fit, jsonable, load_fit, netcdf_image, write_atomically
 
 ESS_MIN = 400
 MCSE_MAX = 0.05          # largest MCSE of a mean, in posterior sds
@@ -363,6 +363,8 @@ class Reference:
                      f"MCSEs (limit {_num(agree.get('z_limit'), '.2f')})")
         else:
             text += "; not cross-checked by a second engine"
+        if self.fit is None:
+            text += "; moments only, no draws for the plots"
         text += "".join(f"; {rerun}" for rerun in reruns(self.provenance))
         return text + ("" if self.trusted else f"; NOT TRUSTED: {'; '.join(self.problems)}")
 
@@ -417,10 +419,18 @@ class Reference:
     # ---- files -------------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike) -> str:
         """One compressed NetCDF file: at most :data:`MAX_DRAWS` thinned draws (the fit's groups, readable by
-        :func:`bayeszoo.load_fit`), the moments and the second engine's moments as two more groups."""
-        if self.fit is None:
-            raise ValueError(f"reference {self.name!r} has no draws to save")
+        :func:`bayeszoo.load_fit`), the moments and the second engine's moments as two more groups. A reference
+        without draws (``fit`` None: moments published without their draws) is its moments' groups alone, read
+        back by :meth:`load` with ``fit`` None."""
         path = os.fspath(path)
+        if self.fit is None:
+            groups = {_MOMENTS: _to_dataset(self.moments)}
+            if self.crosscheck is not None:
+                groups[_CROSSCHECK] = _to_dataset(self.crosscheck)
+            groups[_MOMENTS].attrs[_ATTR] = json.dumps(
+                {"name": self.name, "provenance": jsonable({**self.provenance, "stored_draws": None})})
+            write_atomically(path, netcdf_image(az.InferenceData(**groups)))
+            return path
         small = thinned(self.fit)
         extra = {_MOMENTS: _to_dataset(self.moments, self.fit.posterior)}
         if self.crosscheck is not None:
@@ -438,6 +448,13 @@ class Reference:
         """Read a file written by :meth:`save` (the rules are checked again from what it holds), or make the
         reference of a fit saved by :meth:`Fit.save <bayeszoo.results.Fit.save>` (its variables, or ``names``)."""
         path = os.fspath(path)
+        groups = _groups_without_draws(path)
+        if groups is not None:
+            moments = _group(path, _MOMENTS)
+            crosscheck = _from_dataset(_group(path, _CROSSCHECK)) if _CROSSCHECK in groups else None
+            meta = json.loads(moments.attrs[_ATTR])
+            return cls(name=meta["name"], moments=_from_dataset(moments), fit=None, provenance=meta["provenance"],
+                       crosscheck=crosscheck)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", UserWarning)
             fit = load_fit(path)
@@ -524,14 +541,36 @@ def reruns(provenance: dict) -> list[str]:
             for before, after in zip(attempts, attempts[1:]) if before.get("engine") == after.get("engine")]
 
 
-def _to_dataset(moments: dict, posterior: xr.Dataset) -> xr.Dataset:
+def _to_dataset(moments: dict, posterior: xr.Dataset | None = None) -> xr.Dataset:
+    """The moments as one dataset (``<variable>__<stat>``), on the draws' dims and coords; without draws on dims
+    named as ArviZ names them (``<variable>_dim_0``, ...)."""
     out = {}
     for name, stats in moments.items():
-        dims = posterior[name].dims[2:]
-        coords = {d: posterior[name].coords[d].values for d in dims if d in posterior[name].coords}
+        if posterior is None:
+            dims, coords = tuple(f"{name}_dim_{k}" for k in range(np.ndim(stats["mean"]))), {}
+        else:
+            dims = posterior[name].dims[2:]
+            coords = {d: posterior[name].coords[d].values for d in dims if d in posterior[name].coords}
         for stat, values in stats.items():
             out[f"{name}__{stat}"] = xr.DataArray(values, dims=dims, coords=coords)
     return xr.Dataset(out)
+
+
+def _groups_without_draws(path: str) -> set[str] | None:
+    """The groups of a reference file saved without draws (moments, no posterior), or None for any other file
+    (a reference with draws, a fit, or a file that :func:`~bayeszoo.results.load_fit` will explain it cannot read)."""
+    import h5netcdf
+
+    try:
+        with h5netcdf.File(path, "r") as handle:
+            groups = set(handle.groups)
+    except Exception:   # noqa: BLE001 - not an HDF5 file at all: load_fit says what it is
+        return None
+    return groups if _MOMENTS in groups and "posterior" not in groups else None
+
+
+def _group(path: str, group: str) -> xr.Dataset:
+    return xr.load_dataset(path, group=group, engine="h5netcdf")
 
 
 def _from_dataset(ds: xr.Dataset) -> dict:

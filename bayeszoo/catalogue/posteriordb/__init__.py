@@ -108,7 +108,12 @@ def reference_path(posterior: str) -> str:
 
 def reference(posterior: str) -> Reference:
     """posteriordb's reference for the posterior: the moments (mean, sd, 5 / 50 / 95 % quantiles with their MCSE,
-    R-hat, ESS) of its 10 x 1000 reference draws, and 1000 of those draws for the plots."""
+    R-hat, ESS) of its 10 x 1000 reference draws, and 1000 of those draws for the plots.
+
+    Where the package was built without a posterior's draws file (``info(name)["reference_draws"]`` False:
+    ``mcycle_gp-accel_gp``), the reference is made of what posteriordb publishes besides the draws, its mean and
+    mean square of every component and the draws' R-hat and ESS: mean, sd and their MCSEs, no quantiles, and
+    ``fit`` None (no draws for the plots; ``provenance["moments_from"]`` names the files)."""
     missing = _entry(posterior).get("reference_missing")
     if missing:
         raise ValueError(f"the package holds no reference for {posterior!r}: {missing}; rebuild the data from a "
@@ -119,7 +124,7 @@ def reference(posterior: str) -> Reference:
 def info(posterior: str) -> dict:
     """What the suite's page shows: the Stan model and data names, the kind, the dimension (components of the
     reference's variables, as posteriordb counts them), keywords, the data set's title and sources, the licence,
-    and the program or the reason there is none."""
+    whether the reference holds draws, and the program or the reason there is none."""
     entry = _entry(posterior)
     model = entry["model"]
     prog = load_all().get(model)
@@ -131,5 +136,6 @@ def info(posterior: str) -> dict:
             "keywords": list(entry.get("keywords", [])), "title": data_info.get("title"),
             "urls": _listed(data_info.get("urls")), "references": _listed(data_info.get("references")),
             "reference_run": entry.get("reference_run"), "reference_missing": entry.get("reference_missing"),
+            "reference_draws": bool(entry.get("reference_draws", not entry.get("reference_missing"))),
             "licence": "BSD-3-Clause (posteriordb); data from the sources listed (data/PROVENANCE.md)",
             "program": prog.name if prog else None, "exception": EXCEPTIONS.get(model)}

@@ -30,7 +30,7 @@ import numpy as np
 import xarray as xr
 
 from bayeszoo.catalogue.posteriordb import _listed
-from bayeszoo.catalogue.reference import Reference
+from bayeszoo.catalogue.reference import Reference, run_diagnostics
 from bayeszoo.results import Fit
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -111,6 +111,71 @@ def reference_of(repo: Repo, posterior: str, data: dict) -> Reference:
                               labels=("stan (posteriordb)",), provenance=provenance)
 
 
+SUMMARY = f"{DB}/reference_posteriors/summary_statistics"
+
+
+def reference_from_summaries(repo: Repo, posterior: str) -> Reference:
+    """The reference of a posterior whose draws file is not in the clone, from what posteriordb publishes besides
+    the draws: its mean and mean square of every component (summary statistics of the same 10 x 1000 draws) and
+    the run's per-component R-hat and bulk / tail ESS (the draws' info file). No draws, so no quantiles."""
+    means = repo.json(f"{SUMMARY}/mean_value/mean_value/{posterior}.json")
+    squares = repo.json(f"{SUMMARY}/mean_squared_value/mean_squared_value/{posterior}.json")
+    run = repo.json(f"{DB}/reference_posteriors/draws/info/{posterior}.info.json")
+    diagnostics = run["diagnostics"]
+    columns = diagnostics["diagnostic_information"]["names"]
+    if set(means["names"]) != set(columns) or set(squares["names"]) != set(columns):
+        raise ValueError(f"{posterior}: posteriordb's summary statistics and draws info name other components")
+    # each file lists the components in its own order: taken by name, in the info file's
+    mean = np.asarray([dict(zip(means["names"], means["mean_value"]))[c] for c in columns], float)
+    square = np.asarray([dict(zip(squares["names"], squares["mean_squared_value"]))[c] for c in columns], float)
+    sd = np.sqrt(square - mean ** 2)
+    ess_bulk = np.asarray(diagnostics["effective_sample_size_bulk"], float)
+    ess_tail = np.asarray(diagnostics["effective_sample_size_tail"], float)
+    nan = np.full_like(mean, np.nan)
+    flat = {"mean": mean, "sd": sd, "mcse_mean": sd / np.sqrt(ess_bulk),
+            # normal-theory MCSE of the sd (the others' delta method with var((x-mu)^2) = 2 sd^4), ESS min(bulk, tail)
+            "mcse_sd": sd / np.sqrt(2 * np.minimum(ess_bulk, ess_tail)),
+            "rhat": np.asarray(diagnostics["r_hat"], float), "ess_bulk": ess_bulk, "ess_tail": ess_tail,
+            **{key: nan for key in ("q05", "q50", "q95", "mcse_q05", "mcse_q50", "mcse_q95")}}
+    # each column's position, laid out by draws_to_arrays as the draws would be: the variables' shapes, Stan's order
+    arrays = draws_to_arrays([{column: [float(position)] for position, column in enumerate(columns)}])
+    moments = {name: {stat: values[np.asarray(index[0, 0], int)] for stat, values in flat.items()}
+               for name, index in arrays.items()}
+    method = run["inference"]["method_arguments"]
+    divergences = int(np.sum(diagnostics.get("divergent_transitions") or [0]))
+    record = {"engine": "stan (posteriordb)", "kind": "mcmc", "chains": int(method["chains"]),
+              "draws": int(diagnostics["ndraws"]) // int(diagnostics["nchains"]), "divergences": divergences,
+              "seed": method.get("seed"), "settings": run["inference"], "seconds": None}
+    provenance = {"source": "posteriordb", "model": None, "data": None, "posteriordb_commit": repo.commit,
+                  "posterior": posterior, "run": record, "diagnostics": run_diagnostics(moments),
+                  "cross_checked": False, "checks_made": run.get("checks_made"),
+                  "versions": run.get("versions", {}).get("rstan_version"), "added_by": run.get("added_by"),
+                  "added_date": run.get("added_date"),
+                  "moments_from": [f"{SUMMARY}/mean_value/mean_value/{posterior}.json",
+                                   f"{SUMMARY}/mean_squared_value/mean_squared_value/{posterior}.json",
+                                   f"{DB}/reference_posteriors/draws/info/{posterior}.info.json"],
+                  "moments_note": "posteriordb's draws file was not in the clone read: mean and sd from its mean and "
+                                  "mean-square summary statistics, MCSE of the mean sd / sqrt(bulk ESS), of the sd "
+                                  "sd / sqrt(2 min(bulk, tail ESS)) (normal theory); R-hat and ESS from the draws' "
+                                  "info file; no quantiles, no draws",
+                  "date": datetime.datetime.now(datetime.timezone.utc).isoformat()}
+    return Reference(name=f"posteriordb: {posterior}", moments=moments, fit=None, provenance=provenance)
+
+
+def reference_or_summary(repo: Repo, posterior: str, data: dict) -> tuple[Reference | None, str | None]:
+    """(the reference, None) from posteriordb's draws; where the clone lacks the draws file (a partial clone may
+    lack the largest), (the reference of its summary statistics, moments only, why); without those either,
+    (None, why)."""
+    try:
+        return reference_of(repo, posterior, data), None
+    except subprocess.CalledProcessError as exc:
+        missing = exc.stderr.decode().strip()
+    try:
+        return reference_from_summaries(repo, posterior), missing
+    except subprocess.CalledProcessError:
+        return None, missing
+
+
 def build(repo: Repo, only: list[str] | None = None) -> dict:
     os.makedirs(os.path.join(DATA_DIR, "stan"), exist_ok=True)
     index_path = os.path.join(DATA_DIR, "index.json")
@@ -125,10 +190,7 @@ def build(repo: Repo, only: list[str] | None = None) -> dict:
         stan = repo.read(f"{DB}/models/stan/{model}.stan")
         with open(os.path.join(DATA_DIR, "stan", f"{model}.stan"), "wb") as fh:
             fh.write(stan)
-        try:
-            ref = reference_of(repo, posterior, data)
-        except subprocess.CalledProcessError as exc:   # a partial clone may lack the largest draws files
-            ref, missing = None, exc.stderr.decode().strip()
+        ref, missing = reference_or_summary(repo, posterior, data)
         if ref is not None:
             ref.save(os.path.join(DATA_DIR, f"{posterior}.reference.nc"))
             dims = {name: list(np.shape(m["mean"])) for name, m in ref.moments.items()}
@@ -139,6 +201,7 @@ def build(repo: Repo, only: list[str] | None = None) -> dict:
             "dimensions": meta.get("dimensions", {}), "reference_variables": dims,
             "reference_run": repo.json(f"{DB}/reference_posteriors/draws/info/{posterior}.info.json")["inference"],
             "reference_problems": ref.problems if ref is not None else None,
+            "reference_draws": ref is not None and ref.fit is not None,
             "reference_missing": None if ref is not None else f"the draws were not in the clone read ({missing})",
             "data_info": {k: data_info.get(k) for k in ("title", "description", "urls", "references", "keywords",
                                                         "added_by", "added_date")},
@@ -157,6 +220,8 @@ def build(repo: Repo, only: list[str] | None = None) -> dict:
 
 def write_provenance(repo: Repo, index: dict) -> None:
     date = repo.git("log", "-1", "--format=%cs", repo.commit).decode().strip()
+    summarised = [p for p, entry in index.items() if not entry.get("reference_draws", True)
+                  and not entry.get("reference_missing")]
     lines = ["# posteriordb in bayeszoo: provenance", "",
              f"Every file in this folder is copied or derived from posteriordb "
              f"(<https://github.com/stan-dev/posteriordb>), commit `{repo.commit}` ({date}), by "
@@ -166,6 +231,11 @@ def write_provenance(repo: Repo, index: dict) -> None:
              "* `<posterior>.reference.nc`: the moments (mean, sd, quantiles, their MCSE, R-hat, ESS) of "
              "`posterior_database/reference_posteriors/draws/draws/<posterior>.json.zip` (10 chains x 1000 draws "
              "kept from 10,000 each), and at most 1000 of those draws, thinned, in single precision;",
+             *([f"* for {', '.join(f'`{p}`' for p in summarised)}, whose draws file was not in the clone read, "
+                "`<posterior>.reference.nc` holds moments only: mean and sd from "
+                "`posterior_database/reference_posteriors/summary_statistics/{mean_value,mean_squared_value}/...`, "
+                "R-hat, bulk and tail ESS from `posterior_database/reference_posteriors/draws/info/<posterior>"
+                ".info.json`, the MCSEs from those (no quantiles, no draws);"] if summarised else []),
              "* `index.json`: the posteriors' and data sets' info files, abridged.", "",
              "## Licence", "",
              "posteriordb is distributed under the BSD 3-Clause License:", "", "```",

@@ -61,6 +61,9 @@ def rows() -> list[dict]:
             written = "not yet written"
         agreement = ("no reference in the package (posteriordb's draws file was not in the clone it was built "
                      "from)" if info["reference_missing"] else _agreement_cell(checks.get(name)))
+        if not info["reference_missing"] and not info["reference_draws"]:
+            agreement += (" (posteriordb's reference here is its published means and mean squares with its run's "
+                          "ESS: moments only, no draws)")
         out.append({"posterior": name, "kind": info["kind"] or "", "dimension": info["dimension"],
                     "model": info["model"], "written": written, "agreement": agreement})
     return out
