@@ -43,6 +43,10 @@ from bayeszoo.results import jsonable, write_atomically
 BENCHMARK_FILE = "benchmark.json"
 TARGET_DRAWS = metrics.DEFAULT_TARGETS[1]   # the comparison's precise target: worth 100 exact draws
 COSTS = ("gradients", "seconds")
+#: the columns of a measured task (:func:`_measure`); a failed or skipped task has none of them, so a table of such
+#: tasks only gets them here
+MEASURED = ("kind", "seconds", "n_grad", "seconds_to_target", "gradients_to_target", "worth_draws", "mean_err",
+            "sd_err", "rhat_max", "ess_bulk_min", "divergences", "converged", "problems")
 #: what makes two runs the same benchmark: a folder holding tasks made with other values is refused
 _SETTING_KEYS = ("draws", "tune", "chains", "target", "options")
 
@@ -151,6 +155,9 @@ class Leaderboard:
         if len(failed):
             who = ", ".join(f"{b} ({k})" for b, k in failed.groupby("backend").size().items())
             said.append(f"Failed tasks: {who}; their messages are listed in the report.")
+        nowhere = summary[(summary["ran_on"] == 0) & (summary["skipped"] > 0) & (summary["failed"] == 0)]
+        for backend in nowhere["backend"]:
+            said.append(f"{backend} does not apply to any of the targets (skipped: failures() says why).")
         return " ".join(said)
 
     # ----------------------------------------------------------------------------------------- pictures
@@ -212,7 +219,9 @@ def _check_backends(backends) -> list[str]:
     known = {b.name for b in registry.all_backends()}
     unknown = [b for b in backends if b not in known]
     if unknown:
-        raise ValueError(f"benchmark: unknown backend{'s' * (len(unknown) > 1)} {', '.join(map(repr, unknown))}; "
+        named = [repr(name) + (f" ({hint.strip()})" if (hint := checks.did_you_mean(name, known)) else "")
+                 for name in unknown]
+        raise ValueError(f"benchmark: unknown backend{'s' * (len(unknown) > 1)} {', '.join(named)}; "
                          f"known: {', '.join(sorted(known))} (register your own with bz.register_sampler)")
     if len(set(backends)) != len(backends):
         raise ValueError(f"benchmark: backends listed twice in {list(backends)}")
@@ -440,7 +449,7 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
                 bar.update(1)
     finally:
         bar.close()
-    table = pd.DataFrame([rows[t] for t in tasks if t in rows])
+    table = _table([rows[t] for t in tasks if t in rows])
     board = Leaderboard(table, names, keys, settings, cost or _default_cost(table))
     if out is not None:
         write_atomically(os.path.join(out, "tasks.csv"), board.table().to_csv(index=False))
@@ -449,9 +458,16 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
     return board
 
 
+def _table(rows: list[dict]) -> pd.DataFrame:
+    """The tasks' rows as a table with every measured column, NaN where a task was not measured."""
+    table = pd.DataFrame(rows)
+    for column in MEASURED:
+        if column not in table:
+            table[column] = math.nan
+    return table
+
+
 def _default_cost(table: pd.DataFrame) -> str:
-    if "gradients_to_target" not in table:
-        return "seconds"
     solved = table[(table["status"] == "ok") & np.isfinite(table["seconds_to_target"].astype(float))]
     return "gradients" if len(solved) and solved["gradients_to_target"].notna().all() else "seconds"
 
@@ -476,7 +492,7 @@ def load_leaderboard(out: str | os.PathLike, cost: str | None = None) -> Leaderb
                 row = _saved_row(task_path(out, key, backend, seed), settings)
                 if row is not None:
                     rows.append(row)
-    table = pd.DataFrame(rows)
+    table = _table(rows)
     return Leaderboard(table, meta["backends"], meta["targets"], settings, cost or _default_cost(table))
 
 

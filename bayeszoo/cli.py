@@ -671,9 +671,16 @@ def cmd_benchmark(args, out=None) -> int:
                            "display.float_format", "{:.3g}".format):
         print(board.summary().to_string(index=False), file=out)
     print(board.verdict(), file=out)
+    failures = board.failures()
+    for _, row in failures[failures["status"] == "failed"].iterrows():
+        print(f"  {row['backend']} failed on {row['target']} seed {row['seed']}: "
+              f"{str(row['message']).splitlines()[0]}"[:TERMINAL_WIDTH], file=out)
+    for backend, skipped in failures[failures["status"] == "skipped"].groupby("backend", sort=False):
+        # one line a backend: a family's backend skips every posteriordb target for the same reason
+        print(f"  {backend} skipped on {skipped['target'].nunique()} target(s), e.g. "
+              f"{skipped['message'].iloc[0]}"[:TERMINAL_WIDTH], file=out)
     print(f"report: {os.path.join(args.out, 'report.html')}", file=out)
-    failed = board.failures()
-    failed = failed[failed["status"] == "failed"]
+    failed = failures[failures["status"] == "failed"]
     if len(failed):
         print(f"{PROG}: {len(failed)} of {len(board.rows)} tasks failed", file=sys.stderr)
         return 1

@@ -591,7 +591,11 @@ def _add_log_likelihood(fit: Fit, model, data, indexes: "_Indexes") -> None:
         fit.info["log_likelihood"] = (f"not stored: {size:,} values (chains x draws x observations) exceed "
                                       f"{MAX_LOG_LIKELIHOOD_VALUES:,}; thin the draws for LOO")
         return
-    values = pointwise(fit, data)
+    try:
+        values = pointwise(fit, data)
+    except NotImplementedError as exc:   # e.g. PyMC cannot rebuild a model that sets initval: keep the draws
+        fit.info["log_likelihood"] = f"not stored: the pointwise log likelihood cannot be computed ({exc})"
+        return
     if values is None:
         return
     values = np.asarray(values, dtype=float).reshape(fit.n_chains, fit.n_draws, -1)

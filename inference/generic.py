@@ -32,6 +32,7 @@ compilation in both cases. Warm-up and sampling share one compiled NUTS step, al
 """
 from __future__ import annotations
 
+import collections
 import functools
 import threading
 import time
@@ -279,6 +280,47 @@ def _numpyro_mcmc(*args, **kwargs):
     return OneLengthMCMC(*args, **kwargs)
 
 
+#: jax.jit objects that NumPyro's fori_collect made, by (function, jit arguments): see _numpyro_jits_once
+_NUMPYRO_JITS: "collections.OrderedDict" = collections.OrderedDict()
+_NUMPYRO_JITS_MAX = 64
+
+
+def _numpyro_jits_once() -> None:
+    """Make NumPyro's ``maybe_jit`` hand back the same ``jax.jit`` object for the same function and arguments.
+
+    NumPyro's ``fori_collect`` (run once per chain of ``"sequential"`` chains, and again for the sampling after the
+    warm-up) wraps its cached loop body in a new ``jax.jit`` object on every call, and that object is a static
+    argument of the jitted loop: so every chain traced, lowered and compiled the model's whole NUTS kernel again,
+    eight times for 4 chains (JAX's persistent cache turns the compilations after the first into disk reads, but
+    not the tracing and lowering; without it each is a full compilation). With the same object, the chains after
+    the first run the first one's executable. The computation is the same; only the wrapper is shared."""
+    import numpyro.util
+
+    original = numpyro.util.maybe_jit
+    if getattr(original, "_bayeszoo_shared", False):
+        return
+    lock = threading.Lock()
+
+    def maybe_jit(fn, *args, **kwargs):
+        try:
+            key = (fn, args, tuple(sorted(kwargs.items())))
+            hash(key)
+        except TypeError:      # an unhashable jit argument: NumPyro's own behaviour
+            return original(fn, *args, **kwargs)
+        with lock:
+            if key in _NUMPYRO_JITS:
+                _NUMPYRO_JITS.move_to_end(key)
+                return _NUMPYRO_JITS[key]
+            jitted = _NUMPYRO_JITS[key] = original(fn, *args, **kwargs)
+            while len(_NUMPYRO_JITS) > _NUMPYRO_JITS_MAX:
+                _NUMPYRO_JITS.popitem(last=False)
+            return jitted
+
+    maybe_jit._bayeszoo_shared = True
+    maybe_jit.__wrapped__ = original
+    numpyro.util.maybe_jit = maybe_jit
+
+
 @register("numpyro", kind="mcmc", description="NumPyro NUTS", library="numpyro",
           unavailable=needs_declaration("numpyro"), memory=declaration_memory(JAX_COPIES), options={
     "target_accept": Option(0.9, _TARGET_ACCEPT, _TARGET),
@@ -290,6 +332,7 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
     import jax
     from numpyro.infer import NUTS
 
+    _numpyro_jits_once()
     fn, arrays = numpyro_declaration(model, data)
     kernel = NUTS(fn, target_accept_prob=opts["target_accept"], max_tree_depth=opts["max_tree_depth"])
     mcmc = _numpyro_mcmc(kernel, num_warmup=max(tune, 0), num_samples=draws, num_chains=chains,

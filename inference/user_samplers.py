@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import collections
 import functools
+import math
 from typing import Callable, NamedTuple
 
 from bayeszoo.checks import POSITIVE_INT
@@ -117,11 +118,21 @@ def _problem_kernel(algorithm, model, data, who: str, options: dict) -> chain_dr
 
 
 def register_sampler(name: str, algorithm: Callable, *, options: dict | None = None, description: str = "",
-                     family: str | None = None, replace: bool = False) -> Backend:
+                     family: str | None = None, gradients_per_step: float | None = None,
+                     replace: bool = False) -> Backend:
     """Register ``algorithm`` (module docstring) as the MCMC backend ``name`` for every model with a NumPyro
     declaration (or one ``family``'s). ``options``: name -> :class:`~bayeszoo.registry.Option`, passed to
-    ``algorithm`` as keywords; ``thin`` is added. A name already taken is refused unless ``replace=True``."""
+    ``algorithm`` as keywords; ``thin`` is added. ``gradients_per_step``: the gradient evaluations one step costs
+    (1 for MALA); when given, a fit counts them (``info["n_grad"]``, warm-up and thinned steps included, the initial
+    point's not), as the built-in samplers do, so that ``bz.benchmark`` can rank it by gradients. A name already
+    taken is refused unless ``replace=True``."""
     options = dict(options or {})
+    if gradients_per_step is not None and not (
+            isinstance(gradients_per_step, (int, float)) and not isinstance(gradients_per_step, bool)
+            and math.isfinite(gradients_per_step) and gradients_per_step > 0):
+        raise ValueError(f"sampler {name!r}: gradients_per_step must be a number > 0 (the gradient evaluations of "
+                         f"one step, e.g. 1 for MALA), or None for a sampler that uses no gradients (a random walk; "
+                         f"a benchmark then ranks by seconds); got {gradients_per_step!r}")
     if "thin" in options:
         raise ValueError(f"sampler {name!r}: 'thin' is the driver's option (keep every thin-th step); rename yours")
     if not callable(algorithm):
@@ -137,7 +148,10 @@ def register_sampler(name: str, algorithm: Callable, *, options: dict | None = N
         setup = time.perf_counter() - start
         res = chain_driver.sample(kernel, None, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
                                   progress=progress, desc=name, owner=owner(family, name))
-        return chain_driver.chains_fit(model, data, name, res, setup=setup, library="user", info={"thin": thin})
+        info = {"thin": thin}
+        if gradients_per_step is not None:   # every step of every chain, warm-up and thinned ones included
+            info.update(n_grad=gradients_per_step * chains * res.sweeps, n_grad_tune=gradients_per_step * chains * tune)
+        return chain_driver.chains_fit(model, data, name, res, setup=setup, library="user", info=info)
 
     # the identity the registry compares: the same algorithm defined again (a re-run notebook cell) replaces
     run.__qualname__ = f"register_sampler.<{getattr(algorithm, '__qualname__', name)}>"

@@ -148,6 +148,7 @@ SLOW_BY_DURATION = frozenset({
     'tests/test_slm_dloop.py::test_perturb_and_solve_draws_follow_the_gaussian',
     'tests/test_slm_dloop.py::test_student_posterior_against_gibbs',
     'tests/test_user_backends.py::test_a_user_sampler_recovers_an_exact_gaussian_posterior',
+    'tests/test_user_backends.py::test_a_sampler_that_declares_its_gradients_per_step_counts_them_as_the_built_in_ones_do',
 })
 
 

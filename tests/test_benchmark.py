@@ -136,7 +136,7 @@ def test_a_folder_of_another_benchmark_is_refused(fakes, tmp_path):
 @pytest.mark.parametrize("kwargs, message", [
     (dict(suite="posteriordb-quik"), r"unknown suite 'posteriordb-quik'; did you mean 'posteriordb-quick'"),
     (dict(suite=["exact/banan"]), r"'exact/banan' is not a target of the 'exact' suite; did you mean 'exact/banana'"),
-    (dict(backends=["iid_exakt"]), r"unknown backend 'iid_exakt'; known: .*iid_exact"),
+    (dict(backends=["iid_exakt"]), r"unknown backend 'iid_exakt' \(did you mean 'iid_exact'.*\?\); known: .*iid_exact"),
     (dict(seeds=0), r"seeds"),
     (dict(target=0), r"target"),
     (dict(options={"nuts": {"target_accept": 0.9}}), r"options given for 'nuts', which is not among the backends"),
@@ -187,6 +187,28 @@ def test_a_target_nobody_solves_counts_as_run_and_unsolved(fakes):
     with pytest.raises(ValueError, match="no backend reached the target accuracy on any target, so the profile"):
         lb.plot("profile")
 
+
+
+@pytest.mark.parametrize("backends, status", [(["em"], "skipped"), (["iid_broken"], "failed")])
+def test_a_benchmark_in_which_no_task_ran_has_a_summary_a_verdict_and_a_report(fakes, tmp_path, capsys, backends,
+                                                                               status):
+    """Every task skipped (a family's backend on a posteriordb or exact target) or failed: the rows carry no
+    measurement, and the summary, the verdict, the report and the command line still say what happened."""
+    board = bz.benchmark(TARGETS[:1], backends, draws=200, chains=2, out=tmp_path / "api", progress=False)
+    summary = board.summary().set_index("backend")
+    assert summary.loc[backends[0], ["solved", "ran_on", status]].tolist() == [0, int(status == "failed"), 1]
+    assert np.isnan(summary.loc[backends[0], "worth_draws_median"])
+    assert board.failures()["status"].tolist() == [status]
+    if status == "skipped":
+        assert "em does not apply to any of the targets (skipped: failures() says why)" in board.verdict()
+    assert (tmp_path / "api" / "report.html").exists()
+    assert load_leaderboard(tmp_path / "api").summary().equals(board.summary())
+    code = cli.main(["benchmark", "--suite", "exact", "--targets", "correlated_gaussian", "--backends",
+                     ",".join(backends), "--draws", "200", "--chains", "2", "--out", str(tmp_path / "cli"), "--quiet"])
+    printed = capsys.readouterr()
+    assert code == int(status == "failed") and "no backend reached the target accuracy" in printed.out
+    if status == "skipped":
+        assert "em does not apply to exact/correlated_gaussian" in printed.out
 
 def test_an_mcmc_fit_counts_its_warm_up_and_the_sampling_up_to_the_target():
     from types import SimpleNamespace

@@ -150,9 +150,10 @@ def test_numpyro_compiles_its_nuts_step_once_when_the_warm_up_is_shorter_than_th
     model = bz.models.from_numpyro(regression, x, y=0.8 * x)
     with jax.log_compiles(True), caplog.at_level(logging.WARNING):
         fit = bz.fit(model, backend="numpyro", draws=9, tune=4, chains=2, seed=3, progress=True)
-    # traced (then compiled, or read from the persistent cache when an earlier run compiled it) once
+    # traced (then compiled, or read from the persistent cache when an earlier run compiled it) at most once: not
+    # at all when this process already holds the program (NumPyro caches its loop body by the kernel's functions)
     steps = [r for r in caplog.records if re.match(r"Finished tracing .*_body_fn", r.getMessage())]
-    assert len(steps) == 1
+    assert len(steps) <= 1
     assert fit.posterior["slope"].shape == (2, 9)
     assert fit.idata.sample_stats["n_steps"].shape == (2, 9)
     assert np.all(fit.idata.sample_stats["n_steps"].values >= 1)      # no padding row among the draws kept

@@ -138,3 +138,37 @@ def test_nutpie_agrees_with_numpyro(numpyro_fit, sinc):
     p1, s1 = _draws_se(fit, MODEL.predict_draws(fit, sinc.X_test))
     p2, s2 = _draws_se(numpyro_fit, MODEL.predict_draws(numpyro_fit, sinc.X_test))
     assert np.max(np.abs(p1 - p2) / np.sqrt(s1**2 + s2**2)) < 4.5
+
+
+
+@pytest.mark.slow
+def test_numpyro_compiles_the_model_once_for_all_its_chains(caplog, monkeypatch):
+    """NumPyro runs each sequential chain, and the sampling after the warm-up, through a loop it jits again on every
+    call: left to itself, 2 chains trace, lower and compile the model's NUTS kernel 4 times (4 chains 8 times).
+    With bayeszoo's shared jit objects they compile it once, and draw exactly the same draws."""
+    import jax
+    import numpyro.util
+
+    from bayeszoo.inference import generic
+
+    model = bz.catalogue.exact.load("banana", library="numpyro")
+
+    def fit_counting_compiles():
+        caplog.clear()
+        jax.config.update("jax_log_compiles", True)
+        try:
+            with caplog.at_level("WARNING"):
+                fit = bz.fit(model, None, "numpyro", draws=30, tune=30, chains=2, seed=3, progress=False)
+        finally:
+            jax.config.update("jax_log_compiles", False)
+        return fit, sum(r.getMessage().startswith("Compiling") and "_fori_collect_loop" in r.getMessage()
+                        for r in caplog.records)
+
+    with monkeypatch.context() as patch:   # NumPyro's own jit, as before
+        patch.setattr(generic, "_numpyro_jits_once", lambda: None)
+        patch.setattr(numpyro.util, "maybe_jit", getattr(numpyro.util.maybe_jit, "__wrapped__",
+                                                         numpyro.util.maybe_jit))
+        alone, compiles_alone = fit_counting_compiles()
+    shared, compiles_shared = fit_counting_compiles()
+    assert (compiles_alone, compiles_shared) == (4, 1)
+    np.testing.assert_array_equal(alone.posterior["x"].values, shared.posterior["x"].values)

@@ -121,6 +121,40 @@ def test_register_sampler_refuses_bad_input(restore_registry):
         bz.register_sampler("gibbs", _rwm, family="rvm")
 
 
+
+def _mala(logdensity_fn, step_size=0.3):
+    """MALA (BlackJAX): one gradient evaluation per step"""
+    import blackjax
+
+    return blackjax.mala(logdensity_fn, step_size)
+
+
+def test_a_sampler_that_declares_its_gradients_per_step_counts_them_as_the_built_in_ones_do(restore_registry):
+    """gradients_per_step makes a fit count its gradients (every step of every chain, warm-up and thinned steps
+    included), so that bz.benchmark reads its cost to a target in gradients, as it does the built-in samplers'
+    (without a count, a benchmark that includes it ranks every backend by seconds)."""
+    from bayeszoo.benchmark import gradients_to_target
+
+    bz.register_sampler("mala", _mala, options={"step_size": Option(0.3, "step size", POSITIVE)},
+                        gradients_per_step=1)
+    data = bz.datasets.load("slm_signal", kind="spikes", n=3, m=4, sigma2=0.5, seed=0)
+    model = bz.models.SLM(potential="gaussian", tau=1.0, sigma2=0.5)
+    fit = bz.fit(model, data, "mala", draws=300, tune=200, chains=2, seed=0, progress=False, thin=2)
+    assert fit.info["n_grad"] == 2 * (200 + 300 * 2) and fit.info["n_grad_tune"] == 2 * 200
+    # the sampling stage's gradients in proportion to its time, after the warm-up's
+    timing = fit.timing
+    halfway = timing["compile"] + timing["tune"] + 0.5 * timing["sample"]
+    assert gradients_to_target(fit, halfway) == pytest.approx(2 * 200 + 0.5 * 2 * 300 * 2)
+    assert gradients_to_target(fit, halfway + timing["sample"]) == fit.info["n_grad"]
+
+    bz.register_sampler("mala_uncounted", _mala, options={"step_size": Option(0.3, "step size", POSITIVE)})
+    uncounted = bz.fit(model, data, "mala_uncounted", draws=300, tune=200, chains=2, seed=0, progress=False,
+                       thin=2)   # the same kernel and shapes: compiled once for both
+    assert uncounted.info["n_grad"] is None and np.isnan(gradients_to_target(uncounted, halfway))
+    for bad in (0, -1, float("nan"), "1", True):   # zero: a cost of nothing would rank a random walk first
+        with pytest.raises(ValueError, match="gradients_per_step must be a number > 0"):
+            bz.register_sampler("mala_bad", _mala, gradients_per_step=bad)
+
 PLUGIN = '''
 import numpy as np
 from bayeszoo.registry import register_backend

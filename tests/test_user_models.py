@@ -471,3 +471,18 @@ def test_dask_workers_rebuild_the_same_models(pymc_model, numpyro_model):
                                            local.idata.log_likelihood["y"].values, rtol=1e-12)
     finally:
         cluster.close()
+
+
+def test_draws_of_a_model_whose_log_likelihood_pymc_cannot_build_are_kept():
+    """PyMC cannot rebuild a model that sets an initval for the pointwise log likelihood (posteriordb's
+    low_dim_gauss_mix: NotImplementedError "Cannot convert models with non-default initial_values"): the fit is
+    built without its log_likelihood group, and says why, instead of losing the draws."""
+    from bayeszoo.results import build_fit
+
+    model = bz.catalogue.suites.target("posteriordb/low_dim_gauss_mix-low_dim_gauss_mix").model("pymc")
+    data = model.dataset()
+    draws = {"mu": np.tile([-1.0, 1.0], (1, 5, 1)), "sigma": np.ones((1, 5, 2)), "theta": np.full((1, 5), 0.5)}
+    fit = build_fit(model, data, "nuts", "mcmc", draws, timing={"sample": 0.0})
+    assert "log_likelihood" not in fit.idata.groups()
+    assert fit.info["log_likelihood"].startswith("not stored: the pointwise log likelihood cannot be computed")
+    np.testing.assert_array_equal(fit.posterior["mu"].values, draws["mu"])
