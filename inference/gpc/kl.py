@@ -76,26 +76,11 @@ class KLInfo(NamedTuple):
     stalled: bool = False
 
 
-class KLResult(NamedTuple):
-    """The KL-optimal Q: the final state's fields (:class:`KLState`, its J as ``log_evidence``), the J
-    ``trace``, ``iterations`` and ``converged``."""
-
-    log_evidence: float
-    alpha: np.ndarray
-    W: np.ndarray
-    sW: np.ndarray
-    L: np.ndarray
-    m: np.ndarray
-    V: np.ndarray
-    v: np.ndarray
-    a_m: np.ndarray
-    a_v: np.ndarray
-    a_mm: np.ndarray
-    a_mv: np.ndarray
-    a_vv: np.ndarray
-    trace: np.ndarray
-    iterations: int
-    converged: bool
+#: the KL-optimal Q: the final state's fields (:class:`KLState`, its J as ``log_evidence``), the J ``trace``,
+#: ``iterations`` and ``converged``
+KLResult = NamedTuple("KLResult", [("log_evidence", float)]
+                      + [(name, np.ndarray) for name in KLState._fields[1:]]
+                      + [("trace", np.ndarray), ("iterations", int), ("converged", bool)])
 
 
 def kl_state(K, y, likelihood, alpha, W) -> KLState:
