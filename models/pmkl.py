@@ -278,7 +278,7 @@ class PMKL(Model):
         import pymc as pm
         import pytensor.tensor as pt
 
-        from bayeszoo.numerics.special import pm_log_gamma, pt_log_ndtr
+        from bayeszoo.numerics.special import pm_log_gamma, pt_log_ndtr, pt_logsumexp
 
         self.validate(data)
         self.require_declarable("pymc")
@@ -310,7 +310,7 @@ class PMKL(Model):
             m_t = pt.sum(M * onehot, axis=1, keepdims=True)
             arg = u[None, :, None] + (m_t - M)[:, None, :]                         # (N, K, C)
             lp = pt.sum(pt_log_ndtr(arg) * (1.0 - onehot)[:, None, :], axis=2) + logw[None, :]
-            pm.Potential("loglik", pt.sum(pt.logsumexp(lp, axis=1)))
+            pm.Potential("loglik", pt.sum(pt_logsumexp(lp, axis=1)))
         return model
 
     def _pm_beta(self, S):

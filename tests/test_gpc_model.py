@@ -366,6 +366,27 @@ def test_pytensor_log_ndtr_value_and_gradient_are_finite_in_both_tails():
     assert np.all(np.isfinite(grad)) and ndtr(0.0) == 0.5
 
 
+@pytest.mark.parametrize("axis, keepdims", [(None, False), (1, False), (1, True), (0, False)])
+def test_pytensor_logsumexp_and_its_gradient_are_stable_where_every_term_underflows(axis, keepdims):
+    """PMKL's likelihood sums its quadrature nodes with it: full-rank ADVI's draws made every node of a data point
+    underflow, and PyTensor's own logsumexp gave a NaN gradient there (0 / 0)."""
+    import pytensor
+    import pytensor.tensor as pt
+    from scipy.special import logsumexp, softmax
+
+    from bayeszoo.numerics.special import pt_logsumexp
+
+    x = pt.dmatrix("x")
+    y = pt_logsumexp(x, axis=axis, keepdims=keepdims)
+    fn = pytensor.function([x], [y, pt.grad(y.sum(), x)])
+    pts = np.array([[-1e4, -1e4 - np.log(3.0), -2e4], [1.0, 2.0, 3.0], [-np.inf, 0.0, -np.inf]])
+    val, grad = fn(pts)
+    np.testing.assert_allclose(val, logsumexp(pts, axis=axis, keepdims=keepdims), rtol=1e-12)
+    np.testing.assert_allclose(grad, softmax(pts, axis=axis), rtol=1e-12, atol=1e-300)   # d lse / dx = softmax
+    if axis == 1:
+        np.testing.assert_allclose(grad[0], [0.75, 0.25, 0.0], rtol=1e-12)
+
+
 def test_non_positive_definite_kernel_and_nan_features_raise_before_sampling():
     X = np.repeat([[0.5, -1.0]], 4, axis=0)                 # identical rows: K = sf^2 11^T, rank one
     data = bz.datasets.Dataset(X=X, y=np.array([1.0, 0.0, 1.0, 0.0]), name="dup")

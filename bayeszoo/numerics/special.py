@@ -3,6 +3,7 @@
 ``log_gamma_logpdf`` / ``pm_log_gamma`` / ``log_gamma_numpyro``: a Gamma(shape, rate) variable declared on the log
 scale (u = log x, Jacobian included), the form every hyperparameter of the RVM, PMKL and image RVM takes.
 ``pt_log_ndtr``: log Phi for PyTensor, stable in both tails (probit likelihoods of GPC, RVM and PMKL).
+``pt_logsumexp``: log-sum-exp for PyTensor whose gradient is stable too.
 """
 from __future__ import annotations
 
@@ -51,6 +52,20 @@ def pt_log_ndtr(x):
     lower = pt.log(0.5 * pt.erfcx(-x_lo * s)) - 0.5 * x_lo**2
     upper = pt.log1p(-0.5 * pt.erfc(x_hi * s))
     return pt.switch(pt.lt(x, -1.0), lower, upper)
+
+
+def pt_logsumexp(x, axis=None, keepdims=False):
+    """log(sum(exp(x))) for PyTensor with the maximum taken out explicitly. ``pt.logsumexp`` leaves that to a
+    rewrite of the forward graph, so its gradient, exp(x) / sum(exp(x)), is 0 / 0 = NaN wherever every term
+    underflows (a data point whose likelihood is below 1e-308 under a wide ADVI draw, say)."""
+    import pytensor.tensor as pt
+    from pytensor.gradient import zero_grad
+
+    # the shift's own derivative cancels exactly, so it is held constant
+    shift = zero_grad(pt.max(x, axis=axis, keepdims=True))
+    shift = pt.switch(pt.isinf(shift), 0.0, shift)
+    out = pt.log(pt.sum(pt.exp(x - shift), axis=axis, keepdims=True)) + shift
+    return out if keepdims else (pt.squeeze(out, axis=axis) if axis is not None else out.squeeze())
 
 
 @functools.lru_cache(maxsize=None)
