@@ -156,7 +156,8 @@ def _build_parser() -> argparse.ArgumentParser:
                          help="only these targets of the suite (their names, comma-separated)")
     p_bench.add_argument("--backends", required=True, metavar="A,B,FILE.py:FUNCTION",
                          help="backend names; FILE.py:FUNCTION registers the sampler FUNCTION(logdensity_fn) -> "
-                              "(init, step) of that file under the name FUNCTION")
+                              "(init, step) of that file under the name FUNCTION (set FUNCTION.gradients_per_step "
+                              "in the file to rank it by gradients)")
     p_bench.add_argument("--seeds", type=_positive_int, default=1, help="seeds 0, 1, ... per task (default 1)")
     p_bench.add_argument("--draws", type=_positive_int, default=None, help="default: each backend's own")
     p_bench.add_argument("--tune", type=_nonneg_int, default=None, help="default: each backend's own")
@@ -625,7 +626,9 @@ def _print_verdict(cmp, out):
 
 def _sampler_file(where: str) -> str:
     """Register the sampler of ``FILE.py:FUNCTION`` (``FUNCTION(logdensity_fn, **options) -> (init, step)``) under
-    the name FUNCTION; its module travels to Dask workers by value, so they need not have the file."""
+    the name FUNCTION, with the function's ``gradients_per_step`` attribute if it has one (``mala.gradients_per_step
+    = 1`` in the file: ``register_sampler``'s argument); its module travels to Dask workers by value, so they need
+    not have the file."""
     import bayeszoo as bz
 
     file, _, function = where.rpartition(":")
@@ -639,7 +642,11 @@ def _sampler_file(where: str) -> str:
         cloudpickle.register_pickle_by_value(module)
     except ImportError:   # pragma: no cover - comes with dask
         pass
-    bz.register_sampler(function, algorithm, replace=True)
+    try:
+        bz.register_sampler(function, algorithm, replace=True,
+                            gradients_per_step=getattr(algorithm, "gradients_per_step", None))
+    except ValueError as exc:
+        raise CLIError(f"--backends {where}: {exc}") from None
     return function
 
 

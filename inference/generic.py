@@ -201,7 +201,8 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
           unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES),
           options={
               "target_accept": Option(0.8, _TARGET_ACCEPT, _TARGET),
-              "cores": Option(1, "threads running chains in parallel", POSITIVE_INT)})
+              "cores": Option(1, "threads running chains in parallel", POSITIVE_INT),
+              "max_tree_depth": _TREE_DEPTH})
 def run_nutpie(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
     """nutpie (Rust NUTS with its own mass-matrix adaptation)."""
     import nutpie
@@ -213,7 +214,7 @@ def run_nutpie(model, data, *, draws, tune, chains, seed, progress, **opts) -> F
     t0 = time.perf_counter()
     idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, seed=int(seed or 0),
                           progress_bar=progress, save_warmup=True, target_accept=opts["target_accept"],
-                          cores=opts["cores"])
+                          cores=opts["cores"], maxdepth=opts["max_tree_depth"])
     t_run = time.perf_counter() - t0
     stats = _stack_stats(idata.sample_stats, rename={"depth": "tree_depth", "mean_tree_accept": "acceptance_rate",
                                                      "logp": "lp"})

@@ -222,3 +222,38 @@ def test_an_mcmc_fit_counts_its_warm_up_and_the_sampling_up_to_the_target():
     assert math.isinf(gradients_to_target(fit, math.inf))
     fit.info = {"n_grad": None}
     assert math.isnan(gradients_to_target(fit, 5.0))
+
+
+_MALA_FILE = '''
+import blackjax
+
+
+def mala(logdensity_fn, step_size=0.05):
+    """MALA (BlackJAX): one gradient a step."""
+    return blackjax.mala(logdensity_fn, step_size)
+
+
+mala.gradients_per_step = {cost}
+'''
+
+
+@pytest.mark.slow      # compiles the sampler for the target: about 30 s
+def test_a_sampler_file_declares_its_gradient_cost_on_the_command_line(tmp_path, capsys, restore_registry):
+    """``--backends mine.py:mala`` takes ``mala.gradients_per_step`` from the file: its tasks count every step's
+    gradient, warm-up included; a cost that is not a number > 0 is bad input, refused before any task."""
+    (tmp_path / "mine.py").write_text(_MALA_FILE.format(cost=1))
+    out = tmp_path / "bench"
+    code = cli.main(["benchmark", "--suite", "exact", "--targets", "correlated_gaussian", "--backends",
+                     f"{tmp_path / 'mine.py'}:mala", "--draws", "150", "--tune", "50", "--chains", "2",
+                     "--out", str(out), "--quiet"])
+    assert code == 0, capsys.readouterr().err
+    (row,) = load_leaderboard(out).table().itertuples()
+    assert row.backend == "mala" and row.n_grad == 2 * (150 + 50)
+
+    (tmp_path / "bad.py").write_text(_MALA_FILE.format(cost="'one'"))
+    with pytest.raises(SystemExit) as exc:
+        cli.main(["benchmark", "--suite", "exact", "--backends", f"{tmp_path / 'bad.py'}:mala", "--out",
+                  str(tmp_path / "never"), "--quiet"])
+    assert exc.value.code == 2
+    assert "gradients_per_step must be a number > 0" in capsys.readouterr().err
+    assert not (tmp_path / "never").exists()
