@@ -9,12 +9,22 @@ import html
 import time
 
 import numpy as np
-from matplotlib.ticker import FuncFormatter, NullFormatter
+from matplotlib.ticker import FixedLocator, FuncFormatter, NullFormatter
 
 from bayeszoo.diagnostics.plots import backend_colors, new_figure
 from bayeszoo.diagnostics.report import CSS, Images, _fmt
 
 UNSOLVED_COLOR = "#d9d9d9"
+#: the factors a profile's axis may label: a log axis alone labels only powers of ten, often just tau = 1
+TAU_TICKS = (1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1e3, 1e4, 1e5, 1e6)
+
+
+def tau_ticks(top: float, most: int = 8) -> list[float]:
+    """The labelled factors of a profile's axis running from 1 to ``top``: at most ``most``, 1 and the largest
+    one inside the axis always among them."""
+    inside = [t for t in TAU_TICKS if t <= top] or [1]
+    step = -(-len(inside) // most)
+    return sorted(set(inside[::step]) | {inside[-1]})
 
 
 def profile_figure(board):
@@ -28,6 +38,7 @@ def profile_figure(board):
     for backend in board.backends:
         ax.step(prof.index, prof[backend], where="post", color=colors[backend], lw=2, label=backend)
     ax.set_xscale("log")
+    ax.xaxis.set_major_locator(FixedLocator(tau_ticks(float(prof.index.max()))))
     ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:g}"))
     ax.xaxis.set_minor_formatter(NullFormatter())
     ax.set_ylim(-0.02, 1.02)

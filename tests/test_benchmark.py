@@ -13,6 +13,7 @@ import pytest
 
 import bayeszoo as bz
 from bayeszoo.benchmark import load_leaderboard, task_path
+from bayeszoo.diagnostics.leaderboard_plots import tau_ticks
 from bayeszoo import cli
 
 TARGETS = ["exact/correlated_gaussian", "exact/banana"]
@@ -86,6 +87,16 @@ def test_the_performance_profile_steps_at_the_ratios(board):
     default = lb.profile()
     assert default.index[0] == 1.0 and default.index[-1] >= 4.0
     assert default["iid_costly"].iloc[-1] == 1.0
+
+
+def test_the_profile_axis_labels_the_factors_between_1_and_the_largest(board):
+    """The costly sampler is 4 times the best: the axis labels 1, 1.25, ..., 3 (a bare log axis labelled only 1)."""
+    ax = board[0].plot("profile").axes[0]
+    ax.figure.canvas.draw()
+    labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert labels[0] == "1" and {"2", "3"} <= set(labels) and len(labels) <= 8
+    assert tau_ticks(1.1) == [1] and tau_ticks(4.2) == [1, 1.25, 1.5, 2, 3]
+    assert len(tau_ticks(1e6)) <= 9 and tau_ticks(1e6)[0] == 1 and tau_ticks(1e6)[-1] == 1e6
 
 
 def test_the_verdict_names_the_winner_and_the_failures(board):
