@@ -29,7 +29,10 @@ APPROXIMATION_COUNTS = dict(draws=10, chains=1)
 FEW = {"advi": {"max_iter": 200}, "fullrank_advi": {"max_iter": 200}, ("gpc", "ais"): {"n_temps": 100},
        ("arvm", "arvm"): {"max_iter": 5}, ("pmkl", "em"): {"max_iter": 10}, ("pmkl", "map"): {"max_iter": 10},
        ("pmkl", "mrvm1"): {"max_iter": 40, "min_iter": 20}, ("pmkl", "mrvm2"): {"max_iter": 20},
-       ("slm", "ep"): {"max_sweeps": 10}, ("slm", "sbl"): {"max_iter": 100}}
+       ("slm", "ep"): {"max_sweeps": 10}, ("slm", "sbl"): {"max_iter": 100},
+       "blackjax_meanfield_vi": {"max_iter": 200},
+       # BID's 67,217 dimensions: NUTS's first steps, before its step size adapts, build the longest trees
+       **{("bid", name): {"max_tree_depth": 5} for name in ("nuts", "nutpie", "numpyro", "blackjax_nuts")}}
 
 #: scores that are NaN for a fit that does not estimate them (GPC: the evidence of a sampler's fit)
 MAY_BE_ABSENT = ("log_evidence", "jensen_bound")
@@ -114,7 +117,7 @@ def test_runs_on_the_defaults(family, name, default_problems):
     assert name in bz.backends(model), f"{name} does not offer itself for {type(model).__name__}()"
     backend = registry.get(model, name)
     counts = MCMC_COUNTS if backend.kind == "mcmc" else APPROXIMATION_COUNTS
-    few = FEW.get(name, {}) if backend.family is None else FEW.get((family, name), {})
+    few = {**FEW.get(name, {}), **FEW.get((family, name), {})}
     fit = bz.fit(model, data, name, seed=0, progress=False, **counts, **few)
     assert (fit.n_chains, fit.n_draws) == (counts["chains"], counts["draws"])
     for var in model.var_dims(data):

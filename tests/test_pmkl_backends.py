@@ -45,7 +45,7 @@ def vb_sources(model, sources):
 def test_vb_bound_never_decreases_under_the_y_w_updates(small):
     # B.23 conditions on A and beta: with them held fixed the Y / W updates are coordinate ascent on it
     st = vb_fit_state(bz.models.PMKL(rule="mean"), small, fix_alpha=1.0, tol=1e-14, max_iter=40)
-    b = st["bound"]
+    b = st.bound
     assert len(b) == 40
     assert np.all(np.diff(b) >= -1e-9 * np.abs(b[1:]))
     assert b[-1] - b[0] > 1.0

@@ -204,13 +204,13 @@ def test_vb_rho_weights_and_means_equal_a_direct_computation():
     data = bz.datasets.load("mkl_sources", n=24, n_test=10, seed=1)
     model = bz.models.PMKL(infer_rho=True, lam=2.0, mu=1.5)
     st = vb_fit_state(model, data, max_iter=6, is_samples=50, seed=0)
-    beta, pool = st["beta"], st["rho_pool"]
+    beta, pool = st.beta, st.rho_pool
     assert pool.shape == (6 * 50, 3)                                      # the pool accumulates (B.9)
     # 4.28: W(rho^i) propto Dir(beta~ | rho^i), the Dirichlet written out
     logd = gammaln(pool.sum(1)) - gammaln(pool).sum(1) + ((pool - 1) * np.log(beta)).sum(1)
     w = np.exp(logd - logd.max())
     w /= w.sum()
-    np.testing.assert_allclose(st["rho"], w @ pool, rtol=1e-10)
+    np.testing.assert_allclose(st.rho, w @ pool, rtol=1e-10)
     fit = bz.fit(model, data, "vb", draws=50, chains=2, seed=0, progress=False, max_iter=6, is_samples=50)
     assert fit.info["rho_is_ess"] == pytest.approx(1.0 / np.sum(w**2), rel=1e-9)
     assert fit.posterior.rho.shape == (2, 50, 3) and np.all(fit.posterior.rho.values > 0)

@@ -36,6 +36,8 @@ effective sample sizes 1 / sum w_i^2 of the final weights in ``fit.info`` (``is_
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import xarray as xr
 from scipy import linalg as sla
@@ -43,8 +45,8 @@ from scipy import linalg as sla
 from bayeszoo import checks
 from bayeszoo.inference.timing import Timer
 from bayeszoo.inference.approximations import approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 from . import _common as MK
@@ -174,100 +176,182 @@ def lower_bound(K, W, Ls, A, logZ):
     return total
 
 
-def vb_fit_state(model, data, *, max_iter=100, tol=1e-3, is_samples=200, is_pool="accumulate",
-                 exact_alpha=False, fix_alpha=None, theta_proposal="prior", seed=0, progress=False, callback=None):
-    """Run Algorithm 3; returns the final variational parameters, the bound trace and the IS pool.
-    ``callback(iteration, state)``, if given, sees Q(W) after each iteration's W step: a dict with ``W``,
-    ``Ls`` and the ``beta``, ``Ks`` (copies) it was computed under (used by the benchmark's running test error)."""
+class VBState(NamedTuple):
+    """Q after an iteration: the means ``W`` (with ``Ls``, the Cholesky factors of the V_c), ``Y``, ``A``,
+    ``beta``, the Gram matrices ``Ks`` at ``theta`` (None unless inferred), ``rho``; the importance-sampling pools
+    and their log weights (beta's with ``pool_logq``, the log density of the proposal each draw came from; each
+    rbf source's theta with ``theta_log_ratio``, log p / q of each draw; rho's); the generator the pools are
+    drawn from; ``betas``, beta after each iteration; ``iteration``; and ``objective``, the lower bound B.23
+    (None before the first iteration)."""
+
+    W: np.ndarray | None
+    Ls: list | None
+    Y: np.ndarray
+    A: np.ndarray
+    beta: np.ndarray
+    Ks: np.ndarray
+    theta: np.ndarray | None
+    rho: np.ndarray
+    pool: np.ndarray
+    pool_logq: np.ndarray
+    log_wts: np.ndarray
+    theta_pools: list
+    theta_log_wts: list
+    theta_log_ratio: list
+    rho_pool: np.ndarray
+    rho_log_wts: np.ndarray
+    rng: np.random.Generator
+    betas: tuple
+    iteration: int
+    objective: float | None
+
+
+class VBInfo(NamedTuple):
+    """One iteration: the lower bound after its W step and ``change``, the bound's relative change (infinite at
+    the first iteration, which has nothing to compare with)."""
+
+    objective: float
+    change: float
+
+
+class VBFit(NamedTuple):
+    """The final Q: Q(W) recomputed at the final A and beta (``W``, ``Ls``, ``K``), the other factors' means and
+    pools (as in :class:`VBState`), the ``bound`` trace, ``beta_trace``, ``iterations`` and ``converged``."""
+
+    W: np.ndarray
+    Ls: list
+    A: np.ndarray
+    Y: np.ndarray
+    beta: np.ndarray
+    pool: np.ndarray
+    log_wts: np.ndarray
+    bound: np.ndarray
+    beta_trace: np.ndarray
+    iterations: int
+    converged: bool
+    K: np.ndarray
+    Ks: np.ndarray
+    rng: np.random.Generator
+    theta: np.ndarray | None
+    theta_pools: list
+    theta_log_wts: list
+    rho: np.ndarray
+    rho_pool: np.ndarray
+    rho_log_wts: np.ndarray
+
+
+def vb_iterations(model, data, *, is_samples, is_pool, exact_alpha, fix_alpha, theta_proposal,
+                  callback=None) -> Algorithm:
+    """Algorithm 3 (module docstring); ``init`` takes the generator the pools are drawn from."""
     from scipy.stats import dirichlet
 
-    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 777]))
     sources = model.source_list(data)
-    theta = MK.theta_start(sources) if model.infer_theta else None
-    Ks = model.train_kernels(data, theta)
-    S, N = Ks.shape[:2]
-    blocks = [(i, sl, data.X[:, list(sources[i].columns)]) for i, sl in MK.theta_layout(sources)] \
-        if model.infer_theta else []
-    theta_pools = [np.empty((0, sl.stop - sl.start)) for _, sl, _ in blocks]
-    theta_log_wts = [np.empty(0) for _ in blocks]
-    theta_log_ratio = [np.empty(0) for _ in blocks]          # log p(theta^i) / q_i(theta^i) of each pool member
-    rho = np.full(S, float(model.rho))
-    rho_pool, rho_log_wts = np.empty((0, S)), np.empty(0)
-    pool_logq = np.empty(0)
     C = model.n_classes(data)
     onehot = np.eye(C, dtype=bool)[data.y.astype(int)]
     tau, nu = float(model.tau), float(model.nu)
     learn_beta = model.rule in ("convex", "binary", "wproduct")
-    beta = model.default_beta(S) if model.rule != "binary" else np.ones(S)
-    A = np.full((N, C), 1.0 if fix_alpha is None else float(fix_alpha))
-    Y = np.where(onehot, 1.0, 0.0)                           # "aligned" initialisation (ch. 5)
-    pool = np.empty((0, S))
-    log_wts = np.empty(0)
-    bounds, betas = [], []
-    converged = False
+    fresh = is_pool == "fresh"
+    blocks = [(i, sl, data.X[:, list(sources[i].columns)]) for i, sl in MK.theta_layout(sources)] \
+        if model.infer_theta else []
+
+    def init(rng):
+        theta = MK.theta_start(sources) if model.infer_theta else None
+        Ks = model.train_kernels(data, theta)
+        S, N = Ks.shape[:2]
+        return VBState(
+            W=None, Ls=None, Y=np.where(onehot, 1.0, 0.0),                      # "aligned" initialisation (ch. 5)
+            A=np.full((N, C), 1.0 if fix_alpha is None else float(fix_alpha)),
+            beta=model.default_beta(S) if model.rule != "binary" else np.ones(S), Ks=Ks, theta=theta,
+            rho=np.full(S, float(model.rho)), pool=np.empty((0, S)), pool_logq=np.empty(0), log_wts=np.empty(0),
+            theta_pools=[np.empty((0, sl.stop - sl.start)) for _, sl, _ in blocks],
+            theta_log_wts=[np.empty(0) for _ in blocks], theta_log_ratio=[np.empty(0) for _ in blocks],
+            rho_pool=np.empty((0, S)), rho_log_wts=np.empty(0), rng=rng, betas=(), iteration=0, objective=None)
+
+    def accumulate(pool, new):
+        return new if fresh else (np.vstack if np.ndim(new) > 1 else np.concatenate)([pool, new])
+
+    def step(s):
+        rng, Ks, beta, rho, A = s.rng, s.Ks, s.beta, s.rho, s.A
+        S = Ks.shape[0]
+        K = MK.combine(Ks, beta, model.rule)
+        W, Ls = MK.w_posterior(K, K @ K, s.Y, A)
+        Y, logZ = MK.cone_moments(K @ W, onehot)
+        bound = lower_bound(K, W, Ls, A, logZ)
+        if callback is not None:
+            callback(s.iteration, {"W": W, "Ls": Ls, "beta": np.array(beta, copy=True), "Ks": Ks.copy()})
+        if fix_alpha is None:
+            w2 = W**2
+            if exact_alpha:
+                for c in range(C):
+                    w2[:, c] += MK.diag_cov(Ls[c])
+            A = (2.0 * tau + 1.0) / (2.0 * nu + w2)     # eq. 4.23
+        pool, pool_logq, log_wts = s.pool, s.pool_logq, s.log_wts
+        if learn_beta:
+            new = prior_beta_draws(model, rng, is_samples, S, rho)
+            logq = np.array([dirichlet(rho).logpdf(b / b.sum()) for b in new]) if model.infer_rho \
+                else np.zeros(len(new))
+            pool, pool_logq = accumulate(pool, new), accumulate(pool_logq, logq)
+            log_wts = is_log_weights(model, pool, Ks, W, Y)
+            if model.infer_rho:          # prior at the current rho~ over the proposal each draw came from
+                log_wts = log_wts + np.array([dirichlet(rho).logpdf(b / b.sum()) for b in pool]) - pool_logq
+            beta = normalised(log_wts) @ pool
+        rho_pool, rho_log_wts = s.rho_pool, s.rho_log_wts
+        if model.infer_rho:
+            rho_pool = accumulate(rho_pool, positive_gamma(rng, model.lam, model.mu, (is_samples, S)))
+            rho_log_wts = np.array([dirichlet(r).logpdf(beta / beta.sum()) for r in rho_pool])   # 4.28
+            rho = normalised(rho_log_wts) @ rho_pool
+        theta, theta_pools, theta_log_wts, theta_log_ratio = s.theta, s.theta_pools, s.theta_log_wts, s.theta_log_ratio
+        for j, (i, sl, Xs) in enumerate(blocks):
+            new, ratio = theta_proposal_draws(rng, is_samples, theta[sl], model.omega, model.phi, theta_proposal)
+            theta_pools[j] = accumulate(theta_pools[j], new)
+            theta_log_ratio[j] = accumulate(theta_log_ratio[j], ratio)
+            theta_log_wts[j] = (theta_log_weights(model, theta_pools[j], Xs, i, Ks, beta, W, Y)   # 4.25
+                                + theta_log_ratio[j])
+            theta[sl] = normalised(theta_log_wts[j]) @ theta_pools[j]                       # 4.26
+            Ks[i] = MK.rbf_gram_batch(Xs, Xs, theta[sl])
+        change = np.inf if s.objective is None else abs(bound - s.objective) / abs(s.objective)
+        state = VBState(W, Ls, Y, A, beta, Ks, theta, rho, pool, pool_logq, log_wts, theta_pools, theta_log_wts,
+                        theta_log_ratio, rho_pool, rho_log_wts, rng, s.betas + (beta.copy(),), s.iteration + 1,
+                        bound)
+        return state, VBInfo(bound, change)
+
+    return Algorithm(init, step, result=lambda s: s)
+
+
+def vb_fit_state(model, data, *, max_iter=100, tol=1e-3, is_samples=200, is_pool="accumulate",
+                 exact_alpha=False, fix_alpha=None, theta_proposal="prior", seed=0, progress=False,
+                 callback=None) -> VBFit:
+    """Run Algorithm 3: the final variational parameters, the bound trace and the importance-sampling pools.
+    ``callback(iteration, state)``, if given, sees Q(W) after each iteration's W step: a dict with ``W``,
+    ``Ls`` and the ``beta``, ``Ks`` (copies) it was computed under (used by the benchmark's running test error)."""
+    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 777]))
+    algorithm = vb_iterations(model, data, is_samples=is_samples, is_pool=is_pool, exact_alpha=exact_alpha,
+                              fix_alpha=fix_alpha, theta_proposal=theta_proposal, callback=callback)
     # many N x N factorisations: BLAS worker threads only contend at these sizes (inference._blas)
-    with one_blas_thread(N), progress_bar(total=max_iter, desc="vb", disable=not progress, unit="iteration") as bar:
-        for it in range(max_iter):
-            K = MK.combine(Ks, beta, model.rule)
-            W, Ls = MK.w_posterior(K, K @ K, Y, A)
-            Y, logZ = MK.cone_moments(K @ W, onehot)
-            bounds.append(lower_bound(K, W, Ls, A, logZ))
-            if callback is not None:
-                callback(it, {"W": W, "Ls": Ls, "beta": np.array(beta, copy=True), "Ks": Ks.copy()})
-            if fix_alpha is None:
-                w2 = W**2
-                if exact_alpha:
-                    for c in range(C):
-                        w2[:, c] += MK.diag_cov(Ls[c])
-                A = (2.0 * tau + 1.0) / (2.0 * nu + w2)     # eq. 4.23
-            if learn_beta:
-                new = prior_beta_draws(model, rng, is_samples, S, rho)
-                logq = np.array([dirichlet(rho).logpdf(b / b.sum()) for b in new]) if model.infer_rho \
-                    else np.zeros(len(new))
-                pool = new if is_pool == "fresh" else np.vstack([pool, new])
-                pool_logq = logq if is_pool == "fresh" else np.concatenate([pool_logq, logq])
-                log_wts = is_log_weights(model, pool, Ks, W, Y)
-                if model.infer_rho:          # prior at the current rho~ over the proposal each draw came from
-                    log_wts = log_wts + np.array([dirichlet(rho).logpdf(b / b.sum()) for b in pool]) - pool_logq
-                beta = normalised(log_wts) @ pool
-            if model.infer_rho:
-                new = positive_gamma(rng, model.lam, model.mu, (is_samples, S))
-                rho_pool = new if is_pool == "fresh" else np.vstack([rho_pool, new])
-                rho_log_wts = np.array([dirichlet(r).logpdf(beta / beta.sum()) for r in rho_pool])   # 4.28
-                rho = normalised(rho_log_wts) @ rho_pool
-            for j, (i, sl, Xs) in enumerate(blocks):
-                new, ratio = theta_proposal_draws(rng, is_samples, theta[sl], model.omega, model.phi, theta_proposal)
-                theta_pools[j] = new if is_pool == "fresh" else np.vstack([theta_pools[j], new])
-                theta_log_ratio[j] = ratio if is_pool == "fresh" else np.concatenate([theta_log_ratio[j], ratio])
-                theta_log_wts[j] = (theta_log_weights(model, theta_pools[j], Xs, i, Ks, beta, W, Y)   # 4.25
-                                    + theta_log_ratio[j])
-                theta[sl] = normalised(theta_log_wts[j]) @ theta_pools[j]                       # 4.26
-                Ks[i] = MK.rbf_gram_batch(Xs, Xs, theta[sl])
-            betas.append(beta.copy())
-            bar.update()
-            if it > 0 and abs(bounds[-1] - bounds[-2]) < tol * abs(bounds[-2]):
-                converged = True
-                break
+    with one_blas_thread(data.n):
+        run = iterate(algorithm, rng, max_iter=max_iter, tol=tol, progress=progress, desc="vb",
+                      owner=owner("pmkl", "vb"))
+    s = run.state
     # final Q(W) at the final A, beta
-    K = MK.combine(Ks, beta, model.rule)
-    W, Ls = MK.w_posterior(K, K @ K, Y, A)
-    return {"W": W, "Ls": Ls, "A": A, "Y": Y, "beta": beta, "pool": pool, "log_wts": log_wts,
-            "bound": np.asarray(bounds), "beta_trace": np.asarray(betas), "iterations": len(bounds),
-            "converged": converged, "K": K, "Ks": Ks, "rng": rng, "theta": theta, "theta_pools": theta_pools,
-            "theta_log_wts": theta_log_wts, "rho": rho, "rho_pool": rho_pool, "rho_log_wts": rho_log_wts}
+    K = MK.combine(s.Ks, s.beta, model.rule)
+    W, Ls = MK.w_posterior(K, K @ K, s.Y, s.A)
+    return VBFit(W=W, Ls=Ls, A=s.A, Y=s.Y, beta=s.beta, pool=s.pool, log_wts=s.log_wts, bound=run.trace,
+                 beta_trace=np.asarray(s.betas), iterations=run.iterations, converged=run.converged, K=K, Ks=s.Ks,
+                 rng=s.rng, theta=s.theta, theta_pools=s.theta_pools, theta_log_wts=s.theta_log_wts, rho=s.rho,
+                 rho_pool=s.rho_pool, rho_log_wts=s.rho_log_wts)
 
 
 def vb_predictive(model, state, Ks_test):
     """The thesis's VB predictive (4.33): E_u prod_{j != i} Phi[(u nu_i + m_i - m_j) / nu_j] with
     m_c = K*^T w~_c (4.34 simplified by the push-through identity) and nu_c = sqrt(1 + k*^T V_c k*), the
-    standard deviation (erratum 7). ``Ks_test`` (S, N, n*) at theta~ (``state["theta"]`` when inferred);
+    standard deviation (erratum 7). ``Ks_test`` (S, N, n*) at theta~ (``state.theta`` when inferred);
     returns (n*, C) probabilities."""
-    Kt = MK.combine(Ks_test, state["beta"], model.rule)
-    M = Kt.T @ state["W"]
+    Kt = MK.combine(Ks_test, state.beta, model.rule)
+    M = Kt.T @ state.W
     C = M.shape[1]
     nu = np.empty_like(M)
     for c in range(C):
-        v = sla.solve_triangular(state["Ls"][c], Kt, lower=True, check_finite=False)
+        v = sla.solve_triangular(state.Ls[c], Kt, lower=True, check_finite=False)
         nu[:, c] = np.sqrt(1.0 + np.sum(v**2, axis=0))
     return np.exp(MK.log_class_probs(M, nu))
 
@@ -279,14 +363,14 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     """VBpMKL (Algorithm 3); draws are i.i.d. from the final Q."""
     timer = Timer()
     st = vb_fit_state(model, data, seed=seed, progress=progress, **opts)
-    N = st["W"].shape[0]
+    N = st.W.shape[0]
     others, fixed, info, group = _other_factors(model, st, model.source_list(data))
-    q = MK.w_gaussian(st["W"], st["Ls"], np.arange(N), N, fixed=fixed, others=others,
-                      objective={"lower_bound": st["bound"]}, objective_name="lower_bound",
-                      iterations=st["iterations"], converged=bool(st["converged"]))
+    q = MK.w_gaussian(st.W, st.Ls, np.arange(N), N, fixed=fixed, others=others,
+                      objective={"lower_bound": st.bound}, objective_name="lower_bound",
+                      iterations=st.iterations, converged=bool(st.converged))
     return approximation_fit(model, data, "vb", q, draws=draws, chains=chains, seed=seed, timing={"tune": timer()},
                              owner=owner("pmkl", "vb"), limit=f"{opts['max_iter']} iterations",
-                             info={"lower_bound": float(st["bound"][-1]), **info},
+                             info={"lower_bound": float(st.bound[-1]), **info},
                              extra_groups={IMPORTANCE_GROUP: group})
 
 
@@ -295,32 +379,32 @@ def _other_factors(model, st, sources):
     (Gamma(tau + 1/2, nu + w~^2 / 2), 4.22) and beta, theta, rho from their weighted pools; ``fixed`` holds beta
     for the rules without free weights. Also the effective sample sizes of the pools' weights (for ``info``) and
     the means of Q(beta), Q(Theta), Q(rho) (the ``importance`` group)."""
-    N, C = st["W"].shape
-    shape, rate = model.tau + 0.5, model.nu + 0.5 * st["W"] ** 2
+    N, C = st.W.shape
+    shape, rate = model.tau + 0.5, model.nu + 0.5 * st.W ** 2
     coords = {"source": [s.name for s in sources]}
     pools, fixed, info = [], {}, {"is_ess": None}          # pools: (name, members, weights, columns of the draw)
-    group = {"beta_mean": xr.DataArray(np.asarray(st["beta"], float), dims=("source",), coords=coords)}
-    if st["pool"].shape[0]:
-        w = normalised(st["log_wts"])
-        pools.append(("beta", st["pool"], w, slice(None)))
+    group = {"beta_mean": xr.DataArray(np.asarray(st.beta, float), dims=("source",), coords=coords)}
+    if st.pool.shape[0]:
+        w = normalised(st.log_wts)
+        pools.append(("beta", st.pool, w, slice(None)))
         info["is_ess"] = is_ess(w)
     else:
-        fixed["beta"] = np.asarray(st["beta"], float)
+        fixed["beta"] = np.asarray(st.beta, float)
     if model.infer_theta:
         names = [s.name for s in sources if s.kernel == "rbf"]
         info["theta_is_ess"] = {}
-        for (_, sl), members, lw, name in zip(MK.theta_layout(sources), st["theta_pools"], st["theta_log_wts"], names):
+        for (_, sl), members, lw, name in zip(MK.theta_layout(sources), st.theta_pools, st.theta_log_wts, names):
             w = normalised(lw)
             pools.append(("theta", members, w, sl))
             info["theta_is_ess"][name] = is_ess(w)
-        group["theta_mean"] = xr.DataArray(np.asarray(st["theta"], float), dims=("kernel_param",),
+        group["theta_mean"] = xr.DataArray(np.asarray(st.theta, float), dims=("kernel_param",),
                                            coords={"kernel_param": MK.theta_labels(sources)})
     if model.infer_rho:
-        w = normalised(st["rho_log_wts"])
-        pools.append(("rho", st["rho_pool"], w, slice(None)))
+        w = normalised(st.rho_log_wts)
+        pools.append(("rho", st.rho_pool, w, slice(None)))
         info["rho_is_ess"] = is_ess(w)
-        group["rho_mean"] = xr.DataArray(np.asarray(st["rho"], float), dims=("source",), coords=coords)
-    n_theta = 0 if st["theta"] is None else st["theta"].size
+        group["rho_mean"] = xr.DataArray(np.asarray(st.rho, float), dims=("source",), coords=coords)
+    n_theta = 0 if st.theta is None else st.theta.size
 
     def others(rng, w_draws):
         n = len(w_draws)
