@@ -26,6 +26,8 @@ the quantity the iterations maximise, so ``fit.info["objective"]`` is None.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 import xarray as xr
 from scipy import linalg as sla
@@ -33,8 +35,8 @@ from scipy import linalg as sla
 from bayeszoo import checks
 from bayeszoo.inference.timing import Timer
 from bayeszoo.inference.approximations import approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics.linalg import jittered_cholesky
-from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 from . import _common as MK
@@ -84,21 +86,120 @@ def sparsity_quality(K, active, alpha_active, Y):
     return S, Q, L, Wo
 
 
-def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6, learn_beta=True, seed=0,
-                   progress=False):
-    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 31]))
-    Ks = model.train_kernels(data)
-    S, N = Ks.shape[:2]
-    C = model.n_classes(data)
-    y = data.y.astype(int)
-    onehot = np.eye(C, dtype=bool)[y]
-    max_iter = 20 * N if max_iter is None else max_iter
-    min_iter = N if min_iter is None else min_iter
-    learn_beta = learn_beta and model.rule == "convex"
-    beta = model.default_beta(S)
-    Y = np.where(onehot, 1.0, 0.0)
-    K = MK.combine(Ks, beta, model.rule)
-    # start from the object with the largest projection sum_c (k_i^T y_c)^2 / |k_i|^2 (Tipping-Faul)
+class MRVMState(NamedTuple):
+    """The estimates after an iteration: precisions ``alpha`` (mRVM1: (N,), inf where the object is not active) or
+    ``A`` (mRVM2: (N, C)) with the ``active`` objects, weights ``W``, latent scores ``Y``, kernel weights
+    ``beta`` and the composite kernel ``K`` at them; the generator of mRVM1's random re-estimations; ``n_rv``,
+    the number of relevance vectors after each iteration; ``iteration``; ``objective``, the training log
+    likelihood (None before the first iteration); mRVM1's ``column_norms`` |k_m|^2 at the start, the scale an
+    inactive object's S_m is resolved against."""
+
+    alpha: np.ndarray
+    active: np.ndarray
+    W: np.ndarray
+    Y: np.ndarray
+    beta: np.ndarray
+    K: np.ndarray
+    rng: np.random.Generator | None
+    n_rv: tuple
+    iteration: int
+    objective: float | None
+    column_norms: np.ndarray | None = None
+
+
+class MRVMInfo(NamedTuple):
+    """One iteration: the training log likelihood after it; ``change`` (mRVM1: the largest |change of log alpha|
+    of an active object; mRVM2: the larger relative change of W and of Y); ``moving``, True while the active set
+    changes (mRVM1: every action changes alpha; Criterion 2 is its own test, a ``stalled`` step); ``stalled``,
+    mRVM1's Criterion 2 held and nothing was changed."""
+
+    objective: float | None
+    change: float
+    moving: bool = False
+    stalled: bool = False
+
+
+class MRVMEstimate(NamedTuple):
+    """The final estimates on the ``active`` objects: ``W`` (N, C; zero elsewhere), ``Ls`` the Cholesky factors
+    of each class's precision K_o K_o^T + A_o,c, ``A`` (M, C) the precisions, ``beta``; the training log
+    likelihood ``trace``, ``n_rv`` after each iteration, ``iterations`` and ``converged``."""
+
+    W: np.ndarray
+    Ls: np.ndarray
+    active: np.ndarray
+    A: np.ndarray
+    beta: np.ndarray
+    trace: np.ndarray
+    n_rv: np.ndarray
+    iterations: int
+    converged: bool
+
+
+def mrvm1_iterations(Ks, y, onehot, *, rule, min_iter, threshold, learn_beta) -> Algorithm:
+    """Algorithms 6-7 (module docstring): one informative action per iteration; ``init`` takes the generator of
+    the random re-estimations and the starting kernel weights."""
+    N, C = onehot.shape
+
+    def init(start):
+        rng, beta = start
+        K = MK.combine(Ks, beta, rule)
+        Y = np.where(onehot, 1.0, 0.0)
+        return MRVMState(alpha=_first_relevance_vector(K, Y, C), active=None, W=None, Y=Y, beta=beta, K=K, rng=rng,
+                         n_rv=(), iteration=0, objective=None, column_norms=np.sum(K * K, 0))
+
+    def step(s):
+        alpha, K, beta, Y, rng = s.alpha, s.K, s.beta, s.Y, s.rng
+        act = np.nonzero(np.isfinite(alpha))[0]
+        Sm, Qm, L, Wo = sparsity_quality(K, act, alpha[act], Y)
+        sp, q = Sm.copy(), Qm.copy()
+        fin = np.isfinite(alpha)
+        kk = s.column_norms
+        # S_m = |k_m|^2 - (the part the active set explains) loses its digits when k_m lies (numerically) in the
+        # span of the active columns. Such an inactive object is not added (its s_m is lost to rounding); for an
+        # active one alpha_m - S_m = alpha_m^2 / (alpha_m + s_m) vanishes as s_m grows, theta_m -> -inf: deleted
+        resolved = np.where(fin, alpha - Sm > S_RTOL * np.where(fin, alpha, 0.0), Sm > S_RTOL * kk)
+        with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+            sp[fin] = alpha[fin] * Sm[fin] / (alpha[fin] - Sm[fin])             # 5.23
+            q[fin] = (alpha[fin] / (alpha[fin] - Sm[fin]))[:, None] * Qm[fin]
+            theta = np.where(resolved, np.sum(q**2, 1) - C * sp, -np.inf)
+            alpha_star = np.where(theta > 0, C * sp**2 / theta, np.inf)     # 5.19-5.20
+        alpha_star = np.where(alpha_star > 0, alpha_star, np.inf)          # s underflowed: nothing to add
+        # convergence (Criterion 2): stationary active alphas, nothing to add, enough iterations
+        d_log = np.abs(np.log(alpha_star[fin]) - np.log(alpha[fin]))
+        change = float(d_log.max()) if d_log.size else 0.0
+        if s.iteration >= min_iter and np.all(d_log < threshold) and np.all(theta[~fin] <= 0):
+            return s, MRVMInfo(None, change, stalled=True)
+        alpha = alpha.copy()
+        # informative selection (Algorithm 7)
+        inactive_pos = np.nonzero(~fin & (theta > 0))[0]
+        active_neg = np.nonzero(fin & (theta <= 0))[0]
+        if inactive_pos.size:
+            i = inactive_pos[np.argmax(theta[inactive_pos])]
+            alpha[i] = alpha_star[i]
+        elif active_neg.size and fin.sum() > 1:
+            alpha[active_neg[np.argmin(theta[active_neg])]] = np.inf
+        else:
+            i = rng.choice(np.nonzero(fin)[0])
+            if np.isfinite(alpha_star[i]):
+                alpha[i] = alpha_star[i]
+        act = np.nonzero(np.isfinite(alpha))[0]
+        L, Wo = _reduced_posterior(K[act], Y, alpha[act])
+        W = np.zeros((N, C))
+        W[act] = Wo
+        if learn_beta:
+            beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W, Y), x0=beta)
+            K = MK.combine(Ks, beta, rule)
+        Y = MK.cone_moments(K.T @ W, onehot)[0]
+        loglik = MK.train_loglik(K, W, y)
+        state = MRVMState(alpha, act, W, Y, beta, K, rng, s.n_rv + (len(act),), s.iteration + 1, loglik, kk)
+        return state, MRVMInfo(loglik, change, moving=True)
+
+    return Algorithm(init, step, result=lambda s: s)
+
+
+def _first_relevance_vector(K, Y, C):
+    """The starting precisions: the object with the largest projection sum_c (k_i^T y_c)^2 / |k_i|^2 active
+    (Tipping-Faul), every other one at infinity."""
     kk = np.sum(K * K, 0)
     if not np.any(kk > 0):
         raise ValueError(f"{owner('pmkl', 'mrvm1')}: the composite kernel is zero on the training objects (to working "
@@ -107,121 +208,103 @@ def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6,
     with np.errstate(divide="ignore", invalid="ignore"):
         proj = np.where(kk > 0, np.sum((K.T @ Y) ** 2, 1) / kk, -np.inf)   # a zero column explains nothing
     i0 = int(np.argmax(proj))
-    alpha = np.full(N, np.inf)
+    alpha = np.full(K.shape[0], np.inf)
     denom = proj[i0] / C - 1.0
     alpha[i0] = kk[i0] / denom if denom > 0 else 1.0 / kk[i0]   # 5.19 with C = I
-    trace, n_rv, converged = [], [], False
-    with progress_bar(total=max_iter, desc="mrvm1", disable=not progress, unit="action") as bar:
-        for it in range(max_iter):
-            act = np.nonzero(np.isfinite(alpha))[0]
-            Sm, Qm, L, Wo = sparsity_quality(K, act, alpha[act], Y)
-            s, q = Sm.copy(), Qm.copy()
-            fin = np.isfinite(alpha)
-            # S_m = |k_m|^2 - (the part the active set explains) loses its digits when k_m lies (numerically) in the
-            # span of the active columns. Such an inactive object is not added (its s_m is lost to rounding); for an
-            # active one alpha_m - S_m = alpha_m^2 / (alpha_m + s_m) vanishes as s_m grows, theta_m -> -inf: deleted
-            resolved = np.where(fin, alpha - Sm > S_RTOL * np.where(fin, alpha, 0.0), Sm > S_RTOL * kk)
-            with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-                s[fin] = alpha[fin] * Sm[fin] / (alpha[fin] - Sm[fin])             # 5.23
-                q[fin] = (alpha[fin] / (alpha[fin] - Sm[fin]))[:, None] * Qm[fin]
-                theta = np.where(resolved, np.sum(q**2, 1) - C * s, -np.inf)
-                alpha_star = np.where(theta > 0, C * s**2 / theta, np.inf)     # 5.19-5.20
-            alpha_star = np.where(alpha_star > 0, alpha_star, np.inf)          # s underflowed: nothing to add
-            # convergence (Criterion 2): stationary active alphas, nothing to add, enough iterations
-            d_log = np.abs(np.log(alpha_star[fin]) - np.log(alpha[fin]))
-            if it >= min_iter and np.all(d_log < threshold) and np.all(theta[~fin] <= 0):
-                converged = True
-                break
-            # informative selection (Algorithm 7)
-            inactive_pos = np.nonzero(~fin & (theta > 0))[0]
-            active_neg = np.nonzero(fin & (theta <= 0))[0]
-            if inactive_pos.size:
-                i = inactive_pos[np.argmax(theta[inactive_pos])]
-                alpha[i] = alpha_star[i]
-            elif active_neg.size and fin.sum() > 1:
-                alpha[active_neg[np.argmin(theta[active_neg])]] = np.inf
-            else:
-                i = rng.choice(np.nonzero(fin)[0])
-                if np.isfinite(alpha_star[i]):
-                    alpha[i] = alpha_star[i]
-            act = np.nonzero(np.isfinite(alpha))[0]
-            Ko = K[act]
-            L, Wo = _reduced_posterior(Ko, Y, alpha[act])
-            W = np.zeros((N, C))
-            W[act] = Wo
-            if learn_beta:
-                beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W, Y), x0=beta)
-                K = MK.combine(Ks, beta, model.rule)
-            Y = MK.cone_moments(K.T @ W, onehot)[0]
-            trace.append(MK.train_loglik(K, W, y))
-            n_rv.append(len(act))
-            bar.update()
-    act = np.nonzero(np.isfinite(alpha))[0]
-    K = MK.combine(Ks, beta, model.rule)
-    L, Wo = _reduced_posterior(K[act], Y, alpha[act])
-    W = np.zeros((N, C))
-    W[act] = Wo
-    return {"W": W, "L": L, "active": act, "alpha": alpha[act], "beta": beta, "trace": np.asarray(trace),
-            "n_rv": np.asarray(n_rv), "iterations": len(trace), "converged": converged}
+    return alpha
 
 
-def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, prune=1e6, learn_beta=True,
-                   progress=False):
+def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6, learn_beta=True, seed=0,
+                   progress=False) -> MRVMEstimate:
+    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 31]))
     Ks = model.train_kernels(data)
     S, N = Ks.shape[:2]
     C = model.n_classes(data)
     y = data.y.astype(int)
     onehot = np.eye(C, dtype=bool)[y]
-    learn_beta = learn_beta and model.rule == "convex"
-    beta = model.default_beta(S)
-    Y = np.where(onehot, 1.0, 0.0)
-    A = np.ones((N, C))
-    act = np.arange(N)
+    max_iter = 20 * N if max_iter is None else max_iter
+    min_iter = N if min_iter is None else min_iter
+    algorithm = mrvm1_iterations(Ks, y, onehot, rule=model.rule, min_iter=min_iter, threshold=threshold,
+                                 learn_beta=learn_beta and model.rule == "convex")
+    run = iterate(algorithm, (rng, model.default_beta(S)), max_iter=max_iter, tol=threshold, progress=progress,
+                  desc="mrvm1", unit="action", owner=owner("pmkl", "mrvm1"),
+                  change_name="largest |change of log alpha|")
+    s = run.state
+    act = np.nonzero(np.isfinite(s.alpha))[0]
+    K = MK.combine(Ks, s.beta, model.rule)
+    L, Wo = _reduced_posterior(K[act], s.Y, s.alpha[act])
     W = np.zeros((N, C))
-    trace, n_rv, converged = [], [], False
-    with progress_bar(total=max_iter, desc="mrvm2", disable=not progress, unit="iteration") as bar:
-        for it in range(max_iter):
-            K = MK.combine(Ks, beta, model.rule)
-            Ko = K[act]
-            W_new = np.zeros((N, C))
-            for c in range(C):
-                L = jittered_cholesky(Ko @ Ko.T + np.diag(A[act, c]), what=_PRECISION.format(c=c))
-                W_new[act, c] = sla.cho_solve((L, True), Ko @ Y[:, c], check_finite=False)
-            if learn_beta:
-                beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W_new, Y), x0=beta)
-                K = MK.combine(Ks, beta, model.rule)
-            Y_new = MK.cone_moments(K.T @ W_new, onehot)[0]
-            A[act] = (2 * tau + 1) / (W_new[act] ** 2 + 2 * nu)       # E-step (5.9)
-            keep = ~np.all(A[act] > prune, axis=1)
-            if keep.sum() == 0:
-                keep[np.argmin(A[act].min(1))] = True
-            change = max(np.linalg.norm(W_new - W) / max(np.linalg.norm(W_new), 1e-300),
-                         np.linalg.norm(Y_new - Y) / max(np.linalg.norm(Y_new), 1e-300))
-            W, Y = W_new, Y_new
-            trace.append(MK.train_loglik(K, W, y))
-            act = act[keep]
-            W[np.setdiff1d(np.arange(N), act)] = 0.0
-            n_rv.append(len(act))
-            bar.update()
-            if change < tol and keep.all():
-                converged = True
-                break
-    K = MK.combine(Ks, beta, model.rule)
+    W[act] = Wo
+    return MRVMEstimate(W=W, Ls=np.broadcast_to(L, (C,) + L.shape), active=act,
+                        A=np.repeat(s.alpha[act][:, None], C, axis=1), beta=s.beta, trace=run.trace,
+                        n_rv=np.asarray(s.n_rv), iterations=s.iteration, converged=run.converged)
+
+
+def mrvm2_iterations(Ks, y, onehot, *, rule, tau, nu, prune, learn_beta) -> Algorithm:
+    """Algorithm 8 (module docstring); ``init`` takes the starting kernel weights."""
+    N, C = onehot.shape
+
+    def init(beta):
+        return MRVMState(alpha=np.ones((N, C)), active=np.arange(N), W=np.zeros((N, C)),
+                         Y=np.where(onehot, 1.0, 0.0), beta=beta, K=None, rng=None, n_rv=(), iteration=0,
+                         objective=None)
+
+    def step(s):
+        A, act, beta = s.alpha, s.active, s.beta
+        K = MK.combine(Ks, beta, rule)
+        Ko = K[act]
+        W_new = np.zeros((N, C))
+        for c in range(C):
+            L = jittered_cholesky(Ko @ Ko.T + np.diag(A[act, c]), what=_PRECISION.format(c=c))
+            W_new[act, c] = sla.cho_solve((L, True), Ko @ s.Y[:, c], check_finite=False)
+        if learn_beta:
+            beta = MK.simplex_qp(*MK.beta_qp_terms(Ks, W_new, s.Y), x0=beta)
+            K = MK.combine(Ks, beta, rule)
+        Y_new = MK.cone_moments(K.T @ W_new, onehot)[0]
+        A[act] = (2 * tau + 1) / (W_new[act] ** 2 + 2 * nu)       # E-step (5.9)
+        keep = ~np.all(A[act] > prune, axis=1)
+        if keep.sum() == 0:
+            keep[np.argmin(A[act].min(1))] = True
+        change = max(np.linalg.norm(W_new - s.W) / max(np.linalg.norm(W_new), 1e-300),
+                     np.linalg.norm(Y_new - s.Y) / max(np.linalg.norm(Y_new), 1e-300))
+        loglik = MK.train_loglik(K, W_new, y)
+        act = act[keep]
+        W_new[np.setdiff1d(np.arange(N), act)] = 0.0
+        state = MRVMState(A, act, W_new, Y_new, beta, K, None, s.n_rv + (len(act),), s.iteration + 1, loglik)
+        return state, MRVMInfo(loglik, change, moving=not keep.all())
+
+    return Algorithm(init, step, result=lambda s: s)
+
+
+def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, prune=1e6, learn_beta=True,
+                   progress=False) -> MRVMEstimate:
+    Ks = model.train_kernels(data)
+    S, N = Ks.shape[:2]
+    C = model.n_classes(data)
+    y = data.y.astype(int)
+    onehot = np.eye(C, dtype=bool)[y]
+    algorithm = mrvm2_iterations(Ks, y, onehot, rule=model.rule, tau=tau, nu=nu, prune=prune,
+                                 learn_beta=learn_beta and model.rule == "convex")
+    run = iterate(algorithm, model.default_beta(S), max_iter=max_iter, tol=tol, progress=progress, desc="mrvm2",
+                  owner=owner("pmkl", "mrvm2"))
+    s = run.state
+    act, A = s.active, s.alpha
+    K = MK.combine(Ks, s.beta, model.rule)
     Ko = K[act]
     Ls = np.stack([jittered_cholesky(Ko @ Ko.T + np.diag(A[act, c]), what=_PRECISION.format(c=c)) for c in range(C)])
     W = np.zeros((N, C))
     for c in range(C):
-        W[act, c] = sla.cho_solve((Ls[c], True), Ko @ Y[:, c], check_finite=False)
-    return {"W": W, "Ls": Ls, "active": act, "A": A[act], "beta": beta, "trace": np.asarray(trace),
-            "n_rv": np.asarray(n_rv), "iterations": len(trace), "converged": converged}
+        W[act, c] = sla.cho_solve((Ls[c], True), Ko @ s.Y[:, c], check_finite=False)
+    return MRVMEstimate(W=W, Ls=Ls, active=act, A=A[act], beta=s.beta, trace=run.trace, n_rv=np.asarray(s.n_rv),
+                        iterations=run.iterations, converged=run.converged)
 
 
 def _fit(backend, model, data, res, Ls, A, *, draws, chains, seed, timer, limit):
     """The Gaussian conditional of W on the relevance vectors as a Fit, their indices in the ``relevance`` group."""
-    active = res["active"]
-    q = MK.conditional_w(model, data, res["W"][active], Ls, A, res["beta"], active=active,
-                         objective={"train_loglik": res["trace"], "n_relevant": res["n_rv"]},
-                         iterations=res["iterations"], converged=res["converged"])
+    active = res.active
+    q = MK.conditional_w(model, data, res.W[active], Ls, A, res.beta, active=active,
+                         objective={"train_loglik": res.trace, "n_relevant": res.n_rv},
+                         iterations=res.iterations, converged=res.converged)
     relevance = xr.Dataset({"relevance_vectors": xr.DataArray(np.asarray(active, int), dims=("relevance_vector",))})
     return approximation_fit(model, data, backend, q, draws=draws, chains=chains, seed=seed,
                              timing={"tune": timer()}, owner=owner("pmkl", backend), limit=limit,
@@ -237,11 +320,8 @@ def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **opts):
     """mRVM1: constructive type-II ML with informative sample selection."""
     timer = Timer()
     res = mrvm1_estimate(model, data, seed=seed, progress=progress, **opts)
-    C = res["W"].shape[1]
-    Ls = np.broadcast_to(res["L"], (C,) + res["L"].shape)
-    A = np.repeat(res["alpha"][:, None], C, axis=1)
     cap = opts["max_iter"] if opts["max_iter"] is not None else 20 * data.n
-    return _fit("mrvm1", model, data, res, Ls, A, draws=draws, chains=chains, seed=seed, timer=timer,
+    return _fit("mrvm1", model, data, res, res.Ls, res.A, draws=draws, chains=chains, seed=seed, timer=timer,
                 limit=f"{cap} iterations (Criterion 2 did not hold)")
 
 
@@ -252,5 +332,5 @@ def run_mrvm2(model, data, *, draws, tune, chains, seed, progress, **opts):
     """mRVM2: EM with per-class precisions under a flat prior, pruning at alpha > ``prune``."""
     timer = Timer()
     res = mrvm2_estimate(model, data, progress=progress, **opts)
-    return _fit("mrvm2", model, data, res, res["Ls"], res["A"], draws=draws, chains=chains, seed=seed, timer=timer,
+    return _fit("mrvm2", model, data, res, res.Ls, res.A, draws=draws, chains=chains, seed=seed, timer=timer,
                 limit=f"{opts['max_iter']} iterations")
