@@ -18,11 +18,13 @@ logit or probit after ``model.link`` ([P 18-20], digest 2.5), with the Laplace l
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
-from bayeszoo.progress import progress_bar, show
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
+from bayeszoo.inference.iterative import Algorithm, iterate
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 from . import core as C
 
@@ -49,122 +51,155 @@ def sigma_diagonal(post: C.Gaussian) -> np.ndarray:
     return np.einsum("ij,ij->i", R, R)
 
 
-def type2_fit(model, Phi, t, opts, progress=False):
-    """The optimiser, on an explicit design ``Phi``. Returns a dict with active, alpha, beta, post, traces; ``progress``
-    shows a bar over the iterations."""
+class EMState(NamedTuple):
+    """The estimates after an iteration: ``alpha`` (every basis's, pruned ones included), ``beta`` (None for a
+    classifier), the ``active`` bases, the Gaussian (or Laplace) posterior ``post`` of their weights with its log
+    evidence ``ev`` and, for a classifier, the weights' mode ``w_mode`` (the next IRLS's start); ``objective``,
+    J after the iteration; the traces of the log evidence and of J, which gain two values in an iteration that
+    prunes (before and after); ``n_deleted``, the bases removed for a non-positive share of J."""
+
+    alpha: np.ndarray
+    beta: float | None
+    active: np.ndarray
+    post: C.Gaussian
+    ev: float
+    w_mode: np.ndarray | None
+    objective: float
+    log_evidence: tuple
+    objectives: tuple
+    n_deleted: int
+
+
+class EMInfo(NamedTuple):
+    """One iteration: J after it; ``change``, the largest change of a log alpha_i (or of log beta); ``moving``,
+    True when the iteration pruned bases by their share of J or one basis is left (the updates have not settled
+    for a fixed active set)."""
+
+    objective: float
+    change: float
+    moving: bool
+
+
+def em_iterations(model, Phi, t, opts) -> Algorithm:
+    """MacKay's or the EM updates with pruning (module docstring); ``init`` takes None."""
     N, M = Phi.shape
     a, b, c, d = model.a, model.b, model.c, model.d
     clf = model.is_classifier
-    var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
-    beta = None if clf else float(opts["init_beta"] or 10.0 / var_t)
-    alpha = np.full(M, float(opts["init_alpha"] or 1.0 / var_t * np.mean(np.sum(Phi**2, 0)) / N))
-    active = np.arange(M)
     G = None if clf else Phi.T @ Phi
     Pt = None if clf else Phi.T @ t
     tt = float(t @ t)
-    trace_ev, trace_obj = [], []
-    w_mode = None
-    converged = False
-    n_deleted = 0
-    it = 0
 
-    def posterior():
-        nonlocal w_mode
+    def posterior(active, alpha, beta, w_mode):
         if clf:
-            wa0 = None if w_mode is None else w_mode
-            post, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, alpha[active], model.link, w0=wa0)
-            w_mode = post.mu
-            ev = C.laplace_log_evidence(post, alpha[active], ll)
-            return post, ev
+            post, W, g, ll, _ = C.laplace_mode(Phi[:, active], t, alpha[active], model.link, w0=w_mode)
+            return post, C.laplace_log_evidence(post, alpha[active], ll)
         H = beta * G[np.ix_(active, active)]
         H[np.diag_indices(active.size)] += alpha[active]
         post = C.Gaussian(H, beta * Pt[active])
-        ev = C.log_evidence(post, beta * tt, beta * Pt[active], alpha[active], N * np.log(beta), N)
-        return post, ev
+        return post, C.log_evidence(post, beta * tt, beta * Pt[active], alpha[active], N * np.log(beta), N)
 
-    post, ev = posterior()
-    trace_ev.append(ev)
-    trace_obj.append(ev + C.log_prior_terms(alpha[active], beta, model))
-    with progress_bar(total=opts["max_iter"], desc=f"em ({opts['update']})", disable=not progress,
-                      unit="iteration") as bar:
-        for it in range(1, opts["max_iter"] + 1):
-            mu = post.mu
-            Sd = sigma_diagonal(post)
-            al = alpha[active]
-            gamma = 1.0 - al * Sd
+    def objective(ev, alpha, active, beta):
+        return ev + C.log_prior_terms(alpha[active], beta, model)
+
+    def init(_):
+        var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
+        beta = None if clf else float(opts["init_beta"] or 10.0 / var_t)
+        alpha = np.full(M, float(opts["init_alpha"] or 1.0 / var_t * np.mean(np.sum(Phi**2, 0)) / N))
+        active = np.arange(M)
+        post, ev = posterior(active, alpha, beta, None)
+        obj = objective(ev, alpha, active, beta)
+        return EMState(alpha, beta, active, post, ev, post.mu if clf else None, obj, (ev,), (obj,), 0)
+
+    def updates(s):
+        """The new alpha of the active bases and the new beta, and the largest change of their logs."""
+        mu, Sd, al, beta = s.post.mu, sigma_diagonal(s.post), s.alpha[s.active], s.beta
+        gamma = 1.0 - al * Sd
+        if opts["update"] == "em":
+            new_al = (1.0 + 2 * a) / (mu**2 + Sd + 2 * b)                       # [T 2.24]
+        else:
+            new_al = (gamma + 2 * a) / (mu**2 + 2 * b)                           # [T 2.25-2.26]
+            new_al = np.where(new_al > 0, new_al, opts["prune_alpha"] * 10)
+        new_beta = beta
+        if not clf:
+            r = t - Phi[:, s.active] @ mu
+            rr = float(r @ r)
             if opts["update"] == "em":
-                new_al = (1.0 + 2 * a) / (mu**2 + Sd + 2 * b)                       # [T 2.24]
+                # EM step; tr(Phi Sigma Phi^T) = sum gamma / beta
+                new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
             else:
-                new_al = (gamma + 2 * a) / (mu**2 + 2 * b)                           # [T 2.25-2.26]
-                new_al = np.where(new_al > 0, new_al, opts["prune_alpha"] * 10)
-            new_beta = beta
-            if not clf:
-                r = t - Phi[:, active] @ mu
-                rr = float(r @ r)
-                if opts["update"] == "em":
-                    # EM step; tr(Phi Sigma Phi^T) = sum gamma / beta
-                    new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
-                else:
-                    # [T 2.27], corrected: Gamma on beta; N - sum gamma >= 0 exactly, but not in rounding when the bases
-                    # interpolate the targets, which would make beta negative
-                    new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (rr + 2 * d)
-            change = float(np.max(np.abs(np.log(new_al) - np.log(al))))
-            if not clf:
-                change = max(change, abs(np.log(new_beta) - np.log(beta)))
-            alpha[active] = new_al
-            beta = new_beta
-            keep = alpha[active] <= opts["prune_alpha"]
-            if not np.any(keep):
-                keep[np.argmin(alpha[active])] = True
-            if not np.all(keep):
-                active = active[keep]
-                if clf and w_mode is not None:
-                    w_mode = w_mode[keep]
-            post, ev = posterior()
-            obj = ev + C.log_prior_terms(alpha[active], beta, model)
-            settled = abs(obj - trace_obj[-1]) < 1e-4 * max(1.0, abs(obj))
-            trace_ev.append(ev)
-            trace_obj.append(obj)
-            bar.update()
-            show(bar, f"change {change:.2g} (tol {opts['tol']:g}), {active.size} bases")
-            if (change < opts["tol"] or settled) and active.size > 1:
-                # settled for this active set: remove bases whose share of J is not positive ([T 3.5] + prior)
-                Sd = sigma_diagonal(post)
-                al = alpha[active]
-                s = np.maximum(1.0 / Sd - al, 1e-300)
-                q2 = (post.mu / Sd) ** 2
-                f = C.basis_contribution(al, s, q2, a, b)
-                _, fbest = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
-                drop = (fbest <= 0) & (f < 0)
-                if np.all(drop):
-                    drop[np.argmax(f)] = False
-                if np.any(drop):
-                    # remove the worst k bases, halving k until J does not decrease (each alone has gain -f_i > 0)
-                    saved = (active, w_mode)
-                    order = np.argsort(np.where(drop, f, np.inf))[:int(np.sum(drop))]
-                    k = order.size
-                    while True:
-                        out = np.zeros(saved[0].size, bool)
-                        out[order[:k]] = True
-                        active = saved[0][~out]
-                        if clf and saved[1] is not None:
-                            w_mode = saved[1][~out]
-                        post2, ev2 = posterior()
-                        obj2 = ev2 + C.log_prior_terms(alpha[active], beta, model)
-                        if obj2 >= obj - 1e-9 * abs(obj) or k == 1:
-                            break
-                        k = max(1, k // 2)
-                    n_deleted += int(saved[0].size - active.size)
-                    post, ev = post2, ev2
-                    trace_ev.append(ev)
-                    trace_obj.append(obj2)
-                    continue
-                if change < opts["tol"]:
-                    converged = True
-                    break
-    return dict(active=active, alpha=alpha[active], beta=beta, post=post, log_evidence=np.array(trace_ev),
-                objective=np.array(trace_obj), iterations=it, converged=converged,
-                n_deleted=n_deleted)
+                # [T 2.27], corrected: Gamma on beta; N - sum gamma >= 0 exactly, but not in rounding when the bases
+                # interpolate the targets, which would make beta negative
+                new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (rr + 2 * d)
+        change = float(np.max(np.abs(np.log(new_al) - np.log(al))))
+        if not clf:
+            change = max(change, abs(np.log(new_beta) - np.log(beta)))
+        return new_al, new_beta, change
+
+    def prune_by_share(post, alpha, active, beta, w_mode, obj):
+        """Remove the bases whose share of J is not positive ([T 3.5] + prior): the worst k, halving k until J does
+        not decrease (each alone has gain -f_i > 0). None when there is none to remove."""
+        Sd = sigma_diagonal(post)
+        al = alpha[active]
+        s = np.maximum(1.0 / Sd - al, 1e-300)
+        q2 = (post.mu / Sd) ** 2
+        f = C.basis_contribution(al, s, q2, a, b)
+        _, fbest = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
+        drop = (fbest <= 0) & (f < 0)
+        if np.all(drop):
+            drop[np.argmax(f)] = False
+        if not np.any(drop):
+            return None
+        order = np.argsort(np.where(drop, f, np.inf))[:int(np.sum(drop))]
+        k = order.size
+        while True:
+            out = np.zeros(active.size, bool)
+            out[order[:k]] = True
+            kept_mode = None if w_mode is None else w_mode[~out]
+            post2, ev2 = posterior(active[~out], alpha, beta, kept_mode)
+            obj2 = objective(ev2, alpha, active[~out], beta)
+            if obj2 >= obj - 1e-9 * abs(obj) or k == 1:
+                return active[~out], post2.mu if clf else None, post2, ev2, obj2
+            k = max(1, k // 2)
+
+    def step(s):
+        new_al, beta, change = updates(s)
+        alpha, active, w_mode = s.alpha.copy(), s.active, s.w_mode
+        alpha[active] = new_al
+        keep = alpha[active] <= opts["prune_alpha"]
+        if not np.any(keep):
+            keep[np.argmin(alpha[active])] = True
+        if not np.all(keep):
+            active = active[keep]
+            if w_mode is not None:
+                w_mode = w_mode[keep]
+        post, ev = posterior(active, alpha, beta, w_mode)
+        if clf:
+            w_mode = post.mu
+        obj = objective(ev, alpha, active, beta)
+        settled = abs(obj - s.objective) < 1e-4 * max(1.0, abs(obj))
+        evs, objs, n_deleted = s.log_evidence + (ev,), s.objectives + (obj,), s.n_deleted
+        pruned = None
+        if (change < opts["tol"] or settled) and active.size > 1:
+            pruned = prune_by_share(post, alpha, active, beta, w_mode, obj)
+        if pruned is not None:
+            n_deleted += int(active.size - pruned[0].size)
+            active, w_mode, post, ev, obj = pruned
+            evs, objs = evs + (ev,), objs + (obj,)
+        state = EMState(alpha, beta, active, post, ev, w_mode, obj, evs, objs, n_deleted)
+        return state, EMInfo(obj, change, moving=pruned is not None or active.size <= 1)
+
+    return Algorithm(init, step, result=lambda s: s, describe=lambda s, info: f"{s.active.size} bases")
+
+
+def type2_fit(model, Phi, t, opts, progress=False):
+    """The optimiser, on an explicit design ``Phi``. Returns a dict with active, alpha, beta, post, traces; ``progress``
+    shows a bar over the iterations."""
+    run = iterate(em_iterations(model, Phi, t, opts), None, max_iter=opts["max_iter"], tol=opts["tol"],
+                  progress=progress, desc=f"em ({opts['update']})", owner=owner("rvm", "em"))
+    s = run.state
+    return dict(active=s.active, alpha=s.alpha[s.active], beta=s.beta, post=s.post,
+                log_evidence=np.array(s.log_evidence), objective=np.array(s.objectives), iterations=run.iterations,
+                converged=run.converged, n_deleted=s.n_deleted)
 
 
 @register("em", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
