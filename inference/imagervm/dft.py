@@ -30,17 +30,18 @@ from __future__ import annotations
 import math
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
 from bayeszoo import registry
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.approximations import GaussianApproximation, PointEstimate, approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.rvm import core as rvm_core
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
-from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, owner, register
 from bayeszoo.resources import Need, dense
 
@@ -119,35 +120,50 @@ def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: boo
     return _dft_rvm(model, model.observed_image(data), options, progress)
 
 
-def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
-    from bayeszoo.datasets.bid_data import check_image, check_intensities
-    from bayeszoo.models.imagervm import ZERO_IMAGE
+class DFTState(NamedTuple):
+    """The estimates after an iteration: ``alpha`` (M, R, C; inf on pruned weights), ``beta``, the ``active``
+    weights, the posterior mean ``mu`` and variances ``sd`` (0 on pruned weights), log|H| ``logdet_H``, the
+    residual ``resid`` = t - Phi mu; with ``approx="exact"`` the active indices and their Gaussian
+    (``chol_cov``); the conjugate-gradient iterations so far (``cg_iterations``) and the EM steps for beta
+    (``beta_em_steps``); ``objective``, J, and the ``log_evidence`` after each iteration (the first at the start)."""
 
-    t = check_image(image, "observed image")
-    check_intensities(t, "ImageRVM: the observed image", zero=ZERO_IMAGE)
+    alpha: np.ndarray
+    beta: float
+    active: np.ndarray
+    mu: np.ndarray
+    sd: np.ndarray
+    logdet_H: float
+    resid: np.ndarray
+    chol_cov: tuple | None
+    cg_iterations: int
+    beta_em_steps: int
+    objective: float
+    log_evidence: tuple
+
+
+class DFTInfo(NamedTuple):
+    """One iteration: J after it and ``change``, the largest change of a log alpha or of log beta."""
+
+    objective: float
+    change: float
+
+
+def dft_iterations(model, t: np.ndarray, opts: dict) -> Algorithm:
+    """The DFT-RVM's type-II updates of alpha and beta (module docstring) on the observed image ``t``; ``init``
+    takes None."""
     shape = t.shape
-    model.check_kernels_fit(shape)
-    allocator.keep_temporaries_on_the_heap()     # image-sized temporaries in every CG product
     design = ImageDesign(model.kernel_images(shape))
     M, N = design.M, design.N
     exact = opts["approx"] == "exact"
     a, b, c, d = (float(v) for v in (model.a, model.b, model.c, model.d))
-    var_t = float(np.var(t)) or 1.0
-    alpha = np.full((M, *shape), float(opts["init_alpha"] or np.mean(design.norms2) / N / var_t))
-    beta = float(opts["init_beta"] or 10.0 / var_t)
-    active = np.ones(alpha.shape, dtype=bool)
-    mu = np.zeros(alpha.shape)
     Pt = design.adjoint(t)                                        # Phi^T t
     if exact:
         Phi = model.dense_design(shape)
         G, Pt_flat = Phi.T @ Phi, Phi.T @ t.ravel()
-    cg_total = 0
-    chol_cov = None
-    trace_ev, trace_obj = [], []
 
-    def posterior(mu0):
-        """mu, diag Sigma (0 on pruned weights), log|beta Phi^T Phi + A| over the active weights."""
-        nonlocal cg_total, chol_cov
+    def posterior(alpha, beta, active, mu0):
+        """mu, diag Sigma (0 on pruned weights), log|beta Phi^T Phi + A| over the active weights, the exact
+        posterior (or None) and the conjugate-gradient iterations it took."""
         if exact:
             idx = np.flatnonzero(active.ravel())
             H = beta * G[np.ix_(idx, idx)]
@@ -155,8 +171,7 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
             post = rvm_core.Gaussian(H, beta * Pt_flat[idx])
             mu_new, sd = np.zeros(M * N), np.zeros(M * N)
             mu_new[idx], sd[idx] = post.mu, np.diag(post.Sigma)
-            chol_cov = (idx, post)
-            return mu_new.reshape(alpha.shape), sd.reshape(alpha.shape), post.logdet_H
+            return mu_new.reshape(alpha.shape), sd.reshape(alpha.shape), post.logdet_H, (idx, post), 0
         alpha_act = np.where(active, alpha, 0.0)
         jacobi = np.where(active, 1.0 / (beta * design.norms2[:, None, None] + alpha_act), 0.0)
         flat = (M * shape[0], shape[1])                           # one vector for pcg's inner products
@@ -168,70 +183,75 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
         x, its, _ = _fft.pcg(apply_H, np.where(active, beta * Pt, 0.0).reshape(flat),
                              lambda r: (jacobi.reshape(flat) * r), np.where(active, mu0, 0.0).reshape(flat),
                              max_iter=opts["cg_max_iter"], tol=opts["cg_tol"])
-        cg_total += int(its)
         mu_new = np.where(active, x.reshape(alpha.shape), 0.0)
         if opts["approx"] == "diagonal":
             sd = design.sigma_diagonal(alpha_act, beta)
         else:
             sd = design.sigma_circulant(np.where(active, alpha, np.min(alpha[active])), beta)
         sd = np.where(active, sd, 0.0)
-        return mu_new, sd, -float(np.sum(np.log(sd[active])))
+        return mu_new, sd, -float(np.sum(np.log(sd[active]))), None, int(its)
 
-    def evidence(mu, logdet_H, rr):
+    def estimates(alpha, beta, active, mu0, cg_iterations, beta_em_steps, log_evidence):
+        """The state at (alpha, beta, active): the posterior, the residual, the log evidence and J."""
+        mu, sd, logdet_H, chol_cov, its = posterior(alpha, beta, active, mu0)
+        resid = t - design.forward(mu)
         al = alpha[active]
         # log N(t | 0, C): log|C| = log|H| - N log beta - sum log alpha;  t^T C^-1 t = beta |t - Phi mu|^2 + mu^T A mu
-        quad = beta * rr + float(np.sum(al * mu[active] ** 2))
+        quad = beta * float(np.sum(resid**2)) + float(np.sum(al * mu[active] ** 2))
         ev = -0.5 * (N * LOG_2PI + logdet_H - N * math.log(beta) - float(np.sum(np.log(al))) + quad)
-        return ev, ev + rvm_core.log_prior_terms(al, beta, model)
+        return DFTState(alpha, beta, active, mu, sd, logdet_H, resid, chol_cov, cg_iterations + its, beta_em_steps,
+                        ev + rvm_core.log_prior_terms(al, beta, model), log_evidence + (ev,))
 
-    converged = False
-    it = beta_em_steps = 0
-    bar = progress_bar(total=opts["max_iter"], desc=f"dft-rvm ({opts['approx']})", disable=not progress,
-                       unit="iteration")
-    try:
-        mu, sd, logdet_H = posterior(mu)
-        resid = t - design.forward(mu)
-        rr = float(np.sum(resid**2))
-        for name, value in zip(("log_evidence", "objective"), evidence(mu, logdet_H, rr)):
-            (trace_ev if name == "log_evidence" else trace_obj).append(value)
-        for it in range(1, opts["max_iter"] + 1):
-            with np.errstate(divide="ignore", invalid="ignore"):     # pruned weights: inf * 0, 0 / 0
-                gamma = np.where(active, 1.0 - alpha * sd, 0.0)
-                new_alpha = (gamma + 2 * a) / (mu**2 + 2 * b)                       # (4.15), Gamma prior as [T 2.25]
-            new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, 10 * opts["prune_alpha"])
-            dof = N - float(np.sum(gamma)) + 2 * c
-            if dof > 0:
-                new_beta = dof / (rr + 2 * d)                                       # (4.16), corrected: sum over all MN
-            else:
-                # only with the approximations: Sigma_ii <= true Sigma_ii overstates gamma, and sum gamma can pass N
-                # (impossible exactly: it is tr(beta Phi Sigma Phi^T) < N); the EM step for beta stays positive
-                new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
-                beta_em_steps += 1
-            change = max(float(np.max(np.abs(np.log(new_alpha[active]) - np.log(alpha[active])))),
-                         abs(math.log(new_beta) - math.log(beta)))
-            alpha = np.where(active, new_alpha, np.inf)
-            beta = new_beta
-            active = active & (alpha <= opts["prune_alpha"])
-            if not np.any(active):                                                 # keep the most relevant weight
-                keep = np.unravel_index(np.argmin(new_alpha), alpha.shape)
-                active[keep], alpha[keep] = True, new_alpha[keep]
-            mu, sd, logdet_H = posterior(mu)
-            resid = t - design.forward(mu)
-            rr = float(np.sum(resid**2))
-            ev, obj = evidence(mu, logdet_H, rr)
-            trace_ev.append(ev)
-            trace_obj.append(obj)
-            bar.update(1)
-            bar.set_postfix(active=int(active.sum()), beta=f"{beta:.3g}")
-            if change < opts["tol"]:
-                converged = True
-                break
-    finally:
-        bar.close()
-    return dict(mu=mu, sigma_diag=sd, alpha=np.where(active, alpha, np.inf), beta=beta, active=active,
-                restored=t - resid, log_evidence=np.array(trace_ev), objective=np.array(trace_obj),
-                iterations=it, converged=converged, cg_iterations=cg_total, beta_em_steps=beta_em_steps, chol_cov=chol_cov if exact else None,
-                approx=opts["approx"])
+    def init(_):
+        var_t = float(np.var(t)) or 1.0
+        alpha = np.full((M, *shape), float(opts["init_alpha"] or np.mean(design.norms2) / N / var_t))
+        beta = float(opts["init_beta"] or 10.0 / var_t)
+        return estimates(alpha, beta, np.ones(alpha.shape, dtype=bool), np.zeros(alpha.shape), 0, 0, ())
+
+    def step(s):
+        alpha, beta, active, beta_em_steps = s.alpha, s.beta, s.active, s.beta_em_steps
+        rr = float(np.sum(s.resid**2))
+        with np.errstate(divide="ignore", invalid="ignore"):     # pruned weights: inf * 0, 0 / 0
+            gamma = np.where(active, 1.0 - alpha * s.sd, 0.0)
+            new_alpha = (gamma + 2 * a) / (s.mu**2 + 2 * b)                       # (4.15), Gamma prior as [T 2.25]
+        new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, 10 * opts["prune_alpha"])
+        dof = N - float(np.sum(gamma)) + 2 * c
+        if dof > 0:
+            new_beta = dof / (rr + 2 * d)                                       # (4.16), corrected: sum over all MN
+        else:
+            # only with the approximations: Sigma_ii <= true Sigma_ii overstates gamma, and sum gamma can pass N
+            # (impossible exactly: it is tr(beta Phi Sigma Phi^T) < N); the EM step for beta stays positive
+            new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
+            beta_em_steps += 1
+        change = max(float(np.max(np.abs(np.log(new_alpha[active]) - np.log(alpha[active])))),
+                     abs(math.log(new_beta) - math.log(beta)))
+        alpha = np.where(active, new_alpha, np.inf)
+        active = active & (alpha <= opts["prune_alpha"])
+        if not np.any(active):                                                 # keep the most relevant weight
+            keep = np.unravel_index(np.argmin(new_alpha), alpha.shape)
+            active[keep], alpha[keep] = True, new_alpha[keep]
+        state = estimates(alpha, new_beta, active, s.mu, s.cg_iterations, beta_em_steps, s.log_evidence)
+        return state, DFTInfo(state.objective, change)
+
+    return Algorithm(init, step, result=lambda s: s,
+                     describe=lambda s, info: f"{int(s.active.sum())} active, beta {s.beta:.3g}")
+
+
+def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
+    from bayeszoo.datasets.bid_data import check_image, check_intensities
+    from bayeszoo.models.imagervm import ZERO_IMAGE
+
+    t = check_image(image, "observed image")
+    check_intensities(t, "ImageRVM: the observed image", zero=ZERO_IMAGE)
+    model.check_kernels_fit(t.shape)
+    allocator.keep_temporaries_on_the_heap()     # image-sized temporaries in every CG product
+    run = iterate(dft_iterations(model, t, opts), None, max_iter=opts["max_iter"], tol=opts["tol"],
+                  progress=progress, desc=f"dft-rvm ({opts['approx']})", owner=owner("imagervm", "dft"))
+    s = run.state
+    return dict(mu=s.mu, sigma_diag=s.sd, alpha=np.where(s.active, s.alpha, np.inf), beta=s.beta, active=s.active,
+                restored=t - s.resid, log_evidence=np.array(s.log_evidence), objective=run.trace,
+                iterations=run.iterations, converged=run.converged, cg_iterations=s.cg_iterations,
+                beta_em_steps=s.beta_em_steps, chol_cov=s.chol_cov, approx=opts["approx"])
 
 
 def approximation(res: dict, w_draws: str) -> GaussianApproximation | PointEstimate:
