@@ -33,6 +33,8 @@ T_t), then continues as plain VB; T0 = 1 is the thesis's VB. The run with the hi
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.optimize import brentq
 from scipy.special import digamma
@@ -40,9 +42,9 @@ from scipy.special import digamma
 from bayeszoo import registry
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval, Numbers
 from bayeszoo.inference.chains import numpy_rng
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
-from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, owner, register
 from bayeszoo.results import build_fit
 
@@ -348,39 +350,60 @@ def _vb_fit(model, data, opts: dict, progress: bool) -> tuple[VBState, dict]:
     temps = [float(t) for t in opts["anneal_temperatures"]]
     timer = C.Timer()
     runs = []
-    with progress_bar(total=opts["max_iter"] * len(temps), desc="bid vb", disable=not progress, unit="iteration") as bar:
-        for t0 in temps:
-            runs.append(_one_run(problem, opts, t0, bar))
+    for t0 in temps:
+        desc = "bid vb" if len(temps) == 1 else f"bid vb (start T={t0:g})"
+        runs.append(iterate(vb_iterations(problem, opts, t0), None, max_iter=opts["max_iter"], tol=opts["tol"],
+                            progress=progress, desc=desc, owner=owner("bid", "vb"), change_name="change per pixel"))
     seconds = timer()
     # every run ends at the plain bound (T = 1): keep the highest (module doc; an addition to the thesis)
-    best = max(range(len(runs)), key=lambda i: runs[i][1][-1])
-    state, trace, converged = runs[best]
-    return state, dict(bound=np.array(trace), iterations=len(trace), converged=converged, seconds=seconds,
+    best = max(range(len(runs)), key=lambda i: runs[i].trace[-1])
+    run = runs[best]
+    state = run.state.factors
+    return state, dict(bound=run.trace, iterations=run.iterations, converged=run.converged, seconds=seconds,
                        a_beta=state.a_beta, b_beta=state.b_beta, cg_iterations=int(np.sum(state.cg_counts)),
-                       temperature=temps[best], start_bounds=[(t, r[1][-1]) for t, r in zip(temps, runs)],
-                       all_iterations=sum(len(r[1]) for r in runs))
+                       temperature=temps[best], start_bounds=[(t, r.trace[-1]) for t, r in zip(temps, runs)],
+                       all_iterations=sum(r.iterations for r in runs))
 
 
-def _one_run(problem, opts, t0: float, bar):
-    """VB from the thesis's initialisation, q(f)'s entropy annealed from t0 down to 1 over anneal_iter iterations."""
-    state = VBState(problem, problem.w0, init_alpha=opts["init_alpha"], init_beta=opts["init_beta"],
-                    init_gamma=opts["init_gamma"], cg_max_iter=opts["cg_max_iter"], cg_tol=opts["cg_tol"])
+class VBRun(NamedTuple):
+    """The driver's state: the variational ``factors`` (updated in place by each sweep), the ``iteration`` and
+    ``objective``, the bound after it (None before the first)."""
+
+    factors: VBState
+    iteration: int
+    objective: float | None
+
+
+class VBInfo(NamedTuple):
+    """One sweep: the bound after it, ``change``, its move per pixel, and ``moving``, True while q(f)'s entropy is
+    still annealed (the trace is then the plain bound of a tempered step, not monotone: no stop)."""
+
+    objective: float
+    change: float
+    moving: bool
+
+
+def vb_iterations(problem, opts, t0: float) -> Algorithm:
+    """VB from the thesis's initialisation, q(f)'s entropy annealed from t0 down to 1 over anneal_iter sweeps."""
     anneal = opts["anneal_iter"] if t0 > 1 else 0
-    trace, converged = [], False
-    for it in range(1, opts["max_iter"] + 1):
-        state.entropy_weight = t0 ** max(0.0, 1.0 - (it - 1) / anneal) if anneal else 1.0
-        state.sweep(opts["learn_noise_prior"])
-        trace.append(state.bound())
-        bar.update()
+
+    def init(_):
+        factors = VBState(problem, problem.w0, init_alpha=opts["init_alpha"], init_beta=opts["init_beta"],
+                          init_gamma=opts["init_gamma"], cg_max_iter=opts["cg_max_iter"], cg_tol=opts["cg_tol"])
+        return VBRun(factors, 0, None)
+
+    def step(s):
+        it, factors = s.iteration + 1, s.factors
+        factors.entropy_weight = t0 ** max(0.0, 1.0 - (it - 1) / anneal) if anneal else 1.0
+        factors.sweep(opts["learn_noise_prior"])
+        bound = factors.bound()
         # the bound sums over the M pixels: stop when it moves by less than tol nats per pixel (the thesis states
         # no rule). After its fast phase the bound keeps creeping up slowly as the PSF narrows and grows negative
-        # lobes, and ISNR falls meanwhile (BENCHMARKS.md); the default tol ends the run at the end of that phase.
-        # While annealing (T > 1) the trace is the plain bound of a tempered step, not monotone: no stop then
-        if it > anneal + 1 and abs(trace[-1] - trace[-2]) <= opts["tol"] * problem.M:
-            converged = True
-            break
-    bar.update(opts["max_iter"] - len(trace))
-    return state, trace, converged
+        # lobes, and ISNR falls meanwhile (BENCHMARKS.md); the default tol ends the run at the end of that phase
+        change = np.inf if s.objective is None else abs(bound - s.objective) / problem.M
+        return VBRun(factors, it, bound), VBInfo(bound, change, moving=it <= anneal + 1)
+
+    return Algorithm(init, step, result=lambda s: s.factors)
 
 
 @register("vb", kind="approximation", family="bid", options=OPTIONS, check=_check, defaults=_defaults,
