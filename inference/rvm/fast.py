@@ -22,14 +22,15 @@ is kept only if the recomputed objective rises (see ``_classification``).
 from __future__ import annotations
 
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.models.rvm import use_width_evidence
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.progress import progress_bar, show
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
 
 from . import core as C
 
@@ -52,9 +53,10 @@ SETTLED = 1e-6
 
 def fast_fit(model, Phi, t, opts, progress=False):
     """The optimiser, on an explicit design ``Phi``: a dict with active, alpha, beta, post, traces, actions."""
-    solver = _classification if model.is_classifier else _regression
-    with progress_bar(total=opts["max_iter"], desc="fast", disable=not progress, unit="action") as bar:
-        return solver(model, Phi, t, opts, bar)
+    algorithm, finish = (_classification if model.is_classifier else _regression)(model, Phi, t, opts)
+    run = iterate(algorithm, None, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress, desc="fast",
+                  unit="action", owner=owner("rvm", "fast"), change_name="relative gain")
+    return finish(run)
 
 
 def width_log_evidence(model, Phi, t) -> float:
@@ -107,37 +109,77 @@ def _best_action(model, alpha, active, S, Q, prune_alpha, ruled_out=None):
     return gain, a_star
 
 
-def _next_action(model, alpha, active, S, Q, opts, J, bar, ruled_out=None):
+def _next_action(model, alpha, active, S, Q, opts, J, ruled_out=None):
     """The step's action: ``(i, gain, a_star, in_model, at_rest)`` for the basis of largest gain; ``at_rest`` when no
     action gains more than ``tol`` x |J| or the best is a re-estimate that would barely move its alpha."""
     gain, a_star = _best_action(model, alpha, active, S, Q, opts["prune_alpha"], ruled_out)
     i = int(np.argmax(gain))
     best = gain[i]
     in_model = bool(np.isfinite(alpha[i]))
-    bar.update()
-    show(bar, f"gain {max(best, 0.0):.2g} (tol {opts['tol']:g} x |J|), {active.size} bases")
     at_rest = (not np.isfinite(best) or best <= opts["tol"] * max(1.0, abs(J))
                or (in_model and np.isfinite(a_star[i]) and abs(np.log(a_star[i]) - np.log(alpha[i])) < SETTLED))
     return i, best, a_star, in_model, at_rest
 
 
-def _regression(model, Phi, t, opts, bar):
+class FastInfo(NamedTuple):
+    """One step: J after it (None for a step that changed nothing: a classifier's rejected action or its retry of
+    the bases ruled out); ``change``, the best action's gain relative to max(1, |J|) (what ``tol`` bounds);
+    ``moving`` (every step that is not the last moves the estimates: the end is a ``stalled`` step, no action
+    left and beta settled)."""
+
+    objective: float | None
+    change: float
+    moving: bool = True
+    stalled: bool = False
+
+
+def _relative_gain(best, J):
+    return max(float(best), 0.0) / max(1.0, abs(J))
+
+
+def _describe(s, info):
+    return f"{s.active.size} bases"
+
+
+class RegressionState(NamedTuple):
+    """The sequential fit at fixed design: ``alpha`` (inf outside the model), the ``active`` bases, ``beta``, the
+    Gram columns ``Ga`` = Phi^T Phi[:, active], Sigma, mu, S, Q of the active set [P 28-29] (kept by rank-one
+    updates between factorisations), ``objective`` J, the ``log_evidence`` after every step (the first at the
+    start), the ``actions`` taken by kind, the steps ``since_beta``, the ``joint_wait`` before the next joint
+    MacKay try and the step of that try (``next_joint``), and the ``iteration``."""
+
+    alpha: np.ndarray
+    active: np.ndarray
+    beta: float
+    Ga: np.ndarray
+    Sigma: np.ndarray
+    mu: np.ndarray
+    S: np.ndarray
+    Q: np.ndarray
+    objective: float
+    log_evidence: tuple
+    actions: dict
+    since_beta: int
+    joint_wait: int
+    next_joint: int
+    iteration: int
+
+
+def _regression(model, Phi, t, opts):
+    """The sequential regression fit (module docstring): its :class:`Algorithm` and ``finish(run)``, the result
+    dict of a run."""
     N, M = Phi.shape
     c, d = model.c, model.d
     norms = np.sum(Phi**2, 0)
     norms = np.where(norms > 0, norms, 1e-300)
-    alpha, active = _first_basis(Phi, t, norms, opts["prune_alpha"])
-    var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
-    beta = float(opts["init_beta"] or 10.0 / var_t)
     Pt = Phi.T @ t
     tt = float(t @ t)
     # columns of the Gram Phi^T Phi for the bases in the model only, each formed once when its basis first enters
     # (O(N M) each): forming all of it would cost O(N M^2), more than the whole run on large N
     gram_columns = {}
-    Ga = _gram_columns(Phi, active, gram_columns)          # Phi^T Phi[:, active], kept in step with `active`
 
-    def posterior():
-        """Sigma, mu, S, Q [P 28-29] and J for the active set at the current alpha, beta, from one factorisation."""
+    def posterior(alpha, active, beta, Ga):
+        """post, Sigma, mu, S, Q [P 28-29] and J for the active set at alpha, beta, from one factorisation."""
         al = alpha[active]
         H = beta * Ga[active]
         H[np.diag_indices(active.size)] += al
@@ -148,60 +190,64 @@ def _regression(model, Phi, t, opts, bar):
         ev = C.log_evidence(post, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
         return post, Sigma, post.mu.copy(), S, Q, ev + C.log_prior_terms(al, beta, model)
 
-    trace_ev, trace_obj = [], []
-
-    def record(J):
+    def evidence(J, alpha, active, beta):
         # between factorisations J is accumulated from the actions' gains, and the evidence follows from it
-        trace_obj.append(J)
-        trace_ev.append(J - C.log_prior_terms(alpha[active], beta, model))
+        return J - C.log_prior_terms(alpha[active], beta, model)
 
-    def mackay_beta(gamma):
+    def mackay_beta(gamma, active, mu):
         """[T 2.27], corrected: Gamma(c, d) on beta."""
         r = t - Phi[:, active] @ mu
         # N - sum gamma >= 0 exactly, not always in rounding (bases that interpolate)
         return (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (float(r @ r) + 2 * d)
 
-    post, Sigma, mu, S, Q, J = posterior()
-    record(J)
-    actions = {"add": 0, "reestimate": 0, "delete": 0, "joint": 0, "beta": 0}
-    since_beta, joint_wait, next_joint = 0, 1, 0
-    converged = False
-    it = 0
-    for it in range(1, opts["max_iter"] + 1):
-        i, best, a_star, in_model, at_rest = _next_action(model, alpha, active, S, Q, opts, J, bar)
+    def init(_):
+        alpha, active = _first_basis(Phi, t, norms, opts["prune_alpha"])
+        var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
+        beta = float(opts["init_beta"] or 10.0 / var_t)
+        Ga = _gram_columns(Phi, active, gram_columns)          # Phi^T Phi[:, active], kept in step with `active`
+        _, Sigma, mu, S, Q, J = posterior(alpha, active, beta, Ga)
+        actions = {"add": 0, "reestimate": 0, "delete": 0, "joint": 0, "beta": 0}
+        return RegressionState(alpha, active, beta, Ga, Sigma, mu, S, Q, J, (evidence(J, alpha, active, beta),),
+                               actions, 0, 1, 0, 0)
+
+    def step(s):
+        it = s.iteration + 1
+        alpha, active, beta, Ga, Sigma, mu, S, Q, J = s.alpha, s.active, s.beta, s.Ga, s.Sigma, s.mu, s.S, s.Q, s.objective
+        actions, since_beta, joint_wait, next_joint = dict(s.actions), s.since_beta, s.joint_wait, s.next_joint
+        i, best, a_star, in_model, at_rest = _next_action(model, alpha, active, S, Q, opts, J)
+        gain = _relative_gain(best, J)
         gamma = 1.0 - alpha[active] * np.diag(Sigma)
+
+        def moved(alpha, active, beta, Ga, Sigma, mu, S, Q, J, since_beta, joint_wait, next_joint):
+            ev = s.log_evidence + (evidence(J, alpha, active, beta),)
+            return (RegressionState(alpha, active, beta, Ga, Sigma, mu, S, Q, J, ev, actions, since_beta, joint_wait,
+                                    next_joint, it), FastInfo(J, gain))
+
         if at_rest or since_beta >= opts["beta_every"]:
-            new_beta = mackay_beta(gamma)
+            new_beta = mackay_beta(gamma, active, mu)
             if at_rest and abs(np.log(new_beta) - np.log(beta)) < SETTLED:
-                converged = True
-                break
-            beta = new_beta
-            post, Sigma, mu, S, Q, J = posterior()
-            record(J)
+                return s, FastInfo(None, gain, moving=False, stalled=True)
+            _, Sigma, mu, S, Q, J = posterior(alpha, active, new_beta, Ga)
             actions["beta"] += 1
-            since_beta = 0
-            continue
+            return moved(alpha, active, new_beta, Ga, Sigma, mu, S, Q, J, 0, joint_wait, next_joint)
         since_beta += 1
         if in_model and np.isfinite(a_star[i]) and opts["joint_steps"] and it >= next_joint:
             # MacKay's update of every alpha in the model and beta at once [T 2.25-2.27], kept if it beats the single
             # action: the step of `em` on the active set
-            al, old_beta = alpha[active], beta
             proposal = (gamma + 2 * model.a) / (mu * mu + 2 * model.b)
             usable = np.isfinite(proposal) & (proposal > 0)
-            alpha[active] = np.where(usable, np.minimum(proposal, opts["prune_alpha"]), al)
-            beta = mackay_beta(gamma)
-            tried = posterior()
-            if tried[-1] >= J + best:
-                post, Sigma, mu, S, Q, J = tried
-                record(J)
+            joint_alpha = alpha.copy()
+            joint_alpha[active] = np.where(usable, np.minimum(proposal, opts["prune_alpha"]), alpha[active])
+            joint_beta = mackay_beta(gamma, active, mu)
+            _, j_Sigma, j_mu, j_S, j_Q, j_J = posterior(joint_alpha, active, joint_beta, Ga)
+            if j_J >= J + best:
                 actions["joint"] += 1
-                joint_wait, next_joint, since_beta = 1, it + 1, 0
-                continue
-            alpha[active], beta = al, old_beta
+                return moved(joint_alpha, active, joint_beta, Ga, j_Sigma, j_mu, j_S, j_Q, j_J, 0, 1, it + 1)
             # a failed try costs a factorisation: wait twice as long before the next
             joint_wait *= 2
             next_joint = it + joint_wait
         # one action at fixed beta: rank-one updates of Sigma, mu, S, Q (Tipping and Faul's appendix)
+        alpha = alpha.copy()
         if not in_model:
             gram_i = _gram_columns(Phi, [i], gram_columns)[:, 0]
             Sigma, mu, S, Q = _added(Sigma, mu, S, Q, Ga, gram_i, active, i, a_star[i], beta)
@@ -222,12 +268,18 @@ def _regression(model, Phi, t, opts, bar):
                 active = active[keep]
                 Ga = Ga[:, keep]
                 actions["delete"] += 1
-        J += best                     # the action's gain is its exact change of J at fixed beta
-        record(J)
-    # the exact posterior and J for the final active set, alpha and beta (clears the rounding of the updates)
-    post, Sigma, mu, S, Q, J = posterior()
-    record(J)
-    return _result(active, alpha, beta, post, trace_ev, trace_obj, it, converged, actions)
+        # the action's gain is its exact change of J at fixed beta
+        return moved(alpha, active, beta, Ga, Sigma, mu, S, Q, J + best, since_beta, joint_wait, next_joint)
+
+    def finish(run):
+        s = run.state
+        # the exact posterior and J for the final active set, alpha and beta (clears the rounding of the updates)
+        post, _, _, _, _, J = posterior(s.alpha, s.active, s.beta, s.Ga)
+        trace_ev = s.log_evidence + (evidence(J, s.alpha, s.active, s.beta),)
+        return _result(s.active, s.alpha, s.beta, post, trace_ev, (*run.trace, J), run.iterations, run.converged,
+                       s.actions)
+
+    return Algorithm(init, step, result=lambda s: s, describe=_describe), finish
 
 
 # ------------------------------------------------------------------ rank-one updates at fixed beta (Tipping-Faul)
@@ -264,7 +316,28 @@ def _deleted(Sigma, mu, S, Q, Ga, j, beta):
 
 
 # ------------------------------------------------------------------ classification
-def _classification(model, Phi, t, opts, bar):
+class ClassificationState(NamedTuple):
+    """The sequential fit with a Laplace approximation: ``alpha`` (inf outside the model), the ``active`` bases,
+    the Laplace ``post`` at the mode with the IRLS weights ``W`` and gradient ``g``, S and Q of every basis,
+    ``objective`` J, the ``log_evidence`` after every kept action (the first at the start), the bases
+    ``ruled_out`` (their predicted gain did not materialise), whether an action was kept since the last retry of
+    those, the ``actions`` taken by kind and ``rejected``."""
+
+    alpha: np.ndarray
+    active: np.ndarray
+    post: C.Gaussian
+    W: np.ndarray
+    g: np.ndarray
+    S: np.ndarray
+    Q: np.ndarray
+    objective: float
+    log_evidence: tuple
+    ruled_out: np.ndarray
+    kept_since_retry: bool
+    actions: dict
+
+
+def _classification(model, Phi, t, opts):
     """Classification: the Laplace mode, S and Q are recomputed after every action [P 18-20, 28-29].
 
     S and Q predict each action's gain from the Laplace approximation at the current mode, and the mode moves with
@@ -276,9 +349,6 @@ def _classification(model, Phi, t, opts, bar):
     action, keeps the cost of the wrong predictions to about one Laplace fit per such basis and round."""
     norms = np.sum(Phi**2, 0)
     norms = np.where(norms > 0, norms, 1e-300)
-    alpha, active = _first_basis(Phi, 4.0 * (t - 0.5), norms, opts["prune_alpha"])   # t-hat at w = 0, logit link
-    trace_ev, trace_obj = [], []
-    actions = {"add": 0, "reestimate": 0, "delete": 0, "rejected": 0}
 
     def at(alpha, active, w0):
         """The Laplace fit at (alpha, active), its IRLS started from w0: (post, W, g, log evidence, J)."""
@@ -296,49 +366,57 @@ def _classification(model, Phi, t, opts, bar):
         Q = PBt - PBP @ (post.Sigma @ PBt[active])                           # [P 29]
         return S, Q
 
-    post, W, g, ev, J = at(alpha, active, None)
-    S, Q = factors(post, W, g, active)
-    trace_ev.append(ev)
-    trace_obj.append(J)
-    ruled_out = np.zeros(Phi.shape[1], dtype=bool)
-    kept_since_retry = False
-    converged = False
-    it = 0
-    for it in range(1, opts["max_iter"] + 1):
-        i, _, a_star, in_model, at_rest = _next_action(model, alpha, active, S, Q, opts, J, bar, ruled_out)
+    def kept(alpha, active, fit, log_evidence, ruled_out, actions, kept_since_retry=True):
+        """The state after an action is kept (or at the start)."""
+        post, W, g, ev, J = fit
+        S, Q = factors(post, W, g, active)
+        return ClassificationState(alpha, active, post, W, g, S, Q, J, log_evidence + (ev,), ruled_out,
+                                   kept_since_retry, actions)
+
+    def init(_):
+        alpha, active = _first_basis(Phi, 4.0 * (t - 0.5), norms, opts["prune_alpha"])   # t-hat at w = 0, logit link
+        actions = {"add": 0, "reestimate": 0, "delete": 0, "rejected": 0}
+        return kept(alpha, active, at(alpha, active, None), (), np.zeros(Phi.shape[1], dtype=bool), actions,
+                    kept_since_retry=False)
+
+    def step(s):
+        i, best, a_star, in_model, at_rest = _next_action(model, s.alpha, s.active, s.S, s.Q, opts, s.objective,
+                                                          s.ruled_out)
+        gain = _relative_gain(best, s.objective)
         if at_rest:
-            if not (ruled_out.any() and kept_since_retry):
-                converged = True
-                break
-            ruled_out[:] = False
-            kept_since_retry = False
-            continue
-        tried_alpha, tried_active, w0 = alpha.copy(), active, post.mu
+            if not (s.ruled_out.any() and s.kept_since_retry):
+                return s, FastInfo(None, gain, moving=False, stalled=True)
+            return s._replace(ruled_out=np.zeros_like(s.ruled_out), kept_since_retry=False), FastInfo(None, gain)
+        tried_alpha, tried_active, w0 = s.alpha.copy(), s.active, s.post.mu
         if not in_model:
             kind = "add"
             tried_alpha[i] = a_star[i]
-            tried_active, w0 = np.append(active, i), np.append(w0, 0.0)
+            tried_active, w0 = np.append(s.active, i), np.append(w0, 0.0)
         elif np.isfinite(a_star[i]):
             kind = "reestimate"
             tried_alpha[i] = a_star[i]
         else:
             kind = "delete"
-            keep = active != i
+            keep = s.active != i
             tried_alpha[i] = np.inf
-            tried_active, w0 = active[keep], w0[keep]
+            tried_active, w0 = s.active[keep], w0[keep]
         tried = at(tried_alpha, tried_active, w0)
-        if not tried[-1] > J:
+        actions = dict(s.actions)
+        if not tried[-1] > s.objective:
+            ruled_out = s.ruled_out.copy()
             ruled_out[i] = True
             actions["rejected"] += 1
-            continue
-        alpha, active = tried_alpha, tried_active
-        post, W, g, ev, J = tried
-        S, Q = factors(post, W, g, active)
-        trace_ev.append(ev)
-        trace_obj.append(J)
-        kept_since_retry = True
+            return s._replace(ruled_out=ruled_out, actions=actions), FastInfo(None, gain)
         actions[kind] += 1
-    return _result(active, alpha, None, post, trace_ev, trace_obj, it, converged, actions)
+        state = kept(tried_alpha, tried_active, tried, s.log_evidence, s.ruled_out, actions)
+        return state, FastInfo(state.objective, gain)
+
+    def finish(run):
+        s = run.state
+        return _result(s.active, s.alpha, None, s.post, s.log_evidence, run.trace, run.iterations, run.converged,
+                       s.actions)
+
+    return Algorithm(init, step, result=lambda s: s, describe=_describe), finish
 
 
 def _result(active, alpha, beta, post, trace_ev, trace_obj, iterations, converged, actions):
