@@ -10,16 +10,17 @@ An approximation is an :class:`Algorithm` of three functions and nothing else:
   step; None for an algorithm that has none, which leaves the trace empty) and ``change``, the algorithm's
   measure of the step, compared with its tolerance (most often the objective's relative change); an Info may
   also have ``moving``, True while the iterate itself still moves by more than the algorithm resolves (an
-  objective can settle before its argument does), and ``stalled``, True when the step found no ascent left at
-  machine precision (it returns the state unchanged);
+  objective can settle before its argument does), and ``stalled``, True when the step found no ascent left (at
+  machine precision, or by the algorithm's own rule: Criterion 2 of mRVM1, the aRVM's patience), which ends the
+  run with the state that step returns;
 * ``result(state)``: what the fit is made of (a :class:`~bayeszoo.inference.approximations.GaussianApproximation`,
   a :class:`~bayeszoo.inference.approximations.PointEstimate` or the family's own typed result).
 
 :func:`iterate` owns what every approximation used to repeat, the same way for all of them: ``max_iter`` and
 ``min_iter``, the tolerance rule, the objective trace, the progress bar and its postfix, the time limit, the
 non-finite check and ``converged``. The tolerance rule: converged after a step, from the ``min_iter``-th on,
-whose ``change <= tol`` and which is not ``moving``; a ``stalled`` step ends the run (not recorded in the
-trace), converged unless it is ``moving``.
+whose ``change <= tol`` and which is not ``moving``; a ``stalled`` step ends the run (its objective not
+recorded in the trace), converged unless it is ``moving``.
 """
 from __future__ import annotations
 

@@ -46,6 +46,7 @@ from __future__ import annotations
 import dataclasses
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 from scipy import optimize
@@ -53,10 +54,10 @@ from scipy import optimize
 from bayeszoo import checks
 from bayeszoo.checks import NON_NEGATIVE_INT, POSITIVE, POSITIVE_INT, Array, Interval, OneOf
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.rvm import core as C
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, owner, register
 from bayeszoo.resources import Need, dense
 
@@ -487,7 +488,7 @@ def joint_objective(state: State, theta_flat, delta=None):
     return -Ls, -grad.ravel()
 
 
-def joint_step(state: State, delta, opts, bar=None):
+def joint_step(state: State, delta, opts, report=None):
     """Step 2: BFGS on all active centres and widths; the new kernel parameters (M, P), or None to stay put.
 
     ``joint_step="unbounded"`` (the paper) takes BFGS's end point whenever it does not lower L^s, even if it moved
@@ -504,8 +505,8 @@ def joint_step(state: State, delta, opts, bar=None):
 
     def record(intermediate_result):
         path.append((intermediate_result.x.copy(), float(intermediate_result.fun)))
-        if bar is not None:
-            _status(bar, f"M={state.M} step 2: joint BFGS {len(path)}/{opts['joint_iter']}")
+        if report is not None:
+            report(f"M={state.M} step 2: joint BFGS {len(path)}/{opts['joint_iter']}")
 
     res = optimize.minimize(fun, start, jac=True, method="BFGS", callback=record,
                             options={"maxiter": opts["joint_iter"], "gtol": 1e-6})
@@ -620,112 +621,155 @@ def learn(model, X, t, opts, *, seed=0, progress=False, dictionary=None, whiten=
                       init=init)
 
 
-def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
-    X = np.asarray(X, float)
+class LearnState(NamedTuple):
+    """Algorithm 1's state after an iteration: the current model (``model``, a :class:`State`, updated in place),
+    the feature-selection precisions ``delta`` (None without feature selection), the dictionary entries in the
+    model (``active_dict``), the iterations in a row that raised L^s by less than ``tol`` (``small``), the warning
+    of a basis cap set by ``max_cost`` (None until one), the generator of the candidates, the number of bases and
+    L^s after every iteration (``n_basis``, ``objectives``; the first at the start), ``iteration`` and
+    ``objective``, L^s."""
+
+    model: State
+    delta: np.ndarray | None
+    active_dict: np.ndarray
+    small: int
+    cost_warning: str | None
+    rng: np.random.Generator
+    n_basis: tuple
+    objectives: tuple
+    iteration: int
+    objective: float
+
+
+class LearnInfo(NamedTuple):
+    """One iteration: L^s after it; ``change``, its rise; ``moving``, True unless L^s stayed put over the last
+    ``patience`` iterations; ``stalled``, True when it rose by less than ``tol`` in ``patience`` iterations in a
+    row (the end: converged if L^s stayed put, a cycle of steps that undo each other if it fell)."""
+
+    objective: float
+    change: float
+    moving: bool = True
+    stalled: bool = False
+
+
+def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorithm:
+    """Algorithm 1 (module docstring) on inputs X (N, D) and targets t; ``init`` of the Algorithm takes the seed of
+    the candidates' generator, ``init`` here an optional starting model (:func:`learn`)."""
     N, D = X.shape
-    check_cost(model, N, D, opts, dictionary, whiten)
     max_cost = opts.get("max_cost", DEFAULT_OPTIONS["max_cost"])
-    cost_warning = None
     clf = model.is_classifier
     c = model.c_value(N)
     mode = "scale" if model.feature_selection else "log_width"
     kernel = Kernel(X, model.width_dims(D), mode, whiten, floor=model.min_width_value(X))
-    rng = np.random.default_rng(seed)
     beta_free = not clf and opts["beta"] is None
     if opts["min_alpha"] is None:
         opts = {**opts, "min_alpha": 1e-2}
-    beta = None if clf else float(opts["beta"] or opts["init_beta"] or 10.0 / max(float(np.var(t)), 1e-12))
-    state = State(kernel, t, c, clf, beta)
-    state.min_peak = float(opts["min_peak"])
-    if init is not None:
-        centres, widths, alpha0 = _check_init(init, kernel, model, dictionary)
-        state.theta = np.column_stack([centres, kernel.to_u(widths)])
-        state.alpha = alpha0.copy()
-        state.w_mode = np.zeros(state.M)
-        state.refresh()
-        update_hyper(state, opts, beta_free)
-    delta = np.zeros((0, kernel.K)) if model.feature_selection else None
-    active_dict = np.zeros(0, int)
     if dictionary is not None:
         dictionary = np.column_stack([np.asarray(dictionary[0], float), kernel.to_u(np.asarray(dictionary[1], float))])
-    trace, n_trace, converged, small, it = [state.objective()], [state.M], False, 0, 0
-    bar = progress_bar(total=opts["max_iter"], desc="arvm", disable=not progress, unit="step")
-    try:
-        for it in range(1, opts["max_iter"] + 1):
-            # step 1: the best of a fresh set of candidates (unless one more basis would make the joint step cost more
-            # than max_cost: the guard against the (M P)^3 growth of the dense BFGS step)
-            room = state.M < model.n_basis
-            if room and dictionary is None and opts["joint_iter"]:
-                cand_s, joint_s = predicted_seconds(model, N, D, opts, state.M + 1, None, whiten)
-                if cand_s + joint_s > max_cost:
-                    room = False
-                    if cost_warning is None:
-                        cost_warning = (f"arvm stopped adding bases at {state.M}: one more would make an iteration "
-                                        f"take about {cand_s + joint_s:.3g} s, beyond max_cost = {max_cost:g} s "
-                                        f"(raise max_cost to let the model grow)")
-                        bar.set_postfix_str(f"M={state.M} (capped by max_cost)")
-            if room:
-                if dictionary is None:
-                    _status(bar, f"M={state.M} step 1: {opts['n_candidates']} candidates")
-                    cands = draw_candidates(state, model, X, rng, opts["n_candidates"])
-                    if opts["candidate_iter"]:
-                        cands, _ = batched_bfgs(lambda th, grad: _neg(candidate_objective(state, th, grad)), cands,
-                                                opts["candidate_iter"])
-                    gain, _, alpha_new = candidate_objective(state, cands)
-                else:
-                    cands = dictionary
-                    gain, _, alpha_new = candidate_objective(state, cands, grad=False)
-                    gain[active_dict] = 0.0
-                best = int(np.argmax(gain))
-                if gain[best] > 0 and np.isfinite(alpha_new[best]):
-                    state.theta = np.vstack([state.theta, cands[best]])
-                    state.alpha = np.append(state.alpha, alpha_new[best])
-                    state.w_mode = np.append(state.w_mode, 0.0) if clf else state.w_mode
-                    if delta is not None:
-                        delta = np.vstack([delta, np.zeros(kernel.K)])
-                    if dictionary is not None:
-                        active_dict = np.append(active_dict, best)
-                    state.refresh()
-            # step 2: all active kernels jointly
-            if state.M and dictionary is None and opts["joint_iter"]:
-                theta = joint_step(state, delta, opts, bar if progress else None)
-                if theta is not None:
-                    state.theta = theta
-                    state.refresh()
-            # steps 3 and 4: alpha, beta, pruning
-            n_before = state.M
-            kept_before = state.theta.copy()
+
+    def start(seed):
+        beta = None if clf else float(opts["beta"] or opts["init_beta"] or 10.0 / max(float(np.var(t)), 1e-12))
+        state = State(kernel, t, c, clf, beta)
+        state.min_peak = float(opts["min_peak"])
+        if init is not None:
+            centres, widths, alpha0 = _check_init(init, kernel, model, dictionary)
+            state.theta = np.column_stack([centres, kernel.to_u(widths)])
+            state.alpha = alpha0.copy()
+            state.w_mode = np.zeros(state.M)
+            state.refresh()
             update_hyper(state, opts, beta_free)
-            if state.M < n_before:
-                keep = _kept_rows(kept_before, state.theta)
+        L = state.objective()
+        return LearnState(state, np.zeros((0, kernel.K)) if model.feature_selection else None, np.zeros(0, int), 0,
+                          None, np.random.default_rng(seed), (state.M,), (L,), 0, L)
+
+    def step(s, report):
+        state, delta, active_dict, cost_warning = s.model, s.delta, s.active_dict, s.cost_warning
+        # step 1: the best of a fresh set of candidates (unless one more basis would make the joint step cost more
+        # than max_cost: the guard against the (M P)^3 growth of the dense BFGS step)
+        room = state.M < model.n_basis
+        if room and dictionary is None and opts["joint_iter"]:
+            cand_s, joint_s = predicted_seconds(model, N, D, opts, state.M + 1, None, whiten)
+            if cand_s + joint_s > max_cost:
+                room = False
+                if cost_warning is None:
+                    cost_warning = (f"arvm stopped adding bases at {state.M}: one more would make an iteration "
+                                    f"take about {cand_s + joint_s:.3g} s, beyond max_cost = {max_cost:g} s "
+                                    f"(raise max_cost to let the model grow)")
+                    report(f"M={state.M} (capped by max_cost)")
+        if room:
+            if dictionary is None:
+                report(f"M={state.M} step 1: {opts['n_candidates']} candidates")
+                cands = draw_candidates(state, model, X, s.rng, opts["n_candidates"])
+                if opts["candidate_iter"]:
+                    cands, _ = batched_bfgs(lambda th, grad: _neg(candidate_objective(state, th, grad)), cands,
+                                            opts["candidate_iter"])
+                gain, _, alpha_new = candidate_objective(state, cands)
+            else:
+                cands = dictionary
+                gain, _, alpha_new = candidate_objective(state, cands, grad=False)
+                gain[active_dict] = 0.0
+            best = int(np.argmax(gain))
+            if gain[best] > 0 and np.isfinite(alpha_new[best]):
+                state.theta = np.vstack([state.theta, cands[best]])
+                state.alpha = np.append(state.alpha, alpha_new[best])
+                state.w_mode = np.append(state.w_mode, 0.0) if clf else state.w_mode
                 if delta is not None:
-                    delta = delta[keep]
+                    delta = np.vstack([delta, np.zeros(kernel.K)])
                 if dictionary is not None:
-                    active_dict = active_dict[keep]
-            # PhD Algorithm 2, step 4: delta = 1 / v^2 [PhD 7.14]; directions past delta_max are switched off
-            if delta is not None and state.M:
-                u = state.theta[:, D:]
-                with np.errstate(divide="ignore"):
-                    delta = np.where(u != 0, 1.0 / u**2, np.inf)
-                off = delta > opts["delta_max"]
-                if off.any():
-                    state.theta[:, D:] = np.where(off, 0.0, u)
-                    state.refresh()
-                delta = np.where(off, 0.0, delta)        # v = 0 is a fixed point: no penalty needed
-            # step 5: L^s must grow by tol in one of `patience` successive iterations
-            L = state.objective()
-            small = small + 1 if L - trace[-1] < opts["tol"] else 0
-            trace.append(L)
-            n_trace.append(state.M)
-            bar.update()
-            bar.set_postfix_str(f"M={state.M} L={L:.4g}")
-            if small >= opts["patience"]:
-                # no progress; converged only if L^s stayed put: falling, the steps undo each other (a cycle)
-                converged = bool(np.all(np.diff(trace[-opts["patience"] - 1:]) > -opts["tol"]))
-                break
-    finally:
-        bar.close()
-    warnings = [cost_warning] if cost_warning is not None else []
+                    active_dict = np.append(active_dict, best)
+                state.refresh()
+        # step 2: all active kernels jointly
+        if state.M and dictionary is None and opts["joint_iter"]:
+            theta = joint_step(state, delta, opts, report)
+            if theta is not None:
+                state.theta = theta
+                state.refresh()
+        # steps 3 and 4: alpha, beta, pruning
+        n_before = state.M
+        kept_before = state.theta.copy()
+        update_hyper(state, opts, beta_free)
+        if state.M < n_before:
+            keep = _kept_rows(kept_before, state.theta)
+            if delta is not None:
+                delta = delta[keep]
+            if dictionary is not None:
+                active_dict = active_dict[keep]
+        # PhD Algorithm 2, step 4: delta = 1 / v^2 [PhD 7.14]; directions past delta_max are switched off
+        if delta is not None and state.M:
+            u = state.theta[:, D:]
+            with np.errstate(divide="ignore"):
+                delta = np.where(u != 0, 1.0 / u**2, np.inf)
+            off = delta > opts["delta_max"]
+            if off.any():
+                state.theta[:, D:] = np.where(off, 0.0, u)
+                state.refresh()
+            delta = np.where(off, 0.0, delta)        # v = 0 is a fixed point: no penalty needed
+        # step 5: L^s must grow by tol in one of `patience` successive iterations
+        L = state.objective()
+        small = s.small + 1 if L - s.objective < opts["tol"] else 0
+        objectives = s.objectives + (L,)
+        new = LearnState(state, delta, active_dict, small, cost_warning, s.rng, s.n_basis + (state.M,), objectives,
+                         s.iteration + 1, L)
+        if small >= opts["patience"]:
+            # no progress; converged only if L^s stayed put: falling, the steps undo each other (a cycle)
+            cycle = not np.all(np.diff(objectives[-opts["patience"] - 1:]) > -opts["tol"])
+            return new, LearnInfo(L, L - s.objective, moving=cycle, stalled=True)
+        return new, LearnInfo(L, L - s.objective)
+
+    return Algorithm(start, step, result=lambda s: s, reports=True,
+                     describe=lambda s, info: f"M={s.model.M} L={s.objective:.4g}")
+
+
+def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
+    X = np.asarray(X, float)
+    N, D = X.shape
+    check_cost(model, N, D, opts, dictionary, whiten)
+    algorithm = learn_iterations(model, X, t, opts, dictionary=dictionary, whiten=whiten, init=init)
+    run = iterate(algorithm, seed, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress, desc="arvm",
+                  unit="step", owner=owner("arvm", "arvm"), change_name="rise of L^s")
+    s = run.state
+    trace = np.array(s.objectives)
+    warnings = [s.cost_warning] if s.cost_warning is not None else []
     falls = np.diff(trace) < -opts["tol"]
     if falls.any():
         # with the feasible step 2 only a pruning, a switched-off direction or a new Laplace mode can lower L^s
@@ -736,19 +780,8 @@ def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
         warnings.append(f"L^s fell in {int(falls.sum())} of {len(falls)} iterations (by up to "
                         f"{float(-np.min(np.diff(trace))):.3g}): {cause} (docs/families/arvm.md, 'Steps over one "
                         f"feasible set')")
-    return dict(state=state, objective=np.array(trace), n_basis_trace=np.array(n_trace), iterations=it,
-                converged=converged, c=c, active_dict=active_dict, warnings=warnings)
-
-
-def _status(bar, text: str, every: float = 1.0) -> None:
-    """Show ``text`` beside the progress bar, redrawn at most every ``every`` seconds (long iterations show where
-    they are; short ones cost nothing)."""
-    if bar.disable:
-        return
-    now = time.monotonic()
-    bar.set_postfix_str(text, refresh=now - getattr(bar, "_status_time", 0.0) >= every)
-    if now - getattr(bar, "_status_time", 0.0) >= every:
-        bar._status_time = now
+    return dict(state=s.model, objective=trace, n_basis_trace=np.array(s.n_basis), iterations=run.iterations,
+                converged=run.converged, c=model.c_value(N), active_dict=s.active_dict, warnings=warnings)
 
 
 def _check_init(init, kernel: Kernel, model, dictionary):
