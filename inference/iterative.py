@@ -13,8 +13,10 @@ An approximation is an :class:`Algorithm` of three functions and nothing else:
   objective can settle before its argument does), and ``stalled``, True when the step found no ascent left (at
   machine precision, or by the algorithm's own rule: Criterion 2 of mRVM1, the aRVM's patience), which ends the
   run with the state that step returns;
-* ``result(state)``: what the fit is made of (a :class:`~bayeszoo.inference.approximations.GaussianApproximation`,
-  a :class:`~bayeszoo.inference.approximations.PointEstimate` or the family's own typed result).
+* ``result(state)``, optional: what the fit is made of (a
+  :class:`~bayeszoo.inference.approximations.GaussianApproximation`, a
+  :class:`~bayeszoo.inference.approximations.PointEstimate` or the family's own typed result); the state itself
+  when it is that result already.
 
 :func:`iterate` owns what every approximation used to repeat, the same way for all of them: ``max_iter`` and
 ``min_iter``, the tolerance rule, the objective trace, the progress bar and its postfix, the time limit, the
@@ -45,7 +47,7 @@ class Algorithm(NamedTuple):
 
     init: Callable[[Any], Any]
     step: Callable[..., tuple]
-    result: Callable[[Any], Any]
+    result: Callable[[Any], Any] = lambda state: state
     describe: Callable[[Any, Any], str] | None = None
     trace_initial: bool = True
     reports: bool = False

@@ -88,7 +88,9 @@ def test_the_driver_holds_no_reference_to_the_state_being_stepped():
         seen.append(sys.getrefcount(s.x))     # the array: the state tuple's and getrefcount's own
         return State(np.zeros(1), 0.0), Info(0.0, 0.0)
 
-    iterate(Algorithm(lambda _: State(np.ones(1), 0.0), step, lambda s: s), None, max_iter=1, tol=1.0)
+    algorithm = Algorithm(lambda _: State(np.ones(1), 0.0), step)      # no result: the state is the result
+    run = iterate(algorithm, None, max_iter=1, tol=1.0)
+    assert algorithm.result(run.state) is run.state
     assert seen == [2]
 
 

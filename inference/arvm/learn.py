@@ -756,7 +756,7 @@ def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorith
             return new, LearnInfo(L, L - s.objective, moving=cycle, stalled=True)
         return new, LearnInfo(L, L - s.objective)
 
-    return Algorithm(start, step, result=lambda s: s, reports=True,
+    return Algorithm(start, step, reports=True,
                      describe=lambda s, info: f"M={s.model.M} L={s.objective:.4g}")
 
 

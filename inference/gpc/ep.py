@@ -223,7 +223,7 @@ def expectation_propagation(K, y, likelihood, *, tol, damping=1.0, block=BLOCK) 
     def describe(state, info):
         return f"site change {info.site_change:.2g}"
 
-    return Algorithm(init, step, result=lambda state: state, describe=describe, trace_initial=False,
+    return Algorithm(init, step, describe=describe, trace_initial=False,
                      reports=True)
 
 

@@ -130,7 +130,7 @@ def newton_on_locations(y, likelihood, s2, P, logdet_K) -> Algorithm:
                       moving=move > 1e-8 * (1.0 + float(np.max(np.abs(new.mu)))))
         return new, info
 
-    return Algorithm(lambda mu0: state(mu0), step, result=lambda state: state)
+    return Algorithm(lambda mu0: state(mu0), step)
 
 
 def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, progress=False) -> FVResult:

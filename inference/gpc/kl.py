@@ -179,7 +179,7 @@ def newton_on_bound(K, y, likelihood) -> Algorithm:
                               or dW > 1e-6 * (1.0 + float(np.max(new.W)))))
         return new, info
 
-    return Algorithm(init, step, result=lambda state: state)
+    return Algorithm(init, step)
 
 
 def kl_fit(K, y, likelihood, *, alpha0=None, W0=None, max_iter=500, tol=1e-10, progress=False) -> KLResult:

@@ -150,7 +150,7 @@ def em_bounds(K, y, likelihood, *, overrelax=True) -> Algorithm:
                       moving=moved > 1e-6 * (1.0 + float(np.max(np.abs(new.varsigma)))))
         return new._replace(relax=relax), info
 
-    return Algorithm(init, step, result=lambda state: state)
+    return Algorithm(init, step)
 
 
 def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overrelax=True, progress=False) -> VBResult:

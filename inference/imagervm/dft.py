@@ -233,7 +233,7 @@ def dft_iterations(model, t: np.ndarray, opts: dict) -> Algorithm:
         state = estimates(alpha, new_beta, active, s.mu, s.cg_iterations, beta_em_steps, s.log_evidence)
         return state, DFTInfo(state.objective, change)
 
-    return Algorithm(init, step, result=lambda s: s,
+    return Algorithm(init, step,
                      describe=lambda s, info: f"{int(s.active.sum())} active, beta {s.beta:.3g}")
 
 

@@ -97,7 +97,7 @@ def em_iterations(Ks, y, onehot, *, tau, nu, rule, variant, learn_beta) -> Algor
         loglik = MK.train_loglik(K, W_new, y)
         return EMState(W_new, Y_new, A, beta, loglik), EMInfo(loglik, change)
 
-    return Algorithm(init, step, result=lambda s: s)
+    return Algorithm(init, step)
 
 
 def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta=True, progress=False) -> EMEstimate:

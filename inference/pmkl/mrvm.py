@@ -194,7 +194,7 @@ def mrvm1_iterations(Ks, y, onehot, *, rule, min_iter, threshold, learn_beta) ->
         state = MRVMState(alpha, act, W, Y, beta, K, rng, s.n_rv + (len(act),), s.iteration + 1, loglik, kk)
         return state, MRVMInfo(loglik, change, moving=True)
 
-    return Algorithm(init, step, result=lambda s: s)
+    return Algorithm(init, step)
 
 
 def _first_relevance_vector(K, Y, C):
@@ -273,7 +273,7 @@ def mrvm2_iterations(Ks, y, onehot, *, rule, tau, nu, prune, learn_beta) -> Algo
         state = MRVMState(A, act, W_new, Y_new, beta, K, None, s.n_rv + (len(act),), s.iteration + 1, loglik)
         return state, MRVMInfo(loglik, change, moving=not keep.all())
 
-    return Algorithm(init, step, result=lambda s: s)
+    return Algorithm(init, step)
 
 
 def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, prune=1e6, learn_beta=True,

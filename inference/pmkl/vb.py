@@ -315,7 +315,7 @@ def vb_iterations(model, data, *, is_samples, is_pool, exact_alpha, fix_alpha, t
                         bound)
         return state, VBInfo(bound, change)
 
-    return Algorithm(init, step, result=lambda s: s)
+    return Algorithm(init, step)
 
 
 def vb_fit_state(model, data, *, max_iter=100, tol=1e-3, is_samples=200, is_pool="accumulate",

@@ -253,8 +253,7 @@ def irls(Phi, t, alpha, link) -> Algorithm:
         change = float(np.max(np.abs(new.w - s.w))) / (1.0 + float(np.max(np.abs(s.w))))
         return new, IRLSInfo(new.objective, change)
 
-    return Algorithm(lambda w0: state(np.zeros(M) if w0 is None else np.asarray(w0, float).copy()), step,
-                     result=lambda s: s)
+    return Algorithm(lambda w0: state(np.zeros(M) if w0 is None else np.asarray(w0, float).copy()), step)
 
 
 def laplace_mode(Phi, t, alpha, link, w0=None, max_iter=100, tol=1e-9):

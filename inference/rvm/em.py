@@ -188,7 +188,7 @@ def em_iterations(model, Phi, t, opts) -> Algorithm:
         state = EMState(alpha, beta, active, post, ev, w_mode, obj, evs, objs, n_deleted)
         return state, EMInfo(obj, change, moving=pruned is not None or active.size <= 1)
 
-    return Algorithm(init, step, result=lambda s: s, describe=lambda s, info: f"{s.active.size} bases")
+    return Algorithm(init, step, describe=lambda s, info: f"{s.active.size} bases")
 
 
 def type2_fit(model, Phi, t, opts, progress=False):

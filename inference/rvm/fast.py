@@ -279,7 +279,7 @@ def _regression(model, Phi, t, opts):
         return _result(s.active, s.alpha, s.beta, post, trace_ev, (*run.trace, J), run.iterations, run.converged,
                        s.actions)
 
-    return Algorithm(init, step, result=lambda s: s, describe=_describe), finish
+    return Algorithm(init, step, describe=_describe), finish
 
 
 # ------------------------------------------------------------------ rank-one updates at fixed beta (Tipping-Faul)
@@ -416,7 +416,7 @@ def _classification(model, Phi, t, opts):
         return _result(s.active, s.alpha, None, s.post, s.log_evidence, run.trace, run.iterations, run.converged,
                        s.actions)
 
-    return Algorithm(init, step, result=lambda s: s, describe=_describe), finish
+    return Algorithm(init, step, describe=_describe), finish
 
 
 def _result(active, alpha, beta, post, trace_ev, trace_obj, iterations, converged, actions):

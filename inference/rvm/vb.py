@@ -159,7 +159,7 @@ def coordinate_ascent(model, Phi, t) -> Algorithm:
         change = np.inf if s.objective is None else abs(elbo - s.objective) / max(1.0, abs(elbo))
         return VBState(E_alpha, b_t, d_t, xi, Ez, m, R, elbo), VBInfo(elbo, change)
 
-    return Algorithm(init, step, result=lambda s: s)
+    return Algorithm(init, step)
 
 
 def vb_fit(model, Phi, t, opts, progress=False) -> VBResult:
