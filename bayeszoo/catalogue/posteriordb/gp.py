@@ -21,6 +21,11 @@ def _squared_distances(x) -> np.ndarray:
     return (x[:, None] - x[None, :]) ** 2
 
 
+def _exp_quad_cov(xp, d2, alpha, rho):
+    """Stan's ``gp_exp_quad_cov`` from the squared distances ``d2``, for the array module ``xp`` (pt or jnp)."""
+    return alpha ** 2 * xp.exp(-d2 / (2 * rho ** 2))
+
+
 # ---- gp_pois_regr ----------------------------------------------------------------------------------------------
 
 def _gp_pois_regr_pymc(data):
@@ -33,7 +38,7 @@ def _gp_pois_regr_pymc(data):
         rho = pm.Gamma("rho", 25.0, 4.0)
         alpha = pm.HalfNormal("alpha", 2.0)
         f_tilde = pm.Normal("f_tilde", 0.0, 1.0, shape=N)
-        cov = alpha ** 2 * pt.exp(-d2 / (2 * rho ** 2)) + JITTER * np.eye(N)
+        cov = _exp_quad_cov(pt, d2, alpha, rho) + JITTER * np.eye(N)
         f = pm.Deterministic("f", pt.linalg.cholesky(cov) @ f_tilde)
         pm.Poisson("k", pt.exp(f), observed=k)
     return model
@@ -51,7 +56,7 @@ def _gp_pois_regr_numpyro(data):
         rho = numpyro.sample("rho", dist.Gamma(25, 4))
         alpha = numpyro.sample("alpha", dist.HalfNormal(2))
         f_tilde = numpyro.sample("f_tilde", dist.Normal(0, 1).expand([N]).to_event(1))
-        cov = alpha ** 2 * jnp.exp(-d2 / (2 * rho ** 2)) + JITTER * jnp.eye(N)
+        cov = _exp_quad_cov(jnp, d2, alpha, rho) + JITTER * jnp.eye(N)
         f = numpyro.deterministic("f", jnp.linalg.cholesky(cov) @ f_tilde)
         numpyro.sample("k", dist.Poisson(jnp.exp(f)).to_event(1), obs=k)
 
@@ -70,7 +75,7 @@ def _gp_regr_pymc(data):
         rho = pm.Gamma("rho", 25.0, 4.0)
         alpha = pm.HalfNormal("alpha", 2.0)
         sigma = pm.HalfNormal("sigma", 1.0)
-        cov = alpha ** 2 * pt.exp(-d2 / (2 * rho ** 2)) + sigma * np.eye(N)
+        cov = _exp_quad_cov(pt, d2, alpha, rho) + sigma * np.eye(N)
         pm.MvNormal("y", mu=np.zeros(N), chol=pt.linalg.cholesky(cov), observed=y)
     return model
 
@@ -87,7 +92,7 @@ def _gp_regr_numpyro(data):
         rho = numpyro.sample("rho", dist.Gamma(25, 4))
         alpha = numpyro.sample("alpha", dist.HalfNormal(2))
         sigma = numpyro.sample("sigma", dist.HalfNormal(1))
-        cov = alpha ** 2 * jnp.exp(-d2 / (2 * rho ** 2)) + sigma * jnp.eye(N)
+        cov = _exp_quad_cov(jnp, d2, alpha, rho) + sigma * jnp.eye(N)
         numpyro.sample("y", dist.MultivariateNormal(jnp.zeros(N), scale_tril=jnp.linalg.cholesky(cov)), obs=y)
 
     return model
