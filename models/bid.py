@@ -277,29 +277,25 @@ class BID(ImageModel):
 
     # ---- declarations (crops) ------------------------------------------------------------------------
     def _declaration_arrays(self, data: Dataset) -> dict:
-        """Fixed arrays of the declarations: separable circular kernel matrices, the weight-support offsets, the
-        gather index of the convolution, the PSF-view matrix and the affine reparametrisation of (f, w)."""
+        """Fixed arrays of the declarations: the spectrum of the fixed part of the blur (the known PSF, or the
+        Gaussian kernel phi), the weight-support offsets, the PSF-view matrix and the affine reparametrisation of
+        (f, w). A spectrum is rfft2 of an image-sized kernel with its real and imaginary parts on a trailing axis
+        of 2 (PyTensor's layout, and a real array, which the NumPyro backends can pass traced)."""
         from bayeszoo.numerics import fft as _fft
 
         R, C = self.image_shape(data)
         g = self.observed_image(data)
-        if self.known:
-            h = _fft.embed(self.known_psf(data), (R, C))
-            sr, sc = np.nonzero(h)                                    # the PSF's offsets (mod R, C)
-            rows, cols = np.indices((R, C))
-            gather = (((rows.ravel()[:, None] - sr[None, :]) % R) * C + (cols.ravel()[:, None] - sc[None, :]) % C)
-            return dict(shape=(R, C), g=g, **self.precision_priors(g), gather=gather, h=h[sr, sc], f0=g,
-                        f_scale=F_SCALE * self.intensity_unit(g))
 
-        def circ_gauss(n):
-            d = np.arange(n)
-            d = np.minimum(d, n - d).astype(float)
-            return np.exp(-d[(np.arange(n)[:, None] - np.arange(n)[None, :]) % n] ** 2 / (2.0 * self.sigma_phi2))
+        def spectrum(kernel):
+            k_hat = _fft.rfft2(kernel)
+            return np.stack([k_hat.real, k_hat.imag], axis=-1)
+
+        if self.known:
+            return dict(shape=(R, C), g=g, **self.precision_priors(g), f0=g, f_scale=F_SCALE * self.intensity_unit(g),
+                        kernel_hat=spectrum(_fft.embed(self.known_psf(data), (R, C))))
 
         mask = self.support_mask((R, C))
         sr, sc = np.nonzero(mask)                                     # support offsets (mod R, C)
-        rows, cols = np.indices((R, C))
-        gather = (((rows.ravel()[:, None] - sr[None, :]) % R) * C + (cols.ravel()[:, None] - sc[None, :]) % C)
         V = self.psf_view_side((R, C))
         phi = _fft.gaussian_basis((R, C), self.sigma_phi2)
         vr = (np.arange(V) - V // 2) % R
@@ -307,25 +303,20 @@ class BID(ImageModel):
         # psf window = view @ w: h(v) = sum_j w_j phi(v - s_j)
         view = phi[(vr[:, None, None] - sr[None, None, :]) % R, (vc[None, :, None] - sc[None, None, :]) % C]
         w0 = self.initial_weights((R, C))[mask]
-        return dict(shape=(R, C), g=g, **self.precision_priors(g), phi_r=circ_gauss(R), phi_c=circ_gauss(C),
-                    gather=gather, view=view.reshape(V * V, -1), V=V, phi_sum=float(phi.sum()), P=int(mask.sum()),
+        return dict(shape=(R, C), g=g, **self.precision_priors(g), kernel_hat=spectrum(phi), sr=sr, sc=sc,
+                    view=view.reshape(V * V, -1), V=V, phi_sum=float(phi.sum()), P=int(mask.sum()),
                     f0=g, w0=w0, f_scale=F_SCALE * self.intensity_unit(g),
                     w_scale=W_SCALE * float(np.max(np.abs(w0))))
 
-    def _log_density(self, xp, roll, f, w, arr):
+    def _log_density(self, xp, roll, blur, f, w, arr):
         """log p(g, f, w) with the precisions integrated out, for the array module ``xp`` (shared formula); with the
-        PSF known, log p(g, f) (``w`` is None)."""
+        PSF known, log p(g, f) (``w`` is None). ``blur(f, w, arr)`` is h * f in that library
+        (:func:`pytensor_blur`, :func:`jax_blur`)."""
         psf_p, noise_p, image_p = self.priors
         R, C = arr["shape"]
         M = R * C
-        if self.known:
-            pred = xp.dot(f.reshape((M,))[arr["gather"]], arr["h"])   # h * f = sum_j h_j shift_j(f)
-            logp = 0.0
-        else:
-            u = xp.dot(xp.dot(arr["phi_r"], f), arr["phi_c"])        # phi * f (separable Gaussian kernel)
-            pred = xp.dot(u.reshape((M,))[arr["gather"]], w)          # h * f = sum_j w_j shift_j(phi * f)
-            logp = marginal_logp(xp, w * w, self.a_alpha, self.b_alpha, arr["P"], psf_p == "St")
-        resid = arr["g"].reshape((M,)) - pred
+        logp = 0.0 if self.known else marginal_logp(xp, w * w, self.a_alpha, self.b_alpha, arr["P"], psf_p == "St")
+        resid = arr["g"] - blur(f, w, arr)
         logp = logp + marginal_logp(xp, resid * resid, arr["a_beta"], arr["b_beta"], M, noise_p == "St")
         if image_p == "St":
             diffs = [f - roll(f, -1, 0), f - roll(f, -1, 1)]          # (5.10), (5.11)
@@ -355,7 +346,7 @@ class BID(ImageModel):
             with pm.Model(coords=coords) as model:
                 z_f = pm.Flat("z_f", dims=("row", "col"))
                 f = arr["f0"] + arr["f_scale"] * z_f
-                pm.Potential("log_joint", self._log_density(pt, pt.roll, f, None, arr))
+                pm.Potential("log_joint", self._log_density(pt, pt.roll, pytensor_blur, f, None, arr))
                 pm.Deterministic("image", f, dims=("row", "col"))
             return model
         coords["support"] = np.arange(arr["P"])
@@ -364,7 +355,7 @@ class BID(ImageModel):
             z_w = pm.Flat("z_w", dims="support")
             f = arr["f0"] + arr["f_scale"] * z_f
             w = arr["w0"] + arr["w_scale"] * z_w
-            pm.Potential("log_joint", self._log_density(pt, pt.roll, f, w, arr))
+            pm.Potential("log_joint", self._log_density(pt, pt.roll, pytensor_blur, f, w, arr))
             total = pt.sum(w) * arr["phi_sum"]
             pm.Deterministic("image", f * total, dims=("row", "col"))
             pm.Deterministic("psf", (pt.dot(arr["view"], w) / total).reshape((arr["V"], arr["V"])),
@@ -389,7 +380,7 @@ class BID(ImageModel):
             jarr = {**arr, **{k: jnp.asarray(v) for k, v in images.items()}}
             z_f = numpyro.sample("z_f", dist.ImproperUniform(constraints.real, (), event_shape=(R, C)))
             f = jarr["f0"] + arr["f_scale"] * z_f
-            numpyro.factor("log_joint", self._log_density(jnp, jnp.roll, f, None, jarr))
+            numpyro.factor("log_joint", self._log_density(jnp, jnp.roll, jax_blur, f, None, jarr))
             numpyro.deterministic("image", f)
 
         if self.known:
@@ -401,7 +392,7 @@ class BID(ImageModel):
             z_w = numpyro.sample("z_w", dist.ImproperUniform(constraints.real, (), event_shape=(arr["P"],)))
             f = jarr["f0"] + arr["f_scale"] * z_f
             w = jarr["w0"] + arr["w_scale"] * z_w
-            numpyro.factor("log_joint", self._log_density(jnp, jnp.roll, f, w, jarr))
+            numpyro.factor("log_joint", self._log_density(jnp, jnp.roll, jax_blur, f, w, jarr))
             total = jnp.sum(w) * arr["phi_sum"]
             numpyro.deterministic("image", f * total)
             numpyro.deterministic("psf", (jarr["view"] @ w / total).reshape(arr["V"], arr["V"]))
@@ -497,6 +488,36 @@ class BID(ImageModel):
             per_iter = fit.seconds / max(int(steps), 1)
         out["seconds_per_iter"] = float(per_iter)
         return out
+
+
+def pytensor_blur(f, w, arr):
+    """h * f in PyTensor: irfft2(rfft2(f) K [rfft2(W)]), K the fixed spectrum ``arr["kernel_hat"]`` (the known
+    PSF's, or phi's) and W the weights w placed on their support (none with the PSF known): 2-D circular
+    convolutions, as (5.1) and (5.6). ``pytensor.tensor.fft`` transforms every axis but the first (a batch of one
+    here) and keeps a spectrum's real and imaginary parts on a trailing axis of 2."""
+    import pytensor.tensor as pt
+    from pytensor.tensor import fft
+
+    def times(a, b):   # complex product, parts on the last axis: a0 (b0, b1) + a1 (-b1, b0), with no join
+        return a[..., :1] * b + a[..., 1:] * b[..., ::-1] * np.array([-1.0, 1.0])
+
+    R, C = arr["shape"]
+    spec = times(fft.rfft(f[None])[0], arr["kernel_hat"])
+    if w is not None:
+        W = pt.set_subtensor(pt.zeros((R, C))[arr["sr"], arr["sc"]], w)
+        spec = times(spec, fft.rfft(W[None])[0])
+    return fft.irfft(spec[None], is_odd=C % 2 == 1)[0]
+
+
+def jax_blur(f, w, arr):
+    """h * f in JAX, the same product of spectra as :func:`pytensor_blur`."""
+    import jax.numpy as jnp
+
+    R, C = arr["shape"]
+    spec = jnp.fft.rfft2(f) * (arr["kernel_hat"][..., 0] + 1j * arr["kernel_hat"][..., 1])
+    if w is not None:
+        spec = spec * jnp.fft.rfft2(jnp.zeros((R, C)).at[arr["sr"], arr["sc"]].set(w))
+    return jnp.fft.irfft2(spec, s=(R, C))
 
 
 F_SCALE = 0.05   # step of the declarations' z_f, in units of the image's intensity unit

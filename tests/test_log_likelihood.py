@@ -108,8 +108,8 @@ def test_rvm_classification_values(task):
 @pytest.mark.parametrize("psf", ["known", "blind"])
 def test_bid_values_are_student_t_residuals_of_the_declaration(psf):
     """St noise: each pixel's residual g - h * f under a Student-t with nu = 2 a_beta, scale sqrt(b_beta / a_beta)
-    (the noise precision integrated out); h * f computed as the declaration does (a gather over the PSF's
-    offsets), so the FFT convolution and the declaration agree."""
+    (the noise precision integrated out); h * f computed without the FFT (a gather over the PSF's offsets), so
+    the FFT convolution of log_likelihood is checked against a direct sum."""
     from bayeszoo.numerics import fft as _fft
 
     data = bz.datasets.load("cameraman", psf="uniform", snr_db=30, seed=0, crop=(40, 90, 16))
