@@ -39,7 +39,7 @@ from bayeszoo.api import fit as fit_model
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.slm import MAX_MAGNITUDE   # largest |X| and |y| the SLM takes
 from bayeszoo.numerics.lanczos import lanczos
-from bayeszoo.numerics.linalg import DENSE_N   # largest n whose precision matrix is factorised densely
+from bayeszoo.numerics.linalg import DENSE_N, cholesky   # DENSE_N: the largest n factorised densely
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.progress import progress_bar
 
@@ -171,11 +171,12 @@ def _gains_of(V: np.ndarray, sigma2: float) -> np.ndarray:
 def _cholesky(A: np.ndarray, what: str, remedy: str) -> np.ndarray:
     """The lower Cholesky factor of ``A``; a ValueError (not NumPy's LinAlgError) when rounding has made it
     indefinite, which a badly conditioned precision matrix does."""
-    try:
-        return sla.cholesky(A, lower=True)
-    except np.linalg.LinAlgError:
-        raise ValueError(f"{OWNER}: {what} is not positive definite in double precision: the precision matrix of "
-                         f"this approximation is too badly conditioned; {remedy}") from None
+    def failure(_, reason):
+        state = "holds NaN or inf" if reason == "not finite" else "is not positive definite in double precision"
+        return (f"{OWNER}: {what} {state}: the precision matrix of this approximation is too badly conditioned; "
+                f"{remedy}")
+
+    return cholesky(A, failure=failure)
 
 
 def information_gain(model, data, fit, candidates, *, lanczos_k: int | None = None) -> np.ndarray:

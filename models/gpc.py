@@ -41,6 +41,7 @@ import numpy as np
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.numerics import gp_kernels
+from bayeszoo.numerics.linalg import cholesky
 from bayeszoo.models.base import SCALE, Model, scale_spread
 
 LIKELIHOODS = ("probit", "logit")
@@ -217,10 +218,7 @@ class GPC(Model):
         (its round-off, ~1e-16 times the prior variance, exceeds the jitter), e.g. for duplicated inputs."""
         X = np.atleast_2d(np.asarray(X, dtype=float))
         K = self.K(X) if K is None else np.asarray(K, dtype=float)
-        try:
-            return np.linalg.cholesky(K)
-        except np.linalg.LinAlgError:
-            raise ValueError(self.at(X)._singular_kernel_message(X, K)) from None
+        return cholesky(K, failure=lambda K, _: self.at(X)._singular_kernel_message(X, K))
 
     def _singular_kernel_message(self, X, K) -> str:
         d = X.shape[1]

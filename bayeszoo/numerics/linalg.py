@@ -1,5 +1,5 @@
-"""Dense linear algebra the hand-written algorithms share: one jittered Cholesky factorisation and one size limit
-for dense matrices."""
+"""Dense linear algebra the hand-written algorithms share: one Cholesky factorisation with its policies (jitter,
+error, memory) and one size limit for dense matrices."""
 from __future__ import annotations
 
 import numpy as np
@@ -13,23 +13,60 @@ FIRST_JITTER = 1e-12   # relative to the mean of the diagonal (at least 1)
 JITTER_TRIES = 10      # growing tenfold: up to 1e-3 of the diagonal
 
 
-def jittered_cholesky(A, *, lower: bool = True, what: str = "a covariance matrix") -> np.ndarray:
-    """The Cholesky factor of the symmetric matrix ``A``, adding ``jitter * max(1, mean(diag A))`` to its diagonal
-    when it is not numerically positive definite (jitter 0, then :data:`FIRST_JITTER` growing tenfold,
-    :data:`JITTER_TRIES` times in all). Raises ``numpy.linalg.LinAlgError`` (a ValueError) naming ``what`` when
-    even the largest jitter fails or ``A`` holds NaN or inf."""
-    A = np.asarray(A, dtype=float)
-    if not np.all(np.isfinite(A)):
-        raise np.linalg.LinAlgError(f"{what} holds NaN or inf: the problem's scales are too far apart for double "
-                                    f"precision (rescale the inputs)")
-    scale = max(1.0, float(np.mean(np.diag(A)))) if A.size else 1.0
-    eye = np.eye(A.shape[0])
-    jitter = 0.0
-    for _ in range(JITTER_TRIES):
+def cholesky(A, *, what: str = "a covariance matrix", jitter="none", failure=None, lower: bool = True,
+             overwrite: bool = False) -> np.ndarray:
+    """The Cholesky factor of the symmetric matrix ``A``, under one of the policies the algorithms need:
+
+    * ``jitter``: "none" (``A`` as it is: a jitter would change what it stands for, e.g. a posterior precision),
+      "grow" (0, then :data:`FIRST_JITTER` growing tenfold, :data:`JITTER_TRIES` tries in all, each times
+      max(1, mean(diag A))), or a sequence of absolute jitters tried after ``A`` itself;
+    * ``failure``: the error when ``A`` holds NaN or inf or no try succeeds: None raises
+      ``numpy.linalg.LinAlgError`` (a ValueError) naming ``what``; a function ``failure(A, reason)``, reason
+      "not finite" or "not positive definite", gives the message of a ValueError (the family's own remedy);
+    * ``overwrite``: LAPACK may use ``A``'s memory (no n x n copy); then ``A`` may be a function of no arguments
+      that builds the matrix, called again for every try (a failed try has overwritten it), and ``failure`` is
+      given None for the matrix.
+    """
+    build = A if callable(A) else (lambda: A)
+    first = np.asarray(build(), dtype=float)
+    if not np.all(np.isfinite(first)):
+        raise _cholesky_error(failure, first, "not finite",
+                              f"{what} holds NaN or inf: the problem's scales are too far apart for double precision "
+                              f"(rescale the inputs)")
+    if isinstance(jitter, str):
+        grow = jitter == "grow"
+        jitters = [FIRST_JITTER * 10.0 ** k for k in range(JITTER_TRIES - 1)] if grow else []
+        scale = max(1.0, float(np.mean(np.diag(first)))) if grow and first.size else 1.0
+    else:
+        jitters, scale = list(jitter), 1.0
+    for extra in [0.0, *jitters]:
+        if not overwrite:
+            M = first if extra == 0.0 else first + extra * scale * np.eye(first.shape[0])
+        else:   # a failed try has overwritten the matrix: the next builds its own (one n x n buffer at a time)
+            M = first if extra == 0.0 else _add_to_diagonal(np.asarray(build(), dtype=float), extra * scale)
+            first = None
         try:
-            return sla.cholesky(A + jitter * scale * eye if jitter else A, lower=lower, check_finite=False)
+            return sla.cholesky(M, lower=lower, overwrite_a=overwrite, check_finite=False)
         except (np.linalg.LinAlgError, sla.LinAlgError):
-            jitter = FIRST_JITTER if jitter == 0.0 else 10.0 * jitter
-    raise np.linalg.LinAlgError(f"{what} is not positive definite even with jitter {jitter / 10:.0e} x its mean "
-                                f"diagonal: it is too ill-conditioned (rescale the inputs or change the model's "
-                                f"hyperparameters)")
+            M = None
+    largest = jitters[-1] if jitters else 0.0
+    raise _cholesky_error(failure, first, "not positive definite",
+                          f"{what} is not positive definite" + (f" even with jitter {largest:.0e} x its mean diagonal"
+                                                               if jitters else "") +
+                          ": it is too ill-conditioned (rescale the inputs or change the model's hyperparameters)")
+
+
+def _add_to_diagonal(M: np.ndarray, value: float) -> np.ndarray:
+    M.flat[::M.shape[0] + 1] += value      # in place: a transposed (Fortran-ordered) view is the same diagonal
+    return M
+
+
+def _cholesky_error(failure, A, reason: str, default: str) -> Exception:
+    if failure is None:
+        return np.linalg.LinAlgError(default)
+    return ValueError(failure(A, reason))
+
+
+def jittered_cholesky(A, *, lower: bool = True, what: str = "a covariance matrix") -> np.ndarray:
+    """:func:`cholesky` with a growing jitter (``jitter="grow"``), raising ``numpy.linalg.LinAlgError``."""
+    return cholesky(A, what=what, jitter="grow", lower=lower)

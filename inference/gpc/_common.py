@@ -28,7 +28,7 @@ from bayeszoo.inference.approximations import GaussianApproximation, approximati
 from bayeszoo.models.gpc import GPC
 from bayeszoo.numerics import gp_kernels as gk
 from bayeszoo.numerics.blas_threads import one_blas_thread, one_blas_thread_when_small  # noqa: F401
-from bayeszoo.numerics.linalg import DENSE_N, jittered_cholesky
+from bayeszoo.numerics.linalg import DENSE_N, cholesky, jittered_cholesky
 from bayeszoo.registry import owner
 from bayeszoo.resources import Need, dense
 
@@ -181,16 +181,22 @@ def chol_B(K, sW):
     B is built and factorised in one n x n buffer: LAPACK reads the buffer's transpose, which is B itself up to
     the last bit of the products (the factor's memory is B's: no copies of n x n matrices)."""
     n = K.shape[0]
-    for extra in (0.0, 1e-10):
+
+    def build():
         B = _scaled_kernel(K, sW)
-        B.flat[::n + 1] += 1.0 + extra
-        try:
-            return sla.cholesky(B.T, lower=True, overwrite_a=True, check_finite=False)
-        except (np.linalg.LinAlgError, sla.LinAlgError):
-            del B
-    raise ValueError(f"GPC: B = I + W^1/2 K W^1/2 is not positive definite in floating point (largest prior "
-                     f"variance {float(np.max(np.diag(K))):.3g}): K is numerically singular; increase the model's "
-                     f"jitter or lower the amplitude (log_sf)")
+        B.flat[::n + 1] += 1.0
+        return B.T
+
+    def failure(_, reason):
+        if reason == "not finite":
+            return (f"GPC: B = I + W^1/2 K W^1/2 holds NaN or inf (largest prior variance "
+                    f"{float(np.max(np.diag(K))):.3g}): the likelihood's curvature overflowed; rescale the inputs "
+                    f"or lower the amplitude (log_sf)")
+        return (f"GPC: B = I + W^1/2 K W^1/2 is not positive definite in floating point (largest prior "
+                f"variance {float(np.max(np.diag(K))):.3g}): K is numerically singular; increase the model's "
+                f"jitter or lower the amplitude (log_sf)")
+
+    return cholesky(build, jitter=(1e-10,), overwrite=True, failure=failure)
 
 
 def _half_cov(K, sW, L):

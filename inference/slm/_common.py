@@ -12,10 +12,10 @@ import functools
 from dataclasses import dataclass
 
 import numpy as np
-import scipy.linalg as sla
 import xarray as xr
 
 from bayeszoo.numerics.blas_threads import one_blas_thread
+from bayeszoo.numerics.linalg import cholesky
 from bayeszoo.numerics.potentials import Potential
 from bayeszoo.registry import owner
 from bayeszoo.resources import Need, dense
@@ -43,21 +43,20 @@ def blas_threads(always: bool = False):
 def precision_cholesky(A, backend: str) -> np.ndarray:
     """The lower Cholesky factor of a posterior precision matrix A; a ValueError saying why when A has overflowed
     or is not numerically positive definite, which happens when the scales of X^T X / sigma2 and of the
-    potentials' precisions are too far apart for double precision.
+    potentials' precisions are too far apart for double precision. No jitter: added to a precision matrix it
+    would change the posterior the matrix stands for (a failure here means the inputs need rescaling)."""
+    who = owner("slm", backend)
 
-    Deliberately not ``numerics.linalg.jittered_cholesky``: a jitter added to a precision matrix changes the
-    posterior it stands for (and a failure here means the inputs need rescaling, which the message says)."""
-    if not np.all(np.isfinite(A)):
-        raise ValueError(f"{owner('slm', backend)}: the posterior precision matrix overflowed (X^T X / sigma2 or the "
-                         f"potentials' precisions exceed double precision); rescale X, y and sigma2, or tau")
-    try:
-        return sla.cholesky(A, lower=True)
-    except np.linalg.LinAlgError:
+    def failure(A, reason):
+        if reason == "not finite":
+            return (f"{who}: the posterior precision matrix overflowed (X^T X / sigma2 or the potentials' precisions "
+                    f"exceed double precision); rescale X, y and sigma2, or tau")
         d = np.abs(np.diag(A))
-        raise ValueError(f"{owner('slm', backend)}: the posterior precision matrix is not positive definite in "
-                         f"double precision (its diagonal spans {d.min():.3g} to {d.max():.3g}): the scales of "
-                         f"X^T X / sigma2 and of the potentials' precisions are too far apart; rescale X, y and "
-                         f"sigma2, or tau") from None
+        return (f"{who}: the posterior precision matrix is not positive definite in double precision (its diagonal "
+                f"spans {d.min():.3g} to {d.max():.3g}): the scales of X^T X / sigma2 and of the potentials' "
+                f"precisions are too far apart; rescale X, y and sigma2, or tau")
+
+    return cholesky(A, failure=failure)
 
 
 def check_finite(x, backend: str, what: str) -> np.ndarray:
