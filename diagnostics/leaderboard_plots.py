@@ -16,7 +16,7 @@ from bayeszoo.diagnostics.report import CSS, Images, _fmt
 
 UNSOLVED_COLOR = "#d9d9d9"
 #: the factors a profile's axis may label: a log axis alone labels only powers of ten, often just tau = 1
-TAU_TICKS = (1, 1.25, 1.5, 2, 3, 5, 10, 20, 50, 100, 200, 500, 1e3, 1e4, 1e5, 1e6)
+TAU_TICKS = (1, 1.25, 1.5, 2, 3, 4, 5, 10, 20, 50, 100, 200, 500, 1e3, 1e4, 1e5, 1e6)
 
 
 def tau_ticks(top: float, most: int = 8) -> list[float]:

@@ -90,12 +90,12 @@ def test_the_performance_profile_steps_at_the_ratios(board):
 
 
 def test_the_profile_axis_labels_the_factors_between_1_and_the_largest(board):
-    """The costly sampler is 4 times the best: the axis labels 1, 1.25, ..., 3 (a bare log axis labelled only 1)."""
+    """The costly sampler is 4 times the best: the axis labels 1, 1.25, ..., 4 (a bare log axis labelled only 1)."""
     ax = board[0].plot("profile").axes[0]
     ax.figure.canvas.draw()
     labels = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
-    assert labels[0] == "1" and {"2", "3"} <= set(labels) and len(labels) <= 8
-    assert tau_ticks(1.1) == [1] and tau_ticks(4.2) == [1, 1.25, 1.5, 2, 3]
+    assert labels[0] == "1" and {"2", "3", "4"} <= set(labels) and len(labels) <= 8
+    assert tau_ticks(1.1) == [1] and tau_ticks(4.2) == [1, 1.25, 1.5, 2, 3, 4]
     assert len(tau_ticks(1e6)) <= 9 and tau_ticks(1e6)[0] == 1 and tau_ticks(1e6)[-1] == 1e6
 
 
