@@ -212,7 +212,8 @@ def _regression(model, Phi, t, opts):
 
     def step(s):
         it = s.iteration + 1
-        alpha, active, beta, Ga, Sigma, mu, S, Q, J = s.alpha, s.active, s.beta, s.Ga, s.Sigma, s.mu, s.S, s.Q, s.objective
+        alpha, active, beta, Ga, Sigma, mu, S, Q = s.alpha, s.active, s.beta, s.Ga, s.Sigma, s.mu, s.S, s.Q
+        J = s.objective
         actions, since_beta, joint_wait, next_joint = dict(s.actions), s.since_beta, s.joint_wait, s.next_joint
         i, best, a_star, in_model, at_rest = _next_action(model, alpha, active, S, Q, opts, J)
         gain = _relative_gain(best, J)
