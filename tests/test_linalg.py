@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+import scipy.linalg as sla
 
 from bayeszoo.numerics.linalg import FIRST_JITTER, cholesky, jittered_cholesky
 
@@ -22,7 +23,7 @@ def test_a_positive_definite_matrix_is_factorised_as_it_is_under_every_policy():
     A = _spd()
     for policy in ("none", "grow", (1e-10,)):
         L = cholesky(A, jitter=policy)
-        np.testing.assert_array_equal(L, np.linalg.cholesky(A))       # the first try adds nothing
+        np.testing.assert_array_equal(L, sla.cholesky(A, lower=True))  # the first try adds nothing (same LAPACK call)
     np.testing.assert_allclose(cholesky(A, lower=False).T @ cholesky(A, lower=False), A, rtol=1e-12)
 
 
@@ -65,3 +66,7 @@ def test_an_overwritten_buffer_is_rebuilt_for_each_try():
     with pytest.raises(ValueError, match="B is not positive definite"):
         cholesky(lambda: -np.eye(2), jitter=(1e-10,), overwrite=True,
                  failure=lambda A, reason: f"B is {reason}")
+    with pytest.raises(TypeError, match="pass a function that builds the matrix"):
+        cholesky(-np.eye(2), jitter=(1e-10,), overwrite=True)          # a retry would read the overwritten buffer
+    with pytest.raises(np.linalg.LinAlgError, match=r"even with jitter 1e-10:"):     # absolute: no "mean diagonal"
+        cholesky(-np.eye(2), jitter=(1e-10,))

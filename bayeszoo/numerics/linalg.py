@@ -38,7 +38,10 @@ def cholesky(A, *, what: str = "a covariance matrix", jitter="none", failure=Non
         jitters = [FIRST_JITTER * 10.0 ** k for k in range(JITTER_TRIES - 1)] if grow else []
         scale = max(1.0, float(np.mean(np.diag(first)))) if grow and first.size else 1.0
     else:
-        jitters, scale = list(jitter), 1.0
+        jitters, scale, grow = list(jitter), 1.0, False
+    if overwrite and jitters and not callable(A):
+        raise TypeError("cholesky: with overwrite=True and jitters, pass a function that builds the matrix (a failed "
+                        "try overwrites it)")
     for extra in [0.0, *jitters]:
         if not overwrite:
             M = first if extra == 0.0 else first + extra * scale * np.eye(first.shape[0])
@@ -49,11 +52,10 @@ def cholesky(A, *, what: str = "a covariance matrix", jitter="none", failure=Non
             return sla.cholesky(M, lower=lower, overwrite_a=overwrite, check_finite=False)
         except (np.linalg.LinAlgError, sla.LinAlgError):
             M = None
-    largest = jitters[-1] if jitters else 0.0
+    tried = f" even with jitter {jitters[-1]:.0e}" + (" x its mean diagonal" if grow else "") if jitters else ""
     raise _cholesky_error(failure, first, "not positive definite",
-                          f"{what} is not positive definite" + (f" even with jitter {largest:.0e} x its mean diagonal"
-                                                               if jitters else "") +
-                          ": it is too ill-conditioned (rescale the inputs or change the model's hyperparameters)")
+                          f"{what} is not positive definite{tried}: it is too ill-conditioned (rescale the inputs or "
+                          f"change the model's hyperparameters)")
 
 
 def _add_to_diagonal(M: np.ndarray, value: float) -> np.ndarray:
