@@ -262,6 +262,16 @@ class JaxCompileClock:
 
 
 def _numpyro_mcmc(*args, **kwargs):
+    """NumPyro's ``MCMC`` (same arguments) made to compile the model's NUTS step once per fit, in the two places
+    where NumPyro would compile it again: its jitted loops get one shared jit object per function
+    (:func:`_numpyro_jits_once`), and warm-up and sampling collect into arrays of one length
+    (:func:`_one_length_mcmc_class`)."""
+    _numpyro_jits_once()
+    return _one_length_mcmc_class()(*args, **kwargs)
+
+
+@functools.cache
+def _one_length_mcmc_class():
     """A NumPyro ``MCMC`` whose warm-up and sampling collect into arrays of one length, the longer phase's.
 
     NumPyro compiles the NUTS step together with the arrays it collects into (their length is a shape of the
@@ -278,7 +288,7 @@ def _numpyro_mcmc(*args, **kwargs):
                 self._collection_params["collection_size"] = max(collection_size, self.num_warmup,
                                                                  self.num_samples)
 
-    return OneLengthMCMC(*args, **kwargs)
+    return OneLengthMCMC
 
 
 #: jax.jit objects that NumPyro's fori_collect made, by (function, jit arguments): see _numpyro_jits_once
@@ -333,7 +343,6 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
     import jax
     from numpyro.infer import NUTS
 
-    _numpyro_jits_once()
     fn, arrays = numpyro_declaration(model, data)
     kernel = NUTS(fn, target_accept_prob=opts["target_accept"], max_tree_depth=opts["max_tree_depth"])
     mcmc = _numpyro_mcmc(kernel, num_warmup=max(tune, 0), num_samples=draws, num_chains=chains,

@@ -622,14 +622,15 @@ def learn(model, X, t, opts, *, seed=0, progress=False, dictionary=None, whiten=
 
 
 class LearnState(NamedTuple):
-    """Algorithm 1's state after an iteration: the current model (``model``, a :class:`State`, updated in place),
+    """Algorithm 1's state after an iteration: the fitted kernels and posterior (``current``, a :class:`State`,
+    updated in place),
     the feature-selection precisions ``delta`` (None without feature selection), the dictionary entries in the
     model (``active_dict``), the iterations in a row that raised L^s by less than ``tol`` (``small``), the warning
     of a basis cap set by ``max_cost`` (None until one), the generator of the candidates, the number of bases and
     L^s after every iteration (``n_basis``, ``objectives``; the first at the start), ``iteration`` and
     ``objective``, L^s."""
 
-    model: State
+    current: State
     delta: np.ndarray | None
     active_dict: np.ndarray
     small: int
@@ -683,7 +684,7 @@ def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorith
                           None, np.random.default_rng(seed), (state.M,), (L,), 0, L)
 
     def step(s, report):
-        state, delta, active_dict, cost_warning = s.model, s.delta, s.active_dict, s.cost_warning
+        state, delta, active_dict, cost_warning = s.current, s.delta, s.active_dict, s.cost_warning
         # step 1: the best of a fresh set of candidates (unless one more basis would make the joint step cost more
         # than max_cost: the guard against the (M P)^3 growth of the dense BFGS step)
         room = state.M < model.n_basis
@@ -757,7 +758,7 @@ def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorith
         return new, LearnInfo(L, L - s.objective)
 
     return Algorithm(start, step, reports=True,
-                     describe=lambda s, info: f"M={s.model.M} L={s.objective:.4g}")
+                     describe=lambda s, info: f"M={s.current.M} L={s.objective:.4g}")
 
 
 def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
@@ -780,7 +781,7 @@ def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
         warnings.append(f"L^s fell in {int(falls.sum())} of {len(falls)} iterations (by up to "
                         f"{float(-np.min(np.diff(trace))):.3g}): {cause} (docs/families/arvm.md, 'Steps over one "
                         f"feasible set')")
-    return dict(state=s.model, objective=trace, n_basis_trace=np.array(s.n_basis), iterations=run.iterations,
+    return dict(state=s.current, objective=trace, n_basis_trace=np.array(s.n_basis), iterations=run.iterations,
                 converged=run.converged, c=model.c_value(N), active_dict=s.active_dict, warnings=warnings)
 
 

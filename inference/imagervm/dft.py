@@ -123,7 +123,7 @@ def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: boo
 class DFTState(NamedTuple):
     """The estimates after an iteration: ``alpha`` (M, R, C; inf on pruned weights), ``beta``, the ``active``
     weights, the posterior mean ``mu`` and variances ``sd`` (0 on pruned weights), log|H| ``logdet_H``, the
-    residual ``resid`` = t - Phi mu; with ``approx="exact"`` the active indices and their Gaussian
+    residual ``resid`` = t - Phi mu and its squared norm ``rr``; with ``approx="exact"`` the active indices and their Gaussian
     (``chol_cov``); the conjugate-gradient iterations so far (``cg_iterations``) and the EM steps for beta
     (``beta_em_steps``); ``objective``, J, and the ``log_evidence`` after each iteration (the first at the start)."""
 
@@ -134,6 +134,7 @@ class DFTState(NamedTuple):
     sd: np.ndarray
     logdet_H: float
     resid: np.ndarray
+    rr: float
     chol_cov: tuple | None
     cg_iterations: int
     beta_em_steps: int
@@ -195,11 +196,12 @@ def dft_iterations(model, t: np.ndarray, opts: dict) -> Algorithm:
         """The state at (alpha, beta, active): the posterior, the residual, the log evidence and J."""
         mu, sd, logdet_H, chol_cov, its = posterior(alpha, beta, active, mu0)
         resid = t - design.forward(mu)
+        rr = float(np.sum(resid**2))
         al = alpha[active]
         # log N(t | 0, C): log|C| = log|H| - N log beta - sum log alpha;  t^T C^-1 t = beta |t - Phi mu|^2 + mu^T A mu
-        quad = beta * float(np.sum(resid**2)) + float(np.sum(al * mu[active] ** 2))
+        quad = beta * rr + float(np.sum(al * mu[active] ** 2))
         ev = -0.5 * (N * LOG_2PI + logdet_H - N * math.log(beta) - float(np.sum(np.log(al))) + quad)
-        return DFTState(alpha, beta, active, mu, sd, logdet_H, resid, chol_cov, cg_iterations + its, beta_em_steps,
+        return DFTState(alpha, beta, active, mu, sd, logdet_H, resid, rr, chol_cov, cg_iterations + its, beta_em_steps,
                         ev + rvm_core.log_prior_terms(al, beta, model), log_evidence + (ev,))
 
     def init(_):
@@ -209,8 +211,7 @@ def dft_iterations(model, t: np.ndarray, opts: dict) -> Algorithm:
         return estimates(alpha, beta, np.ones(alpha.shape, dtype=bool), np.zeros(alpha.shape), 0, 0, ())
 
     def step(s):
-        alpha, beta, active, beta_em_steps = s.alpha, s.beta, s.active, s.beta_em_steps
-        rr = float(np.sum(s.resid**2))
+        alpha, beta, active, beta_em_steps, rr = s.alpha, s.beta, s.active, s.beta_em_steps, s.rr
         with np.errstate(divide="ignore", invalid="ignore"):     # pruned weights: inf * 0, 0 / 0
             gamma = np.where(active, 1.0 - alpha * s.sd, 0.0)
             new_alpha = (gamma + 2 * a) / (s.mu**2 + 2 * b)                       # (4.15), Gamma prior as [T 2.25]
