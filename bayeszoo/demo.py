@@ -30,19 +30,25 @@ does not is flagged in its report). Left out, and why:
 * ``slm-spikes``: the PyMC backends (NumPyro runs the same sampler on the same declaration) and the BlackJAX
   engines; every hand-written backend of the family runs.
 
+The problems run two at a time on a two-core machine (``--jobs``: one per core by default, each problem in a
+process of its own; ``--jobs 1`` runs them one after another with every fit's progress bar).
+
 Output: one folder per problem under ``<out>`` (``rvm-sinc``, ``gpc-sonar``, ...), each with one NetCDF file per
 fit, ``table.csv`` and ``report.html``.
 """
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import os
 import time
+from concurrent.futures import ProcessPoolExecutor, as_completed
 
 import pandas as pd
 
 import bayeszoo as bz
 from bayeszoo import catalogue
+from bayeszoo.progress import progress_bar
 
 
 #: the demo problems by key: their model and data factories and what the demo runs on them
@@ -51,7 +57,7 @@ DEMOS = {key: {"model": prob.model, "data": prob.data, "backends": list(prob.dem
          for key, prob in catalogue.PROBLEMS.items() if prob.demo is not None}
 
 
-def run(key: str, out: str, seed: int = 0, sizes: dict | None = None):
+def run(key: str, out: str, seed: int = 0, sizes: dict | None = None, progress: bool = True):
     """Compare the demo backends of problem ``key`` against its catalogue reference; the Comparison."""
     demo = DEMOS[key]
     model, data = demo["model"](), demo["data"]()
@@ -59,8 +65,80 @@ def run(key: str, out: str, seed: int = 0, sizes: dict | None = None):
     if reference is None:
         print(f"!! the catalogue has no reference for {key} (docs/families/{model.family}.md): no errors are "
               f"measured")
-    return bz.compare(model, data, backends=demo["backends"], reference=reference, seed=seed,
+    return bz.compare(model, data, backends=demo["backends"], reference=reference, seed=seed, progress=progress,
                       out=os.path.join(out, key), options=demo["options"], **{**demo["sizes"], **(sizes or {})})
+
+
+def summary(key: str, out: str, seed: int = 0, sizes: dict | None = None, progress: bool = True) -> dict:
+    """Run problem ``key`` (:func:`run`) and return what the demo prints of it: ``text`` (its reference, table,
+    failed backends, verdict and report), ``verdict``, and ``failed`` (why it did not run, else None). A problem
+    that raises is a summary that says so: it does not cost the other problems their reports."""
+    head = f"== {key}: {catalogue.problem(key).description}"
+    try:
+        cmp = run(key, out, seed, sizes, progress)
+    except Exception as exc:
+        failed = f"{type(exc).__name__}: {exc}"
+        return {"text": f"{head}\n!! {key} did not run: {failed}", "verdict": None, "failed": failed}
+    lines = [head]
+    if cmp.reference is not None:
+        lines.append(f"reference: {cmp.reference.describe()}")
+    lines.append(cmp.table().drop(columns=["error"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
+    lines += [f"!! {label} failed: {error.splitlines()[0]}" for label, error in cmp.errors.items()]
+    verdict = cmp.verdict()
+    lines += [f"verdict: {verdict}", f"report: {os.path.join(out, key, 'report.html')}"]
+    return {"text": "\n".join(lines), "verdict": verdict, "failed": None}
+
+
+def _summary_in_worker(key, out, seed, sizes) -> dict:
+    pd.set_option("display.width", 200)
+    pd.set_option("display.max_columns", 30)
+    return summary(key, out, seed, sizes, progress=False)
+
+
+def run_all(keys, out: str, seed: int = 0, sizes: dict | None = None, jobs: int = 1):
+    """Run the demo problems ``keys``, ``jobs`` at a time, each in a process of its own when ``jobs > 1``; print
+    each problem's summary as it finishes and return the summaries by key, in the order of ``keys``.
+
+    The problems are independent, and each fit uses about one core (its sampler is sequential; what the demo
+    spends around the fits, its statistics and report figures, is Python), so two problems at a time use a
+    two-core machine where one leaves a core idle. In parallel the fits' own bars would overwrite each other,
+    so one bar counts problems and names those still running."""
+    done = {}
+    if jobs <= 1:
+        for key in keys:
+            print(f"== {key}: {catalogue.problem(key).description}", flush=True)
+            done[key] = summary(key, out, seed, sizes)
+            print(done[key]["text"].split("\n", 1)[1], flush=True)
+        return done
+    # spawned, not forked: a forked JAX or PyTensor runtime is not safe to use
+    context = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool, \
+            progress_bar(total=len(keys), desc="demo", unit="problem") as bar:
+        futures = {pool.submit(_summary_in_worker, key, out, seed, sizes): key for key in keys}
+        running = list(keys)
+        bar.set_postfix_str(f"running {', '.join(running[:jobs])}")
+        for future in as_completed(futures):
+            key = futures[future]
+            try:
+                done[key] = future.result()
+            except Exception as exc:   # the worker itself died (killed, out of memory): its problem did not run
+                failed = f"{type(exc).__name__}: {exc}"
+                done[key] = {"text": f"== {key}\n!! {key} did not run: {failed}", "verdict": None, "failed": failed}
+            running.remove(key)
+            bar.write(done[key]["text"])
+            bar.set_postfix_str(f"running {', '.join(running[:jobs])}" if running else "", refresh=False)
+            bar.update(1)
+    return {key: done[key] for key in keys}
+
+
+def default_jobs() -> int:
+    """Problems run at a time by default: one per core this process may use, at most :data:`MAX_JOBS`."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    return max(1, min(cores, MAX_JOBS))
+
+
+#: problems at a time at most, whatever the cores: each holds its fits in memory (up to about 3 GB)
+MAX_JOBS = 4
 
 
 def main(argv=None) -> int:
@@ -72,38 +150,27 @@ def main(argv=None) -> int:
     parser.add_argument("--tune", type=int, default=None, help="override every problem's warm-up")
     parser.add_argument("--chains", type=int, default=None, help="override every problem's chains")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--jobs", type=int, default=None,
+                        help=f"problems run at a time, each in its own process (default: one per core, at most "
+                             f"{MAX_JOBS}; 1 runs them here one after another, with every fit's progress bar)")
     args = parser.parse_args(argv)
     unknown = [key for key in args.problems if key not in demos]
     if unknown:
         parser.error(f"not demo problems: {', '.join(unknown)} (choose from {', '.join(demos)})")
+    if args.jobs is not None and args.jobs < 1:
+        parser.error(f"--jobs must be a positive integer; got {args.jobs}")
     pd.set_option("display.width", 200)
     pd.set_option("display.max_columns", 30)
     sizes = {k: v for k, v in {"draws": args.draws, "tune": args.tune, "chains": args.chains}.items() if v is not None}
+    keys = args.problems or demos
+    jobs = min(len(keys), args.jobs or default_jobs())
     start = time.perf_counter()
-    verdicts = {}
-    failed = {}
-    for key in args.problems or demos:
-        print(f"== {key}: {catalogue.problem(key).description}", flush=True)
-        try:
-            cmp = run(key, args.out, args.seed, sizes)
-        except Exception as exc:   # one problem that cannot run does not cost the others their reports
-            failed[key] = f"{type(exc).__name__}: {exc}"
-            print(f"!! {key} did not run: {failed[key]}", flush=True)
-            continue
-        if cmp.reference is not None:
-            print(f"reference: {cmp.reference.describe()}")
-        print(cmp.table().drop(columns=["error"]).to_string(index=False, float_format=lambda v: f"{v:.4g}"))
-        for label, error in cmp.errors.items():
-            print(f"!! {label} failed: {error.splitlines()[0]}")
-        verdicts[key] = cmp.verdict()
-        print(f"verdict: {verdicts[key]}")
-        print(f"report: {os.path.join(args.out, key, 'report.html')}", flush=True)
-    print(f"demo done in {time.perf_counter() - start:.0f} s")
-    for key, text in verdicts.items():
-        print(f"{key}: {text}")
-    for key, why in failed.items():
-        print(f"{key}: DID NOT RUN ({why.splitlines()[0]})")
-    return 1 if failed else 0
+    done = run_all(keys, args.out, args.seed, sizes, jobs)
+    print(f"demo done in {time.perf_counter() - start:.0f} s ({jobs} at a time)")
+    for key, result in done.items():
+        print(f"{key}: {result['verdict']}" if result["failed"] is None else
+              f"{key}: DID NOT RUN ({result['failed'].splitlines()[0]})")
+    return 1 if any(result["failed"] for result in done.values()) else 0
 
 
 if __name__ == "__main__":
