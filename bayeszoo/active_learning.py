@@ -207,28 +207,15 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
     n_blocks = checks.number(OWNER, "n_blocks", n_blocks, low=1, low_inclusive=True, integer=True)
     block = checks.number(OWNER, "block", block, low=1, low_inclusive=True, integer=True)
     checks.choice(OWNER, "backend", backend, GAUSSIAN_BACKENDS)   # the approximations the scores are built on
-    F = _features(pool_features, "pool_features")
-    c = _labels(pool_labels, "pool_labels")
-    if c.size != F.shape[0]:
-        raise ValueError(f"{OWNER}: {F.shape[0]} pool_features rows but {c.size} pool_labels")
-    start = _indices(initial, F.shape[0])
-    if start.size + n_blocks * block > F.shape[0]:
-        raise ValueError(f"{OWNER}: {n_blocks} blocks of {block} need {n_blocks * block} candidates beyond the "
-                         f"{start.size} initial cases; the pool has {F.shape[0]}")
+    F, c, start = _checked_pool(pool_features, pool_labels, initial, n_blocks, block)
     has_test = test_features is not None or test_labels is not None
     if has_test:
-        if test_features is None or test_labels is None:
-            given, missing = ("test_labels", "test_features") if test_features is None else ("test_features",
-                                                                                              "test_labels")
-            raise ValueError(f"{OWNER}: {given} given without {missing}; the test error needs both")
-        test_features, test_labels = _cases(test_features, test_labels, F.shape[1], "test")
+        test_features, test_labels = _checked_test(test_features, test_labels, F.shape[1])
     options = check_options(OWNER, options)
     checks.flag(OWNER, "progress", progress)
     seed = checks.seed(OWNER, "seed", seed)
     seed = checks.fresh_seed() if seed is None else seed   # one seed for every fit and choice, recorded
     rng = np.random.default_rng(seed)
-    tau = float(model.tau)
-    sym = Potential("sigmoid", tau)
     labelled = list(start.tolist())
     available = np.ones(F.shape[0], dtype=bool)
     available[start] = False
@@ -245,27 +232,62 @@ def active_learning(model, pool_features, pool_labels, *, initial, n_blocks: int
     with progress_bar(total=n_blocks, desc=f"active learning ({score})", disable=not progress) as bar:
         for _ in range(n_blocks):
             data, fit = refit()
-            V = sla.cho_solve((sla.cholesky(precision(model, data, fit).dense(), lower=True), True),
-                              np.eye(F.shape[1]))
-            m = model.posterior_mean(fit)
-            for _ in range(block):
-                idx = np.flatnonzero(available)
-                if score == "random":
-                    j = int(rng.choice(idx))
-                else:
-                    P = F[idx]
-                    rho = np.einsum("ij,jk,ik->i", P, V, P)
-                    j = int(idx[np.argmax(scores(score, P @ m, rho, tau, sym))])
-                b = F[j]
-                w = V @ b
-                mu, rho_j, beta = float(b @ m), float(b @ w), 0.5 * c[j] * tau
-                gamma = float(inclusion_width(mu, rho_j, beta, sym))
-                kappa = 1.0 + rho_j / gamma
-                m = m + (beta - mu / gamma) / kappa * w
-                V = V - np.outer(w, w) / (rho_j + gamma)
-                available[j] = False
-                labelled.append(j)
-                result.chosen.append(j)
+            chosen = _include_block(model, data, fit, F, c, available, block, score, rng)
+            labelled.extend(chosen)
+            result.chosen.extend(chosen)
             bar.update(1)
     result.data, result.fit = refit()
     return result
+
+
+def _checked_pool(pool_features, pool_labels, initial, n_blocks: int, block: int) -> tuple[np.ndarray, ...]:
+    """The pool's features and labels and the initial indices, checked to leave ``n_blocks`` blocks of ``block``
+    candidates."""
+    F = _features(pool_features, "pool_features")
+    c = _labels(pool_labels, "pool_labels")
+    if c.size != F.shape[0]:
+        raise ValueError(f"{OWNER}: {F.shape[0]} pool_features rows but {c.size} pool_labels")
+    start = _indices(initial, F.shape[0])
+    if start.size + n_blocks * block > F.shape[0]:
+        raise ValueError(f"{OWNER}: {n_blocks} blocks of {block} need {n_blocks * block} candidates beyond the "
+                         f"{start.size} initial cases; the pool has {F.shape[0]}")
+    return F, c, start
+
+
+def _checked_test(test_features, test_labels, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The held-out cases, both given (the test error needs both) and with the pool's ``n`` features."""
+    if test_features is None or test_labels is None:
+        given, missing = ("test_labels", "test_features") if test_features is None else ("test_features",
+                                                                                          "test_labels")
+        raise ValueError(f"{OWNER}: {given} given without {missing}; the test error needs both")
+    return _cases(test_features, test_labels, n, "test")
+
+
+def _include_block(model, data: Dataset, fit, F: np.ndarray, c: np.ndarray, available: np.ndarray, block: int,
+                   score: str, rng) -> list[int]:
+    """Include ``block`` cases one after another, each the best-scoring available one (or a random one), updating
+    the fitted Gaussian in closed form after each so the next choice sees it; marks them unavailable and returns
+    them in order."""
+    tau = float(model.tau)
+    sym = Potential("sigmoid", tau)
+    V = sla.cho_solve((sla.cholesky(precision(model, data, fit).dense(), lower=True), True), np.eye(F.shape[1]))
+    m = model.posterior_mean(fit)
+    chosen = []
+    for _ in range(block):
+        idx = np.flatnonzero(available)
+        if score == "random":
+            j = int(rng.choice(idx))
+        else:
+            P = F[idx]
+            rho = np.einsum("ij,jk,ik->i", P, V, P)
+            j = int(idx[np.argmax(scores(score, P @ m, rho, tau, sym))])
+        b = F[j]
+        w = V @ b
+        mu, rho_j, beta = float(b @ m), float(b @ w), 0.5 * c[j] * tau
+        gamma = float(inclusion_width(mu, rho_j, beta, sym))
+        kappa = 1.0 + rho_j / gamma
+        m = m + (beta - mu / gamma) / kappa * w
+        V = V - np.outer(w, w) / (rho_j + gamma)
+        available[j] = False
+        chosen.append(j)
+    return chosen

@@ -405,48 +405,19 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
     names = _check_backends(backends)
     seeds = _seeds_of(seeds)
     settings = _settings_of(draws, tune, chains, target, options, seeds)
-    unknown_opts = sorted(set(settings["options"]) - set(names))
-    if unknown_opts:
-        raise ValueError(f"benchmark: options given for {', '.join(map(repr, unknown_opts))}, which "
-                         f"{'is' if len(unknown_opts) == 1 else 'are'} not among the backends {names}")
-    if cost is not None and cost not in COSTS:
-        raise ValueError(f"benchmark: cost must be one of {', '.join(map(repr, COSTS))}; got {cost!r}")
+    _check_options_and_cost(settings, names, cost)
     executor = api.as_executor(executor, "benchmark")
     out = None if out is None else os.fspath(out)
     keys = [t.key for t in targets]
     if len(set(keys)) != len(keys):
         raise ValueError(f"benchmark: targets listed twice in {keys}")
-    by_key = {t.key: t for t in targets}
     tasks = [(key, backend, seed) for key in keys for backend in names for seed in seeds]
-    rows: dict[tuple, dict] = {}
-    if out is not None:
-        os.makedirs(out, exist_ok=True)
-        with folder_lock(out):
-            _check_folder(out, settings)
-            write_atomically(os.path.join(out, BENCHMARK_FILE),
-                             json.dumps(jsonable({"settings": settings, "targets": keys, "backends": names}),
-                                        indent=1))
-        for task in tasks:
-            saved = _saved_row(task_path(out, *task), settings)
-            if saved is not None:
-                rows[task] = saved
+    rows = {} if out is None else _open_folder(out, settings, keys, names, tasks)
     todo = [t for t in tasks if t not in rows]
     shipped = _user_backends(names)
     bar = _bar(len(tasks), len(rows), progress)
     try:
-        if executor is None:
-            for task in todo:
-                bar.set_postfix_str(f"{task[0]} {task[1]} seed {task[2]}", refresh=True)
-                rows[task] = run_task(by_key[task[0]], *task[1:], settings,
-                                      None if out is None else task_path(out, *task), shipped)
-                bar.update(1)
-        else:
-            futures = {executor.submit(run_task, by_key[task[0]], *task[1:], settings,
-                                       None if out is None else task_path(out, *task), shipped): task
-                       for task in todo}
-            for future in as_completed(futures):
-                rows[futures[future]] = future.result()
-                bar.update(1)
+        _run_tasks(todo, {t.key: t for t in targets}, settings, out, shipped, executor, bar, rows)
     finally:
         bar.close()
     table = _table([rows[t] for t in tasks if t in rows])
@@ -456,6 +427,51 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
         write_atomically(os.path.join(out, "leaderboard.csv"), board.summary().to_csv(index=False))
         board.report(os.path.join(out, "report.html"))
     return board
+
+
+def _check_options_and_cost(settings: dict, names: list[str], cost) -> None:
+    """Refuse options given for a backend not in the run, and a ranking cost that is not one of :data:`COSTS`."""
+    unknown_opts = sorted(set(settings["options"]) - set(names))
+    if unknown_opts:
+        raise ValueError(f"benchmark: options given for {', '.join(map(repr, unknown_opts))}, which "
+                         f"{'is' if len(unknown_opts) == 1 else 'are'} not among the backends {names}")
+    if cost is not None and cost not in COSTS:
+        raise ValueError(f"benchmark: cost must be one of {', '.join(map(repr, COSTS))}; got {cost!r}")
+
+
+def _open_folder(out: str, settings: dict, keys: list[str], names: list[str], tasks: list[tuple]) -> dict[tuple, dict]:
+    """Claim ``out`` for this benchmark (refusing one of another), record what it runs, and return the rows of the
+    tasks already finished there."""
+    os.makedirs(out, exist_ok=True)
+    with folder_lock(out):
+        _check_folder(out, settings)
+        write_atomically(os.path.join(out, BENCHMARK_FILE),
+                         json.dumps(jsonable({"settings": settings, "targets": keys, "backends": names}), indent=1))
+    rows = {}
+    for task in tasks:
+        saved = _saved_row(task_path(out, *task), settings)
+        if saved is not None:
+            rows[task] = saved
+    return rows
+
+
+def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: list, executor, bar,
+               rows: dict[tuple, dict]) -> None:
+    """Run the tasks of ``todo`` here or on ``executor``, each row into ``rows`` as it finishes (so an
+    interruption keeps those)."""
+    def arguments(task):
+        return by_key[task[0]], *task[1:], settings, None if out is None else task_path(out, *task), shipped
+
+    if executor is None:
+        for task in todo:
+            bar.set_postfix_str(f"{task[0]} {task[1]} seed {task[2]}", refresh=True)
+            rows[task] = run_task(*arguments(task))
+            bar.update(1)
+    else:
+        futures = {executor.submit(run_task, *arguments(task)): task for task in todo}
+        for future in as_completed(futures):
+            rows[futures[future]] = future.result()
+            bar.update(1)
 
 
 def _table(rows: list[dict]) -> pd.DataFrame:

@@ -92,46 +92,62 @@ def _build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="{list,fit,compare,report}")
     sub.required = True
-
     sub.add_parser("list", help="model families, their backends, and the datasets")
+    _add_fit(sub)
+    _add_compare(sub)
+    _add_benchmark(sub)
+    p_rep = sub.add_parser("report", help="rebuild table.csv and report.html from a saved comparison")
+    p_rep.add_argument("dir", metavar="DIR", help="folder written by `bayeszoo compare`")
+    _add_force(p_rep)
+    return parser
 
-    def force(p):
-        p.add_argument("--force", action="store_true", help="replace results already in the output folder")
 
-    def common(p):
-        p.add_argument("family", nargs="?", help="model family, e.g. rvm (or --model for your own model)")
-        p.add_argument("--model", default=None, metavar="FILE.py:FUNCTION",
-                       help="your own model: a function in FILE.py returning a PyMC model with its observed data")
-        p.add_argument("--name", default=None, metavar="NAME",
-                       help="the name of your own model (--model): the report's title and the data's name; a "
-                            "saved reference matches the model whatever its name")
-        p.add_argument("--data", default=None, metavar="NAME|FILE.csv",
-                       help="dataset name (see `bayeszoo list`) or a CSV file (with --target)")
-        p.add_argument("--target", default=None, metavar="COLUMN",
-                       help="the CSV column to predict; every other column is a feature")
-        p.add_argument("--task", default=None, choices=CSV_TASKS,
-                       help="what the CSV's --target column is; default: classes when it holds names (strings), "
-                            f"booleans or at most {MAX_GUESSED_CLASSES} integer values, otherwise regression")
-        p.add_argument("--out", required=True, metavar="DIR", help="output folder")
-        p.add_argument("--draws", type=_positive_int, default=None, help="default: the backend's own")
-        p.add_argument("--tune", type=_nonneg_int, default=None, help="default: the backend's own")
-        p.add_argument("--chains", type=_positive_int, default=None, help="default: the backend's own")
-        p.add_argument("--seed", type=_nonneg_int, default=0)
-        p.add_argument("--model-opt", action="append", default=[], metavar="KEY=VALUE",
-                       help="model option, e.g. width=3 or task=classification (repeatable)")
-        p.add_argument("--data-opt", action="append", default=[], metavar="KEY=VALUE",
-                       help="dataset option, e.g. n=50 or seed=1 (repeatable)")
-        p.add_argument("--quiet", action="store_true", help="no progress bars")
-        force(p)
+def _add_force(p: argparse.ArgumentParser) -> None:
+    """``--force``, for the commands that write into an output folder."""
+    p.add_argument("--force", action="store_true", help="replace results already in the output folder")
 
+
+def _add_problem(p: argparse.ArgumentParser) -> None:
+    """The options ``fit`` and ``compare`` share: the model and data, the output folder, the counts and seed."""
+    p.add_argument("family", nargs="?", help="model family, e.g. rvm (or --model for your own model)")
+    p.add_argument("--model", default=None, metavar="FILE.py:FUNCTION",
+                   help="your own model: a function in FILE.py returning a PyMC model with its observed data")
+    p.add_argument("--name", default=None, metavar="NAME",
+                   help="the name of your own model (--model): the report's title and the data's name; a "
+                        "saved reference matches the model whatever its name")
+    p.add_argument("--data", default=None, metavar="NAME|FILE.csv",
+                   help="dataset name (see `bayeszoo list`) or a CSV file (with --target)")
+    p.add_argument("--target", default=None, metavar="COLUMN",
+                   help="the CSV column to predict; every other column is a feature")
+    p.add_argument("--task", default=None, choices=CSV_TASKS,
+                   help="what the CSV's --target column is; default: classes when it holds names (strings), "
+                        f"booleans or at most {MAX_GUESSED_CLASSES} integer values, otherwise regression")
+    p.add_argument("--out", required=True, metavar="DIR", help="output folder")
+    p.add_argument("--draws", type=_positive_int, default=None, help="default: the backend's own")
+    p.add_argument("--tune", type=_nonneg_int, default=None, help="default: the backend's own")
+    p.add_argument("--chains", type=_positive_int, default=None, help="default: the backend's own")
+    p.add_argument("--seed", type=_nonneg_int, default=0)
+    p.add_argument("--model-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="model option, e.g. width=3 or task=classification (repeatable)")
+    p.add_argument("--data-opt", action="append", default=[], metavar="KEY=VALUE",
+                   help="dataset option, e.g. n=50 or seed=1 (repeatable)")
+    p.add_argument("--quiet", action="store_true", help="no progress bars")
+    _add_force(p)
+
+
+def _add_fit(sub) -> None:
+    """``bayeszoo fit``: one backend, saved as ``fit.nc``."""
     p_fit = sub.add_parser("fit", help="fit one backend and save fit.nc")
-    common(p_fit)
+    _add_problem(p_fit)
     p_fit.add_argument("--backend", required=True, metavar="B", help="backend name, e.g. em or nuts")
     p_fit.add_argument("--backend-opt", action="append", default=[], metavar="[BACKEND.]KEY=VALUE",
                        help="backend option, e.g. max_iter=500 or em.max_iter=500 (repeatable)")
 
+
+def _add_compare(sub) -> None:
+    """``bayeszoo compare``: a grid of backends, saved with its table and report."""
     p_cmp = sub.add_parser("compare", help="run a grid of backends; save fits, table.csv and report.html")
-    common(p_cmp)
+    _add_problem(p_cmp)
     p_cmp.add_argument("--backends", required=True, metavar="A,B,C", help="comma-separated backend names")
     p_cmp.add_argument("--reference", default="auto", metavar="REF",
                        help="what the errors are measured against: a backend (in the grid, or run on its own), "
@@ -148,6 +164,9 @@ def _build_parser() -> argparse.ArgumentParser:
     p_cmp.add_argument("--scheduler", default=None, metavar="ADDRESS",
                        help="Dask scheduler (tcp://host:8786) or 'local' for a LocalCluster on this machine")
 
+
+def _add_benchmark(sub) -> None:
+    """``bayeszoo benchmark``: samplers on a suite of reference posteriors (resumable)."""
     p_bench = sub.add_parser("benchmark", help="run samplers on a suite of reference posteriors; save the "
                                                "leaderboard (resumable)")
     p_bench.add_argument("--suite", default="posteriordb-quick", metavar="NAME",
@@ -168,11 +187,6 @@ def _build_parser() -> argparse.ArgumentParser:
     p_bench.add_argument("--scheduler", default=None, metavar="ADDRESS",
                          help="run the tasks on a Dask cluster (tcp://host:8786), or 'local' for a local one")
     p_bench.add_argument("--quiet", action="store_true", help="no progress bar")
-
-    p_rep = sub.add_parser("report", help="rebuild table.csv and report.html from a saved comparison")
-    p_rep.add_argument("dir", metavar="DIR", help="folder written by `bayeszoo compare`")
-    force(p_rep)
-    return parser
 
 
 def _version() -> str:

@@ -280,6 +280,21 @@ def load_comparison(directory: str | os.PathLike) -> Comparison:
         model = from_spec(meta["model_spec"])
     except (TypeError, ValueError, KeyError) as exc:
         raise _unreadable(meta_path, f"its model_spec makes no model ({type(exc).__name__}: {exc})") from None
+    fits, errors = _saved_fits(directory, meta, fingerprint)
+    reference = _saved_reference(directory, meta, fits, model, data)
+    calibration = _saved_calibration(meta, meta_path)
+    try:
+        targets = checked_targets(meta.get("targets", DEFAULT_TARGETS))
+    except ValueError as exc:
+        raise _unreadable(meta_path, str(exc)) from None
+    return Comparison(model=model, data=data, fits=fits, errors=errors, reference=reference,
+                      order=meta.get("order", list(fits)), notes=meta.get("notes", {}), calibration=calibration,
+                      targets=targets)
+
+
+def _saved_fits(directory: str, meta: dict, fingerprint: str) -> tuple[dict, dict]:
+    """The saved comparison's fits and error rows: a fit file that is missing, damaged or made for another experiment
+    is an error row (and a warning names the mixed files), never a row taken from elsewhere."""
     cells = meta.get("cells", {})
     fits, errors, mixed = {}, dict(meta["errors"]), []
     for label, rel in meta["files"].items():
@@ -298,37 +313,42 @@ def load_comparison(directory: str | os.PathLike) -> Comparison:
             mixed.append(f"{rel} ({', '.join(differ)})")
             continue
         fits[label] = fit
-    if mixed:
+    if mixed:   # stacklevel 3: the warning points at load_comparison's caller
         warnings.warn(f"load_comparison: {directory!r} holds fits of another experiment than its {COMPARISON_FILE}: "
-                      f"{'; '.join(mixed)}; they are error rows", stacklevel=2)
+                      f"{'; '.join(mixed)}; they are error rows", stacklevel=3)
+    return fits, errors
+
+
+def _saved_reference(directory: str, meta: dict, fits: dict, model, data) -> Reference | None:
+    """The saved comparison's reference (the catalogue's, a saved file or one of its cells), or None with a warning
+    when it cannot be read: the fits are still worth reading."""
     ref = meta.get("reference")
     source = meta.get("reference_source") or ({"cell": ref} if ref is not None else {})
-    reference = None
     try:
         if "catalogue" in source:
-            reference = catalogue.load(source["catalogue"])
-        elif "file" in source:
-            reference = Reference.load(os.path.join(directory, source["file"]))
-        elif source.get("cell") in fits:
-            reference = Reference.from_fit(fits[source["cell"]], list(model.var_dims(data)), name=source["cell"])
-    except ValueError as exc:    # the fits are still worth reading: the table then has no reference
-        warnings.warn(f"the reference {ref!r} of the saved comparison could not be read: {exc}", stacklevel=2)
+            return catalogue.load(source["catalogue"])
+        if "file" in source:
+            return Reference.load(os.path.join(directory, source["file"]))
+        if source.get("cell") in fits:
+            return Reference.from_fit(fits[source["cell"]], list(model.var_dims(data)), name=source["cell"])
+    except ValueError as exc:
+        warnings.warn(f"the reference {ref!r} of the saved comparison could not be read: {exc}", stacklevel=3)
+    return None
+
+
+def _saved_calibration(meta: dict, meta_path: str) -> dict:
+    """The saved SBC results by backend; one that cannot be read is left out with a warning (the rest of the
+    comparison is still worth reading)."""
     calibration = {}
     for backend, saved in meta.get("calibration", {}).items():
         try:
             from bayeszoo.diagnostics.calibration import SBCResult
 
             calibration[backend] = SBCResult.from_dict(saved)
-        except (KeyError, TypeError, ValueError) as exc:   # the rest of the comparison is still worth reading
+        except (KeyError, TypeError, ValueError) as exc:
             warnings.warn(f"the SBC result of {backend!r} in {meta_path!r} could not be read ({type(exc).__name__}: "
-                          f"{exc})", stacklevel=2)
-    try:
-        targets = checked_targets(meta.get("targets", DEFAULT_TARGETS))
-    except ValueError as exc:
-        raise _unreadable(meta_path, str(exc)) from None
-    return Comparison(model=model, data=data, fits=fits, errors=errors, reference=reference,
-                      order=meta.get("order", list(fits)), notes=meta.get("notes", {}), calibration=calibration,
-                      targets=targets)
+                          f"{exc})", stacklevel=3)
+    return calibration
 
 
 @contextlib.contextmanager

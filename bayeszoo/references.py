@@ -96,19 +96,7 @@ def build_reference(model, data=None, engines=None, *, draws: int = 2000, tune: 
     seed = checks.seed(WHO, "seed", seed)
     seed = checks.fresh_seed() if seed is None else seed
     checks.flag(WHO, "progress", progress)
-    fits, attempts, used = [], [], []
-    for i, engine in enumerate(pair):
-        engine_seed = (seed + i) % checks.SEED_LIMIT
-        fit = run_engine(engine, model, data, engine_seed, progress)
-        attempts.append(_attempt(engine, fit, engine_seed))
-        retry = _retry(engine, model, data)
-        if attempts[-1]["divergences"] and retry is not None:
-            engine = retry
-            fit = run_engine(engine, model, data, engine_seed, progress)
-            attempts.append(_attempt(engine, fit, engine_seed))
-        fits.append(fit)
-        used.append(engine)
-    pair = tuple(used)
+    fits, pair, attempts = _run_engines(pair, model, data, seed, progress)
     labels = tuple(engine.label for engine in pair)
     prov = {"source": "engines", **({"data_name": data.name} if data is not None else {}),
             "data_content": (data if data is not None else model.dataset()).content_fingerprint(),
@@ -123,6 +111,23 @@ def build_reference(model, data=None, engines=None, *, draws: int = 2000, tune: 
         raise UntrustedReference(ref, untrusted_message(ref, pair, model, data))
     return ref
 
+
+def _run_engines(pair, model, data, seed: int, progress: bool) -> tuple[list, tuple, list[dict]]:
+    """Run each engine in turn (the i-th with seed + i), one that diverged once more at its retry's target
+    acceptance: ``(fits, the engines that made them, every attempt)``."""
+    fits, attempts, used = [], [], []
+    for i, engine in enumerate(pair):
+        engine_seed = (seed + i) % checks.SEED_LIMIT
+        fit = run_engine(engine, model, data, engine_seed, progress)
+        attempts.append(_attempt(engine, fit, engine_seed))
+        retry = _retry(engine, model, data)
+        if attempts[-1]["divergences"] and retry is not None:
+            engine = retry
+            fit = run_engine(engine, model, data, engine_seed, progress)
+            attempts.append(_attempt(engine, fit, engine_seed))
+        fits.append(fit)
+        used.append(engine)
+    return fits, tuple(used), attempts
 
 def _attempt(engine: Engine, fit, seed: int) -> dict:
     """One run as the provenance records it: the engine, its target acceptance (None without one), its seed and

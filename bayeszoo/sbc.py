@@ -94,10 +94,28 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
         simulation ignores); a simulated dataset the model refuses. All before any fit.
     """
     start = time.perf_counter()
+    data = _checked_data(model, data)
+    spec = registry.get(model, backend)
+    n, ci_prob, seed = _checked_arguments(n_simulations, draws, tune, chains, thin, ci_prob, seed, progress)
+    opts = spec.resolve(options, model, data)
+    names = _variables(model, data, variables)
+    executor = _checked_executor(executor)
+    _check_memory(model, data, spec, opts, n, draws, chains, executor)
+    seed = checks.fresh_seed() if seed is None else seed
+    kwargs = {"draws": draws, "tune": tune, "chains": chains, "progress": False, **options}
+    jobs = _jobs(model, data, backend, kwargs, names, n, thin, seed)
+    outcomes = _run_simulations(jobs, executor, backend, progress)
+    settings = {"n_simulations": n, "draws": draws, "tune": tune, "chains": chains, "thin": thin,
+                "variables": names, "options": options}
+    return _result(model, data, spec, backend, outcomes, names, settings, ci_prob, seed, thin, start)
+
+
+def _checked_data(model, data) -> Dataset:
+    """The data every simulation shares, after checking the model can be simulated and accepts it: a model of one's
+    own gives its own when ``data`` is None."""
     if not isinstance(model, Model):
         raise ValueError(f"{WHO}: model must be a bayeszoo model (e.g. bz.models.RVM()), got {type(model).__name__}")
-    own = isinstance(model, UserModel)
-    if own:
+    if isinstance(model, UserModel):
         problem = model.declaration_problem(model.library)
         if problem is not None:
             raise ValueError(f"{WHO}: {problem}")
@@ -108,42 +126,57 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
     if not isinstance(data, Dataset):
         raise ValueError(f"{WHO}: data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
     model.validate(data)
-    spec = registry.get(model, backend)
+    return data
+
+
+def _checked_arguments(n_simulations, draws, tune, chains, thin, ci_prob, seed, progress) -> tuple:
+    """The counts, probability, seed and flag of :func:`sbc` checked: ``(n_simulations, ci_prob, seed)``."""
     n = checks.number(WHO, "n_simulations", n_simulations, low=2, low_inclusive=True, integer=True)
     for what, value, low in (("draws", draws, 1), ("tune", tune, 0), ("chains", chains, 1), ("thin", thin, 1)):
         checks.number(WHO, what, value, low=low, low_inclusive=True, integer=True, allow_none=True)
     ci_prob = checks.probability(WHO, "ci_prob", ci_prob)
     seed = checks.seed(WHO, "seed", seed)
     checks.flag(WHO, "progress", progress)
-    opts = spec.resolve(options, model, data)
-    names = _variables(model, data, variables)
+    return n, ci_prob, seed
+
+
+def _checked_executor(executor):
+    """``executor`` as a ``concurrent.futures.Executor`` (a Dask client's), or None to run the fits here."""
     try:
-        executor = as_executor(executor, "sbc")
+        return as_executor(executor, "sbc")
     except ValueError:
         raise ValueError(f"{WHO}: executor must be a concurrent.futures.Executor (e.g. ProcessPoolExecutor) or a "
                          f"Dask distributed.Client, or None to run the fits here; got "
                          f"{type(executor).__name__}") from None
-    # the simulations (and the fits, when they run here) against the machine's memory, before anything is built
+
+
+def _check_memory(model, data: Dataset, spec, options: dict, n: int, draws, chains, executor) -> None:
+    """Refuse a run whose simulations (and fits, when they run here) would not fit in the machine's memory, before
+    anything is built."""
     counts = {k: v if v is not None else spec.harness_defaults(model, data)[k]
               for k, v in (("draws", draws), ("chains", chains))}
-    need = memory_need(model, data, spec, opts, n_simulations=n, **counts, here=executor is None)
+    need = memory_need(model, data, spec, options, n_simulations=n, **counts, here=executor is None)
     resources.check(f"{WHO} ({spec.owner})", need, what="the simulations and fits",
                     values=resources.values_per_draw(model, data) if executor is None else None,
                     thin="thin" in spec.options, **counts)
-    seed = checks.fresh_seed() if seed is None else seed
 
-    if own:   # each simulation is the model rebuilt around its observations, which carries its own data
+
+def _jobs(model, data: Dataset, backend: str, kwargs: dict, names: list[str], n: int, thin, seed: int) -> list:
+    """The prior predictive's ``n`` simulations, each the arguments of one :func:`simulation`."""
+    if isinstance(model, UserModel):   # each simulation is the model rebuilt around its observations, with its data
         truths, observations = user_prior_predictive(model, names, n, seed)
         problems = [(simulated_model(model, observations, i), None) for i in range(n)]
     else:
         truths, observations = prior_predictive(model, data, names, n, seed)
         problems = [(model, simulated_dataset(model, data, y, i)) for i, y in enumerate(observations)]
-    kwargs = {"draws": draws, "tune": tune, "chains": chains, "progress": False, **options}
-    jobs = [(*problems[i], backend, kwargs, {v: truths[v][i] for v in names}, names, thin,
+    return [(*problems[i], backend, kwargs, {v: truths[v][i] for v in names}, names, thin,
              fit_seed(seed, i), [seed, i, 1]) for i in range(n)]
 
+
+def _run_simulations(jobs: list, executor, backend: str, progress: bool) -> dict[int, dict]:
+    """Each job's outcome by its simulation's index, run here or on ``executor``; a worker that died is an error."""
     outcomes: dict[int, dict] = {}
-    with progress_bar(total=n, desc=f"sbc ({backend})", disable=not progress) as bar:
+    with progress_bar(total=len(jobs), desc=f"sbc ({backend})", disable=not progress) as bar:
         if executor is None:
             for i, job in enumerate(jobs):
                 outcomes[i] = simulation(*job)
@@ -156,7 +189,13 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
                 except Exception as exc:   # the worker itself died
                     outcomes[futures[future]] = {"error": f"{type(exc).__name__}: {exc}"}
                 bar.update()
+    return outcomes
 
+
+def _result(model, data: Dataset, spec, backend: str, outcomes: dict[int, dict], names: list[str], settings: dict,
+            ci_prob: float, seed: int, thin, start: float) -> SBCResult:
+    """The simulations' ranks (one row per simulation that ran, one column per scalar component) and errors, timed
+    from ``start`` (``time.perf_counter``)."""
     done = sorted(i for i, o in outcomes.items() if "error" not in o)
     index = pd.Index(done, name="simulation")
     labels = component_labels(model, data, names)
@@ -167,8 +206,7 @@ def sbc(model, backend: str, data: Dataset | None = None, *, n_simulations: int 
         backend=backend, ranks=ranks, n_ranked=pd.Series([outcomes[i]["n_ranked"] for i in done], index=index,
                                                          dtype=int),
         ci_prob=ci_prob, seed=seed, model_spec=model.spec(), data=data.fingerprint(), data_name=data.name,
-        settings=jsonable({"n_simulations": n, "draws": draws, "tune": tune, "chains": chains, "thin": thin,
-                           "variables": names, "options": options}),
+        settings=jsonable(settings),
         errors={i: outcomes[i]["error"] for i in sorted(outcomes) if "error" in outcomes[i]},
         ess_min=ess_min if spec.kind == "mcmc" and thin is None else None,
         seconds=time.perf_counter() - start)

@@ -562,6 +562,16 @@ def verdict(table, fits: dict, reference_label: str | None, reference_trusted: b
     named = [f"{name(row)} is {parts[0] if len(parts) == 1 else '; '.join(parts[:-1]) + '; and ' + parts[-1]}."
              for row, parts in roles.values()]
     out = named + out
+    out += _shortfalls(measured, columns)
+    out += _not_converged([r for r in rows if not math.isfinite(float(r.get("mean_err", math.nan)))])
+    return out
+
+
+def _shortfalls(measured: list, columns: dict[str, str]) -> list[str]:
+    """The sentences of :func:`verdict` on the measured rows that fall short: the fits whose diagnostics pass but
+    never reach the rough target, or reach it but not the precise one, then the fits whose diagnostics fail, with
+    their problems, times and errors."""
+    out = []
     clean = [r for r in measured if not flagged(r)]
     never = [r for r in clean if float(r.get(columns["rough"], math.nan)) == math.inf]
     if never:
@@ -583,7 +593,6 @@ def verdict(table, fits: dict, reference_label: str | None, reference_trusted: b
                     f"{', the smallest error of all' if smallest else ''})")
         out.append("Diagnostics fail, so ranked after every fit whose diagnostics pass: "
                    + "; ".join(described(r) for r in bad) + ".")
-    out += _not_converged([r for r in rows if not math.isfinite(float(r.get("mean_err", math.nan)))])
     return out
 
 
