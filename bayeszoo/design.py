@@ -148,7 +148,8 @@ class LoopOptions:
         clash = [k for k in FIT_ARGUMENTS if k in value]
         if clash:
             raise ValueError(f"{owner}: {name} are the backend's own; {', '.join(clash)} cannot be among them (the "
-                             f"loop sets draws, chains and progress of its fits, and seeds them with its seed argument)")
+                             f"loop sets draws, chains and progress of its fits, and seeds them with its seed "
+                             f"argument)")
         return value
 
 

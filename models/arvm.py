@@ -52,7 +52,7 @@ import numpy as np
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model
-from bayeszoo.models.rvm import (LOG_ALPHA_PRUNED, RVM, TASKS, RELEVANCE_THRESHOLD, GAMMA_HYPERPRIORS, check_scales,
+from bayeszoo.models.rvm import (GAMMA_HYPERPRIORS, LOG_ALPHA_PRUNED, RELEVANCE_THRESHOLD, RVM, TASKS, check_scales,
                                  check_task_matches_data, checked_new_inputs)
 from bayeszoo.numerics.special import log_gamma_numpyro, pm_log_gamma
 

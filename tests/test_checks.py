@@ -196,8 +196,8 @@ def test_the_sklearn_estimators_declare_every_argument_with_the_models_constrain
         assert set(est._parameter_constraints) == set(inspect.signature(est).parameters), name
         for option in est._model_params:
             assert est._parameter_constraints[option] is est._model_class._parameter_constraints[option]
-    with pytest.raises(ValueError, match=r"^RelevanceVectorRegressor: seed must be None or an integer in \[0, 2\*\*32\) "
-                                         r"or a NumPy random generator; got -1$"):
+    with pytest.raises(ValueError, match=r"^RelevanceVectorRegressor: seed must be None or an integer in "
+                                         r"\[0, 2\*\*32\) or a NumPy random generator; got -1$"):
         bz_sklearn.RelevanceVectorRegressor(seed=-1)._validate_params()
 
 

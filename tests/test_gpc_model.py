@@ -108,7 +108,8 @@ def test_bad_labels_and_hyperparameters_raise(small):
         GPC().validate(bz.datasets.Dataset(small.X, small.y, small.X_test, small.y_test + 2, name="t"))
     with pytest.raises(ValueError, match="log_amplitude must be a finite number <= 20"):
         GPC(log_amplitude=25.0)
-    with pytest.raises(ValueError, match=r"hyp must be None or a non-empty sequence of numbers, each in \[-20, 20\]; got \(0.0, inf\)"):
+    with pytest.raises(ValueError, match=r"hyp must be None or a non-empty sequence of numbers, each in \[-20, 20\]; "
+                                         r"got \(0.0, inf\)"):
         GPC(hyp=(0.0, np.inf))
     with pytest.raises(ValueError, match="needs 4 log-hyperparameters"):
         GPC(kernel="se_ard", hyp=(0.0, 0.0)).validate(small)
