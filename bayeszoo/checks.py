@@ -39,9 +39,6 @@ def refusal(owner: str, name: str, what: str, value) -> ValueError:
     return ValueError(f"{owner}: {name} must be {what}; got {shown}")
 
 
-_fail = refusal
-
-
 def number(owner: str, name: str, value, *, low: float | None = None, high: float | None = None,
            low_inclusive: bool = False, high_inclusive: bool = True, integer: bool = False,
            allow_none: bool = False):
@@ -51,11 +48,11 @@ def number(owner: str, name: str, value, *, low: float | None = None, high: floa
     kind = "an integer" if integer else "a finite number"
     ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
     if isinstance(value, (bool, np.bool_)) or not ok_type or not np.isfinite(float(value)):
-        raise _fail(owner, name, kind + (" or None" if allow_none else ""), value)
+        raise refusal(owner, name, kind + (" or None" if allow_none else ""), value)
     if low is not None and (value < low or (value == low and not low_inclusive)):
-        raise _fail(owner, name, f"{kind} {'>=' if low_inclusive else '>'} {low}", value)
+        raise refusal(owner, name, f"{kind} {'>=' if low_inclusive else '>'} {low}", value)
     if high is not None and (value > high or (value == high and not high_inclusive)):
-        raise _fail(owner, name, f"{kind} {'<=' if high_inclusive else '<'} {high}", value)
+        raise refusal(owner, name, f"{kind} {'<=' if high_inclusive else '<'} {high}", value)
     return int(value) if integer else float(value)
 
 
@@ -68,7 +65,7 @@ def number_sequence(owner: str, name: str, value, *, allow_scalar: bool = False,
     if isinstance(value, np.ndarray) and value.ndim == 1:
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or len(value) == 0:
-        raise _fail(owner, name, "a non-empty sequence of numbers" + (" or a number" if allow_scalar else ""), value)
+        raise refusal(owner, name, "a non-empty sequence of numbers" + (" or a number" if allow_scalar else ""), value)
     return tuple(number(owner, name, v, **bounds) for v in value)
 
 
@@ -97,14 +94,14 @@ def choice(owner: str, name: str, value, choices):
     except (TypeError, ValueError):   # not among them, or an array compared element-wise
         at = -1
     if at < 0:
-        raise _fail(owner, name, f"one of {choices}", value)
+        raise refusal(owner, name, f"one of {choices}", value)
     return choices[at]
 
 
 def flag(owner: str, name: str, value) -> bool:
     """True or False (not 0 / 1 or strings)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise _fail(owner, name, "True or False", value)
+        raise refusal(owner, name, "True or False", value)
     return bool(value)
 
 
@@ -119,7 +116,7 @@ def seed(owner: str, name: str, value):
     if value is None:
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not 0 <= value < SEED_LIMIT:
-        raise _fail(owner, name, "None or an integer in [0, 2**32)", value)
+        raise refusal(owner, name, "None or an integer in [0, 2**32)", value)
     return int(value)
 
 
@@ -140,7 +137,7 @@ def finite_array(owner: str, name: str, value, *, ndim: int | None = None, colum
             raise TypeError
         array = raw.astype(float)
     except (TypeError, ValueError):
-        raise _fail(owner, name, "an array of real numbers", value) from None
+        raise refusal(owner, name, "an array of real numbers", value) from None
     if ndim is not None and array.ndim != ndim:
         raise ValueError(f"{owner}: {name} must have {ndim} dimension(s); got shape {array.shape}")
     if columns is not None and (array.ndim < 1 or array.shape[-1] != columns):
@@ -263,7 +260,7 @@ class Numbers:
                                  integer=e.kind is int, low_inclusive=e.closed in ("left", "both"),
                                  high_inclusive=e.closed in ("right", "both"))
         if self.length is not None and len(values) != self.length:
-            raise _fail(owner, name, f"a sequence of {self.length} numbers", value)
+            raise refusal(owner, name, f"a sequence of {self.length} numbers", value)
         return values
 
 
@@ -299,7 +296,7 @@ class Text:
     def __call__(self, owner: str, name: str, value):
         if (value is None and self.none) or isinstance(value, str):
             return value
-        raise _fail(owner, name, self.what, value)
+        raise refusal(owner, name, self.what, value)
 
 
 @dataclass(frozen=True)
@@ -312,7 +309,7 @@ class Instance:
     def __call__(self, owner: str, name: str, value):
         if isinstance(value, self.types):
             return value
-        raise _fail(owner, name, self.what, value)
+        raise refusal(owner, name, self.what, value)
 
 
 @dataclass(frozen=True)
@@ -328,9 +325,9 @@ class Where:
         try:
             checked = self.base(owner, name, value)
         except ValueError:
-            raise _fail(owner, name, self.what, value) from None
+            raise refusal(owner, name, self.what, value) from None
         if not self.test(checked):
-            raise _fail(owner, name, self.what, value)
+            raise refusal(owner, name, self.what, value)
         return checked
 
 
@@ -354,7 +351,7 @@ def check(owner: str, name: str, constraint, value):
     if constraint is None:
         if value is None:
             return None
-        raise _fail(owner, name, "None", value)
+        raise refusal(owner, name, "None", value)
     if not isinstance(constraint, list):
         return constraint(owner, name, value)
     for alternative in constraint:
@@ -366,7 +363,7 @@ def check(owner: str, name: str, constraint, value):
             return alternative(owner, name, value)
         except ValueError:
             continue
-    raise _fail(owner, name, describe(constraint), value)
+    raise refusal(owner, name, describe(constraint), value)
 
 
 def validate(owner: str, constraints: dict, values: dict) -> dict:
