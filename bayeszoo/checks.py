@@ -1,10 +1,17 @@
 """Validation of user input: one vocabulary for model options, dataset-loader options, backend options and the
 API's arguments. Every check returns the value (converted where that is safe) or raises a ``ValueError`` that
-names whose option it is, the option, what it must be and what it got, before any work starts.
+names whose option it is, the option, what it must be and what it got, before any work starts:
+``"<owner>: <name> must be <what>; got <value>"``.
+
+Parameters are declared with constraint objects (:class:`Interval`, :class:`OneOf`, :class:`Flag`, ...), after
+scikit-learn's ``_parameter_constraints``; a list of constraints means "any one of these" (``None`` in it admits
+None), and :func:`validate` checks a mapping of parameters against such a declaration::
 
     from bayeszoo import checks
-    width = checks.positive("RVM", "width", width)
-    kernel = checks.choice("RVM", "kernel", kernel, KERNELS)
+    CONSTRAINTS = {"width": [checks.POSITIVE, checks.OneOf(("scale",))], "kernel": checks.OneOf(KERNELS)}
+    values = checks.validate("RVM", CONSTRAINTS, {"width": 2, "kernel": "gauss"})   # {"width": 2.0, ...}
+
+The functions (``checks.positive("RVM", "width", width)``, ``checks.choice(...)``) check one value in place.
 """
 from __future__ import annotations
 
@@ -23,7 +30,9 @@ def did_you_mean(name, known, prefix: str = "") -> str:
     return f" did you mean {' or '.join(repr(prefix + c) for c in close)}?" if close else ""
 
 
-def _fail(owner: str, name: str, what: str, value) -> ValueError:
+def refusal(owner: str, name: str, what: str, value) -> ValueError:
+    """The one message format of a refused value, ``"<owner>: <name> must be <what>; got <value>"`` (a long value
+    shortened): the error a constraint of one's own raises."""
     shown = repr(value)
     if len(shown) > 80:
         shown = shown[:77] + "..."
@@ -39,11 +48,11 @@ def number(owner: str, name: str, value, *, low: float | None = None, high: floa
     kind = "an integer" if integer else "a finite number"
     ok_type = isinstance(value, numbers.Integral) if integer else isinstance(value, numbers.Real)
     if isinstance(value, (bool, np.bool_)) or not ok_type or not np.isfinite(float(value)):
-        raise _fail(owner, name, kind + (" or None" if allow_none else ""), value)
+        raise refusal(owner, name, kind + (" or None" if allow_none else ""), value)
     if low is not None and (value < low or (value == low and not low_inclusive)):
-        raise _fail(owner, name, f"{kind} {'>=' if low_inclusive else '>'} {low}", value)
+        raise refusal(owner, name, f"{kind} {'>=' if low_inclusive else '>'} {low}", value)
     if high is not None and (value > high or (value == high and not high_inclusive)):
-        raise _fail(owner, name, f"{kind} {'<=' if high_inclusive else '<'} {high}", value)
+        raise refusal(owner, name, f"{kind} {'<=' if high_inclusive else '<'} {high}", value)
     return int(value) if integer else float(value)
 
 
@@ -56,7 +65,7 @@ def number_sequence(owner: str, name: str, value, *, allow_scalar: bool = False,
     if isinstance(value, np.ndarray) and value.ndim == 1:
         value = value.tolist()
     if not isinstance(value, (list, tuple)) or len(value) == 0:
-        raise _fail(owner, name, "a non-empty sequence of numbers" + (" or a number" if allow_scalar else ""), value)
+        raise refusal(owner, name, "a non-empty sequence of numbers" + (" or a number" if allow_scalar else ""), value)
     return tuple(number(owner, name, v, **bounds) for v in value)
 
 
@@ -75,20 +84,24 @@ def probability(owner: str, name: str, value):
 
 
 def choice(owner: str, name: str, value, choices):
-    """One of ``choices`` (compared by equality; unhashable values are refused)."""
+    """One of ``choices`` (compared by equality), returned as the declared choice (``np.str_("a")`` -> ``"a"``,
+    ``2.0`` -> ``2``). Arrays, unhashable values and bools (unless a choice is a bool: ``True == 1``) are refused."""
+    choices = tuple(choices)
+    is_bool = isinstance(value, (bool, np.bool_))
     try:
-        ok = value in tuple(choices)
-    except TypeError:
-        ok = False
-    if not ok:
-        raise _fail(owner, name, f"one of {tuple(choices)}", value)
-    return value
+        refused = isinstance(value, np.ndarray) or (is_bool and not any(isinstance(c, bool) for c in choices))
+        at = -1 if refused else choices.index(value)
+    except (TypeError, ValueError):   # not among them, or an array compared element-wise
+        at = -1
+    if at < 0:
+        raise refusal(owner, name, f"one of {choices}", value)
+    return choices[at]
 
 
 def flag(owner: str, name: str, value) -> bool:
     """True or False (not 0 / 1 or strings)."""
     if not isinstance(value, (bool, np.bool_)):
-        raise _fail(owner, name, "True or False", value)
+        raise refusal(owner, name, "True or False", value)
     return bool(value)
 
 
@@ -103,7 +116,7 @@ def seed(owner: str, name: str, value):
     if value is None:
         return None
     if isinstance(value, (bool, np.bool_)) or not isinstance(value, numbers.Integral) or not 0 <= value < SEED_LIMIT:
-        raise _fail(owner, name, "None or an integer in [0, 2**32)", value)
+        raise refusal(owner, name, "None or an integer in [0, 2**32)", value)
     return int(value)
 
 
@@ -124,7 +137,7 @@ def finite_array(owner: str, name: str, value, *, ndim: int | None = None, colum
             raise TypeError
         array = raw.astype(float)
     except (TypeError, ValueError):
-        raise _fail(owner, name, "an array of real numbers", value) from None
+        raise refusal(owner, name, "an array of real numbers", value) from None
     if ndim is not None and array.ndim != ndim:
         raise ValueError(f"{owner}: {name} must have {ndim} dimension(s); got shape {array.shape}")
     if columns is not None and (array.ndim < 1 or array.shape[-1] != columns):
@@ -142,9 +155,26 @@ def _all_real_numbers(array: np.ndarray) -> bool:
 
 
 # ------------------------------------------------------------------------------- declarative constraints
-# What a backend option may be, declared with the option (``registry.Option``) rather than checked by hand, after
-# scikit-learn's ``_parameter_constraints``. Each constraint is called as ``constraint(owner, name, value)`` and
-# returns the value (converted where that is safe) or raises the ValueError of the functions above.
+# What a parameter may be, declared with it rather than checked by hand, after scikit-learn's
+# ``_parameter_constraints``: model options (``Model._parameter_constraints``), backend options (``registry.Option``),
+# loader and API arguments. Each constraint is called as ``constraint(owner, name, value)`` and returns the value
+# (converted where that is safe) or raises the ValueError of the functions above; ``what`` says what it admits,
+# which an any-of list's message joins with "or".
+def _bounds(kind: str, low, high, closed: str) -> str:
+    left, right = closed in ("left", "both"), closed in ("right", "both")
+    if low is not None and high is not None:
+        return f"{kind} in {'[' if left else '('}{low:g}, {high:g}{']' if right else ')'}"
+    if low is not None:
+        return f"{kind} {'>=' if left else '>'} {low:g}"
+    if high is not None:
+        return f"{kind} {'<=' if right else '<'} {high:g}"
+    return kind
+
+
+def _or_none(what: str, none: bool) -> str:
+    return what + " or None" if none else what
+
+
 @dataclass(frozen=True)
 class Interval:
     """A number of ``kind`` (``int`` or ``float``) in the interval from ``low`` to ``high`` (None: unbounded),
@@ -156,6 +186,11 @@ class Interval:
     closed: str = "left"
     none: bool = False
 
+    @property
+    def what(self) -> str:
+        kind = "an integer" if self.kind is int else "a finite number"
+        return _or_none(_bounds(kind, self.low, self.high, self.closed), self.none)
+
     def __call__(self, owner: str, name: str, value):
         return number(owner, name, value, low=self.low, high=self.high, integer=self.kind is int,
                       low_inclusive=self.closed in ("left", "both"), high_inclusive=self.closed in ("right", "both"),
@@ -164,10 +199,15 @@ class Interval:
 
 @dataclass(frozen=True)
 class OneOf:
-    """One of ``choices``; ``none`` also admits None."""
+    """One of ``choices`` (returned as the declared choice: :func:`choice`); ``none`` also admits None."""
 
     choices: tuple
     none: bool = False
+
+    @property
+    def what(self) -> str:
+        choices = tuple(self.choices)
+        return _or_none(repr(choices[0]) if len(choices) == 1 else f"one of {choices}", self.none)
 
     def __call__(self, owner: str, name: str, value):
         if value is None and self.none:
@@ -179,8 +219,20 @@ class OneOf:
 class Flag:
     """True or False."""
 
+    what = "True or False"
+
     def __call__(self, owner: str, name: str, value) -> bool:
         return flag(owner, name, value)
+
+
+@dataclass(frozen=True)
+class Seed:
+    """None (fresh entropy) or an integer in [0, 2**32): :func:`seed`."""
+
+    what = "None or an integer in [0, 2**32)"
+
+    def __call__(self, owner: str, name: str, value):
+        return seed(owner, name, value)
 
 
 @dataclass(frozen=True)
@@ -193,6 +245,13 @@ class Numbers:
     scalar: bool = False
     none: bool = False
 
+    @property
+    def what(self) -> str:
+        count = f"a sequence of {self.length}" if self.length is not None else "a non-empty sequence of"
+        each = "numbers" if self.element.low is None and self.element.high is None else \
+            f"numbers, each {_bounds('', self.element.low, self.element.high, self.element.closed).strip()}"
+        return _or_none(f"{count} {each}" + (" or a number" if self.scalar else ""), self.none)
+
     def __call__(self, owner: str, name: str, value):
         if value is None and self.none:
             return None
@@ -201,7 +260,7 @@ class Numbers:
                                  integer=e.kind is int, low_inclusive=e.closed in ("left", "both"),
                                  high_inclusive=e.closed in ("right", "both"))
         if self.length is not None and len(values) != self.length:
-            raise _fail(owner, name, f"a sequence of {self.length} numbers", value)
+            raise refusal(owner, name, f"a sequence of {self.length} numbers", value)
         return values
 
 
@@ -212,6 +271,11 @@ class Array:
 
     ndim: int | None = None
     none: bool = False
+
+    @property
+    def what(self) -> str:
+        return _or_none("an array of real numbers" + (f" with {self.ndim} dimension(s)" if self.ndim else ""),
+                        self.none)
 
     def __call__(self, owner: str, name: str, value):
         if value is None and self.none:
@@ -225,10 +289,91 @@ class Text:
 
     none: bool = False
 
+    @property
+    def what(self) -> str:
+        return _or_none("a string", self.none)
+
     def __call__(self, owner: str, name: str, value):
         if (value is None and self.none) or isinstance(value, str):
             return value
-        raise _fail(owner, name, "a string" + (" or None" if self.none else ""), value)
+        raise refusal(owner, name, self.what, value)
+
+
+@dataclass(frozen=True)
+class Instance:
+    """An instance of one of ``types`` (e.g. ``(dict,)``), described as ``what``; returned as it is."""
+
+    types: tuple
+    what: str
+
+    def __call__(self, owner: str, name: str, value):
+        if isinstance(value, self.types):
+            return value
+        raise refusal(owner, name, self.what, value)
+
+
+@dataclass(frozen=True)
+class Where:
+    """``base`` (a constraint), and then ``test(value)`` true of the value it returns: a condition the basic
+    constraints do not spell (an odd side, a pair in increasing order); ``what`` describes both."""
+
+    base: Callable
+    test: Callable
+    what: str
+
+    def __call__(self, owner: str, name: str, value):
+        try:
+            checked = self.base(owner, name, value)
+        except ValueError:
+            raise refusal(owner, name, self.what, value) from None
+        if not self.test(checked):
+            raise refusal(owner, name, self.what, value)
+        return checked
+
+
+def describe(constraint) -> str:
+    """What ``constraint`` (one, None, or an any-of list) admits, as a message says it."""
+    if constraint is None:
+        return "None"
+    if isinstance(constraint, list):
+        return " or ".join(describe(c) for c in constraint)
+    what = getattr(constraint, "what", None)
+    if not isinstance(what, str):
+        raise TypeError(f"a constraint in an any-of list must say what it admits (a 'what' attribute); "
+                        f"{constraint!r} does not")
+    return what
+
+
+def check(owner: str, name: str, constraint, value):
+    """``value`` checked against ``constraint``: one constraint object, None (the value None), or a list of them
+    meaning any one of these (the first that admits the value converts it). A value no alternative admits is
+    refused with one message naming them all: ``"<owner>: <name> must be <a or b or c>; got <value>"``."""
+    if constraint is None:
+        if value is None:
+            return None
+        raise refusal(owner, name, "None", value)
+    if not isinstance(constraint, list):
+        return constraint(owner, name, value)
+    for alternative in constraint:
+        if alternative is None:
+            if value is None:
+                return None
+            continue
+        try:
+            return alternative(owner, name, value)
+        except ValueError:
+            continue
+    raise refusal(owner, name, describe(constraint), value)
+
+
+def validate(owner: str, constraints: dict, values: dict) -> dict:
+    """Every parameter of ``values`` checked against its declared constraint (:func:`check`): the converted
+    values, in the order of ``values``. A parameter without a declaration is a ``TypeError`` (a programming
+    error: every user option declares what it may be)."""
+    undeclared = [name for name in values if name not in constraints]
+    if undeclared:
+        raise TypeError(f"{owner}: parameter(s) {undeclared} have no declared constraint")
+    return {name: check(owner, name, constraints[name], value) for name, value in values.items()}
 
 
 @dataclass(frozen=True)

@@ -133,17 +133,35 @@ def real_array(owner: str, name: str, value) -> np.ndarray:
     return raw.astype(float)
 
 
+@dataclass(frozen=True)
+class LoopOptions:
+    """The backend options of a loop's fits: None (none) or a dict, without the arguments the loop gives ``bz.fit``
+    itself (:data:`FIT_ARGUMENTS`); returned as a dict."""
+
+    what = "a dict of the backend's options (or None)"
+
+    def __call__(self, owner: str, name: str, value) -> dict:
+        if value is None:
+            return {}
+        if not isinstance(value, dict):
+            raise checks.refusal(owner, name, self.what, value)
+        clash = [k for k in FIT_ARGUMENTS if k in value]
+        if clash:
+            raise ValueError(f"{owner}: {name} are the backend's own; {', '.join(clash)} cannot be among them (the "
+                             f"loop sets draws, chains and progress of its fits, and seeds them with its seed "
+                             f"argument)")
+        return value
+
+
 def check_options(owner: str, options) -> dict:
-    """The backend options of a loop's fits: a dict, without the arguments the loop gives ``bz.fit`` itself."""
-    if options is None:
-        return {}
-    if not isinstance(options, dict):
-        raise ValueError(f"{owner}: options must be a dict of the backend's options, got {type(options).__name__}")
-    clash = [k for k in FIT_ARGUMENTS if k in options]
-    if clash:
-        raise ValueError(f"{owner}: options are the backend's own; {', '.join(clash)} cannot be among them (the "
-                         f"loop sets draws, chains and progress of its fits, and seeds them with its seed argument)")
-    return options
+    """``options`` of a loop (:class:`LoopOptions`)."""
+    return LoopOptions()(owner, "options", options)
+
+
+#: what the arguments of :func:`sequential_design` may be (those about the data are checked against it after)
+PARAMETERS = {"n_steps": checks.POSITIVE_INT, "batch": checks.POSITIVE_INT, "refit_every": checks.POSITIVE_INT,
+              "backend": checks.OneOf(GAUSSIAN_BACKENDS), "lanczos_k": [checks.POSITIVE_INT, None],
+              "options": LoopOptions(), "progress": checks.Flag(), "seed": checks.Seed()}
 
 
 def _as_blocks(candidates, n: int) -> np.ndarray:
@@ -274,11 +292,9 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
     _check_slm(model, data)
     if not callable(measure):
         raise ValueError(f"{OWNER}: measure must be a callable rows -> values, got {type(measure).__name__}")
-    n_steps = checks.number(OWNER, "n_steps", n_steps, low=1, low_inclusive=True, integer=True)
-    batch = checks.number(OWNER, "batch", batch, low=1, low_inclusive=True, integer=True)
-    refit_every = checks.number(OWNER, "refit_every", refit_every, low=1, low_inclusive=True, integer=True)
-    checks.choice(OWNER, "backend", backend, GAUSSIAN_BACKENDS)
-    checks.number(OWNER, "lanczos_k", lanczos_k, low=1, low_inclusive=True, integer=True, allow_none=True)
+    n_steps, batch, refit_every, backend, lanczos_k, options, progress, seed = checks.validate(OWNER, PARAMETERS, dict(
+        n_steps=n_steps, batch=batch, refit_every=refit_every, backend=backend, lanczos_k=lanczos_k, options=options,
+        progress=progress, seed=seed)).values()
     if lanczos_k is None and data.X.shape[1] > DENSE_N:
         raise ValueError(f"{OWNER}: n = {data.X.shape[1]} is above {DENSE_N}: give lanczos_k to score by Lanczos")
     C = None if candidates is None else _as_blocks(candidates, data.X.shape[1])
@@ -290,9 +306,6 @@ def sequential_design(model, data, measure, n_steps, *, candidates=None, backend
                          f"{C.shape[0]} were given")
     if C is None and batch != 1:
         raise ValueError(f"{OWNER}: free filters are designed one per step (batch=1), got batch={batch}")
-    options = check_options(OWNER, options)
-    checks.flag(OWNER, "progress", progress)
-    seed = checks.seed(OWNER, "seed", seed)
     seed = checks.fresh_seed() if seed is None else seed
 
     result = Design(exact=lanczos_k is None, seed=seed)

@@ -28,6 +28,7 @@ from typing import Any, Callable, Mapping, NamedTuple
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.models import FAMILIES, USER_FAMILY
 from bayeszoo.results import KINDS, Fit, jsonable
 
@@ -48,7 +49,7 @@ _FAMILY: dict[tuple[str, str], "Backend"] = {}
 
 class Option(NamedTuple):
     """One backend option: its default, what it means (one line), and what it may be (a constraint of
-    :mod:`bayeszoo.checks`, called as ``constraint(owner, name, value)``)."""
+    :mod:`bayeszoo.checks`, called as ``constraint(owner, name, value)``, or an any-of list of them)."""
 
     default: Any
     meaning: str
@@ -106,7 +107,7 @@ class Backend:
         resolved = {name: opt.default for name, opt in self.options.items()}
         resolved.update(options)
         for name, opt in self.options.items():
-            resolved[name] = opt.constraint(self.owner, f"option {name!r}", resolved[name])
+            resolved[name] = checks.check(self.owner, f"option {name!r}", opt.constraint, resolved[name])
         for relation in self.relations:
             relation(self.owner, resolved, data)
         if self.check is not None:
@@ -227,14 +228,14 @@ def _declaration(name: str, *, kind: str, family: str | None, description: str, 
         raise ValueError(f"kind must be 'mcmc' or 'approximation'; got {kind!r}")
     _check_family(name, family)
     for opt_name, opt in (options or {}).items():
-        if not isinstance(opt, Option) or not opt.meaning or not callable(opt.constraint):
+        if not isinstance(opt, Option) or not opt.meaning or not _is_constraint(opt.constraint):
             raise TypeError(f"backend {name!r}: option {opt_name!r} must be an Option(default, meaning, "
                             f"constraint) with a meaning and a constraint")
         if opt_name in RENAMED_OPTIONS:
             raise TypeError(f"backend {name!r}: option {opt_name!r} is a retired name; use "
                             f"{RENAMED_OPTIONS[opt_name]!r}")
         try:
-            opt.constraint(owner(family, name), f"option {opt_name!r}", opt.default)
+            checks.check(owner(family, name), f"option {opt_name!r}", opt.constraint, opt.default)
         except ValueError as exc:
             raise TypeError(f"the default of an option breaks its own constraint: {exc}") from None
     relations = tuple(relations)
@@ -269,6 +270,14 @@ def _declaration(name: str, *, kind: str, family: str | None, description: str, 
         return backend
 
     return add
+
+
+def _is_constraint(constraint) -> bool:
+    """A constraint, or an any-of list of constraints (and None) that each say what they admit."""
+    if isinstance(constraint, list):
+        return bool(constraint) and all(c is None or (callable(c) and isinstance(getattr(c, "what", None), str))
+                                        for c in constraint)
+    return callable(constraint)
 
 
 def _same_definition(a: Callable, b: Callable) -> bool:

@@ -22,7 +22,7 @@ from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
 from sklearn.utils.multiclass import check_classification_targets, type_of_target
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from bayeszoo import models
+from bayeszoo import checks, models
 from bayeszoo.api import fit as bz_fit
 from bayeszoo.checks import SEED_LIMIT
 from bayeszoo.datasets import Dataset
@@ -32,6 +32,11 @@ __all__ = ["RelevanceVectorRegressor", "RelevanceVectorClassifier", "BayesGPClas
 
 #: keywords that the estimator passes to bz.fit itself: refused in ``backend_options``
 _OWN_KEYWORDS = ("seed", "progress")
+#: what the arguments every estimator has may be (the backend's name and options are checked further by bz.fit)
+_OWN_CONSTRAINTS = {
+    "backend": checks.Text(),
+    "seed": [checks.Seed(), checks.Instance((np.random.RandomState, np.random.Generator), "a NumPy random generator")],
+    "backend_options": [None, checks.Instance((Mapping,), "a dict of the backend's options")]}
 
 
 class _BayesZooEstimator(BaseEstimator):
@@ -43,6 +48,19 @@ class _BayesZooEstimator(BaseEstimator):
     _model_params: tuple[str, ...] = ()
     _fixed: dict = {}
     _task: str = "regression"
+    #: argument name -> its constraint (:mod:`bayeszoo.checks`): the model's declaration of the options the
+    #: constructor takes, and the estimator's own arguments
+    _parameter_constraints: dict = dict(_OWN_CONSTRAINTS)
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        declared = cls._model_class._parameter_constraints
+        cls._parameter_constraints = {**{name: declared[name] for name in cls._model_params}, **_OWN_CONSTRAINTS}
+
+    def _validate_params(self) -> None:
+        """Every constructor argument checked against ``_parameter_constraints`` (scikit-learn's name for this
+        step), a ValueError naming the estimator and the argument; the model then checks what involves several."""
+        checks.validate(type(self).__name__, self._parameter_constraints, self.get_params(deep=False))
 
     def _make_model(self):
         """The family model of these arguments; the model checks them and raises a ValueError naming a bad one."""
@@ -52,9 +70,6 @@ class _BayesZooEstimator(BaseEstimator):
         options = self.backend_options
         if options is None:
             return {}
-        if not isinstance(options, Mapping):
-            raise ValueError(f"{type(self).__name__}: backend_options must be a dict of the backend's options "
-                             f"(or None), got {type(options).__name__}")
         if not all(isinstance(key, str) for key in options):
             raise ValueError(f"{type(self).__name__}: backend_options must be keyed by option names, got "
                              f"{sorted(map(repr, options))}")
@@ -78,6 +93,7 @@ class _BayesZooEstimator(BaseEstimator):
 
         The model, the dataset, the backend name and its options are all checked before the backend runs
         (``bz.fit``'s contract)."""
+        self._validate_params()
         model = self._make_model()
         options = self._options()
         data = Dataset(X=X, y=y, name=type(self).__name__, meta={"task": self._task})

@@ -52,7 +52,7 @@ import numpy as np
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model
-from bayeszoo.models.rvm import (LOG_ALPHA_PRUNED, RVM, RELEVANCE_THRESHOLD, check_gamma_hyperpriors, check_scales,
+from bayeszoo.models.rvm import (GAMMA_HYPERPRIORS, LOG_ALPHA_PRUNED, RELEVANCE_THRESHOLD, RVM, TASKS, check_scales,
                                  check_task_matches_data, checked_new_inputs)
 from bayeszoo.numerics.special import log_gamma_numpyro, pm_log_gamma
 
@@ -60,18 +60,15 @@ ARVM_KERNELS = ("iso", "diag")
 #: the smallest span of a varying input column, relative to the widest one (see check_input_spans)
 MIN_RELATIVE_SPAN = 1e-10
 SPARSITY_NAMES = ("none", "aic", "bic", "ric")
+SPARSITY = [checks.NON_NEGATIVE, checks.OneOf(SPARSITY_NAMES)]
 
 
 def sparsity_value(sparsity, n: int) -> float:
     """c of [P 33]: "none" 0, "aic" 1, "bic" log(N)/2, "ric" log(N) (natural log); a number is used as is."""
+    sparsity = checks.check("ARVM", "sparsity", SPARSITY, sparsity)
     if isinstance(sparsity, str):
-        key = checks.choice("ARVM", "sparsity", sparsity.lower(), SPARSITY_NAMES)
-        return {"none": 0.0, "aic": 1.0, "bic": 0.5 * np.log(n), "ric": float(np.log(n))}[key]
-    try:
-        return checks.non_negative("ARVM", "sparsity", sparsity)
-    except ValueError:
-        raise ValueError(f"ARVM: sparsity must be a number >= 0 or one of {SPARSITY_NAMES}, "
-                         f"got {sparsity!r}"[:200]) from None
+        return {"none": 0.0, "aic": 1.0, "bic": 0.5 * np.log(n), "ric": float(np.log(n))}[sparsity]
+    return sparsity
 
 
 def check_input_spans(data: Dataset) -> None:
@@ -147,30 +144,17 @@ class ARVM(Model):
         "catalogue's arvm-sinc does all of this: n_basis=3, width_range=(0.005, 0.25), on sinc within |x| <= 2 pi "
         "(docs/families/arvm.md, 'Reference posterior and the demo problem').")
 
+    _parameter_constraints: ClassVar[dict] = {
+        "task": checks.OneOf(TASKS), "kernel": checks.OneOf(ARVM_KERNELS), "sparsity": SPARSITY,
+        "n_basis": checks.POSITIVE_INT, "feature_selection": checks.Flag(),
+        "width_range": checks.Where(checks.Numbers(checks.POSITIVE, length=2), lambda pair: pair[0] < pair[1],
+                                    "a pair (low, high) with 0 < low < high"),
+        "min_width": [checks.NON_NEGATIVE, checks.OneOf(("spacing",))], **GAMMA_HYPERPRIORS}
+
     def __post_init__(self):
-        self.task = checks.choice("ARVM", "task", self.task, ("regression", "classification"))
-        self.kernel = checks.choice("ARVM", "kernel", self.kernel, ARVM_KERNELS)
-        sparsity_value(self.sparsity, 2)
-        if not isinstance(self.sparsity, str):
-            self.sparsity = float(self.sparsity)
-        self.n_basis = checks.positive("ARVM", "n_basis", self.n_basis, integer=True)
-        self.feature_selection = checks.flag("ARVM", "feature_selection", self.feature_selection)
+        super().__post_init__()
         if self.feature_selection and self.kernel != "diag":
             raise ValueError("ARVM: feature_selection needs kernel='diag' (one inverse width per direction)")
-        pair = self.width_range
-        if isinstance(pair, (str, bytes)) or not hasattr(pair, "__len__") or len(pair) != 2:
-            raise ValueError(f"ARVM: width_range must be a pair (low, high) with 0 < low < high, got {pair!r}"[:200])
-        lo, hi = (checks.positive("ARVM", f"width_range[{i}]", v) for i, v in enumerate(pair))
-        if not lo < hi:
-            raise ValueError(f"ARVM: width_range must be (low, high) with 0 < low < high, got {pair!r}")
-        self.width_range = (lo, hi)
-        if not (isinstance(self.min_width, str) and self.min_width == "spacing"):
-            try:
-                self.min_width = checks.non_negative("ARVM", "min_width", self.min_width)
-            except ValueError:
-                raise ValueError(f"ARVM: min_width must be 'spacing' or a number >= 0, "
-                                 f"got {self.min_width!r}"[:200]) from None
-        check_gamma_hyperpriors(self)
 
     @property
     def is_classifier(self) -> bool:

@@ -17,6 +17,9 @@ class Model:
     Subclasses are dataclasses whose fields are the model options, so ``spec()`` / ``from_spec`` round-trip
     through JSON and a model pickles to Dask workers. A subclass provides:
 
+    * ``_parameter_constraints``: option name -> what it may be (a constraint of :mod:`bayeszoo.checks`, or an
+      any-of list of them), for every field; the model checks its options against it when it is made
+      (:meth:`__post_init__`), and a subclass's own ``__post_init__`` adds the checks that involve several options;
     * ``validate(data)``: raise ValueError naming the problem (labels, shapes), before any sampling;
     * ``var_dims(data)``: canonical posterior variables -> their dims, the same for every backend;
     * ``coords(data)``: coordinate values for those dims;
@@ -39,9 +42,19 @@ class Model:
     """
 
     family = "base"
+    #: option name -> its constraint (:mod:`bayeszoo.checks`); every field is declared
+    _parameter_constraints: ClassVar[dict] = {}
     compare_vars: ClassVar[tuple[str, ...]] = ()
     reference_advice: ClassVar[str] = ""
     example_data: ClassVar[str | None] = None
+
+    def __post_init__(self):
+        """Every option checked against ``_parameter_constraints`` (one message format, naming the class, the
+        option, what it may be and what it got) and stored as the constraint converted it (2 -> 2.0, a list of
+        numbers -> a tuple), so that equal models have equal specs."""
+        values = {f.name: getattr(self, f.name) for f in fields(self)}
+        for name, value in checks.validate(type(self).__name__, self._parameter_constraints, values).items():
+            setattr(self, name, value)
 
     # ---- identity ------------------------------------------------------------------------------------
     def spec(self) -> dict:

@@ -117,6 +117,15 @@ class BID(ImageModel):
     psf: str = "blind"
 
     family = "bid"
+    _parameter_constraints: ClassVar[dict] = {
+        "variant": checks.OneOf(VARIANTS), "sigma_phi2": checks.POSITIVE,
+        "psf_size": [None, checks.Where(checks.POSITIVE_INT, lambda side: side % 2 == 1, "an odd integer >= 1")],
+        # 0: the thesis's improper prior (vb only); the image and noise priors need them > 0
+        **{name: checks.Interval(float, 0, MAX_HYPER, "both") for name in ("a_alpha", "b_alpha")},
+        **{name: checks.Interval(float, MIN_HYPER, MAX_HYPER, "both")
+           for name in ("a_beta", "b_beta", "a_gamma", "b_gamma")},
+        "white_level": [None, checks.Interval(float, MIN_INTENSITY, MAX_INTENSITY, "both")],
+        "init_psf_var": checks.POSITIVE, "psf": checks.OneOf(PSF_MODES)}
     BLIND_ADVICE: ClassVar[str] = (
         "BID: the blind posterior is multimodal (image and PSF trade off along the blur / scale direction) and no "
         "engine has converged on it in hours, even on a 32 x 32 crop: read the fits as estimates, not samples, and "
@@ -138,21 +147,6 @@ class BID(ImageModel):
     @property
     def reference_advice(self) -> str:
         return self.KNOWN_ADVICE if self.known else self.BLIND_ADVICE
-
-    def __post_init__(self):
-        parse_variant(self.variant)
-        checks.positive("BID", "sigma_phi2", self.sigma_phi2)
-        if self.psf_size is not None and checks.positive("BID", "psf_size", self.psf_size, integer=True) % 2 == 0:
-            raise ValueError(f"BID: psf_size must be None or an odd positive integer, got {self.psf_size!r}")
-        for name in ("a_alpha", "b_alpha"):                           # 0: the thesis's improper prior (vb only)
-            checks.number("BID", name, getattr(self, name), low=0, low_inclusive=True, high=MAX_HYPER)
-        for name in ("a_beta", "b_beta", "a_gamma", "b_gamma"):      # the image / noise priors need them > 0
-            checks.number("BID", name, getattr(self, name), low=MIN_HYPER, low_inclusive=True, high=MAX_HYPER)
-        if self.white_level is not None:
-            checks.number("BID", "white_level", self.white_level, low=MIN_INTENSITY, high=MAX_INTENSITY,
-                          low_inclusive=True)
-        checks.positive("BID", "init_psf_var", self.init_psf_var)
-        checks.choice("BID", "psf", self.psf, PSF_MODES)
 
     @property
     def priors(self) -> tuple[str, str, str]:

@@ -33,7 +33,6 @@ from typing import ClassVar
 
 import dataclasses
 import functools
-import numbers
 from dataclasses import dataclass
 
 import numpy as np
@@ -49,6 +48,7 @@ KERNELS = gp_kernels.KERNELS
 #: the kernels with a lengthscale, which ``log_lengthscale`` sets (when ``hyp`` is None)
 LENGTHSCALE_KERNELS = ("se", "se_ard", "matern32", "matern52", "nn")
 HYP_LIMIT = 20.0       # |log hyperparameter| above this is rejected (exp(20) ~ 5e8)
+LOG_HYPERPARAMETER = checks.Interval(float, -HYP_LIMIT, HYP_LIMIT, "both")
 #: Largest prior variance k(x, x) + jitter at any input the model sees (training, test and prediction inputs).
 #: Beyond it the posterior covariances K - K C K lose every digit to cancellation in double precision (their
 #: entries are O(1) where the likelihood is informative, the round-off is ~1e-16 k(x, x)); for the stationary
@@ -105,30 +105,11 @@ class GPC(Model):
         "catalogue's first engine; with NUTS, raise target_accept to 0.95 and run 4 x 2000 draws; a long "
         "lengthscale makes f strongly correlated, so thin (docs/families/gpc.md).")
 
-    def __post_init__(self):
-        self.likelihood = str(checks.choice("GPC", "likelihood", self.likelihood, LIKELIHOODS))
-        self.kernel = str(checks.choice("GPC", "kernel", self.kernel, KERNELS))
-        if self.hyp is not None:
-            hyp = self.hyp.tolist() if isinstance(self.hyp, np.ndarray) and self.hyp.ndim == 1 else self.hyp
-            if not isinstance(hyp, (tuple, list)):
-                raise ValueError(f"GPC: hyp must be a flat tuple/list of log-hyperparameters, got {self.hyp!r}")
-            if not all(_is_real(v) for v in hyp):
-                raise ValueError(f"GPC: hyp must contain numbers, got {self.hyp!r}")
-            self.hyp = tuple(float(v) for v in hyp)   # JSON-able; spec() / from_spec round-trip
-            _check_hyp(np.asarray(self.hyp), "hyp")
-        for name in ("log_lengthscale", "log_amplitude"):
-            value = getattr(self, name)
-            if name == "log_lengthscale" and isinstance(value, str) and value == SCALE:
-                continue                    # set from the training inputs at fit time (``at``)
-            if not _is_real(value):
-                allowed = f"a number or {SCALE!r}" if name == "log_lengthscale" else "a number"
-                raise ValueError(f"GPC: {name} must be {allowed}, got {value!r}"[:200])
-            _check_hyp(np.array([float(value)]), name)
-            setattr(self, name, float(value))
-        self.jitter = checks.number("GPC", "jitter", self.jitter, low=0.0, low_inclusive=True, high=VARIANCE_LIMIT)
-        if not _is_real(self.degree) or self.degree not in gp_kernels.POLY_DEGREES:
-            raise ValueError(f"GPC: degree must be one of {gp_kernels.POLY_DEGREES}, got {self.degree!r}")
-        self.degree = int(self.degree)
+    _parameter_constraints: ClassVar[dict] = {
+        "likelihood": checks.OneOf(LIKELIHOODS), "kernel": checks.OneOf(KERNELS),
+        "hyp": [None, checks.Numbers(LOG_HYPERPARAMETER)],
+        "log_lengthscale": [LOG_HYPERPARAMETER, checks.OneOf((SCALE,))], "log_amplitude": LOG_HYPERPARAMETER,
+        "jitter": checks.Interval(float, 0.0, VARIANCE_LIMIT, "both"), "degree": checks.OneOf(gp_kernels.POLY_DEGREES)}
 
     # ---- hyperparameters and covariance ----------------------------------------------------------------
     @property
@@ -505,10 +486,6 @@ def scale_log_lengthscale(X, kernel: str = "se") -> float:
 def _named_hyp(model: GPC, d: int) -> str:
     """``log_ell=0.5, log_sf=1`` (-0 shown as 0)."""
     return ", ".join(f"{name}={value + 0.0:g}" for name, value in zip(model.hyp_names(d), model.hyperparameters(d)))
-
-
-def _is_real(value) -> bool:
-    return isinstance(value, numbers.Real) and not isinstance(value, (bool, np.bool_))
 
 
 def _check_hyp(hyp: np.ndarray, what: str) -> None:

@@ -59,6 +59,20 @@ def _as_kernel(spec, index: int):
     return window
 
 
+@dataclass(frozen=True)
+class KernelList:
+    """The ``kernels`` of an ImageRVM: a non-empty sequence of Gaussian widths and / or kernel windows, returned as
+    a tuple of floats and nested lists, so that ``spec()`` is JSON and the model pickles to workers."""
+
+    what = "a non-empty sequence of Gaussian widths and / or kernel images"
+
+    def __call__(self, owner: str, name: str, value) -> tuple:
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__len__") or len(value) == 0:
+            raise checks.refusal(owner, name, self.what, value)
+        checked = [_as_kernel(k, i) for i, k in enumerate(value)]
+        return tuple(k if isinstance(k, float) else k.tolist() for k in checked)
+
+
 @dataclass
 class ImageRVM(ImageModel):
     """Multikernel RVM for image regression (Tzikas PhD ch. 4).
@@ -83,23 +97,13 @@ class ImageRVM(ImageModel):
     d: float = 0.0
 
     family = "imagervm"
+    _parameter_constraints: ClassVar[dict] = {"kernels": KernelList(),
+                                              **{name: checks.NON_NEGATIVE for name in ("a", "b", "c", "d")}}
     compare_vars = ("w", "log_beta")
     reference_advice: ClassVar[str] = (
         "image RVM: as for the RVM, the near-improper default priors make a funnel NUTS cannot sample; compare "
         "under ImageRVM(a=5, b=0.05, c=1, d=1e-3) (the catalogue's imagervm-sinc) with numpyro at "
         "target_accept 0.99, on images small enough for the dense declaration (docs/families/imagervm.md).")
-
-    def __post_init__(self):
-        if isinstance(self.kernels, (str, bytes)) or not hasattr(self.kernels, "__len__"):
-            raise ValueError(f"ImageRVM kernels must be a sequence of widths and / or kernel images, "
-                             f"got {self.kernels!r}")
-        if len(self.kernels) == 0:
-            raise ValueError("ImageRVM needs at least one kernel")
-        checked = [_as_kernel(k, i) for i, k in enumerate(self.kernels)]
-        # stored as plain floats / nested lists so spec() is JSON and the model pickles to workers
-        self.kernels = tuple(k if isinstance(k, float) else k.tolist() for k in checked)
-        for name in ("a", "b", "c", "d"):
-            checks.non_negative("ImageRVM", name, getattr(self, name))
 
     @property
     def n_kernels(self) -> int:

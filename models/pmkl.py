@@ -41,6 +41,20 @@ MAX_KERNEL = 1e50        # largest |k(x, x')| of a base kernel on the inputs (po
 MAX_DEGREE = 50                          # largest poly degree
 
 
+@dataclass(frozen=True)
+class SourceList:
+    """The ``sources`` of a PMKL: a non-empty tuple of dicts, returned in JSON form (plain lists, except the gram
+    matrices) so that a model rebuilt from its spec equals it. Each entry's fields are checked with the model's
+    ``kernel`` (:func:`_check_source_spec`)."""
+
+    what = "a non-empty tuple of dicts with 'columns' (and optionally name, kernel, theta, degree, gram)"
+
+    def __call__(self, owner: str, name: str, value) -> tuple:
+        if not isinstance(value, (tuple, list)) or not value or not all(isinstance(s, dict) for s in value):
+            raise checks.refusal(owner, name, self.what, value)
+        return tuple({k: (v if k == "gram" else plain(v)) for k, v in s.items()} for s in value)
+
+
 @dataclass
 class PMKL(Model):
     """Multinomial-probit multiple kernel learning (pMKL).
@@ -94,32 +108,19 @@ class PMKL(Model):
         "PMKL(tau=5, nu=5) (the catalogue's pmkl-sources), or use the gibbs backend as the reference with long "
         "runs and thin=5 (docs/families/pmkl.md).")
 
+    _parameter_constraints: ClassVar[dict] = {
+        "rule": checks.OneOf(kernels.RULES), "kernel": checks.OneOf(kernels.KERNELS[:3]),   # precomputed: per source
+        "sources": [None, SourceList()], "degree": checks.Interval(int, 1, MAX_DEGREE, "both"),
+        **{name: checks.POSITIVE for name in ("tau", "nu", "rho", "mu", "lam", "omega", "phi")},
+        "kernel_params": checks.OneOf(("fixed", "infer")), "infer_rho": checks.Flag()}
+
     def __post_init__(self):
-        checks.choice("PMKL", "rule", _text(self.rule), kernels.RULES)
-        if not isinstance(self.kernel, str) or self.kernel not in kernels.KERNELS[:3]:
-            raise ValueError(f"PMKL: kernel must be one of {kernels.KERNELS[:3]}, got {self.kernel!r} (precomputed "
-                             f"kernels are given per source)")
-        checks.choice("PMKL", "kernel_params", _text(self.kernel_params), ("fixed", "infer"))
-        checks.flag("PMKL", "infer_rho", self.infer_rho)
+        super().__post_init__()
         if self.infer_rho and self.rule != "convex":
             raise ValueError(f"PMKL infer_rho applies to the convex rule (rho is the Dirichlet parameter of beta); "
                              f"got rule={self.rule!r}")
-        for name in ("tau", "nu", "rho", "mu", "lam", "omega", "phi"):
-            checks.positive("PMKL", name, getattr(self, name))
-        checks.number("PMKL", "degree", self.degree, low=1, high=MAX_DEGREE, low_inclusive=True, integer=True)
-        if self.sources is not None:
-            if isinstance(self.sources, (str, bytes, dict)) or not isinstance(self.sources, (tuple, list)) \
-                    or not self.sources:
-                raise ValueError(f"PMKL: sources must be None or a non-empty tuple of dicts, got {self.sources!r}")
-            for i, s in enumerate(self.sources):
-                if not isinstance(s, dict):
-                    raise ValueError(f"PMKL: sources[{i}] must be a dict with 'columns' (and optionally name, "
-                                     f"kernel, theta, degree, gram), got {s!r}")
-            # plain lists (JSON form) except the gram matrices, so a model rebuilt from its spec equals it
-            self.sources = tuple({k: (v if k == "gram" else plain(v)) for k, v in dict(s).items()}
-                                 for s in self.sources)
-            for i, s in enumerate(self.sources):
-                _check_source_spec(i, s, self.kernel)
+        for i, s in enumerate(self.sources or ()):
+            _check_source_spec(i, s, self.kernel)   # a source's kernel defaults to the model's
 
     # ---- sources and kernels ---------------------------------------------------------------------------
     def source_list(self, data: Dataset):
@@ -602,11 +603,6 @@ def check_kernel_matrix(K, name: str = "kernel", tol: float = 1e-8) -> np.ndarra
     if lam < -tol * scale * K.shape[0]:
         raise ValueError(f"{name} is not positive semi-definite (smallest eigenvalue {lam:.3g})")
     return K
-
-
-def _text(value):
-    """A choice option as given, an array by its repr (so it is refused by name instead of compared element-wise)."""
-    return repr(value) if isinstance(value, np.ndarray) else value
 
 
 def _check_source_spec(i: int, s: dict, default_kernel: str) -> None:

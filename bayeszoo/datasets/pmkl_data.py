@@ -23,8 +23,8 @@ import numpy as np
 
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset, register
-from bayeszoo.datasets.shipped import (MASS_CITE, MASS_LICENCE, RDATASETS, UCI_LICENCE, column, columns,
-                                       read_csv, standardize_split)
+from bayeszoo.datasets.shipped import (MASS_CITE, MASS_LICENCE, RDATASETS, UCI_LICENCE, check_options, column,
+                                       columns, read_csv, standardize_split)
 
 _DAMOULAS = ("T. Damoulas, Probabilistic Multiple Kernel Learning, PhD thesis, University of Glasgow, 2009")
 _SKLEARN_LICENCE = "scikit-learn BSD-3-Clause (bundled copy)"
@@ -34,14 +34,6 @@ MAX_ROWS = 100_000      # largest number of generated training or test rows
 MAX_REDRAWS = 1000      # mkl_sources: redraws of a small training set until it holds every class
 
 
-def _check(name, seed, test_fraction, standardize):
-    owner = f"dataset {name!r}"
-    checks.non_negative(owner, "seed", seed, integer=True)
-    if test_fraction is not None:
-        checks.number(owner, "test_fraction", test_fraction, low=0, high=1, high_inclusive=False)
-    checks.flag(owner, "standardize", standardize)
-
-
 def _rows(name: str, option: str, value, low: int) -> int:
     """A number of generated rows: an integer in low..MAX_ROWS."""
     return checks.number(f"dataset {name!r}", option, value, low=low, high=MAX_ROWS, low_inclusive=True, integer=True)
@@ -49,7 +41,7 @@ def _rows(name: str, option: str, value, low: int) -> int:
 
 def _build(name, X, y, *, seed, test_fraction, standardize, meta, X_test=None, y_test=None) -> Dataset:
     """Optional seeded random split, z-scoring with the training statistics, and the Dataset."""
-    _check(name, seed, test_fraction, standardize)
+    check_options(name, seed, test_fraction, standardize)
     X, y = np.asarray(X, float), np.asarray(y, float)
     meta = {"task": "multiclass", **meta}
     if test_fraction is not None:
@@ -154,7 +146,7 @@ def mfeat_standin(seed: int = 0, n_per_class: int = 20, n_test_per_class: int = 
     from sklearn import __version__ as skv
     from sklearn.datasets import load_digits
 
-    _check("mfeat_standin", seed, None, standardize)
+    check_options("mfeat_standin", seed, None, standardize)
     for name, v in (("n_per_class", n_per_class), ("n_test_per_class", n_test_per_class)):
         checks.number("dataset 'mfeat_standin'", name, v, low=1, high=80, low_inclusive=True, integer=True)
     d = load_digits()
@@ -210,7 +202,7 @@ def _neal3_arrays(n, rng, noise=0.1):
 @register("neal3")
 def neal3(seed: int = 0, n: int = 400, n_test: int = 600, standardize: bool = False) -> Dataset:
     """Neal's (1998) 3-class synthetic data of Damoulas ch. 4: 4 U(0,1) inputs, class from (x1, x2), noise 0.1."""
-    _check("neal3", seed, None, standardize)
+    check_options("neal3", seed, None, standardize)
     n, n_test = _rows("neal3", "n", n, 1), _rows("neal3", "n_test", n_test, 0)
     rng = np.random.default_rng(seed)
     X, y = _neal3_arrays(n, rng)
@@ -240,7 +232,7 @@ def _ellipse_arrays(n_per_class, rng, sigma2=0.1):
 @register("neal_ellipses")
 def neal_ellipses(seed: int = 0, n_per_class: int = 100, n_test_per_class: int = 200) -> Dataset:
     """Damoulas ch. 3 data: annuli r^2 in (0.1, 0.5] and [0.6, 1], a central N(0, 0.1 I), two N(0, 1) noise dims."""
-    _check("neal_ellipses", seed, None, False)
+    check_options("neal_ellipses", seed, None, False)
     n_per_class = _rows("neal_ellipses", "n_per_class", n_per_class, 1)
     n_test_per_class = _rows("neal_ellipses", "n_test_per_class", n_test_per_class, 0)
     rng = np.random.default_rng(seed)
@@ -258,7 +250,7 @@ def mkl_sources(seed: int = 0, n: int = 90, n_test: int = 300, noise_partial: fl
     """Three sources on Neal's 3-class labels (Damoulas §3.7): 'informative' (x1, x2 with noise 0.1),
     'partial' (x1 with noise 0.1, x2 with noise ``noise_partial``), 'noise' (two N(0, 1) columns); ``n`` >= 3 so
     that the training rows can hold all three classes."""
-    _check("mkl_sources", seed, None, True)
+    check_options("mkl_sources", seed, None, True)
     n, n_test = _rows("mkl_sources", "n", n, 3), _rows("mkl_sources", "n_test", n_test, 0)
     checks.non_negative("dataset 'mkl_sources'", "noise_partial", noise_partial)
     rng = np.random.default_rng(seed)

@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 import gzip
 import io
-import numbers
 from pathlib import Path
 
 import numpy as np
 
+from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
@@ -52,18 +52,16 @@ def column(header, rows, name) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- options
+#: the split and standardisation options every real-data loader shares (and the generated data sets of the pMKL
+#: experiments): ``seed`` an integer >= 0, ``test_fraction`` None or in (0, 1), ``standardize`` a flag
+SPLIT_OPTIONS = {"seed": checks.NON_NEGATIVE_INT, "test_fraction": [None, checks.PROBABILITY],
+                 "standardize": checks.Flag()}
+
+
 def check_options(name: str, seed, test_fraction, standardize) -> None:
-    if isinstance(seed, bool) or not isinstance(seed, numbers.Integral):
-        raise ValueError(f"dataset {name!r}: seed must be an integer, got {seed!r}")
-    if test_fraction is not None:
-        if isinstance(test_fraction, bool) or not isinstance(test_fraction, numbers.Real):
-            raise ValueError(f"dataset {name!r}: test_fraction must be None or a number in (0, 1), "
-                             f"got {test_fraction!r}")
-        if not 0.0 < float(test_fraction) < 1.0:
-            raise ValueError(f"dataset {name!r}: test_fraction must be in the open interval (0, 1), "
-                             f"got {test_fraction!r}")
-    if not isinstance(standardize, (bool, np.bool_)):
-        raise ValueError(f"dataset {name!r}: standardize must be True or False, got {standardize!r}")
+    """The shared options of dataset ``name`` checked against :data:`SPLIT_OPTIONS`."""
+    checks.validate(f"dataset {name!r}", SPLIT_OPTIONS,
+                    {"seed": seed, "test_fraction": test_fraction, "standardize": standardize})
 
 
 def standardize_split(X: np.ndarray, X_test: np.ndarray | None):
