@@ -281,10 +281,32 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
     Comparison
         The fits, the errors of the cells that failed, and the reference; ``table()`` tabulates them.
     """
+    data, targets = _checked_inputs(model, data, targets)
+    backends, options = _checked_grid(model, backends, options)
+    executor = as_executor(executor, "compare")
+    ref_backend, ref_summary = _reference(model, data, reference, reference_draws)
+    seed = _grid_seed(model, data, backends, options, ref_backend, (draws, tune, chains), seed, out)
+    jobs, ref_label = _grid_jobs(model, data, backends, options, ref_backend, ref_summary, reference_draws,
+                                 {"draws": draws, "tune": tune, "chains": chains}, seed, progress)
+    fits_dir = _checked_out(out, overwrite)
+    with folder_lock(out) if out is not None else contextlib.nullcontext():   # one grid writes `out` at a time
+        fits, errors, notes = _run_grid(model, data, jobs, out, fits_dir, overwrite, executor, progress)
+        cmp = _comparison(model, data, jobs, (fits, errors, notes), ref_backend, ref_label, ref_summary, targets)
+        return _saved(cmp, out)
+
+
+def _checked_inputs(model, data, targets):
+    """``compare``'s model, data and targets checked: (the data, the targets)."""
     _check_model(model)
     targets = checked_targets(targets)
     data = _data_of(model, data)
     model.validate(data)
+    return data, targets
+
+
+def _checked_grid(model, backends, options) -> tuple[list[str], dict]:
+    """The grid's backend names (every applicable one by default) and per-backend options, checked: unknown
+    names, duplicates and malformed options fail here, before anything runs."""
     if backends is None:
         backends = registry.backends_for(model)
     elif isinstance(backends, str) or not isinstance(backends, (list, tuple)):
@@ -293,26 +315,31 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
     if not backends:
         raise ValueError("compare needs at least one backend")
     for name in backends:
-        registry.get(model, name)  # unknown names fail here, before anything runs
+        registry.get(model, name)
     if len(set(backends)) != len(backends):
         raise ValueError(f"backends has duplicates: {backends}")
     if options is not None and (not isinstance(options, dict)
                                 or not all(isinstance(v, dict) for v in options.values())):
         raise ValueError(f"options must map backend names to dicts of options, got {options!r}")
-    options = dict(options or {})
-    executor = as_executor(executor, "compare")
-    ref_backend, ref_summary = _reference(model, data, reference, reference_draws)
+    return backends, dict(options or {})
+
+
+def _grid_seed(model, data, backends, options, ref_backend, counts, seed, out) -> int:
+    """The one seed every cell runs with, after the options' backends and the counts are checked: a resumed grid's
+    saved seed when ``seed`` is None and ``out`` holds one, else ``seed`` or one drawn now."""
     unknown = set(options) - set(backends) - {ref_backend}
     if unknown:
         raise ValueError(f"options given for backends not in the grid: {sorted(unknown)}")
-    _check_counts(draws, tune, chains, seed)
+    _check_counts(*counts, seed)
     if seed is None and out is not None:
         seed = _saved_grid_seed(out, model, data)
-    seed = _seed_to_use(seed)   # drawn once: every cell of the grid runs with the same seed
-    asked = {"draws": draws, "tune": tune, "chains": chains}
+    return _seed_to_use(seed)
 
+
+def _grid_jobs(model, data, backends, options, ref_backend, ref_summary, reference_draws, asked, seed, progress):
+    """The full keyword arguments of every cell by label (counts resolved, options checked) before anything runs,
+    the reference's run among them when it is not a cell already; and the reference's label."""
     def job(name: str) -> dict:
-        """The full keyword arguments of one cell (counts resolved, options checked), before anything runs."""
         spec = registry.get(model, name)
         own = dict(options.get(name, {}))
         counts = {k: own.pop(k, v) for k, v in asked.items()}   # a cell may set its own draws / tune / chains
@@ -329,71 +356,88 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
             ref_label = ref_backend
         else:
             ref_label = f"{ref_backend} (reference)"
-            ref_kwargs = job(ref_backend)
+            jobs[ref_label] = job(ref_backend)
             if reference_draws is not None:
-                ref_kwargs["draws"] = reference_draws
-            jobs[ref_label] = ref_kwargs
+                jobs[ref_label]["draws"] = reference_draws
+    return jobs, ref_label
 
-    fits, errors, notes = {}, {}, {}
-    fits_dir = os.path.join(os.fspath(out), "fits") if out is not None else None
+
+def _checked_out(out, overwrite) -> str | None:
+    """The folder the grid's fits are saved in (None without ``out``), checked writable."""
     checks.flag("bayeszoo", "overwrite", overwrite)
+    fits_dir = os.path.join(os.fspath(out), "fits") if out is not None else None
     if fits_dir is not None:
         _check_writable(fits_dir)
-    # one process writes `out` at a time: a second grid there waits, then resumes from the first one's fits
-    with folder_lock(out) if out is not None else contextlib.nullcontext():
-        if not overwrite and out is not None and os.path.exists(os.path.join(out, COMPARISON_FILE)):
-            raise ResultExists(os.fspath(out), f"already holds a saved comparison ({COMPARISON_FILE})")
-        pending, stale = {}, []
-        for label, kwargs in jobs.items():
-            name = label.replace(" (reference)", "")
-            path = os.path.join(fits_dir, fit_filename(label)) if fits_dir else None
-            if path and os.path.exists(path):
-                saved, notes[label] = _resume(path, _settings(**kwargs), _provenance(model, data, name))
-                if saved is not None:
-                    fits[label] = saved
-                    continue
-                if os.path.exists(path):   # stale, not unreadable (an unreadable one has been moved aside)
-                    stale.append(f"{fit_filename(label)} ({notes[label].removeprefix('refitted: the saved fit ')})")
-            pending[label] = (name, kwargs, path)
-        if stale and not overwrite:
-            raise ResultExists(fits_dir, f"holds fits this grid would replace: {'; '.join(stale)}")
+    return fits_dir
 
-        with progress_bar(total=len(jobs), initial=len(fits), desc="grid", disable=not progress) as bar:
-            if executor is None:
-                for label, (name, kwargs, path) in pending.items():
-                    bar.set_postfix_str(label)
-                    _store(fits, errors, notes, label, *_run_one(model, data, name, kwargs, path))
-                    bar.update()
-            else:
-                futures = {executor.submit(_run_one, model, data, name, {**kwargs, "progress": False}, path): label
-                           for label, (name, kwargs, path) in pending.items()}
-                from concurrent.futures import as_completed
 
-                for future in as_completed(futures):
-                    label = futures[future]
-                    try:
-                        outcome = future.result()
-                    except Exception as exc:  # the worker itself died
-                        outcome = None, f"{type(exc).__name__}: {exc}", ""
-                    _store(fits, errors, notes, label, *outcome)
-                    bar.update()
+def _run_grid(model, data, jobs, out, fits_dir, overwrite, executor, progress):
+    """Run every cell not resumed from ``fits_dir``, here or on ``executor``: (fits, errors, notes) by label."""
+    fits, errors, notes = {}, {}, {}
+    if not overwrite and out is not None and os.path.exists(os.path.join(out, COMPARISON_FILE)):
+        raise ResultExists(os.fspath(out), f"already holds a saved comparison ({COMPARISON_FILE})")
+    pending, stale = {}, []
+    for label, kwargs in jobs.items():
+        name = label.replace(" (reference)", "")
+        path = os.path.join(fits_dir, fit_filename(label)) if fits_dir else None
+        if path and os.path.exists(path):
+            saved, notes[label] = _resume(path, _settings(**kwargs), _provenance(model, data, name))
+            if saved is not None:
+                fits[label] = saved
+                continue
+            if os.path.exists(path):   # stale, not unreadable (an unreadable one has been moved aside)
+                stale.append(f"{fit_filename(label)} ({notes[label].removeprefix('refitted: the saved fit ')})")
+        pending[label] = (name, kwargs, path)
+    if stale and not overwrite:
+        raise ResultExists(fits_dir, f"holds fits this grid would replace: {'; '.join(stale)}")
 
-        if ref_backend is not None:   # the reference is a cell's run: summarised once it has run
-            if ref_label in fits:
-                ref_summary = Reference.from_fit(fits[ref_label], list(model.var_dims(data)), name=ref_label)
-            else:
-                errors.setdefault(ref_label, "reference fit failed")
-        order = [label for label in jobs]
-        cmp = Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
-                         errors={k: errors[k] for k in order if k in errors}, reference=ref_summary, order=order,
-                         notes={k: v for k, v in notes.items() if v}, targets=targets)
-        if out is not None:
-            try:
-                cmp.save(out)
-            except Exception as exc:   # the fits are in memory: return them rather than lose the whole grid
-                warnings.warn(f"compare: the comparison could not be saved to {os.fspath(out)!r} "
-                              f"({type(exc).__name__}: {exc}); the returned Comparison holds every fit", stacklevel=2)
-        return cmp
+    with progress_bar(total=len(jobs), initial=len(fits), desc="grid", disable=not progress) as bar:
+        if executor is None:
+            for label, (name, kwargs, path) in pending.items():
+                bar.set_postfix_str(label)
+                _store(fits, errors, notes, label, *_run_one(model, data, name, kwargs, path))
+                bar.update()
+        else:
+            futures = {executor.submit(_run_one, model, data, name, {**kwargs, "progress": False}, path): label
+                       for label, (name, kwargs, path) in pending.items()}
+            from concurrent.futures import as_completed
+
+            for future in as_completed(futures):
+                label = futures[future]
+                try:
+                    outcome = future.result()
+                except Exception as exc:  # the worker itself died
+                    outcome = None, f"{type(exc).__name__}: {exc}", ""
+                _store(fits, errors, notes, label, *outcome)
+                bar.update()
+    return fits, errors, notes
+
+
+def _comparison(model, data, jobs, outcomes, ref_backend, ref_label, ref_summary, targets) -> Comparison:
+    """The Comparison of the grid's ``outcomes`` (fits, errors, notes), in the jobs' order; a reference run in the
+    grid is summarised here, once it has run."""
+    fits, errors, notes = outcomes
+    if ref_backend is not None:
+        if ref_label in fits:
+            ref_summary = Reference.from_fit(fits[ref_label], list(model.var_dims(data)), name=ref_label)
+        else:
+            errors.setdefault(ref_label, "reference fit failed")
+    order = list(jobs)
+    return Comparison(model=model, data=data, fits={k: fits[k] for k in order if k in fits},
+                      errors={k: errors[k] for k in order if k in errors}, reference=ref_summary, order=order,
+                      notes={k: v for k, v in notes.items() if v}, targets=targets)
+
+
+def _saved(cmp: Comparison, out) -> Comparison:
+    """``cmp``, saved to ``out`` when given; a save that fails warns: the fits are in memory, and the returned
+    Comparison holds them rather than losing the whole grid."""
+    if out is not None:
+        try:
+            cmp.save(out)
+        except Exception as exc:
+            warnings.warn(f"compare: the comparison could not be saved to {os.fspath(out)!r} "
+                          f"({type(exc).__name__}: {exc}); the returned Comparison holds every fit", stacklevel=3)
+    return cmp
 
 
 def as_executor(executor, caller: str) -> Executor | None:
