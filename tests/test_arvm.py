@@ -110,7 +110,7 @@ def test_diabetes_fold_converges_instead_of_cycling():
     by the min_peak pruning of a basis that the joint step moved below 0.05). With every step on the min_peak set
     (the default) L^s never falls and the run converges (measured: 22 iterations, 4 bases, R^2 0.472)."""
     Xtr, ytr, Xte, yte = _diabetes_fold()
-    res = L.learn(ARVM(), Xtr, ytr, dict(L.DEFAULT_OPTIONS), seed=0)
+    res = L.learn(ARVM(), Xtr, ytr, dict(L.DEFAULT_OPTIONS), rng=np.random.default_rng(0))
     state = res["state"]
     centre, h = state.kernel.centre(state.theta[:, :10]), state.kernel.width(state.theta[:, 10])
     f = adaptive_design(Xte, centre, 1.0 / h[:, None]) @ state.post.mu
@@ -125,7 +125,7 @@ def test_the_papers_cycling_step_is_one_option_away_and_reported():
     """The same fold with ``joint_step="unbounded"`` (the paper's Algorithm 1): the run stops while L^s falls and
     rises, so it says so instead of reporting convergence."""
     Xtr, ytr, _, _ = _diabetes_fold()
-    res = L.learn(ARVM(), Xtr, ytr, {**L.DEFAULT_OPTIONS, "joint_step": "unbounded"}, seed=0)
+    res = L.learn(ARVM(), Xtr, ytr, {**L.DEFAULT_OPTIONS, "joint_step": "unbounded"}, rng=np.random.default_rng(0))
     falls = int(np.sum(np.diff(res["objective"]) < -1e-6))
     assert falls > 0 and not res["converged"]
     assert any(f"L^s fell in {falls} of {len(res['objective']) - 1} iterations" in w and "joint_step='feasible'" in w
@@ -301,8 +301,8 @@ def test_search_from_empty_reaches_the_objective_of_an_rvm_start(doppler):
     model = ARVM(sparsity="bic")
     opts = dict(L.DEFAULT_OPTIONS)
     start = _rvm_start(model, doppler, 0.04)
-    empty = L.learn(model, doppler.X, doppler.y, opts, seed=0)["state"].objective()
-    warm = L.learn(model, doppler.X, doppler.y, opts, seed=0, init=start)["state"].objective()
+    empty = L.learn(model, doppler.X, doppler.y, opts, rng=np.random.default_rng(0))["state"].objective()
+    warm = L.learn(model, doppler.X, doppler.y, opts, rng=np.random.default_rng(0), init=start)["state"].objective()
     fixed = L.learn(model, doppler.X, doppler.y, {**opts, "max_iter": 1, "joint_iter": 0, "candidate_iter": 0,
                                                    "n_candidates": 1}, seed=0, init=start)["state"].objective()
     assert empty >= warm - 1e-3 * abs(warm)
@@ -338,7 +338,7 @@ def test_doppler_arvm_beats_the_best_single_width_on_average():
     arvm, rvm = [], {h: [] for h in widths}
     for seed in range(10):
         data = bz.datasets.load("doppler", seed=seed)
-        st = L.learn(ARVM(sparsity="bic"), data.X, data.y, dict(L.DEFAULT_OPTIONS), seed=0)["state"]
+        st = L.learn(ARVM(sparsity="bic"), data.X, data.y, dict(L.DEFAULT_OPTIONS), rng=np.random.default_rng(0))["state"]
         arvm.append(np.mean((st.Phi @ st.post.mu - data.y_test) ** 2))
         for h in widths:
             m = bz.models.RVM(width=h)
@@ -374,8 +374,8 @@ def test_classification_objective_prefers_the_two_basis_fit():
     tol = 1e-3 * 35.35
     for joint_step in ("unbounded", "feasible"):
         opts = {**L.DEFAULT_OPTIONS, "min_alpha": 1e-2, "joint_step": joint_step}
-        empty = L.learn(model, data.X, data.y, opts, seed=0)["state"]
-        warm = L.learn(model, data.X, data.y, opts, seed=0, init=start)["state"]
+        empty = L.learn(model, data.X, data.y, opts, rng=np.random.default_rng(0))["state"]
+        warm = L.learn(model, data.X, data.y, opts, rng=np.random.default_rng(0), init=start)["state"]
         fixed = L.learn(model, data.X, data.y, {**opts, "max_iter": 1, "joint_iter": 0, "candidate_iter": 0,
                                                  "n_candidates": 1}, seed=0, init=start)["state"]
         assert empty.M == 2 and warm.M <= 3, joint_step

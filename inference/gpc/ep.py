@@ -275,7 +275,7 @@ def ep_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("ep", kind="approximation", family="gpc", options=OPTIONS, relations=RELATIONS,
           defaults=APPROXIMATION_DEFAULTS, memory=C.memory(7, quadrature_rows=C.QUADRATURE_ROWS))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Expectation propagation: moment-matched Gaussian sites, sequential sweeps with rank-one updates."""
-    return C.approximation_run(model, data, "ep", ep_posterior, opts, progress, draws=draws, chains=chains,
-                               seed=seed, limit=f"{opts['max_sweeps']} sweeps")
+    return C.approximation_run(model, data, ep_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_sweeps']} sweeps")

@@ -168,7 +168,7 @@ def fv_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("fv", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(8))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Factorial variational approximation: free-form mean field over the latents, sequential factor updates."""
-    return C.approximation_run(model, data, "fv", fv_posterior, opts, progress,
-                               draws=draws, chains=chains, seed=seed, limit=f"{opts['max_iter']} iterations")
+    return C.approximation_run(model, data, fv_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_iter']} iterations")

@@ -220,7 +220,7 @@ def kl_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("kl", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(12.5))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """KL method: the Gaussian maximising the Jensen bound, i.e. minimising KL(Q || P) (thesis §4.5)."""
-    return C.approximation_run(model, data, "kl", kl_posterior, opts, progress,
-                               draws=draws, chains=chains, seed=seed, limit=f"{opts['max_iter']} iterations")
+    return C.approximation_run(model, data, kl_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_iter']} iterations")

@@ -158,7 +158,7 @@ def laplace_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("laplace", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(5, quadrature_rows=C.QUADRATURE_ROWS))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Laplace's method: Gaussian at the posterior mode of f (Newton in the B = I + W^1/2 K W^1/2 form)."""
-    return C.approximation_run(model, data, "laplace", laplace_posterior, opts, progress, draws=draws, chains=chains,
-                               seed=seed, limit=f"{opts['max_iter']} Newton iterations")
+    return C.approximation_run(model, data, laplace_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_iter']} Newton iterations")

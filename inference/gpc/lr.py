@@ -115,7 +115,6 @@ def lr_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("lr", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(5))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Label regression: GP regression on the +-1 labels, noise chosen by the regression evidence."""
-    return C.approximation_run(model, data, "lr", lr_posterior, opts, progress, draws=draws, chains=chains,
-                               seed=seed)
+    return C.approximation_run(model, data, lr_posterior, opts, ctx, draws=draws, chains=chains)

@@ -188,7 +188,7 @@ def vb_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("vb", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(8))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Individual-potential bounds (Jaakkola-Jordan for logit, the thesis's bound for probit), EM updates."""
-    return C.approximation_run(model, data, "vb", vb_posterior, opts, progress,
-                               draws=draws, chains=chains, seed=seed, limit=f"{opts['max_iter']} iterations")
+    return C.approximation_run(model, data, vb_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_iter']} iterations")
