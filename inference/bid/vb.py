@@ -324,8 +324,8 @@ class VBState:
 def _check(options: dict, model, data, owner: str) -> None:
     temps = options["anneal_temperatures"]
     if len(temps) > MAX_STARTS:
-        raise ValueError(f"{owner}: option 'anneal_temperatures' must list at most {MAX_STARTS} temperatures (one VB run "
-                         f"each); got {len(temps)}")
+        raise ValueError(f"{owner}: option 'anneal_temperatures' must list at most {MAX_STARTS} temperatures (one "
+                         f"VB run each); got {len(temps)}")
     if any(t > 1 for t in temps) and options["anneal_iter"] >= options["max_iter"]:
         raise ValueError(f"{owner}: option 'anneal_iter' ({options['anneal_iter']}) must be below max_iter "
                          f"({options['max_iter']}) so that annealed runs end at the bound itself")

@@ -144,7 +144,8 @@ def mrvm1_iterations(Ks, y, onehot, *, rule, min_iter, threshold, learn_beta, ow
         rng, beta = start
         K = MK.combine(Ks, beta, rule)
         Y = np.where(onehot, 1.0, 0.0)
-        return MRVMState(alpha=_first_relevance_vector(K, Y, C, owner), active=None, W=None, Y=Y, beta=beta, K=K, rng=rng,
+        return MRVMState(alpha=_first_relevance_vector(K, Y, C, owner), active=None, W=None, Y=Y, beta=beta, K=K,
+                         rng=rng,
                          n_rv=(), iteration=0, objective=None, column_norms=np.sum(K * K, 0))
 
     def step(s):

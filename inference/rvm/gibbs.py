@@ -234,9 +234,9 @@ def sample(Phi, t, hyper, ctx, *, draws, tune, chains, probit=False, thin=1, fix
                                    **({"diagnosis": diagnosis} if diagnosis else {}))
 
 
-def gibbs_sample(Phi, t, hyper, **kwargs) -> dict:
+def gibbs_sample(Phi, t, hyper, ctx, **kwargs) -> dict:
     """:func:`sample`'s draws as arrays (chains, draws, ...) by variable, with ``timing`` and ``sweeps``."""
-    res = sample(Phi, t, hyper, **kwargs)
+    res = sample(Phi, t, hyper, ctx, **kwargs)
     return {**res.posterior, "timing": res.timing, "sweeps": res.sweeps}
 
 

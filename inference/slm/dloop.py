@@ -308,7 +308,8 @@ def outer_loop(prob, *, n_inner=30, lanczos_k=100, inner_tol=1e-10, cg_tol=1e-8,
     def step(state):
         gamma, u, inner, inner_ok, _ = state
         z, _, _ = variances(prob, gamma, k=lanczos_k, dense=var_dense, owner=owner)
-        u, _, steps, ok, surrogate = inner_loop(prob, z, u, gamma=gamma, n_inner=n_inner, inner_tol=inner_tol, owner=owner,
+        u, _, steps, ok, surrogate = inner_loop(prob, z, u, gamma=gamma, n_inner=n_inner, inner_tol=inner_tol,
+                                                owner=owner,
                                                 cg_tol=cg_tol, cg_max_iter=cg_max_iter)
         new = np.maximum(surrogate.gamma(prob.B @ u), TINY)
         change = float(np.max(np.abs(np.log(new) - np.log(gamma))))
@@ -319,7 +320,8 @@ def outer_loop(prob, *, n_inner=30, lanczos_k=100, inner_tol=1e-10, cg_tol=1e-8,
 
 
 def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, inner_tol=1e-10, cg_tol=1e-8,
-                cg_max_iter=300, exact_variances=False, dense=None, progress=False, owner: str = "approximation") -> DoubleLoop:
+                cg_max_iter=300, exact_variances=False, dense=None, progress=False,
+                owner: str = "approximation") -> DoubleLoop:
     """Alg. 3.1 with the phi^(2) bound (:func:`outer_loop`) until the largest change of ln gamma is at most
     ``outer_tol``, then the variances at the final gamma."""
     algorithm = outer_loop(prob, n_inner=n_inner, lanczos_k=lanczos_k, inner_tol=inner_tol, cg_tol=cg_tol,
@@ -390,5 +392,6 @@ def run(model, data, *, draws, tune, chains, ctx, n_outer, n_inner, lanczos_k, e
         "" if exact else f"; with {res.lanczos_k} < n Lanczos steps the variance estimates move with gamma, so the "
                          f"outer loop need not settle")
     return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
-                             timing={"compile": setup, "tune": time.perf_counter() - t0 - setup}, info=info, limit=limit,
+                             timing={"compile": setup, "tune": time.perf_counter() - t0 - setup}, info=info,
+                             limit=limit,
                              extra_groups=potentials_group(gamma=res.gamma, s_var=res.z))

@@ -237,7 +237,8 @@ def fractional_ep(Xd, Bd, y, sigma2, pot, *, eta, damping, schedule, owner: str 
     q = Bd.shape[0]
 
     def init(_):
-        return EPState(State(Xd, Bd, y, sigma2, np.broadcast_to(prior_precision(pot), (q,)), np.zeros(q), owner), 0, None)
+        start = State(Xd, Bd, y, sigma2, np.broadcast_to(prior_precision(pot), (q,)), np.zeros(q), owner)
+        return EPState(start, 0, None)
 
     def step(state, report):
         st, skipped, _ = state
