@@ -303,7 +303,8 @@ def run_type2(solver, model, data, opts: dict, ctx, *, draws: int, chains: int, 
     ``active``, ``alpha``, ``beta``, ``post``, ``log_evidence`` / ``objective`` traces, ``iterations`` and
     ``converged``; ``extra_info(res)`` adds the backend's own entries to ``fit.info``. ``one_thread``: BLAS on
     one thread whatever N (a solver whose matrices are the active set's, not N-square). The optimised quantity is
-    the ``objective`` trace (J); its last value is ``fit.idata.objective["objective"][-1]`` and the final log evidence is ``fit.info["log_evidence"]``.
+    the ``objective`` trace (J); its last value is ``fit.idata.objective["objective"][-1]`` and the final log
+    evidence is ``fit.info["log_evidence"]``.
     """
     t0 = time.perf_counter()
     Phi = model.training_design(data)
