@@ -31,9 +31,9 @@ def _called_name(call: ast.Call) -> str | None:
     return func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
 
 
-def _findings(path: Path) -> list[str]:
+def _findings(path: Path, root: Path = INFERENCE) -> list[str]:
     tree = ast.parse(path.read_text())
-    where = str(path.relative_to(INFERENCE))
+    where = str(path.relative_to(root))
     found = []
 
     def visit(node, function):
@@ -65,16 +65,10 @@ def test_no_backend_writes_its_owner_label_or_derives_its_own_seeds():
 
 
 def test_the_scan_finds_what_it_forbids(tmp_path):
-    (tmp_path / "inference").mkdir()
-    bad = tmp_path / "inference" / "bad.py"
+    bad = tmp_path / "bad.py"
     bad.write_text("import numpy as np\nfrom bayeszoo.registry import owner\nOWNER = owner('rvm', 'x')\n"
                    "def run(seed):\n    return np.random.default_rng(np.random.SeedSequence([seed, 7]))\n")
-    global INFERENCE
-    saved, INFERENCE = INFERENCE, tmp_path / "inference"
-    try:
-        found = _findings(bad)
-    finally:
-        INFERENCE = saved
+    found = _findings(bad, tmp_path)
     assert len(found) == 4 and sum("owner label" in f for f in found) == 1 and sum("OWNER" in f for f in found) == 1
     assert sum("own seed" in f for f in found) == 2
 
