@@ -400,12 +400,12 @@ def with_defaults(options: dict, opts: dict | None) -> dict:
 
 
 def approximation_run(model, data, method, opts: dict, ctx, *, draws: int, chains: int, limit: str | None = None):
-    """The Fit of a Gaussian approximation: ``method(model, data, opts, progress) -> Posterior`` timed (``progress``
-    and the seed of the draws from the run context ``ctx``), then
+    """The Fit of a Gaussian approximation: ``method(model, data, opts, progress, owner) -> Posterior`` timed
+    (``progress``, the label of its errors and the seed of the draws from the run context ``ctx``), then
     :func:`bayeszoo.inference.approximations.approximation_fit` (draws, the ``gaussian`` group with m, diag V and
     V); alpha, sW and the method's own site parameters go into the group ``sites`` (over ``obs``)."""
     t0 = time.perf_counter()
-    post = method(model, data, opts, ctx.progress)
+    post = method(model, data, opts, ctx.progress, ctx.owner)
     seconds = time.perf_counter() - t0
     q = GaussianApproximation(variable="f", mean=np.asarray(post.mean, float), cov=np.asarray(post.cov, float),
                               log_evidence=float(post.log_evidence), objective=post.objective,
