@@ -19,7 +19,7 @@ from bayeszoo.catalogue import Reference
 from bayeszoo.comparison import COMPARISON_FILE, Comparison, fit_filename, folder_lock
 from bayeszoo.datasets import Dataset
 from bayeszoo.diagnostics.metrics import DEFAULT_TARGETS, checked_targets
-from bayeszoo.results import (Fit, ResultExists, jsonable, load_fit, package_version, recording,
+from bayeszoo.results import (Fit, ResultExists, jsonable, load_fit, package_version,
                               saved_fit_identity)
 from bayeszoo.models import Model, UserModel
 from bayeszoo.progress import progress_bar
@@ -159,8 +159,11 @@ def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int
     resources.check_fit(spec, model, data, draws=counts["draws"], chains=counts["chains"], options=opts)
     seed = _seed_to_use(seed)   # after every check: a refused call draws nothing
     provenance = _provenance(model, data, backend)
-    with recording(seed=seed, settings=_settings(**counts, seed=seed, **options), provenance=provenance):
-        result = spec.run(model, data, **counts, seed=seed, progress=progress, **opts)
+    ctx = spec.context(seed=seed, progress=progress, settings=_settings(**counts, seed=seed, **options),
+                       provenance=provenance)
+    result = spec.call(model, data, ctx, **counts, options=opts)
+    if not spec.takes_context and isinstance(result, Fit) and "provenance" not in result.info:
+        result.info.update(ctx.record)   # a run without the context built its Fit without the call's record
     # checked here, so that a grid, cross-validation and SBC never hold what is not this call's fit
     return spec.checked_result(result, model, data, draws=counts["draws"], chains=counts["chains"],
                                provenance=provenance)

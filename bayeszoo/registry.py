@@ -1,7 +1,9 @@
 """Backend registry: the one contract every backend, generic or hand-written, follows.
 
-A backend is a function ``run(model, data, *, draws, tune, chains, seed, progress, **options) -> Fit``
-registered under a name with :func:`register`. Registration declares everything the harness needs to know:
+A backend is a function ``run(model, data, *, draws, tune, chains, ctx, **options) -> Fit`` registered under a
+name with :func:`register`; ``ctx`` is the :class:`RunContext` of the call, through which the harness tells the
+backend who it is (family, name, the label of its messages), how to seed (one scheme for every backend), whether to
+show progress and what to record in the Fit. Registration declares everything the harness needs to know:
 
 * ``kind``: "mcmc" or "approximation" (draws of an approximation are i.i.d. and not judged by R-hat);
 * ``options``: name -> :class:`Option` (default and a one-line meaning). :func:`bayeszoo.fit` merges the user's
@@ -22,6 +24,7 @@ different algorithm in each family. Importing :mod:`bayeszoo.inference` register
 from __future__ import annotations
 
 import difflib
+import inspect
 import warnings
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, NamedTuple
@@ -62,6 +65,88 @@ def owner(family: str | None, backend: str) -> str:
 
 
 @dataclass(frozen=True)
+class RunContext:
+    """What the harness (``bz.fit``) tells a backend's ``run`` about the call, as NumPyro's ``MCMC`` owns keys,
+    chains and progress while its kernel only steps: who the backend is (``family``, ``backend``, ``kind`` and
+    :attr:`owner`, the label of its messages), the ``seed`` (an int: ``bz.fit`` resolves None), ``progress``, and
+    what the Fit records of the call (``settings``: the counts and options asked for; ``provenance``: model spec,
+    data fingerprint, backend, version), which :func:`bayeszoo.results.build_fit` writes when handed the context.
+
+    **The seed scheme**, the one every backend draws from. Stream ``(k1, k2, ...)`` of seed ``s`` is
+
+    * for NumPy, ``default_rng(SeedSequence([s, k1, k2, ...]))`` (:meth:`numpy_rng`); the root stream ``()`` is
+      ``default_rng(s)``;
+    * for JAX, ``PRNGKey(s)`` folded in with ``k1``, then ``k2``, ... (:meth:`jax_key`);
+
+    and chain ``c`` is stream ``(c,)`` (:meth:`chain_rngs`, :meth:`chain_keys`), so chain 0's draws do not depend on
+    how many chains run. What a backend draws besides its chains (a random start shared by all of them) comes
+    from the root stream, what belongs to chain ``c`` beyond its main stream from ``(c, 1)``, ``(c, 2)``, ...;
+    a library that takes one integer seed per chain (PyMC) gets :meth:`chain_seeds`, drawn from the root stream.
+    """
+
+    family: str | None
+    backend: str
+    kind: str
+    seed: int
+    progress: bool = False
+    settings: Mapping = field(default_factory=dict)
+    provenance: Mapping = field(default_factory=dict)
+
+    @property
+    def owner(self) -> str:
+        """How the messages of the backend name it: "SLM backend 'gibbs'", "backend 'nuts'"."""
+        return owner(self.family, self.backend)
+
+    @property
+    def record(self) -> dict:
+        """What every Fit of the call records: ``seed``, ``settings``, ``provenance``."""
+        return jsonable({"seed": self.seed, "settings": dict(self.settings), "provenance": dict(self.provenance)})
+
+    def numpy_rng(self, *stream: int) -> np.random.Generator:
+        """The NumPy generator of ``stream`` (class docstring)."""
+        return np.random.default_rng(np.random.SeedSequence([int(self.seed), *map(int, stream)]))
+
+    def chain_rngs(self, chains: int) -> list[np.random.Generator]:
+        """One generator per chain: chain ``c`` is stream ``(c,)``."""
+        return [self.numpy_rng(c) for c in range(chains)]
+
+    def chain_seeds(self, chains: int) -> list[int]:
+        """One integer seed per chain, for a library that seeds each chain from an int (PyMC), drawn from the
+        root stream."""
+        return [int(s) for s in self.numpy_rng().integers(0, 2**30, size=chains)]
+
+    def jax_key(self, *stream: int):
+        """The JAX key of ``stream`` (class docstring)."""
+        import jax
+
+        key = jax.random.PRNGKey(int(self.seed))
+        for k in stream:
+            key = jax.random.fold_in(key, int(k))
+        return key
+
+    def chain_keys(self, chains: int):
+        """The chains' keys stacked, shape (chains, 2): chain ``c`` is stream ``(c,)``."""
+        import jax
+        import jax.numpy as jnp
+
+        root = self.jax_key()
+        return jax.vmap(lambda c: jax.random.fold_in(root, c))(jnp.arange(chains))
+
+
+def takes_context(run: Callable) -> bool:
+    """Whether ``run`` takes the :class:`RunContext` (a parameter ``ctx``); one that does not is called the way
+    backends were before the context, with ``seed=`` and ``progress=``."""
+    return _takes(run, "ctx")
+
+
+def _takes(function: Callable, name: str) -> bool:
+    try:
+        return name in inspect.signature(function).parameters
+    except (TypeError, ValueError):   # a callable without a signature Python can read
+        return False
+
+
+@dataclass(frozen=True)
 class Backend:
     name: str
     run: Callable
@@ -76,6 +161,11 @@ class Backend:
     unavailable: Callable | None = None         # optional model -> why this backend cannot run it (str) or None
     relations: tuple = ()                       # checks.AtMost(...): contradictions between options, refused
     memory: Callable | None = None              # (model, data, options) -> resources.Need: working memory
+    takes_context: bool | None = None           # run(..., ctx=RunContext); False: run(..., seed=, progress=)
+
+    def __post_init__(self):
+        if self.takes_context is None:   # read from run's signature
+            object.__setattr__(self, "takes_context", takes_context(self.run))
 
     def applies_to(self, model) -> bool:
         if self.family is not None and self.family != model.family:
@@ -87,6 +177,20 @@ class Backend:
     @property
     def owner(self) -> str:
         return owner(self.family, self.name)
+
+    def context(self, *, seed: int, progress: bool, settings: Mapping | None = None,
+                provenance: Mapping | None = None) -> RunContext:
+        """The :class:`RunContext` of one call of this backend."""
+        return RunContext(family=self.family, backend=self.name, kind=self.kind, seed=int(seed),
+                          progress=bool(progress), settings=dict(settings or {}), provenance=dict(provenance or {}))
+
+    def call(self, model, data, ctx: RunContext, *, draws: int, tune: int, chains: int, options: dict):
+        """``run`` called with the context, or, for a run that does not take one, with ``seed=`` and
+        ``progress=`` as before the context existed."""
+        if self.takes_context:
+            return self.run(model, data, draws=draws, tune=tune, chains=chains, ctx=ctx, **options)
+        return self.run(model, data, draws=draws, tune=tune, chains=chains, seed=ctx.seed, progress=ctx.progress,
+                        **options)
 
     def resolve(self, options: dict, model, data) -> dict:
         """``options`` merged into the declared defaults, each checked against its constraint, then against the
@@ -111,7 +215,8 @@ class Backend:
         for relation in self.relations:
             relation(self.owner, resolved, data)
         if self.check is not None:
-            checked = self.check(dict(resolved), model, data)
+            named = {"owner": self.owner} if _takes(self.check, "owner") else {}   # the label of its messages
+            checked = self.check(dict(resolved), model, data, **named)
             if checked is not None:
                 resolved = dict(checked)
         return resolved
@@ -202,6 +307,9 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
              library: str = "bayeszoo", unavailable: Callable | None = None, relations: tuple = (),
              memory: Callable | None = None, replace: bool = False):
     """Decorator that registers ``run`` as backend ``name`` (for one ``family``, or generic if None).
+
+    ``check(options, model, data)`` is called with ``owner=`` (the label of the backend's messages) as well when
+    it has a parameter of that name.
 
     ``applies(model) -> bool`` restricts the backend to some configurations without a reason to give (e.g.
     regression only); ``unavailable(model) -> str | None`` does the same with the reason, which ``get`` passes on
@@ -313,15 +421,18 @@ def register_backend(name: str, run: Callable, *, kind: str, family: str | None 
                      description: str = "", check: Callable | None = None, defaults=None,
                      applies: Callable | None = None, library: str = "user", replace: bool = False) -> "Backend":
     """Add ``run`` as backend ``name`` from outside the package (a notebook, another package): the contract of
-    :func:`register` (``run(model, data, *, draws, tune, chains, seed, progress, **options) -> Fit``, built with
-    ``bayeszoo.results.build_fit``; ``options`` name -> :class:`Option`). A name already taken is refused unless
-    ``replace=True`` (in the user's own code; a plugin of an installed package never replaces one:
-    :func:`load_plugins`); an unknown ``family`` is refused, naming the families. Returns the :class:`Backend`."""
+    :func:`register` (``run(model, data, *, draws, tune, chains, ctx, **options) -> Fit``, built with
+    ``bayeszoo.results.build_fit(..., ctx=ctx)``; ``options`` name -> :class:`Option`). A ``run`` without a ``ctx``
+    parameter is called as before the :class:`RunContext` existed, ``run(model, data, *, draws, tune, chains, seed,
+    progress, **options)``, and ``bz.fit`` adds the seed, settings and provenance to the Fit it returns. A name
+    already taken is refused unless ``replace=True`` (in the user's own code; a plugin of an installed package never
+    replaces one: :func:`load_plugins`); an unknown ``family`` is refused, naming the families. Returns the
+    :class:`Backend`."""
     if not isinstance(name, str) or not name.isidentifier():
         raise ValueError(f"a backend name must be a Python identifier (letters, digits, _); got {name!r}")
     if not callable(run):
-        raise ValueError(f"backend {name!r}: run must be a function run(model, data, *, draws, tune, chains, seed, "
-                         f"progress, **options) returning a Fit; got {type(run).__name__}")
+        raise ValueError(f"backend {name!r}: run must be a function run(model, data, *, draws, tune, chains, ctx, "
+                         f"**options) returning a Fit; got {type(run).__name__}")
     return _declaration(name, kind=kind, family=family, description=description, options=options, check=check,
                         defaults=defaults, applies=applies, library=library, unavailable=None, relations=(),
                         memory=None, replace=replace)(run)

@@ -520,7 +520,7 @@ _RENAMED_INFO = {"n_iter": "iterations", "sweeps": "iterations", "grad_evals": "
 
 def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, sample_stats: dict | None = None,
               objective: dict | None = None, info: dict | None = None, library: str = "bayeszoo",
-              extra_groups: dict[str, xr.Dataset] | None = None) -> Fit:
+              extra_groups: dict[str, xr.Dataset] | None = None, ctx=None) -> Fit:
     """The one way a backend turns its results into a :class:`Fit`.
 
     posterior : mapping (or ``xarray.Dataset``) name -> array shaped (chain, draw, *var_shape); it must hold every
@@ -529,8 +529,9 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
         (:data:`ARVIZ_SAMPLE_STATS`); ``diverging`` is stored as bool.
     objective : name -> trace over iterations, (iteration,) or (chain, iteration): the ``objective`` group.
     info : the backend's counts and flags, scalars and short lists (arrays go into a group); the keys of
-        :data:`INFO_KEYS` are filled in where missing. The seed, settings and provenance of the call that
-        :func:`recording` names (``bz.fit`` opens one around every backend) are added here.
+        :data:`INFO_KEYS` are filled in where missing.
+    ctx : the :class:`~bayeszoo.registry.RunContext` that ``bz.fit`` handed the backend: the seed, settings and
+        provenance of the call (its ``record``) are added to ``info`` here.
     library : the distribution that did the inference ("bayeszoo" for the hand-written algorithms, "pymc",
         "numpyro", "nutpie"), recorded with its version in every group's provenance attributes.
     extra_groups : a family's own groups (e.g. GPC's ``gaussian``: the approximation's mean and covariance).
@@ -570,7 +571,7 @@ def build_fit(model, data, backend: str, kind: str, posterior, *, timing: dict, 
         idata = az.InferenceData(**groups)
     timing = {k: float(max(v, 0.0)) for k, v in timing.items()}
     fit = Fit(idata=idata, backend=backend, kind=kind, timing=timing, model_spec=model.spec(),
-              info={**_standard_info(backend, info or {}), **_RECORD.get()})
+              info={**_standard_info(backend, info or {}), **(ctx.record if ctx is not None else {})})
     _add_log_likelihood(fit, model, data, indexes)
     return fit
 
@@ -647,21 +648,6 @@ class _Indexes:
         coords = xr.Coordinates(coords={d: self._variables[d] for d in used},
                                 indexes={d: self._indexes[d] for d in used})
         return xr.Dataset(variables, coords=coords)
-
-
-#: what the current ``bz.fit`` call records in every Fit it builds: seed, settings, provenance (api.fit)
-_RECORD: contextvars.ContextVar[dict] = contextvars.ContextVar("bayeszoo_fit_record", default={})
-
-
-@contextlib.contextmanager
-def recording(**record):
-    """Within this block, :func:`build_fit` adds ``record`` (``seed``, ``settings``, ``provenance``) to the info
-    of every Fit it builds: the caller (``bz.fit``) knows them, the backend need not."""
-    token = _RECORD.set(jsonable(record))
-    try:
-        yield
-    finally:
-        _RECORD.reset(token)
 
 
 _LOG_LIKELIHOOD: contextvars.ContextVar[bool] = contextvars.ContextVar("bayeszoo_log_likelihood", default=True)

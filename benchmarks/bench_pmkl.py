@@ -56,7 +56,7 @@ def run_vb_gibbs(seed: int = 0, gibbs_sweeps: int = 1500, slack: int = 1, y_step
         return float(np.mean(np.argmax(p, 1) != y_test))
 
     # warm-up on the same shapes, untimed
-    vb_fit_state(model, data, max_iter=2, seed=seed)
+    vb_fit_state(model, data, max_iter=2, rng=_vb_rng(model, seed))
     _gibbs_sweeps(model, data, 3, seed, y_step)
 
     # VBpMKL is deterministic given the seed: run it ``vb_repeats`` times and keep, per iteration, the smallest
@@ -72,7 +72,7 @@ def run_vb_gibbs(seed: int = 0, gibbs_sweeps: int = 1500, slack: int = 1, y_step
             iterates.append((t_in - t0 - in_callback[0], st))
             in_callback[0] += time.perf_counter() - t_in
 
-        state = vb_fit_state(model, data, seed=seed, callback=keep)
+        state = vb_fit_state(model, data, rng=_vb_rng(model, seed), callback=keep)
         run = np.array([t for t, _ in iterates] + [time.perf_counter() - t0 - in_callback[0]])
         stamps = run if stamps is None else np.minimum(stamps, run)
     iterates = [(t, st) for t, (_, st) in zip(stamps[:-1], iterates)]
@@ -106,17 +106,24 @@ def run_vb_gibbs(seed: int = 0, gibbs_sweeps: int = 1500, slack: int = 1, y_step
             "target": TARGET_VB, "target_met": bool(ratio is not None and ratio >= 100)}
 
 
+def _vb_rng(model, seed: int):
+    """The generator the ``vb`` backend's run with ``seed`` draws its importance samples from."""
+    from bayeszoo import registry
+
+    return registry.get(model, "vb").context(seed=seed, progress=False).numpy_rng()
+
+
 def _gibbs_sweeps(model, data, sweeps: int, seed: int, y_step: str):
     """One chain of the ``gibbs`` kernel (chain 0 of ``seed``, no warm-up) run for ``sweeps`` sweeps: its positions
     (1, sweeps, ...) and the seconds since the start (set-up included) at the end of each sweep."""
     from bayeszoo import registry
-    from bayeszoo.inference.chains import numpy_rng
     from bayeszoo.inference.pmkl import gibbs
     from bayeszoo.numerics.blas_threads import one_blas_thread
 
     t0 = time.perf_counter()
-    problem = gibbs.problem(model, data, registry.get(model, "gibbs").resolve({"y_step": y_step}, model, data))
-    rng = numpy_rng(seed, 0)
+    backend = registry.get(model, "gibbs")
+    problem = gibbs.problem(model, data, backend.resolve({"y_step": y_step}, model, data))
+    rng, = backend.context(seed=seed, progress=False).chain_rngs(1)
     kept, elapsed = [], np.empty(sweeps)
     with one_blas_thread(data.n):
         state = gibbs.KERNEL.init(rng, problem)

@@ -15,7 +15,7 @@ one of two types:
 Both carry the log evidence the method computes (None where it has none), the traces of the objectives it
 optimises (name -> values over iterations; ``objective`` names the one it maximises), its iteration count and
 whether its stopping rule was met. :func:`approximation_fit` draws ``chains`` x ``draws`` i.i.d. draws (chain c
-of seed s from the same stream as the samplers' chain c, :func:`bayeszoo.inference.chains.numpy_rng`; a point
+of seed s from the same stream as the samplers' chain c, the run context's ``chain_rngs``; a point
 estimate repeats itself) and keeps the Gaussian's own mean, variance and (dense, up to ``DENSE_N``) covariance in
 the ``gaussian`` group, so that predictions use q itself rather than averages over draws.
 """
@@ -27,7 +27,6 @@ from typing import Callable, NamedTuple
 import numpy as np
 import xarray as xr
 
-from bayeszoo.inference.chains import numpy_rng
 from bayeszoo.numerics.linalg import DENSE_N, jittered_cholesky
 from bayeszoo.results import build_fit
 
@@ -84,21 +83,20 @@ class PointEstimate(NamedTuple):
     converged: bool | None = None
 
 
-def approximation_fit(model, data, backend: str, result: GaussianApproximation | PointEstimate, *, draws: int,
-                      chains: int, seed, timing: dict, owner: str, info: dict | None = None,
-                      limit: str | None = None, **build):
-    """The Fit of an approximation (module docstring). ``timing`` holds the algorithm's seconds (compile / tune);
-    drawing is timed here as ``sample``. ``limit`` names the iteration cap in the warning when the stopping rule
-    was not met; ``info`` adds the backend's own keys; ``build`` goes to ``build_fit``."""
-    seed = 0 if seed is None else int(seed)
+def approximation_fit(model, data, result: GaussianApproximation | PointEstimate, *, ctx, draws: int, chains: int,
+                      timing: dict, info: dict | None = None, limit: str | None = None, **build):
+    """The Fit of an approximation (module docstring), under the backend the run context ``ctx`` names, seeded
+    by it, with the call's record. ``timing`` holds the algorithm's seconds (compile / tune); drawing is timed
+    here as ``sample``. ``limit`` names the iteration cap in the warning when the stopping rule was not met;
+    ``info`` adds the backend's own keys; ``build`` goes to ``build_fit``."""
+    backend = ctx.backend
     t0 = time.perf_counter()
     extra = {}
     if isinstance(result, GaussianApproximation):
         shape = np.shape(result.mean)
         per_chain = []
-        for c in range(chains):   # chain c draws from its own stream: the Gaussian, then what goes with it
-            rng = numpy_rng(seed, c)
-            values = result.draws(rng, draws, owner)
+        for rng in ctx.chain_rngs(chains):   # chain c draws from its own stream: the Gaussian, then the rest
+            values = result.draws(rng, draws, ctx.owner)
             with_it = result.others(rng, values) if result.others is not None else {}
             per_chain.append({result.variable: values.reshape(draws, *shape), **with_it})
         posterior = {k: _repeat(v, chains, draws) for k, v in result.fixed.items()}
@@ -118,7 +116,7 @@ def approximation_fit(model, data, backend: str, result: GaussianApproximation |
     objective = {k: np.asarray(v, float) for k, v in result.objective.items()} or None
     groups = {**extra, **build.pop("extra_groups", {})}
     return build_fit(model, data, backend, "approximation", posterior, timing=timing, objective=objective,
-                     info={**standard, **info}, extra_groups=groups or None, **build)
+                     info={**standard, **info}, extra_groups=groups or None, ctx=ctx, **build)
 
 
 def _repeat(value, chains: int, draws: int) -> np.ndarray:

@@ -27,8 +27,9 @@ compiling (``JaxCompileClock``); those go to ``compile`` and are taken out of th
 ``tune`` is the remaining wall time of the initial points and the warm-up / tuning (path search, optimisation);
 ``sample`` that of the kept draws and mapping them to the constrained space.
 
-Seeds: chain c splits ``jax.random.PRNGKey(chain_seeds(seed, chains)[c])`` into the keys of its initial point, warm-up
-and draws, so a seed gives the same draws bit for bit, and a chain's draws do not depend on how many chains run.
+Seeds: chain c splits its key of the run context (``ctx.chain_keys``, the seed scheme every backend shares) into the
+keys of its initial point, warm-up and draws, so a seed gives the same draws bit for bit, and a chain's draws do not
+depend on how many chains run.
 Pathfinder's draws use the sampling key of the best path's chain; mean-field VI uses chain 0's keys.
 
 Chains run one after another through one compiled function (compiled once, reused). The data a declaration names
@@ -46,7 +47,7 @@ import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.results import Fit, build_fit
-from bayeszoo.inference.generic import (JAX_COPIES, JaxCompileClock, chain_seeds, convergence_info, declaration_memory,
+from bayeszoo.inference.generic import (JAX_COPIES, JaxCompileClock, convergence_info, declaration_memory,
                                         numpyro_declaration, stochastic_vi_info)
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, needs_declaration, register
@@ -135,11 +136,11 @@ class _Phases:
         return {"compile": compile_s, **{k: self.wall[k] - self.clocks[k].seconds for k in self.wall}}
 
 
-def _chain_keys(seed, chains: int) -> list[tuple]:
-    """(initial point, warm-up, sampling) keys of every chain, from the chain's own seed."""
+def _chain_keys(ctx, chains: int) -> list[tuple]:
+    """(initial point, warm-up, sampling) keys of every chain, from the chain's own key of the run context."""
     import jax
 
-    return [tuple(jax.random.split(jax.random.PRNGKey(s), 3)) for s in chain_seeds(seed, chains)]
+    return [tuple(jax.random.split(key, 3)) for key in ctx.chain_keys(chains)]
 
 
 def _counts_or_fail(backend: str, tune: int, least: int, why: str) -> None:
@@ -157,18 +158,18 @@ _MEMORY = declaration_memory(JAX_COPIES)
                                            "in (0, 1)", Interval(float, 0, 1, "neither")),
               "max_tree_depth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)",
                                        POSITIVE_INT)})
-def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def run_blackjax_nuts(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """BlackJAX NUTS (window adaptation, then NUTS), chains one after another."""
     import blackjax
     import jax
     import jax.numpy as jnp
 
-    _counts_or_fail("blackjax_nuts", tune, 1, "the step size and mass matrix come from window adaptation")
-    keys = _chain_keys(seed, chains)
+    _counts_or_fail(ctx.backend, tune, 1, "the step size and mass matrix come from window adaptation")
+    keys = _chain_keys(ctx, chains)
     phases = _Phases()
-    target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_nuts", [k[0] for k in keys])
+    target = phases.run("tune", UnconstrainedTarget, model, data, ctx.backend, [k[0] for k in keys])
     depth = opts["max_tree_depth"]
-    with progress_bar(total=chains * (tune + draws), desc="blackjax_nuts", disable=not progress) as bar:
+    with progress_bar(total=chains * (tune + draws), desc=ctx.backend, disable=not ctx.progress) as bar:
         tick = _ticker(bar)
 
         def keep_counts(state, info, adaptation_state):   # what the warm-up keeps per step
@@ -215,8 +216,8 @@ def run_blackjax_nuts(model, data, *, draws, tune, chains, seed, progress, **opt
     draw_steps = int(n_steps.sum())
     info = {"n_grad": warm_steps + draw_steps, "n_grad_tune": warm_steps, "divergences_tune": warm_div,
             "iterations": tune + draws, **convergence_info(diverging)}
-    return build_fit(model, data, "blackjax_nuts", "mcmc", posterior, sample_stats=sample_stats, info=info,
-                     library=_LIBRARY, timing=phases.timing())
+    return build_fit(model, data, ctx.backend, "mcmc", posterior, sample_stats=sample_stats, info=info,
+                     library=_LIBRARY, timing=phases.timing(), ctx=ctx)
 
 
 # ---------------------------------------------------------------------------------------------- MCLMC
@@ -234,23 +235,23 @@ _MCLMC_FRACTIONS_PLAIN = {"frac_tune1": 0.35, "frac_tune2": 0.35, "frac_tune3": 
               "diagonal_preconditioning": Option(True, "tune a diagonal preconditioner (mass matrix)", Flag()),
               # one MCLMC step is a short move for two gradients: kept draws one step apart are nearly copies
               "thin": Option(10, "MCLMC steps per kept draw (each step costs two gradients)", POSITIVE_INT)})
-def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def run_blackjax_mclmc(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """BlackJAX MCLMC (tuned step size, L and preconditioner), chains one after another."""
     import blackjax
     import jax
     import jax.numpy as jnp
     from blackjax.mcmc import integrators, mclmc
 
-    _counts_or_fail("blackjax_mclmc", tune, 10, "its tuner sets the step size and L from the tuning steps")
-    keys = _chain_keys(seed, chains)
+    _counts_or_fail(ctx.backend, tune, 10, "its tuner sets the step size and L from the tuning steps")
+    keys = _chain_keys(ctx, chains)
     phases = _Phases()
-    target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_mclmc", [k[0] for k in keys])
+    target = phases.run("tune", UnconstrainedTarget, model, data, ctx.backend, [k[0] for k in keys])
     energy_var, thin = opts["desired_energy_var"], opts["thin"]
     fractions = _MCLMC_FRACTIONS if opts["diagonal_preconditioning"] else _MCLMC_FRACTIONS_PLAIN
     # the default isokinetic McLachlan integrator: one gradient per position update, two per step
     grads_per_step = len(integrators.mclachlan_coefficients) // 2
     kernel = mclmc.build_kernel(desired_energy_var=energy_var)
-    with progress_bar(total=chains * (tune + draws), desc="blackjax_mclmc", disable=not progress) as bar:
+    with progress_bar(total=chains * (tune + draws), desc=ctx.backend, disable=not ctx.progress) as bar:
         tick_draw = _ticker(bar, max(1, draws // 100))
 
         @jax.jit
@@ -302,8 +303,8 @@ def run_blackjax_mclmc(model, data, *, draws, tune, chains, seed, progress, **op
             "iterations": tune + draws * thin, "L": [L for L, _ in tuned], "step_size": [s for _, s in tuned],
             "nan_steps": nan_steps,
             "warnings": [f"{nan_steps} steps reverted after a non-finite energy"] if nan_steps else []}
-    return build_fit(model, data, "blackjax_mclmc", "mcmc", posterior, sample_stats=sample_stats, info=info,
-                     library=_LIBRARY, timing=phases.timing())
+    return build_fit(model, data, ctx.backend, "mcmc", posterior, sample_stats=sample_stats, info=info,
+                     library=_LIBRARY, timing=phases.timing(), ctx=ctx)
 
 
 # ------------------------------------------------------------------------------------------ Pathfinder
@@ -372,15 +373,15 @@ def _gradient_counter():
               "maxcor": Option(10, "L-BFGS history size (rank of the inverse-Hessian update)", POSITIVE_INT),
               "elbo_draws": Option(200, "Monte-Carlo draws that estimate the ELBO of each approximation on a path",
                                    POSITIVE_INT)})
-def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def run_blackjax_pathfinder(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """BlackJAX Pathfinder: one path per chain, i.i.d. draws from the path of highest ELBO."""
     import jax
     from blackjax.diagnostics import psis_weights
     from blackjax.vi import pathfinder
 
-    keys = _chain_keys(seed, chains)
+    keys = _chain_keys(ctx, chains)
     phases = _Phases()
-    target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_pathfinder", [k[0] for k in keys])
+    target = phases.run("tune", UnconstrainedTarget, model, data, ctx.backend, [k[0] for k in keys])
     counted, n_grad = _gradient_counter()
     path = jax.jit(lambda key, x0, data: _pathfinder_path(key, lambda x: target.density(data)(counted(x)), x0,
                                                           opts["elbo_draws"], opts["max_iter"], opts["maxcor"]))
@@ -390,14 +391,14 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
         x, logq = pathfinder.sample(key, state, chains * draws)
         return x, jax.vmap(target.density(data))(x) - logq
 
-    with progress_bar(total=chains, desc="blackjax_pathfinder", disable=not progress) as bar:
+    with progress_bar(total=chains, desc=ctx.backend, disable=not ctx.progress) as bar:
         paths = []
         for x0, (_, path_key, _) in zip(target.positions, keys):
             paths.append(phases.run("tune", path, path_key, x0, target.data))
             bar.update(1)
     elbos = np.array([float(state.elbo) for state, _, _ in paths])
     if not np.any(np.isfinite(elbos)):
-        raise ValueError("blackjax_pathfinder: no path reached an approximation with a finite ELBO")
+        raise ValueError(f"{ctx.backend}: no path reached an approximation with a finite ELBO")
     best = int(np.argmax(np.where(np.isfinite(elbos), elbos, -np.inf)))
     state, trace, iterations = paths[best]
     x, log_ratio = phases.run("sample", draw, keys[best][2], state, target.data)
@@ -415,8 +416,8 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
     info = {"n_grad": n_grad[0], "iterations": iterations, "converged": iterations < opts["max_iter"],
             "objective": "elbo", "path_elbo": elbos.tolist(), "best_path": best, "pareto_k": pareto_k,
             "warnings": warn}
-    return build_fit(model, data, "blackjax_pathfinder", "approximation", posterior, info=info, library=_LIBRARY,
-                     objective={"elbo": trace[np.isfinite(trace)]}, timing=phases.timing())
+    return build_fit(model, data, ctx.backend, "approximation", posterior, info=info, library=_LIBRARY,
+                     objective={"elbo": trace[np.isfinite(trace)]}, timing=phases.timing(), ctx=ctx)
 
 
 # ------------------------------------------------------------------------------------- mean-field VI
@@ -427,7 +428,7 @@ def run_blackjax_pathfinder(model, data, *, draws, tune, chains, seed, progress,
                                  Interval(int, 2, None, "left")),
               "learning_rate": Option(0.01, "Adam's learning rate", POSITIVE),
               "obj_n_mc": Option(4, "Monte-Carlo samples per ELBO gradient", POSITIVE_INT)})
-def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """BlackJAX mean-field Gaussian VI on the unconstrained space (stick-the-landing gradients, Adam)."""
     import blackjax
     import jax
@@ -435,14 +436,14 @@ def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progres
     import optax
 
     n_iter = opts["max_iter"]
-    (init_key, fit_key, draw_key), = _chain_keys(seed, 1)     # one approximation, as advi
+    (init_key, fit_key, draw_key), = _chain_keys(ctx, 1)     # one approximation, as advi
     phases = _Phases()
-    target = phases.run("tune", UnconstrainedTarget, model, data, "blackjax_meanfield_vi", [init_key])
+    target = phases.run("tune", UnconstrainedTarget, model, data, ctx.backend, [init_key])
     def vi(data):
         return blackjax.meanfield_vi(target.density(data), optax.adam(opts["learning_rate"]),
                                      num_samples=opts["obj_n_mc"])
 
-    with progress_bar(total=n_iter, desc="blackjax_meanfield_vi", disable=not progress) as bar:
+    with progress_bar(total=n_iter, desc=ctx.backend, disable=not ctx.progress) as bar:
         every = max(1, n_iter // 100)
         tick = _ticker(bar, every)
 
@@ -463,11 +464,11 @@ def run_blackjax_meanfield_vi(model, data, *, draws, tune, chains, seed, progres
     losses = np.asarray(losses)
     bad = np.flatnonzero(~np.isfinite(losses))
     if bad.size and not np.all(np.isfinite(losses[-1:])):
-        raise ValueError(f"blackjax_meanfield_vi: the ELBO became {losses[bad[0]]} at iteration {bad[0]}; "
+        raise ValueError(f"{ctx.backend}: the ELBO became {losses[bad[0]]} at iteration {bad[0]}; "
                          f"try a smaller learning_rate")
     draws_fn = jax.jit(lambda key, state: vi(target.data).sample(key, state, chains * draws))
     x = phases.run("sample", draws_fn, draw_key, state)
     posterior = phases.run("sample", target.posterior, list(np.asarray(x).reshape(chains, draws, -1)))
     info = stochastic_vi_info(losses, n_grad=n_iter * opts["obj_n_mc"], learning_rate=opts["learning_rate"])
-    return build_fit(model, data, "blackjax_meanfield_vi", "approximation", posterior, info=info, library=_LIBRARY,
-                     objective={"elbo": -losses, "loss": losses}, timing=phases.timing())
+    return build_fit(model, data, ctx.backend, "approximation", posterior, info=info, library=_LIBRARY,
+                     objective={"elbo": -losses, "loss": losses}, timing=phases.timing(), ctx=ctx)

@@ -11,11 +11,12 @@ A sampler is a :class:`Kernel` of its family's conditionals and nothing else:
 
 :func:`sample` owns everything the samplers used to repeat, the same way for all of them:
 
-* **seeding**: chain ``c`` of seed ``s`` has its own stream, whatever the number of chains. A NumPy kernel gets
-  one ``numpy.random.Generator`` per chain, ``default_rng(SeedSequence([s, c]))``, which ``init`` and then every
-  ``step`` draw from in order. A JAX kernel gets the key ``fold_in(fold_in(PRNGKey(s), c), i)`` for sweep ``i``
-  (``i = 0`` is ``init``, sweeps count from 1), so its draws do not depend on how the run is cut into compiled
-  calls either;
+* **seeding**, from the run's :class:`~bayeszoo.registry.RunContext` (its seed scheme): chain ``c`` has its own
+  stream, whatever the number of chains. A NumPy kernel gets one ``numpy.random.Generator`` per chain
+  (``ctx.chain_rngs``: ``default_rng(SeedSequence([s, c]))``), which ``init`` and then every ``step`` draw from in
+  order. A JAX kernel gets the key ``fold_in(k_c, i)`` for sweep ``i`` of chain ``c``, ``k_c`` its
+  ``ctx.chain_keys`` key (``fold_in(PRNGKey(s), c)``; ``i = 0`` is ``init``, sweeps count from 1), so its draws do
+  not depend on how the run is cut into compiled calls either;
 * **warm-up and thinning**: ``tune`` sweeps, then ``draws`` kept draws, one every ``thin`` sweeps;
 * **timing**: ``compile`` (a JAX kernel's ahead-of-time compilation, once per kernel and shape in a process),
   ``tune`` and ``sample``;
@@ -63,33 +64,29 @@ class Chains(NamedTuple):
     states: Any
 
 
-def numpy_rng(seed: int, chain: int) -> np.random.Generator:
-    """The generator of chain ``chain`` of seed ``seed`` (module docstring)."""
-    return np.random.default_rng(np.random.SeedSequence([int(seed), int(chain)]))
-
-
-def sample(kernel: Kernel, problem, *, draws: int, tune: int, chains: int, seed: int, thin: int = 1,
-           progress: bool = False, desc: str = "mcmc", owner: str = "sampler", chunk: int = 50,
+def sample(kernel: Kernel, problem, ctx, *, draws: int, tune: int, chains: int, thin: int = 1,
+           desc: str = "mcmc", chunk: int = 50,
            diagnosis: str = "the problem's scales are too far apart for this sampler (rescale the inputs)") -> Chains:
     """Run ``chains`` chains of ``kernel`` on ``problem``: ``tune`` warm-up sweeps, then ``draws`` draws kept
-    every ``thin`` sweeps (module docstring). ``owner`` names the sampler in errors and ``diagnosis`` says, in the
-    error of a chain that leaves double precision, why that happens to this sampler and what to do; ``chunk`` is
-    the number of kept draws per compiled call of a JAX kernel (progress is updated between calls)."""
-    seed = 0 if seed is None else int(seed)
+    every ``thin`` sweeps (module docstring). ``ctx`` (the run's :class:`~bayeszoo.registry.RunContext`) seeds
+    the chains, says whether to show progress and names the sampler in errors; ``diagnosis`` says, in the error
+    of a chain that leaves double precision, why that happens to this sampler and what to do; ``chunk`` is the
+    number of kept draws per compiled call of a JAX kernel (progress is updated between calls)."""
     run = _sample_jax if kernel.jax else _sample_numpy
-    return run(kernel, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin, progress=progress,
-               desc=desc, failure=_NonFinite(owner, diagnosis), chunk=chunk)
+    return run(kernel, problem, ctx, draws=draws, tune=tune, chains=chains, thin=thin, desc=desc,
+               failure=_NonFinite(ctx.owner, diagnosis), chunk=chunk)
 
 
-def chains_fit(model, data, backend: str, result: Chains, *, info: dict | None = None, setup: float = 0.0,
+def chains_fit(model, data, result: Chains, *, ctx, info: dict | None = None, setup: float = 0.0,
                library: str = "bayeszoo", **build):
-    """The Fit of a sampler's :class:`Chains`: ``setup`` seconds (the problem's set-up before the chains) count as
-    compile time; ``info["iterations"]`` is the sweeps per chain; ``build`` goes to ``build_fit``."""
+    """The Fit of a sampler's :class:`Chains`, under the backend ``ctx`` names, with the call's record:
+    ``setup`` seconds (the problem's set-up before the chains) count as compile time; ``info["iterations"]`` is
+    the sweeps per chain; ``build`` goes to ``build_fit``."""
     timing = dict(result.timing)
     timing["compile"] = timing.get("compile", 0.0) + setup
     info = {"iterations": result.sweeps, "converged": None, **(info or {})}
-    return build_fit(model, data, backend, "mcmc", result.posterior, sample_stats=result.stats, timing=timing,
-                     info=info, library=library, **build)
+    return build_fit(model, data, ctx.backend, "mcmc", result.posterior, sample_stats=result.stats, timing=timing,
+                     info=info, library=library, ctx=ctx, **build)
 
 
 class _NonFinite(NamedTuple):
@@ -111,7 +108,7 @@ class _NonFinite(NamedTuple):
 
 
 # --------------------------------------------------------------------------------------------- NumPy
-def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress, desc, failure, chunk):
+def _sample_numpy(kernel, problem, ctx, *, draws, tune, chains, thin, desc, failure, chunk):
     sweeps = tune + draws * thin
     post, stats, states = {}, {}, []   # (chain, draw, ...) arrays, allocated at the first kept draw
 
@@ -122,9 +119,8 @@ def _sample_numpy(kernel, problem, *, draws, tune, chains, seed, thin, progress,
             out[name][c, k] = value
 
     t_tune = t_sample = 0.0
-    with progress_bar(total=chains * sweeps, desc=desc, disable=not progress, unit="sweep") as bar:
-        for c in range(chains):
-            rng = numpy_rng(seed, c)
+    with progress_bar(total=chains * sweeps, desc=desc, disable=not ctx.progress, unit="sweep") as bar:
+        for c, rng in enumerate(ctx.chain_rngs(chains)):
             t0 = time.perf_counter()
             state = kernel.init(rng, problem)
             k = 0
@@ -185,11 +181,11 @@ def _jax_block(kernel):
     return jax.jit(jax.vmap(chain_slots, in_axes=(0, 0, None, None)))
 
 
-def _sample_jax(kernel, problem, *, draws, tune, chains, seed, thin, progress, desc, failure, chunk):
+def _sample_jax(kernel, problem, ctx, *, draws, tune, chains, thin, desc, failure, chunk):
     import jax
     import jax.numpy as jnp
 
-    keys = jax.vmap(lambda c: jax.random.fold_in(jax.random.PRNGKey(seed), c))(jnp.arange(chains))
+    keys = ctx.chain_keys(chains)
     t0 = time.perf_counter()
     per_chain = [kernel.init(jax.random.fold_in(keys[c], 0), problem) for c in range(chains)]
     state = jax.tree.map(lambda *xs: jnp.stack(xs), *per_chain)
@@ -212,7 +208,7 @@ def _sample_jax(kernel, problem, *, draws, tune, chains, seed, thin, progress, d
     sweeps = tune + draws * thin
     pieces = []
     t0 = time.perf_counter()
-    with progress_bar(total=sweeps, desc=desc, disable=not progress, unit="sweep") as bar:
+    with progress_bar(total=sweeps, desc=desc, disable=not ctx.progress, unit="sweep") as bar:
         n_calls = -(-tune // (chunk * MAX_TUNE_SWEEPS_PER_SLOT)) if tune else 0
         done = 0
         for k in range(n_calls):

@@ -125,11 +125,6 @@ def _traces(fn, arrays: dict) -> bool:
     return True
 
 
-def chain_seeds(seed, chains: int) -> list[int]:
-    """Per-chain integer seeds derived from one seed (same seed, same chains)."""
-    return [int(s) for s in np.random.default_rng(seed).integers(0, 2**30, size=chains)]
-
-
 def _split_by_grads(seconds: float, n_tune_grad: float, n_draw_grad: float) -> tuple[float, float]:
     total = n_tune_grad + n_draw_grad
     if total <= 0:
@@ -166,12 +161,12 @@ _TREE_DEPTH = Option(10, "largest tree depth of a NUTS trajectory (2^depth leapf
     "target_accept": Option(0.9, _TARGET_ACCEPT, _TARGET),
     "cores": Option(1, "processes running chains in parallel (1: one chain after another)", POSITIVE_INT),
     "max_tree_depth": _TREE_DEPTH})
-def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def run_nuts(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """PyMC NUTS."""
     import pymc as pm
 
     pm_model = model.pymc_model(data)
-    seeds = chain_seeds(seed, chains)
+    seeds = ctx.chain_seeds(chains)
     t0 = time.perf_counter()
     initial_points, step = pm.init_nuts(init="jitter+adapt_diag", chains=chains, model=pm_model,
                                         random_seed=seeds, progressbar=False,
@@ -181,7 +176,7 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
     with pm_model, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=opts["cores"], step=step,
-                          initvals=initial_points, random_seed=seeds, progressbar=progress,
+                          initvals=initial_points, random_seed=seeds, progressbar=ctx.progress,
                           discard_tuned_samples=False, compute_convergence_checks=False,
                           return_inferencedata=True, idata_kwargs={"log_likelihood": False})
     t_run = time.perf_counter() - t0
@@ -192,8 +187,8 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
     t_tune, t_sample = _split_by_grads(t_run, warm_steps, draw_steps)
     info = {"n_grad": int(warm_steps + draw_steps), "n_grad_tune": int(warm_steps),
             **convergence_info(stats["diverging"])}
-    return build_fit(model, data, "nuts", "mcmc", post, sample_stats=stats, info=info, library="pymc",
-                     timing={"compile": t_compile, "tune": t_tune, "sample": t_sample})
+    return build_fit(model, data, ctx.backend, "mcmc", post, sample_stats=stats, info=info, library="pymc",
+                     timing={"compile": t_compile, "tune": t_tune, "sample": t_sample}, ctx=ctx)
 
 
 # ------------------------------------------------------------------------------------------------ nutpie
@@ -203,7 +198,7 @@ def run_nuts(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit
               "target_accept": Option(0.8, _TARGET_ACCEPT, _TARGET),
               "cores": Option(1, "threads running chains in parallel", POSITIVE_INT),
               "max_tree_depth": _TREE_DEPTH})
-def run_nutpie(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def run_nutpie(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """nutpie (Rust NUTS with its own mass-matrix adaptation)."""
     import nutpie
 
@@ -212,8 +207,8 @@ def run_nutpie(model, data, *, draws, tune, chains, seed, progress, **opts) -> F
     compiled = nutpie.compile_pymc_model(pm_model)
     t_compile = time.perf_counter() - t0
     t0 = time.perf_counter()
-    idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, seed=int(seed or 0),
-                          progress_bar=progress, save_warmup=True, target_accept=opts["target_accept"],
+    idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, seed=ctx.seed,
+                          progress_bar=ctx.progress, save_warmup=True, target_accept=opts["target_accept"],
                           cores=opts["cores"], maxdepth=opts["max_tree_depth"])
     t_run = time.perf_counter() - t0
     stats = _stack_stats(idata.sample_stats, rename={"depth": "tree_depth", "mean_tree_accept": "acceptance_rate",
@@ -223,8 +218,8 @@ def run_nutpie(model, data, *, draws, tune, chains, seed, progress, **opts) -> F
     t_tune, t_sample = _split_by_grads(t_run, warm_steps, draw_steps)
     info = {"n_grad": int(warm_steps + draw_steps), "n_grad_tune": int(warm_steps),
             **convergence_info(stats["diverging"])}
-    return build_fit(model, data, "nutpie", "mcmc", idata.posterior, sample_stats=stats, info=info,
-                     library="nutpie", timing={"compile": t_compile, "tune": t_tune, "sample": t_sample})
+    return build_fit(model, data, ctx.backend, "mcmc", idata.posterior, sample_stats=stats, info=info,
+                     library="nutpie", timing={"compile": t_compile, "tune": t_tune, "sample": t_sample}, ctx=ctx)
 
 
 # ----------------------------------------------------------------------------------------------- NumPyro
@@ -383,20 +378,20 @@ def _fori_collect_loop_any_length(body_fn, upper, init_val, collection, start_id
     "chain_method": Option("sequential", "how chains run: 'sequential', 'vectorized' (vmap) or 'parallel' (pmap)",
                            OneOf(("sequential", "vectorized", "parallel"))),
     "max_tree_depth": _TREE_DEPTH})
-def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def run_numpyro(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """NumPyro NUTS."""
     import jax
     from numpyro.infer import NUTS
 
     fn, arrays = numpyro_declaration(model, data)
     # sequential chains report from inside NumPyro's compiled loop (_reporting_nuts_class); the others keep its bar
-    reporting = progress and opts["chain_method"] == "sequential"
+    reporting = ctx.progress and opts["chain_method"] == "sequential"
     nuts = _reporting_nuts_class() if reporting else NUTS
     kernel = nuts(fn, target_accept_prob=opts["target_accept"], max_tree_depth=opts["max_tree_depth"])
     mcmc = _numpyro_mcmc(kernel, num_warmup=max(tune, 0), num_samples=draws, num_chains=chains,
-                         chain_method=opts["chain_method"], progress_bar=progress and not reporting,
+                         chain_method=opts["chain_method"], progress_bar=ctx.progress and not reporting,
                          jit_model_args=bool(arrays))
-    rng_key = jax.random.PRNGKey(int(seed or 0))
+    rng_key = ctx.jax_key()
     fields = ("diverging", "num_steps", "energy", "potential_energy", "adapt_state.step_size",
               "accept_prob")
     bar = progress_bar(total=chains * (max(tune, 0) + draws), desc="numpyro", disable=not reporting, unit="step")
@@ -443,18 +438,19 @@ def run_numpyro(model, data, *, draws, tune, chains, seed, progress, **opts) -> 
     draw_steps = float(n_steps.sum())
     info = {"n_grad": int(warm_steps + draw_steps), "n_grad_tune": int(warm_steps),
             **convergence_info(stats["diverging"])}
-    return build_fit(model, data, "numpyro", "mcmc", posterior, sample_stats=stats, info=info, library="numpyro",
+    return build_fit(model, data, ctx.backend, "mcmc", posterior, sample_stats=stats, info=info, library="numpyro",
                      timing={"compile": t_compile, "tune": t_warm - clock_w.seconds,
-                             "sample": t_run - clock_s.seconds})
+                             "sample": t_run - clock_s.seconds}, ctx=ctx)
 
 
 # -------------------------------------------------------------------------------------------------- ADVI
-def _run_advi(method, model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def _run_advi(model, data, ctx, *, draws, chains, **opts) -> Fit:
     import pymc as pm
 
+    method = ctx.backend
     n_iter = int(opts["max_iter"])
     pm_model = model.pymc_model(data)
-    seeds = chain_seeds(seed, 2)
+    seeds = ctx.chain_seeds(2)
     with pm_model, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)
         t0 = time.perf_counter()
@@ -468,7 +464,7 @@ def _run_advi(method, model, data, *, draws, tune, chains, seed, progress, **opt
         losses[0] = float(step_fn())
         t_compile = time.perf_counter() - t0
         t0 = time.perf_counter()
-        with progress_bar(total=n_iter - 1, desc=method, disable=not progress) as bar:
+        with progress_bar(total=n_iter - 1, desc=method, disable=not ctx.progress) as bar:
             every = max(1, (n_iter - 1) // 100)
             for i in range(1, n_iter):
                 losses[i] = float(step_fn())
@@ -489,7 +485,7 @@ def _run_advi(method, model, data, *, draws, tune, chains, seed, progress, **opt
     info = stochastic_vi_info(losses, n_grad=n_iter * opts["obj_n_mc"], learning_rate=opts["learning_rate"])
     return build_fit(model, data, method, "approximation", posterior, info=info, library="pymc",
                      objective={"elbo": -losses, "loss": losses},
-                     timing={"compile": t_compile, "tune": t_tune, "sample": t_sample})
+                     timing={"compile": t_compile, "tune": t_tune, "sample": t_sample}, ctx=ctx)
 
 
 _ADVI_OPTIONS = {
@@ -518,16 +514,14 @@ def stochastic_vi_info(losses: np.ndarray, *, n_grad: int, learning_rate: float)
 @register("advi", kind="approximation", description="PyMC mean-field ADVI", library="pymc",
           unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES),
           options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
-def run_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def run_advi(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """Mean-field ADVI (pm.ADVI)."""
-    return _run_advi("advi", model, data, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
-                     **opts)
+    return _run_advi(model, data, ctx, draws=draws, chains=chains, **opts)
 
 
 @register("fullrank_advi", kind="approximation", description="PyMC full-rank ADVI", library="pymc",
           unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES, full_rank=True),
           options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
-def run_fullrank_advi(model, data, *, draws, tune, chains, seed, progress, **opts) -> Fit:
+def run_fullrank_advi(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """Full-rank ADVI (pm.FullRankADVI)."""
-    return _run_advi("fullrank_advi", model, data, draws=draws, tune=tune, chains=chains, seed=seed,
-                     progress=progress, **opts)
+    return _run_advi(model, data, ctx, draws=draws, chains=chains, **opts)

@@ -27,7 +27,7 @@ from typing import Callable, NamedTuple
 from bayeszoo.checks import POSITIVE_INT
 from bayeszoo.inference import chains as chain_driver
 from bayeszoo.inference.blackjax_engines import UnconstrainedTarget
-from bayeszoo.registry import Backend, Option, owner, register_backend
+from bayeszoo.registry import Backend, Option, register_backend
 
 #: sample_stats names of BlackJAX's info fields where ArviZ has its own
 ARVIZ_NAMES = {"is_divergent": "diverging"}
@@ -140,18 +140,17 @@ def register_sampler(name: str, algorithm: Callable, *, options: dict | None = N
                          f"returning (init, step); got {type(algorithm).__name__}")
     declared = {**options, "thin": Option(1, "keep every thin-th step", POSITIVE_INT)}
 
-    def run(model, data, *, draws, tune, chains, seed, progress, thin, **opts):
+    def run(model, data, *, draws, tune, chains, ctx, thin, **opts):
         import time
 
         start = time.perf_counter()
         kernel = _problem_kernel(algorithm, model, data, name, opts)
         setup = time.perf_counter() - start
-        res = chain_driver.sample(kernel, None, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
-                                  progress=progress, desc=name, owner=owner(family, name))
+        res = chain_driver.sample(kernel, None, ctx, draws=draws, tune=tune, chains=chains, thin=thin, desc=name)
         info = {"thin": thin}
         if gradients_per_step is not None:   # every step of every chain, warm-up and thinned ones included
             info.update(n_grad=gradients_per_step * chains * res.sweeps, n_grad_tune=gradients_per_step * chains * tune)
-        return chain_driver.chains_fit(model, data, name, res, setup=setup, library="user", info=info)
+        return chain_driver.chains_fit(model, data, res, ctx=ctx, setup=setup, library="user", info=info)
 
     # the identity the registry compares: the same algorithm defined again (a re-run notebook cell) replaces
     run.__qualname__ = f"register_sampler.<{getattr(algorithm, '__qualname__', name)}>"

@@ -69,14 +69,13 @@ def registered(name: str, variance_factor: float):
     """Backend ``name`` of the ``rvm`` family for the block: this sampler with the w-step's covariance times
     ``variance_factor``."""
 
-    def run(model, data, *, draws, tune, chains: int, seed, progress, fix_alpha, fix_beta):
+    def run(model, data, *, draws, tune, chains: int, ctx, fix_alpha, fix_beta):
         start = time.perf_counter()
         Phi = model.training_design(data)
         sampler = kernel(Phi, np.asarray(data.y, float), (model.a, model.b, model.c, model.d), variance_factor,
                          fix_alpha, fix_beta)
-        result = driver.sample(sampler, None, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
-                               owner=registry.owner("rvm", name))
-        return driver.chains_fit(model, data, name, result, setup=time.perf_counter() - start)
+        result = driver.sample(sampler, None, ctx, draws=draws, tune=tune, chains=chains)
+        return driver.chains_fit(model, data, result, ctx=ctx, setup=time.perf_counter() - start)
 
     registry.register(name, kind="mcmc", family="rvm", options=OPTIONS, applies=lambda m: not m.is_classifier,
                       description=f"test Gibbs sampler, w-step covariance x {variance_factor}")(run)

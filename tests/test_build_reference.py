@@ -237,14 +237,13 @@ def diverging_below(name: str, threshold: float, divergences: int = 5):
     ``threshold``: an engine whose divergences a higher target acceptance removes, without NUTS's run time."""
     calls = []
 
-    def run(model, data, *, draws, tune, chains, seed, progress, target_accept):
-        calls.append((target_accept, seed))
+    def run(model, data, *, draws, tune, chains, ctx, target_accept):
+        calls.append((target_accept, ctx.seed))
         start = time.perf_counter()
         sampler = scaled_kernel(model.training_design(data), np.asarray(data.y, float),
                                 (model.a, model.b, model.c, model.d), 1.0, None, None)
-        result = driver.sample(sampler, None, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
-                               owner=registry.owner("rvm", name))
-        return driver.chains_fit(model, data, name, result, setup=time.perf_counter() - start,
+        result = driver.sample(sampler, None, ctx, draws=draws, tune=tune, chains=chains)
+        return driver.chains_fit(model, data, result, ctx=ctx, setup=time.perf_counter() - start,
                                  info={"divergences": divergences if target_accept < threshold else 0})
 
     option = registry.Option(0.8, "target acceptance", Interval(float, 0, 1, "neither"))

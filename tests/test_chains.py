@@ -9,7 +9,13 @@ import numpy as np
 import pytest
 
 import bayeszoo  # noqa: F401  (float64 JAX)
-from bayeszoo.inference.chains import Kernel, chains_fit, numpy_rng, sample
+from bayeszoo.inference.chains import Kernel, chains_fit, sample
+from bayeszoo.registry import RunContext
+
+
+def _ctx(seed):
+    """The run context bz.fit would give a generic backend "toy"."""
+    return RunContext(family=None, backend="toy", kind="mcmc", seed=seed)
 
 
 class Counter(NamedTuple):
@@ -34,20 +40,20 @@ def _ar1(rho=0.5, adapt=None):
 
 
 def test_the_same_seed_gives_the_same_draws_and_another_seed_others():
-    a = sample(_ar1(), {"d": 3}, draws=20, tune=5, chains=2, seed=7)
-    b = sample(_ar1(), {"d": 3}, draws=20, tune=5, chains=2, seed=7)
-    c = sample(_ar1(), {"d": 3}, draws=20, tune=5, chains=2, seed=8)
+    a = sample(_ar1(), {"d": 3}, _ctx(7), draws=20, tune=5, chains=2)
+    b = sample(_ar1(), {"d": 3}, _ctx(7), draws=20, tune=5, chains=2)
+    c = sample(_ar1(), {"d": 3}, _ctx(8), draws=20, tune=5, chains=2)
     assert np.array_equal(a.posterior["x"], b.posterior["x"])
     assert not np.allclose(a.posterior["x"], c.posterior["x"])
     assert not np.allclose(a.posterior["x"][0], a.posterior["x"][1])    # chains differ
 
 
 def test_chain_k_does_not_depend_on_how_many_chains_run():
-    two = sample(_ar1(), {"d": 2}, draws=15, tune=3, chains=2, seed=3)
-    four = sample(_ar1(), {"d": 2}, draws=15, tune=3, chains=4, seed=3)
+    two = sample(_ar1(), {"d": 2}, _ctx(3), draws=15, tune=3, chains=2)
+    four = sample(_ar1(), {"d": 2}, _ctx(3), draws=15, tune=3, chains=4)
     assert np.array_equal(two.posterior["x"], four.posterior["x"][:2])
     # chain c of seed s is SeedSequence([s, c]): the stream a user can rebuild
-    rng = numpy_rng(3, 1)
+    rng = np.random.default_rng(np.random.SeedSequence([3, 1]))
     x = rng.standard_normal(2)
     for _ in range(4):   # 3 warm-up sweeps and the first kept one
         x = 0.5 * x + np.sqrt(0.75) * rng.standard_normal(2)
@@ -57,7 +63,7 @@ def test_chain_k_does_not_depend_on_how_many_chains_run():
 
 @pytest.mark.parametrize("tune, thin", [(0, 1), (4, 1), (5, 3)])
 def test_warm_up_and_thinning_counts(tune, thin):
-    out = sample(_ar1(), {"d": 1}, draws=6, tune=tune, chains=2, seed=0, thin=thin)
+    out = sample(_ar1(), {"d": 1}, _ctx(0), draws=6, tune=tune, chains=2, thin=thin)
     expected = tune + thin * np.arange(1, 7)          # the sweep after which each kept draw was taken
     assert np.array_equal(out.posterior["sweeps"], np.tile(expected, (2, 1)))
     assert out.sweeps == tune + 6 * thin and out.posterior["x"].shape == (2, 6, 1)
@@ -73,7 +79,7 @@ def test_adapt_runs_after_every_warm_up_sweep_only():
         calls.append(int(state.sweeps))
         return state
 
-    sample(_ar1(adapt=adapt), {"d": 1}, draws=4, tune=3, chains=2, seed=0)
+    sample(_ar1(adapt=adapt), {"d": 1}, _ctx(0), draws=4, tune=3, chains=2)
     assert calls == [1, 2, 3, 1, 2, 3]
 
 
@@ -82,8 +88,8 @@ def test_a_chain_that_leaves_double_precision_is_named():
         return Counter(state.sweeps + 1, state.x * 1e200), Accept(np.array(0.0))
 
     kernel = _ar1()._replace(step=step)
-    with pytest.raises(ValueError, match=r"toy: chain 0 left double precision \(NaN or inf\) in x at draw 1"):
-        sample(kernel, {"d": 1}, draws=5, tune=0, chains=2, seed=0, owner="toy")
+    with pytest.raises(ValueError, match=r"backend 'toy': chain 0 left double precision \(NaN or inf\) in x at draw 1"):
+        sample(kernel, {"d": 1}, _ctx(0), draws=5, tune=0, chains=2)
 
 
 def test_chains_fit_hands_the_arrays_to_the_fit_builder():
@@ -97,8 +103,8 @@ def test_chains_fit_hands_the_arrays_to_the_fit_builder():
 
     kernel = _ar1()._replace(init=init, position=lambda s: {"w": s.x[:M], "log_alpha": s.x[M:2 * M],
                                                            "log_beta": s.x[-1]})
-    out = sample(kernel, None, draws=10, tune=2, chains=3, seed=1)
-    fit = chains_fit(model, data, "toy", out, setup=0.5)
+    out = sample(kernel, None, _ctx(1), draws=10, tune=2, chains=3)
+    fit = chains_fit(model, data, out, ctx=RunContext("rvm", "toy", "mcmc", seed=1), setup=0.5)
     assert fit.kind == "mcmc" and fit.n_chains == 3 and fit.n_draws == 10
     assert fit.info["iterations"] == 12 and fit.timing["compile"] >= 0.5
     assert fit.idata.sample_stats["acceptance_rate"].shape == (3, 10)
@@ -121,20 +127,20 @@ def _jax_ar1(rho=0.5):
 
 
 def test_a_jax_kernel_counts_seeds_and_chunks_like_a_numpy_one():
-    out = sample(_jax_ar1(), {"d": 2}, draws=7, tune=5, chains=2, seed=4, thin=2, chunk=3)
+    out = sample(_jax_ar1(), {"d": 2}, _ctx(4), draws=7, tune=5, chains=2, thin=2, chunk=3)
     assert np.array_equal(out.posterior["sweeps"], np.tile(5 + 2 * np.arange(1, 8), (2, 1)))
     assert out.posterior["x"].shape == (2, 7, 2) and out.stats["acceptance_rate"].shape == (2, 7)
     assert out.sweeps == 19 and out.timing["compile"] > 0
     # the same draws whatever the chunk, and chain 0 whatever the number of chains
-    other = sample(_jax_ar1(), {"d": 2}, draws=7, tune=5, chains=3, seed=4, thin=2, chunk=50)
+    other = sample(_jax_ar1(), {"d": 2}, _ctx(4), draws=7, tune=5, chains=3, thin=2, chunk=50)
     assert np.allclose(out.posterior["x"], other.posterior["x"][:2], rtol=0, atol=1e-12)
-    again = sample(_jax_ar1(), {"d": 2}, draws=7, tune=5, chains=2, seed=5, thin=2, chunk=3)
+    again = sample(_jax_ar1(), {"d": 2}, _ctx(5), draws=7, tune=5, chains=2, thin=2, chunk=3)
     assert not np.allclose(out.posterior["x"], again.posterior["x"])
 
 
 def test_an_ar1_chain_has_the_stationary_moments():
     # exact answer: the AR(1) started from N(0, 1) stays N(0, 1); 4 x 4000 draws with rho 0.5 (ESS ~ 9600)
-    out = sample(_ar1(), {"d": 1}, draws=4000, tune=0, chains=4, seed=11)
+    out = sample(_ar1(), {"d": 1}, _ctx(11), draws=4000, tune=0, chains=4)
     x = out.posterior["x"].ravel()
     assert abs(x.mean()) < 4 / np.sqrt(9600) and abs(x.var() - 1) < 4 * np.sqrt(2 / 9600)
 
@@ -144,8 +150,8 @@ def test_a_jax_kernel_compiles_once_per_shape():
 
     kernel = _jax_ar1()
     before = len(chains._COMPILED)
-    sample(kernel, {"d": 3}, draws=5, tune=2, chains=2, seed=0)
-    sample(kernel, {"d": 3}, draws=5, tune=2, chains=2, seed=1)       # same shapes: the compiled block is reused
+    sample(kernel, {"d": 3}, _ctx(0), draws=5, tune=2, chains=2)
+    sample(kernel, {"d": 3}, _ctx(1), draws=5, tune=2, chains=2)       # same shapes: the compiled block is reused
     assert len(chains._COMPILED) == before + 1
-    other = sample(kernel, {"d": 4}, draws=5, tune=2, chains=2, seed=0)   # another shape: compiled anew
+    other = sample(kernel, {"d": 4}, _ctx(0), draws=5, tune=2, chains=2)   # another shape: compiled anew
     assert len(chains._COMPILED) == before + 2 and other.posterior["x"].shape == (2, 5, 4)

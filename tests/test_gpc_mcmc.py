@@ -10,7 +10,13 @@ import bayeszoo as bz
 from bayeszoo.inference.gpc.ais import ais_log_evidence, combine_log_weights, make_schedule
 from bayeszoo.inference._random import normal_sign_truncated, polya_gamma, truncnorm_above
 from bayeszoo.inference.gpc.gibbs import gibbs_sample
+from bayeszoo.registry import RunContext
 from bayeszoo.models.gpc import TWO_POINT_X, TWO_POINT_Y, two_point_exact_moments
+
+
+def _ctx(seed):
+    """The run context bz.fit gives the gpc ``gibbs`` backend."""
+    return RunContext(family="gpc", backend="gibbs", kind="mcmc", seed=seed)
 
 
 def two_point():
@@ -117,8 +123,8 @@ def test_gibbs_thin_keeps_every_thin_th_sweep():
     model = bz.models.GPC(likelihood="probit")
     K = model.K(TWO_POINT_X)
     ypm = model.labels_pm(TWO_POINT_Y)
-    a = gibbs_sample(K, ypm, probit=True, draws=12, tune=3, chains=2, seed=1, thin=1)
-    b = gibbs_sample(K, ypm, probit=True, draws=4, tune=3, chains=2, seed=1, thin=3)
+    a = gibbs_sample(K, ypm, _ctx(1), probit=True, draws=12, tune=3, chains=2, thin=1)
+    b = gibbs_sample(K, ypm, _ctx(1), probit=True, draws=4, tune=3, chains=2, thin=3)
     np.testing.assert_allclose(b["f"], a["f"][:, 2::3], rtol=1e-12)
 
 
@@ -291,7 +297,7 @@ def test_gibbs_chain_started_far_on_the_wrong_side_stays_finite():
     """A chain whose latent f starts at -60 on a y = +1 point (an Albert-Chib draw beyond JAX's tail)."""
     K = np.array([[4.0, 1.0], [1.0, 4.0]])
     ypm = np.array([1.0, -1.0])
-    res = gibbs_sample(K, ypm, probit=True, draws=200, tune=0, chains=2, seed=0, init=np.array([-60.0, 60.0]))
+    res = gibbs_sample(K, ypm, _ctx(0), probit=True, draws=200, tune=0, chains=2, init=np.array([-60.0, 60.0]))
     assert np.all(np.isfinite(res["f"]))
 
 

@@ -44,7 +44,8 @@ def vb_sources(model, sources):
 # ------------------------------------------------------------------------------------------------ VB
 def test_vb_bound_never_decreases_under_the_y_w_updates(small):
     # B.23 conditions on A and beta: with them held fixed the Y / W updates are coordinate ascent on it
-    st = vb_fit_state(bz.models.PMKL(rule="mean"), small, fix_alpha=1.0, tol=1e-14, max_iter=40)
+    st = vb_fit_state(bz.models.PMKL(rule="mean"), small, rng=np.random.default_rng(0), fix_alpha=1.0, tol=1e-14,
+                      max_iter=40)
     b = st.bound
     assert len(b) == 40
     assert np.all(np.diff(b) >= -1e-9 * np.abs(b[1:]))
@@ -61,7 +62,7 @@ def test_vb_stops_by_the_thesis_rule_and_traces_the_bound(model, vb_sources):
 
 def test_vb_thesis_predictive_agrees_with_averaging_over_q(sources):
     model = bz.models.PMKL(rule="mean")      # beta fixed, so Q(W) is the only randomness
-    st = vb_fit_state(model, sources, seed=0)
+    st = vb_fit_state(model, sources, rng=np.random.default_rng(0))
     Ks_test = MK.base_grams(model.source_list(sources), sources.X, sources.X_test)
     p_thesis = vb_predictive(model, st, Ks_test)            # eq. 4.33 with nu as a standard deviation
     fit = bz.fit(model, sources, "vb", draws=250, chains=1, seed=0, progress=False)

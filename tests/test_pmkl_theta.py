@@ -203,7 +203,7 @@ def test_local_theta_proposal_ratio_is_prior_over_the_mixture_density():
 def test_vb_rho_weights_and_means_equal_a_direct_computation():
     data = bz.datasets.load("mkl_sources", n=24, n_test=10, seed=1)
     model = bz.models.PMKL(infer_rho=True, lam=2.0, mu=1.5)
-    st = vb_fit_state(model, data, max_iter=6, is_samples=50, seed=0)
+    st = vb_fit_state(model, data, max_iter=6, is_samples=50, rng=np.random.default_rng(0))
     beta, pool = st.beta, st.rho_pool
     assert pool.shape == (6 * 50, 3)                                      # the pool accumulates (B.9)
     # 4.28: W(rho^i) propto Dir(beta~ | rho^i), the Dirichlet written out

@@ -9,6 +9,7 @@ import bayeszoo as bz
 from bayeszoo.inference.rvm import core as C
 from bayeszoo.inference.rvm import fast as FAST
 from bayeszoo.inference.rvm.gibbs import gibbs_sample
+from bayeszoo.registry import RunContext
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 
 
@@ -20,6 +21,11 @@ def sinc40():
 @pytest.fixture(scope="module")
 def model():
     return bz.models.RVM(width=3.0)
+
+
+def _ctx(seed):
+    """The run context bz.fit gives the rvm ``gibbs`` backend."""
+    return RunContext(family="rvm", backend="gibbs", kind="mcmc", seed=seed)
 
 
 def dense_log_evidence(Phi, t, alpha, beta):
@@ -277,7 +283,7 @@ def _sbc(reps, draws, thin, seed):
         beta = rng.gamma(c, 1.0 / d)
         w = rng.normal(size=M) / np.sqrt(alpha)
         t = Phi @ w + rng.normal(size=N) / np.sqrt(beta)
-        out = gibbs_sample(Phi, t, (a, b, c, d), draws=draws, tune=100, chains=1, seed=r, thin=thin)
+        out = gibbs_sample(Phi, t, (a, b, c, d), _ctx(r), draws=draws, tune=100, chains=1, thin=thin)
         ranks.append(np.concatenate([np.sum(out["w"][0] < w, 0), [np.sum(out["log_beta"][0] < np.log(beta))]]))
     return np.array(ranks)  # (reps, M + 1), values in 0..draws
 
@@ -298,7 +304,7 @@ def test_gibbs_draws_where_the_precision_is_singular_to_working_precision():
     data = bz.datasets.load("sinc")
     Phi = bz.models.RVM().training_design(data)
     alpha, beta = 1e-12, 100.0
-    out = gibbs_sample(Phi, data.y, (1e-4, 1e-4, 1e-4, 1e-4), draws=400, tune=5, chains=2, seed=0,
+    out = gibbs_sample(Phi, data.y, (1e-4, 1e-4, 1e-4, 1e-4), _ctx(0), draws=400, tune=5, chains=2,
                        fix_alpha=alpha, fix_beta=beta)
     f = out["w"].reshape(-1, Phi.shape[1]) @ Phi.T
     assert np.all(np.isfinite(f))

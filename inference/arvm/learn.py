@@ -58,7 +58,7 @@ from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.rvm import core as C
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.registry import Option, owner, register
+from bayeszoo.registry import Option, register
 from bayeszoo.resources import Need, dense
 
 
@@ -121,24 +121,23 @@ OPTIONS = {
 DEFAULT_OPTIONS = {name: opt.default for name, opt in OPTIONS.items()}
 
 
-def check(options: dict, model, data) -> dict:
+def check(options: dict, model, data, owner: str) -> dict:
     """What the options must be for this model and data: the dictionary's columns, a whitener with one row and
     column per training point (regression only), and an iteration within ``max_cost`` (:func:`check_cost`)."""
-    who = owner("arvm", "arvm")
     if options["dictionary"] is not None:
         centres, widths = options["dictionary"]
         K = model.width_dims(data.d)
         if centres.shape[1] != data.d or widths.shape[1] != K:
-            raise ValueError(f"{who}: option 'dictionary' needs centres (J, {data.d}) and widths (J, {K}) for this "
+            raise ValueError(f"{owner}: option 'dictionary' needs centres (J, {data.d}) and widths (J, {K}) for this "
                              f"model and data; got {centres.shape} and {widths.shape}")
     W = options["noise_whitener"]
     if W is not None:
         if model.is_classifier:
-            raise ValueError(f"{who}: option 'noise_whitener' applies to regression only")
+            raise ValueError(f"{owner}: option 'noise_whitener' applies to regression only")
         if W.shape != (data.n, data.n):
-            raise ValueError(f"{who}: option 'noise_whitener' must be {data.n} x {data.n} (one row and column per "
+            raise ValueError(f"{owner}: option 'noise_whitener' must be {data.n} x {data.n} (one row and column per "
                              f"training point); got {W.shape}")
-    check_cost(model, data.n, data.d, options, options["dictionary"], W)
+    check_cost(model, data.n, data.d, options, options["dictionary"], W, owner=owner)
     return options
 
 
@@ -585,14 +584,15 @@ def predicted_seconds(model, N: int, D: int, opts, M: int, dictionary=None, whit
     return candidates, joint
 
 
-def check_cost(model, N: int, D: int, opts, dictionary=None, whiten=None) -> float:
-    """The predicted seconds of one iteration with one basis, or a ValueError when they exceed ``max_cost``."""
+def check_cost(model, N: int, D: int, opts, dictionary=None, whiten=None, owner: str = "Algorithm 1") -> float:
+    """The predicted seconds of one iteration with one basis, or a ValueError (naming ``owner``) when they exceed
+    ``max_cost``."""
     limit = opts.get("max_cost", DEFAULT_OPTIONS["max_cost"])
     candidates, joint = predicted_seconds(model, N, D, opts, min(1, model.n_basis), dictionary, whiten)
     if candidates + joint > limit:
         P = D + model.width_dims(D)
         raise ValueError(
-            f"{owner('arvm', 'arvm')}: one iteration of Algorithm 1 is predicted to take about {candidates + joint:.3g} s on this "
+            f"{owner}: one iteration of Algorithm 1 is predicted to take about {candidates + joint:.3g} s on this "
             f"problem (N = {N} points, d = {D} inputs, so {P} kernel parameters per basis; candidate search "
             f"{candidates:.3g} s, joint step {joint:.3g} s), beyond max_cost = {limit:g} s; the cost grows as the "
             f"square (candidates) and cube (joint step) of the parameters per basis. Raise the limit with "
@@ -603,8 +603,10 @@ def check_cost(model, N: int, D: int, opts, dictionary=None, whiten=None) -> flo
 
 
 # ---------------------------------------------------------------------------------------------- driver
-def learn(model, X, t, opts, *, seed=0, progress=False, dictionary=None, whiten=None, init=None):
-    """Algorithm 1 on inputs X (N, D) and targets t. Returns a dict with the final State and traces.
+def learn(model, X, t, opts, *, rng: np.random.Generator, progress=False, dictionary=None, whiten=None, init=None,
+          owner: str = "Algorithm 1"):
+    """Algorithm 1 on inputs X (N, D) and targets t. Returns a dict with the final State and traces. ``rng`` draws
+    the candidates (the backend's: the root stream of its run context); ``owner`` names the backend in errors.
 
     Runs on one BLAS thread below 1000 points: the work is many small matrix products, for which waking a second
     BLAS thread costs more than it saves (see ``inference/gpc/_common.py``).
@@ -617,8 +619,8 @@ def learn(model, X, t, opts, *, seed=0, progress=False, dictionary=None, whiten=
     [P 42-44] (used for the fMRI RVM maps).
     """
     with one_blas_thread(np.shape(X)[0]):
-        return _learn(model, X, t, opts, seed=seed, progress=progress, dictionary=dictionary, whiten=whiten,
-                      init=init)
+        return _learn(model, X, t, opts, rng=rng, progress=progress, dictionary=dictionary, whiten=whiten,
+                      init=init, owner=owner)
 
 
 class LearnState(NamedTuple):
@@ -654,8 +656,8 @@ class LearnInfo(NamedTuple):
 
 
 def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorithm:
-    """Algorithm 1 (module docstring) on inputs X (N, D) and targets t; ``init`` of the Algorithm takes the seed of
-    the candidates' generator, ``init`` here an optional starting model (:func:`learn`)."""
+    """Algorithm 1 (module docstring) on inputs X (N, D) and targets t; ``init`` of the Algorithm takes the
+    candidates' generator, ``init`` here an optional starting model (:func:`learn`)."""
     N, D = X.shape
     max_cost = opts.get("max_cost", DEFAULT_OPTIONS["max_cost"])
     clf = model.is_classifier
@@ -668,7 +670,7 @@ def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorith
     if dictionary is not None:
         dictionary = np.column_stack([np.asarray(dictionary[0], float), kernel.to_u(np.asarray(dictionary[1], float))])
 
-    def start(seed):
+    def start(rng):
         beta = None if clf else float(opts["beta"] or opts["init_beta"] or 10.0 / max(float(np.var(t)), 1e-12))
         state = State(kernel, t, c, clf, beta)
         state.min_peak = float(opts["min_peak"])
@@ -681,7 +683,7 @@ def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorith
             update_hyper(state, opts, beta_free)
         L = state.objective()
         return LearnState(state, np.zeros((0, kernel.K)) if model.feature_selection else None, np.zeros(0, int), 0,
-                          None, np.random.default_rng(seed), (state.M,), (L,), 0, L)
+                          None, rng, (state.M,), (L,), 0, L)
 
     def step(s, report):
         state, delta, active_dict, cost_warning = s.current, s.delta, s.active_dict, s.cost_warning
@@ -761,13 +763,13 @@ def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorith
                      describe=lambda s, info: f"M={s.current.M} L={s.objective:.4g}")
 
 
-def _learn(model, X, t, opts, *, seed, progress, dictionary, whiten, init):
+def _learn(model, X, t, opts, *, rng, progress, dictionary, whiten, init, owner):
     X = np.asarray(X, float)
     N, D = X.shape
-    check_cost(model, N, D, opts, dictionary, whiten)
+    check_cost(model, N, D, opts, dictionary, whiten, owner=owner)
     algorithm = learn_iterations(model, X, t, opts, dictionary=dictionary, whiten=whiten, init=init)
-    run = iterate(algorithm, seed, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress, desc="arvm",
-                  unit="step", owner=owner("arvm", "arvm"), change_name="rise of L^s")
+    run = iterate(algorithm, rng, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress, desc="arvm",
+                  unit="step", owner=owner, change_name="rise of L^s")
     s = run.state
     trace = np.array(s.objectives)
     warnings = [s.cost_warning] if s.cost_warning is not None else []
@@ -905,7 +907,7 @@ def memory(model, data, options) -> Need:
 @register("arvm", kind="approximation", family="arvm", options=OPTIONS, check=check, defaults={"tune": 0},
           memory=memory,
           description="Algorithm 1 (Tzikas et al. 2009): incremental adaptive-kernel type-II learning")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Type-II learning of centres, widths, alpha and beta; Gaussian posterior of w at the learned kernel."""
     t0 = time.perf_counter()
     x_scale, y_scale = rescaling(model, data)
@@ -919,8 +921,8 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
         opts = {**opts, **{k: opts[k] / y_scale**2 for k in ("beta", "init_beta") if opts[k] is not None}}
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = learn(run_model, data.X / x_scale, data.y / y_scale, opts, seed=seed or 0, progress=progress,
-                    dictionary=dictionary, whiten=opts["noise_whitener"])
+        res = learn(run_model, data.X / x_scale, data.y / y_scale, opts, rng=ctx.numpy_rng(), progress=ctx.progress,
+                    dictionary=dictionary, whiten=opts["noise_whitener"], owner=ctx.owner)
     q, Phi = approximation(model, data, res, x_scale=x_scale, y_scale=y_scale)
     notes = [] if x_scale == y_scale == 1.0 else [
         f"Algorithm 1 ran on inputs divided by {x_scale:g} and targets divided by {y_scale:g} (their scale is far from "
@@ -928,6 +930,6 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     info = {"n_relevant": int(res["state"].M), "sparsity_c": float(res["c"]), "joint_step": opts["joint_step"],
             "rescaled": {"x": float(x_scale), "y": float(y_scale)}, "warnings": notes + res["warnings"]}
     q = q._replace(others=lambda rng, w: {"f": w @ Phi.T})   # f = Phi w, draw by draw
-    return approximation_fit(model, data, "arvm", q, draws=draws, chains=chains, seed=seed,
-                             timing={"tune": time.perf_counter() - t0}, owner=owner("arvm", "arvm"),
+    return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": time.perf_counter() - t0},
                              limit=f"{opts['max_iter']} iterations", info=info)

@@ -32,7 +32,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.inference.chains import Kernel, chains_fit, sample
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
-from bayeszoo.registry import Option, owner, register
+from bayeszoo.registry import Option, register
 
 from . import _common as C
 
@@ -148,9 +148,9 @@ def scale_log_density(p: C.Problem, s: float, w2: np.ndarray, d2: list[np.ndarra
     return float(lp)
 
 
-def scale_move(rng, p: C.Problem, f, w):
+def scale_move(rng, p: C.Problem, f, w, owner: str = "the scale move"):
     """(e^s f, e^-s w) for every image of the batch, s by a stepping-out slice sampler started at s = 0 (Neal 2003,
-    §4)."""
+    §4); ``owner`` names the sampler in errors."""
     f, w = f.copy(), w.copy()
     for c in np.ndindex(f.shape[:-2]):
         w2 = w[c][p.mask] ** 2
@@ -160,7 +160,7 @@ def scale_move(rng, p: C.Problem, f, w):
             return scale_log_density(p, s, w2, d2)
         level = logp(0.0) + np.log(rng.uniform())
         if not np.isfinite(level):
-            raise ValueError(f"{owner('bid', 'gibbs')}: non-finite posterior density ({level}) along the scale "
+            raise ValueError(f"{owner}: non-finite posterior density ({level}) along the scale "
                              f"orbit; the hyperparameters or intensities are beyond what it can evaluate")
         lo = -SLICE_WIDTH * rng.uniform()
         hi = lo + SLICE_WIDTH
@@ -185,9 +185,9 @@ def scale_move(rng, p: C.Problem, f, w):
 
 # ------------------------------------------------------------------------------------------------ kernel
 def kernel(model, problem: C.Problem, *, cg_max_iter: int, cg_tol: float, jitter: float,
-           with_scale_move: bool = True) -> Kernel:
+           with_scale_move: bool = True, owner: str = "the scale move") -> Kernel:
     """The chain driver's kernel of one BID problem: a sweep is the scale move (if on), the precisions, f, w; with
-    the PSF known, the precisions and f."""
+    the PSF known, the precisions and f. ``owner`` names the sampler in errors."""
     solver = dict(cg_max_iter=cg_max_iter, cg_tol=cg_tol)
     known = problem.known
 
@@ -201,7 +201,7 @@ def kernel(model, problem: C.Problem, *, cg_max_iter: int, cg_tol: float, jitter
     def step(rng, state: GibbsState):
         f, w = state.f, state.w
         if with_scale_move and not known:   # before the precisions: they are then drawn given the moved (f, w)
-            f, w = scale_move(rng, problem, f, w)
+            f, w = scale_move(rng, problem, f, w, owner)
         alpha, beta, gammas = draw_precisions(rng, problem, f, w)
         f, its_f = draw_f(rng, problem, f, w, beta, gammas, **solver)
         its_w = 0
@@ -228,17 +228,15 @@ def _defaults(model, data) -> dict:
           memory=C.memory(25),
           description="conjugate Gibbs for BID: Gaussian blocks by perturb-and-solve with Fourier-domain PCG, "
                       "Gamma precisions in closed form")
-def run(model, data, *, draws, tune, chains, seed, progress, thin, cg_max_iter, cg_tol, jitter, scale_move):
+def run(model, data, *, draws, tune, chains, ctx, thin, cg_max_iter, cg_tol, jitter, scale_move):
     """Conjugate Gibbs sampler (multi-chain, seeded)."""
-    who = owner("bid", "gibbs")
     t0 = time.perf_counter()
     problem = C.make_problem(model, data)
     allocator.keep_temporaries_on_the_heap()
     setup = time.perf_counter() - t0
     sampler = kernel(model, problem, cg_max_iter=cg_max_iter, cg_tol=cg_tol, jitter=jitter,
-                     with_scale_move=scale_move)
-    result = sample(sampler, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin, progress=progress,
-                    desc="bid gibbs", owner=who)
+                     with_scale_move=scale_move, owner=ctx.owner)
+    result = sample(sampler, problem, ctx, draws=draws, tune=tune, chains=chains, thin=thin, desc="bid gibbs")
     solves = chains * result.sweeps           # of f, and as many of w
     at_limit = sum(s.cg_at_limit for s in result.states)
     info = {"seconds_per_iteration": (result.timing["tune"] + result.timing["sample"]) / result.sweeps,
@@ -248,4 +246,4 @@ def run(model, data, *, draws, tune, chains, seed, progress, thin, cg_max_iter, 
     if at_limit:
         info["warnings"].append(f"{at_limit} CG solves stopped at cg_max_iter={cg_max_iter} before "
                                 f"cg_tol={cg_tol}; draws are then approximate")
-    return chains_fit(model, data, "gibbs", result, info=info, setup=setup)
+    return chains_fit(model, data, result, ctx=ctx, info=info, setup=setup)

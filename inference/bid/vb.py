@@ -41,11 +41,10 @@ from scipy.special import digamma
 
 from bayeszoo import registry
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval, Numbers
-from bayeszoo.inference.chains import numpy_rng
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
-from bayeszoo.registry import Option, owner, register
+from bayeszoo.registry import Option, register
 from bayeszoo.results import build_fit
 
 from . import _common as C
@@ -322,14 +321,13 @@ class VBState:
         return f, w
 
 
-def _check(options: dict, model, data) -> None:
-    who = owner("bid", "vb")
+def _check(options: dict, model, data, owner: str) -> None:
     temps = options["anneal_temperatures"]
     if len(temps) > MAX_STARTS:
-        raise ValueError(f"{who}: option 'anneal_temperatures' must list at most {MAX_STARTS} temperatures (one VB run "
-                         f"each); got {len(temps)}")
+        raise ValueError(f"{owner}: option 'anneal_temperatures' must list at most {MAX_STARTS} temperatures (one "
+                         f"VB run each); got {len(temps)}")
     if any(t > 1 for t in temps) and options["anneal_iter"] >= options["max_iter"]:
-        raise ValueError(f"{who}: option 'anneal_iter' ({options['anneal_iter']}) must be below max_iter "
+        raise ValueError(f"{owner}: option 'anneal_iter' ({options['anneal_iter']}) must be below max_iter "
                          f"({options['max_iter']}) so that annealed runs end at the bound itself")
 
 
@@ -341,10 +339,11 @@ def _defaults(model, data) -> dict:
 def vb_fit(model, data, progress: bool = False, **options) -> tuple[VBState, dict]:
     """Run the VB iterations with ``options`` (the ``vb`` backend's, checked as ``bz.fit`` does); returns the final
     state and a summary (bound trace, iterations, timings)."""
-    return _vb_fit(model, data, registry.get(model, "vb").resolve(options, model, data), progress)
+    backend = registry.get(model, "vb")
+    return _vb_fit(model, data, backend.resolve(options, model, data), progress, backend.owner)
 
 
-def _vb_fit(model, data, opts: dict, progress: bool) -> tuple[VBState, dict]:
+def _vb_fit(model, data, opts: dict, progress: bool, owner: str) -> tuple[VBState, dict]:
     problem = C.make_problem(model, data)
     allocator.keep_temporaries_on_the_heap()
     temps = [float(t) for t in opts["anneal_temperatures"]]
@@ -353,7 +352,7 @@ def _vb_fit(model, data, opts: dict, progress: bool) -> tuple[VBState, dict]:
     for t0 in temps:
         desc = "bid vb" if len(temps) == 1 else f"bid vb (start T={t0:g})"
         runs.append(iterate(vb_iterations(problem, opts, t0), None, max_iter=opts["max_iter"], tol=opts["tol"],
-                            progress=progress, desc=desc, owner=owner("bid", "vb"), change_name="change per pixel"))
+                            progress=progress, desc=desc, owner=owner, change_name="change per pixel"))
     seconds = timer()
     # every run ends at the plain bound (T = 1): keep the highest (module doc; an addition to the thesis)
     best = max(range(len(runs)), key=lambda i: runs[i].trace[-1])
@@ -410,18 +409,18 @@ def vb_iterations(problem, opts, t0: float) -> Algorithm:
           memory=C.memory(31),
           description="variational Bayesian BID (Tzikas PhD ch. 5): FFT / PCG means, diagonal / circulant "
                       "covariances, Gamma factors in closed form, noise hyperparameters by root finding")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """VB of Tzikas PhD §5.3 on the full image; bound traced; i.i.d. draws from q.
 
     The canonical ``image`` and ``psf`` are non-linear in (f, w) (normalised by sum(h)), so q is no Gaussian over
-    them: the Fit is built here from draws of q(f) q(w) (chain c of seed s from ``chains.numpy_rng(s, c)``)."""
+    them: the Fit is built here from draws of q(f) q(w) (chain c from its own stream, ``ctx.chain_rngs``)."""
     shape = model.image_shape(data)
     timer = C.Timer()
-    state, res = _vb_fit(model, data, opts, progress)
+    state, res = _vb_fit(model, data, opts, ctx.progress, ctx.owner)
     t_opt = timer()
     out = {name: [] for name in model.var_dims(data)}
-    for chain in range(chains):
-        f, w = state.draws(numpy_rng(seed if seed is not None else 0, chain), draws)
+    for rng in ctx.chain_rngs(chains):
+        f, w = state.draws(rng, draws)
         for name, values in model.canonical(f, w).items():
             out[name].append(values)
     out = {k: np.stack(v) for k, v in out.items()}
@@ -438,5 +437,5 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
             "start_bounds": res["start_bounds"],
             "seconds_per_iteration": res["seconds"] / max(res["all_iterations"], 1)}
     timing = {"compile": 0.0, "tune": t_opt, "sample": timer() - t_opt}
-    return build_fit(model, data, "vb", "approximation", out, timing=timing, objective={"elbo": res["bound"]},
-                     info=info)
+    return build_fit(model, data, ctx.backend, "approximation", out, timing=timing, objective={"elbo": res["bound"]},
+                     info=info, ctx=ctx)

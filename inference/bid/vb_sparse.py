@@ -61,7 +61,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval, Numbers, One
 from bayeszoo.inference.approximations import PointEstimate, approximation_fit
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as C
 from .nonblind import DIFFS, hqs_restore
@@ -431,16 +431,15 @@ def mad_noise_sd(g: np.ndarray) -> float:
 
 
 # ------------------------------------------------------------------------------------------------ backend
-def _check(options: dict, model, data) -> None:
+def _check(options: dict, model, data, owner: str) -> None:
     side = options["psf_side"]
     if side is None:
         return
-    who = owner("bid", "vb_sparse")
     if side % 2 == 0:
-        raise ValueError(f"{who}: option 'psf_side' must be None or an odd positive integer; got {side!r}")
+        raise ValueError(f"{owner}: option 'psf_side' must be None or an odd positive integer; got {side!r}")
     rows, cols = model.image_shape(data)
     if side > min(rows, cols):
-        raise ValueError(f"{who}: option 'psf_side' must be at most the image's side ({rows} x {cols}); got {side}")
+        raise ValueError(f"{owner}: option 'psf_side' must be at most the image's side ({rows} x {cols}); got {side}")
 
 
 def _unavailable(model):
@@ -458,9 +457,8 @@ def _unavailable(model):
           memory=C.memory(72),
           description="variational blind deconvolution (Levin et al. 2011, Babacan et al. 2012): sparse derivative "
                       "prior, diagonal q(x), non-negative unit-sum PSF by NNLS, coarse to fine, HQS restoration")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Estimate the PSF coarse to fine, then restore the image with it (module doc); point estimates."""
-    who = owner("bid", "vb_sparse")
     g = model.observed_image(data)
     shape = g.shape
     side = opts["psf_side"] or model.psf_size or min(31, min(shape) if min(shape) % 2 else min(shape) - 1)
@@ -477,7 +475,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     steps = (opts["max_iter"] * len(factors) * (len(levels) + (len(factors) > 1))
              + support_rounds * opts["support_iterations"])
     paths = []
-    with progress_bar(total=steps, desc="bid vb_sparse", disable=not progress, unit="step") as bar:
+    with progress_bar(total=steps, desc="bid vb_sparse", disable=not ctx.progress, unit="step") as bar:
         for factor in factors:
             state, summary = estimate(g, side=side, noise_var=factor * 2.0 * sigma**2,
                                       scale_ratio=opts["scale_ratio"], level_start=opts["level_start"],
@@ -510,5 +508,5 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
             "support": support,
             "hqs_objective": hqs_trace.tolist(), "estimation_seconds": t_est,
             "restoration_seconds": t_total - t_est, "seconds_per_iteration": t_est / steps}
-    return approximation_fit(model, data, "vb_sparse", estimate_, draws=draws, chains=chains, seed=seed,
-                             timing={"tune": t_total}, owner=who, info=info)
+    return approximation_fit(model, data, estimate_, ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": t_total}, info=info)

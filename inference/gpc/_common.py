@@ -29,7 +29,6 @@ from bayeszoo.models.gpc import GPC
 from bayeszoo.numerics import gp_kernels as gk
 from bayeszoo.numerics.blas_threads import one_blas_thread, one_blas_thread_when_small  # noqa: F401
 from bayeszoo.numerics.linalg import DENSE_N, cholesky, jittered_cholesky
-from bayeszoo.registry import owner
 from bayeszoo.resources import Need, dense
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -400,13 +399,13 @@ def with_defaults(options: dict, opts: dict | None) -> dict:
     return {**{name: opt.default for name, opt in options.items()}, **(opts or {})}
 
 
-def approximation_run(model, data, backend: str, method, opts: dict, progress: bool, *, draws: int, chains: int,
-                      seed, limit: str | None = None):
-    """The Fit of a Gaussian approximation: ``method(model, data, opts, progress) -> Posterior`` timed, then
+def approximation_run(model, data, method, opts: dict, ctx, *, draws: int, chains: int, limit: str | None = None):
+    """The Fit of a Gaussian approximation: ``method(model, data, opts, progress, owner) -> Posterior`` timed
+    (``progress``, the label of its errors and the seed of the draws from the run context ``ctx``), then
     :func:`bayeszoo.inference.approximations.approximation_fit` (draws, the ``gaussian`` group with m, diag V and
     V); alpha, sW and the method's own site parameters go into the group ``sites`` (over ``obs``)."""
     t0 = time.perf_counter()
-    post = method(model, data, opts, progress)
+    post = method(model, data, opts, ctx.progress, ctx.owner)
     seconds = time.perf_counter() - t0
     q = GaussianApproximation(variable="f", mean=np.asarray(post.mean, float), cov=np.asarray(post.cov, float),
                               log_evidence=float(post.log_evidence), objective=post.objective,
@@ -418,8 +417,8 @@ def approximation_run(model, data, backend: str, method, opts: dict, progress: b
     groups = {SITES_GROUP: xr.Dataset(sites)} if sites else {}
     info = {"jensen_bound": float(post.jensen_bound), **post.info}
     with quiet_numerics():
-        return approximation_fit(model, data, backend, q, draws=draws, chains=chains, seed=seed,
-                                 timing={"tune": seconds}, owner=owner("gpc", backend), info=info, limit=limit,
+        return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
+                                 timing={"tune": seconds}, info=info, limit=limit,
                                  extra_groups=groups)
 
 

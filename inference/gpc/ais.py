@@ -24,7 +24,8 @@ accurate when the weights are even (``info["weight_ess"]`` reports their effecti
 unused (AIS from the prior has no burn-in). ``info["log_evidence"]`` and ``info["log_evidence_se"]``.
 
 Implementation: JAX, ``vmap`` over runs, ``lax.scan`` over temperatures in 20 fixed-size blocks (for the progress
-bar; block boundaries do not affect the draws). Run r, temperature t uses key fold_in(fold_in(PRNGKey(seed), r), t).
+bar; block boundaries do not affect the draws). Run r, temperature t uses key fold_in(k_r, t), k_r the run context's
+key of chain r (``ctx.chain_keys``: fold_in(PRNGKey(seed), r)).
 """
 from __future__ import annotations
 
@@ -39,7 +40,8 @@ from bayeszoo import checks
 from bayeszoo.checks import POSITIVE_INT
 from bayeszoo.results import build_fit
 from bayeszoo.progress import progress_bar
-from bayeszoo.registry import Option, owner, register
+from bayeszoo import registry
+from bayeszoo.registry import Option, register
 
 from ._common import memory as gpc_memory
 from .gibbs import kernel_and_labels
@@ -79,11 +81,11 @@ OPTIONS = {
 }
 
 
-def make_schedule(schedule="power", n_temps=1000) -> np.ndarray:
-    """beta_0 = 0 < ... < beta_T = 1 (length n_temps + 1)."""
-    schedule = schedule_constraint(owner("gpc", "ais"), "option 'schedule'", schedule)
+def make_schedule(schedule="power", n_temps=1000, owner: str = "AIS") -> np.ndarray:
+    """beta_0 = 0 < ... < beta_T = 1 (length n_temps + 1); ``owner`` names the backend in errors."""
+    schedule = schedule_constraint(owner, "option 'schedule'", schedule)
     if isinstance(schedule, str):
-        T = POSITIVE_INT(owner("gpc", "ais"), "option 'n_temps'", n_temps)
+        T = POSITIVE_INT(owner, "option 'n_temps'", n_temps)
         s = np.arange(T + 1) / T
         if schedule == "power":
             return s ** 4
@@ -140,20 +142,20 @@ def _build(n, probit, n_steps):
     return jax.jit(jax.vmap(block_one, in_axes=(0, 0, None, None, None, None, None)))
 
 
-def ais_log_weights(K, ypm, *, probit, n_runs, seed=0, schedule="power", n_temps=1000, n_steps=1, progress=False,
-                    desc="ais"):
-    """Run ``n_runs`` independent AIS runs; returns ``(log_w (R,), f_final (R, n), timing)``."""
+def ais_log_weights(K, ypm, ctx, *, probit, n_runs, schedule="power", n_temps=1000, n_steps=1, desc="ais"):
+    """Run ``n_runs`` independent AIS runs, run r from the key of chain r of the run context ``ctx`` (which also
+    says whether to show progress and names the backend in errors); returns ``(log_w (R,), f_final (R, n),
+    timing)``."""
     t0 = time.perf_counter()
-    betas = make_schedule(schedule, n_temps)
+    betas = make_schedule(schedule, n_temps, ctx.owner)
     T = betas.size - 1
     K = np.asarray(K, float)
     n = K.shape[0]
     if not np.all(np.isfinite(K)):      # NaN log-likelihoods would keep the slice sampler shrinking for ever
-        raise ValueError(f"{owner('gpc', 'ais')}: the kernel matrix K has NaN or inf entries")
+        raise ValueError(f"{ctx.owner}: the kernel matrix K has NaN or inf entries")
     L = np.linalg.cholesky(K)
     Lj, yj = jnp.asarray(L), jnp.asarray(np.asarray(ypm, float))
-    base = jax.random.PRNGKey(int(seed))
-    run_keys = jax.vmap(lambda r: jax.random.fold_in(base, r))(jnp.arange(n_runs))
+    run_keys = ctx.chain_keys(n_runs)
     u0 = jax.vmap(lambda k: jax.random.normal(jax.random.fold_in(k, 2**31 - 1), (n,), dtype=jnp.float64))(run_keys)
     state = (u0, log_lik(u0 @ Lj.T, yj, probit), jnp.zeros(n_runs))
     fn = _build(n, bool(probit), int(n_steps))
@@ -164,7 +166,7 @@ def ais_log_weights(K, ypm, *, probit, n_runs, seed=0, schedule="power", n_temps
     t_all = np.arange(1, T + pad + 1)
     jax.block_until_ready(fn(state, run_keys, t_all[:block], b_all[:block], b_all[:block], Lj, yj))
     t_compile = time.perf_counter() - t0
-    with progress_bar(total=T, desc=desc, disable=not progress, unit="temperature") as bar:
+    with progress_bar(total=T, desc=desc, disable=not ctx.progress, unit="temperature") as bar:
         for start in range(0, T + pad, block):
             idx = slice(start, start + block)
             state = fn(state, run_keys, jnp.asarray(t_all[idx]), jnp.asarray(b_all[start:start + block]),
@@ -194,15 +196,16 @@ def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", 
     """Gold-standard log evidence log P(y | X, theta) by AIS from the prior.
 
     Returns ``{"log_evidence", "log_evidence_se", "log_weights", "weight_ess", "f"}`` (``f``: final states,
-    (n_runs, n)).
+    (n_runs, n)). Seeded as the ``ais`` backend is (the run context's seed scheme).
     """
     model.validate(data)
-    n_runs = POSITIVE_INT(owner("gpc", "ais"), "n_runs", n_runs)
-    n_steps = POSITIVE_INT(owner("gpc", "ais"), "n_steps", n_steps)
-    betas = make_schedule(schedule, n_temps)
+    ctx = registry.get(model, "ais").context(seed=checks.seed("bayeszoo", "seed", seed), progress=progress)
+    n_runs = POSITIVE_INT(ctx.owner, "n_runs", n_runs)
+    n_steps = POSITIVE_INT(ctx.owner, "n_steps", n_steps)
+    betas = make_schedule(schedule, n_temps, ctx.owner)
     K, ypm = kernel_and_labels(model, data)
-    log_w, f, _ = ais_log_weights(K, ypm, probit=model.likelihood == "probit", n_runs=n_runs, seed=seed,
-                                  schedule=betas, n_steps=int(n_steps), progress=progress)
+    log_w, f, _ = ais_log_weights(K, ypm, ctx, probit=model.likelihood == "probit", n_runs=n_runs,
+                                  schedule=betas, n_steps=int(n_steps))
     log_z, se, ess = combine_log_weights(log_w)
     return {"log_evidence": log_z, "log_evidence_se": se, "log_weights": log_w, "weight_ess": ess, "f": f}
 
@@ -210,18 +213,16 @@ def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", 
 @register("ais", kind="mcmc", family="gpc", options=OPTIONS, defaults={"tune": 0},
           memory=gpc_memory(3.5, approximation=False),
           description="annealed importance sampling of the log evidence from the prior (elliptical slice moves)")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """AIS from the prior: log evidence with standard error; final-temperature states as the posterior of f."""
-    betas = make_schedule(opts["schedule"], opts["n_temps"])
+    betas = make_schedule(opts["schedule"], opts["n_temps"], ctx.owner)
     n_runs = chains * draws   # one posterior draw per run: the fit holds the draws it was asked for
     if n_runs < 2:
-        raise ValueError(f"{owner('gpc', 'ais')}: needs at least 2 runs for a standard error (chains x draws >= 2)")
+        raise ValueError(f"{ctx.owner}: needs at least 2 runs for a standard error (chains x draws >= 2)")
     n_steps = int(opts["n_steps"])
     K, ypm = kernel_and_labels(model, data)
-    seed = 0 if seed is None else int(seed)
-    log_w, f, timing = ais_log_weights(K, ypm, probit=model.likelihood == "probit", n_runs=n_runs, seed=seed,
-                                       schedule=betas, n_steps=n_steps, progress=progress,
-                                       desc=f"ais ({model.likelihood})")
+    log_w, f, timing = ais_log_weights(K, ypm, ctx, probit=model.likelihood == "probit", n_runs=n_runs,
+                                       schedule=betas, n_steps=n_steps, desc=f"ais ({model.likelihood})")
     log_z, se, ess = combine_log_weights(log_w)
     per = n_runs // chains
     ll = np.asarray(log_lik(jnp.asarray(f), jnp.asarray(ypm), model.likelihood == "probit"))
@@ -232,7 +233,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     if ess < 0.1 * n_runs:
         info["warnings"].append(f"AIS importance weights are uneven (ESS {ess:.1f} of {n_runs} runs); "
                                 "increase n_temps")
-    return build_fit(model, data, "ais", "mcmc", {"f": f.reshape(chains, per, -1)}, timing=timing,
+    return build_fit(model, data, ctx.backend, "mcmc", {"f": f.reshape(chains, per, -1)}, timing=timing,
                      sample_stats={"log_weight": log_w.reshape(chains, per),
                                    "log_lik": ll.reshape(chains, per)},
-                     objective={"log_evidence": np.array([log_z])}, info=info)
+                     objective={"log_evidence": np.array([log_z])}, info=info, ctx=ctx)

@@ -229,13 +229,13 @@ def expectation_propagation(K, y, likelihood, *, tol, damping=1.0, block=BLOCK) 
 
 @C.one_blas_thread_when_small
 def ep_sites(K, y, likelihood, *, max_sweeps=200, tol=1e-8, damping=1.0, min_sweeps=2, ttau0=None, tnu0=None,
-             progress=False, block=BLOCK) -> EPSites:
+             progress=False, block=BLOCK, owner: str = "ep") -> EPSites:
     """Run EP to convergence from the sites ``ttau0``, ``tnu0`` (None: zero); ``progress`` shows a bar over the
     passes (sweeps over the sites). ``block``: sites whose rank-one updates are applied together
     (:func:`_sweep`; 1 is the textbook site-by-site update)."""
     algorithm = expectation_propagation(K, y, likelihood, tol=tol, damping=damping, block=block)
     run = iterate(algorithm, (ttau0, tnu0), max_iter=max_sweeps, tol=tol, min_iter=min_sweeps, progress=progress,
-                  desc=f"ep ({likelihood})", unit="pass", owner="ep", change_name="ln Z change")
+                  desc=f"ep ({likelihood})", unit="pass", owner=owner, change_name="ln Z change")
     s = run.state
     alpha = s.tnu - C.solve_C(s.sW, s.L, K @ s.tnu)
     return EPSites(ttau=s.ttau, tnu=s.tnu, mu=s.mu, Sigma=s.Sigma, sW=s.sW, L=s.L, alpha=alpha,
@@ -255,17 +255,18 @@ def ep_log_evidence_grad(K, dK, y, likelihood, res=None, **ep_kw):
     return res.log_evidence, g, res
 
 
-def fit_ep(model, data, opts=None, progress=False):
+def fit_ep(model, data, opts=None, progress=False, owner: str = "ep"):
     """EP at the model's hyperparameters: (its :class:`EPSites`, K, y)."""
     opts = C.with_defaults(OPTIONS, opts)
     return C.run_at_hyperparameters(model, data, ep_sites, max_sweeps=opts["max_sweeps"], tol=opts["tol"],
-                                    damping=opts["damping"], min_sweeps=opts["min_sweeps"], progress=progress)
+                                    damping=opts["damping"], min_sweeps=opts["min_sweeps"], progress=progress,
+                                    owner=owner)
 
 
-def ep_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+def ep_posterior(model, data, opts=None, progress=False, owner: str = "ep") -> C.Posterior:
     """EP's Q = N(mu, Sigma) at the model's hyperparameters, as the family's posterior struct (its sites: the site
     precisions tau~ and natural means nu~)."""
-    res, _, y = fit_ep(model, data, opts, progress)
+    res, _, y = fit_ep(model, data, opts, progress, owner)
     jb = C.jensen_bound(y, res.mu, res.Sigma, model.likelihood, sW=res.sW, L=res.L, alpha=res.alpha)
     return C.Posterior(mean=res.mu, cov=res.Sigma, log_evidence=res.log_evidence, jensen_bound=jb,
                        alpha=res.alpha, sW=res.sW, objective={"log_evidence": res.trace},
@@ -275,7 +276,7 @@ def ep_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("ep", kind="approximation", family="gpc", options=OPTIONS, relations=RELATIONS,
           defaults=APPROXIMATION_DEFAULTS, memory=C.memory(7, quadrature_rows=C.QUADRATURE_ROWS))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Expectation propagation: moment-matched Gaussian sites, sequential sweeps with rank-one updates."""
-    return C.approximation_run(model, data, "ep", ep_posterior, opts, progress, draws=draws, chains=chains,
-                               seed=seed, limit=f"{opts['max_sweeps']} sweeps")
+    return C.approximation_run(model, data, ep_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_sweeps']} sweeps")

@@ -133,7 +133,8 @@ def newton_on_locations(y, likelihood, s2, P, logdet_K) -> Algorithm:
     return Algorithm(lambda mu0: state(mu0), step)
 
 
-def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, progress=False) -> FVResult:
+def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, progress=False,
+           owner: str = "fv") -> FVResult:
     """Maximise ln Z_FV over the factor locations mu (Newton with step halving, from ``mu0``; None: zero)."""
     n = K.shape[0]
     Kr = K + ridge * np.eye(n)
@@ -144,19 +145,19 @@ def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, pr
     s2 = 1.0 / np.diag(P)
     start = np.zeros(n) if mu0 is None else np.asarray(mu0, float).copy()
     run = iterate(newton_on_locations(y, likelihood, s2, P, logdet_K), start, max_iter=max_iter, tol=tol,
-                  progress=progress, desc=f"fv ({likelihood})", unit="Newton step", owner="fv",
+                  progress=progress, desc=f"fv ({likelihood})", unit="Newton step", owner=owner,
                   change_name="gain of ln Z_FV")
     s = run.state
     return FVResult(m=s.m, v=s.v, mu=s.mu, s2=s2, log_evidence=s.objective, trace=run.trace,
                     iterations=run.iterations, converged=run.converged)
 
 
-def fv_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+def fv_posterior(model, data, opts=None, progress=False, owner: str = "fv") -> C.Posterior:
     """FV's Q = N(m, diag v) (the factors' moments) at the model's hyperparameters, as the family's posterior
     struct; no site form (Q is not (K^-1 + W)^-1), its sites: the factor locations mu and variances s2."""
     opts = C.with_defaults(OPTIONS, opts)
     res, K, y = C.run_at_hyperparameters(model, data, fv_fit, ridge=opts["ridge"], max_iter=opts["max_iter"],
-                                         tol=opts["tol"], progress=progress)
+                                         tol=opts["tol"], progress=progress, owner=owner)
     V = np.diag(res.v)
     with C.quiet_numerics():
         jb = C.jensen_bound(y, res.m, V, model.likelihood, K=K)
@@ -168,7 +169,7 @@ def fv_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("fv", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(8))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Factorial variational approximation: free-form mean field over the latents, sequential factor updates."""
-    return C.approximation_run(model, data, "fv", fv_posterior, opts, progress,
-                               draws=draws, chains=chains, seed=seed, limit=f"{opts['max_iter']} iterations")
+    return C.approximation_run(model, data, fv_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_iter']} iterations")

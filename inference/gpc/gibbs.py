@@ -48,7 +48,7 @@ from bayeszoo.inference._random import normal_sign_truncated, polya_gamma
 from bayeszoo.inference.chains import Kernel, chains_fit, sample
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
-from bayeszoo.registry import Option, owner, register
+from bayeszoo.registry import Option, register
 
 from ._common import memory as gpc_memory
 
@@ -62,11 +62,11 @@ DEFAULT_THIN = {"probit": 5, "logit": 1}
 
 
 # ------------------------------------------------------------------------------------------------ setup
-def check(options, model, data):
+def check(options, model, data, owner):
     """``thin`` None becomes the likelihood's default; ``init`` must hold one f per training point."""
     init = options["init"]
     if init is not None and init.shape != (data.n,):
-        raise ValueError(f"{owner('gpc', 'gibbs')}: option 'init' must be {data.n} finite numbers (one f per "
+        raise ValueError(f"{owner}: option 'init' must be {data.n} finite numbers (one f per "
                          f"training point); got {init.shape[0]}")
     thin = DEFAULT_THIN[model.likelihood] if options["thin"] is None else options["thin"]
     return {**options, "thin": thin}
@@ -121,14 +121,14 @@ class Info(NamedTuple):
     log_lik: float
 
 
-def gibbs_problem(K, ypm, *, probit: bool, init=None) -> Problem:
+def gibbs_problem(K, ypm, *, probit: bool, owner: str, init=None) -> Problem:
     """The sweep's constants for kernel matrix ``K`` and labels ``ypm`` in {-1, +1}: one eigendecomposition
-    (probit) or the products with kappa (logit), made once."""
+    (probit) or the products with kappa (logit), made once; ``owner`` names the sampler in errors."""
     K = np.asarray(K, float)
     ypm = np.asarray(ypm, float)
     if not np.all(np.isfinite(K)):
-        raise ValueError(f"{owner('gpc', 'gibbs')}: the kernel matrix K has NaN or inf entries")
-    LK = jittered_cholesky(K, what=f"{owner('gpc', 'gibbs')}: the kernel matrix")
+        raise ValueError(f"{owner}: the kernel matrix K has NaN or inf entries")
+    LK = jittered_cholesky(K, what=f"{owner}: the kernel matrix")
     if probit:
         lam, U = np.linalg.eigh(0.5 * (K + K.T))
         r = np.maximum(lam, 0.0) / (1.0 + np.maximum(lam, 0.0))
@@ -165,30 +165,30 @@ def _step(rng, state: State) -> tuple[State, Info]:
 KERNEL = Kernel(init=_init, step=_step, position=lambda state: {"f": state.f})
 
 
-def gibbs_sample(K, ypm, *, probit, draws, tune, chains, seed, thin=1, init=None, progress=False, desc="gibbs"):
-    """Run the sampler on an explicit kernel matrix ``K`` and labels ``ypm`` in {-1, +1}.
+def gibbs_sample(K, ypm, ctx, *, probit, draws, tune, chains, thin=1, init=None, desc="gibbs"):
+    """Run the sampler on an explicit kernel matrix ``K`` and labels ``ypm`` in {-1, +1}, seeded by the run
+    context ``ctx``.
 
     Returns ``{"f": (chains, draws, n), "log_likelihood": (chains, draws), "timing": ..., "iterations": ...}``
     (``iterations``: sweeps made, warm-up included).
     """
-    problem = gibbs_problem(K, ypm, probit=probit, init=init)
+    problem = gibbs_problem(K, ypm, probit=probit, init=init, owner=ctx.owner)
     with one_blas_thread(problem.LK.shape[0]):
-        res = sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
-                     progress=progress, desc=desc, owner=owner("gpc", "gibbs"))
+        res = sample(KERNEL, problem, ctx, draws=draws, tune=tune, chains=chains, thin=thin, desc=desc)
     return {"f": res.posterior["f"], "log_likelihood": res.stats["log_lik"], "timing": res.timing,
             "iterations": res.sweeps}
 
 
 @register("gibbs", kind="mcmc", family="gpc", options=OPTIONS, check=check, memory=gpc_memory(5.5, approximation=False),
           description="data-augmentation Gibbs (Albert-Chib for probit, Polya-Gamma for logit)")
-def run(model, data, *, draws, tune, chains, seed, progress, thin, init):
+def run(model, data, *, draws, tune, chains, ctx, thin, init):
     """Gibbs sampler on f: Albert-Chib (probit) or exact Polya-Gamma (logit) augmentation."""
     t0 = time.perf_counter()
     probit = model.likelihood == "probit"
-    problem = gibbs_problem(*kernel_and_labels(model, data), probit=probit, init=init)
+    problem = gibbs_problem(*kernel_and_labels(model, data), probit=probit, init=init, owner=ctx.owner)
     setup = time.perf_counter() - t0
     with one_blas_thread(problem.LK.shape[0]):
-        res = sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
-                     progress=progress, desc=f"gibbs ({model.likelihood})", owner=owner("gpc", "gibbs"))
-    return chains_fit(model, data, "gibbs", res, setup=setup,
+        res = sample(KERNEL, problem, ctx, draws=draws, tune=tune, chains=chains, thin=thin,
+                     desc=f"gibbs ({model.likelihood})")
+    return chains_fit(model, data, res, ctx=ctx, setup=setup,
                       info={"thin": thin, "augmentation": "albert-chib" if probit else "polya-gamma"})

@@ -182,14 +182,15 @@ def newton_on_bound(K, y, likelihood) -> Algorithm:
     return Algorithm(init, step)
 
 
-def kl_fit(K, y, likelihood, *, alpha0=None, W0=None, max_iter=500, tol=1e-10, progress=False) -> KLResult:
+def kl_fit(K, y, likelihood, *, alpha0=None, W0=None, max_iter=500, tol=1e-10, progress=False,
+           owner: str = "kl") -> KLResult:
     """Maximise the Jensen bound over (alpha, W), from the Laplace approximation unless given a start."""
     if alpha0 is None or W0 is None:
         la = laplace_mode(K, y, likelihood)
         alpha0 = la.alpha if alpha0 is None else alpha0
         W0 = la.sW ** 2 if W0 is None else W0
     run = iterate(newton_on_bound(K, y, likelihood), (alpha0, W0), max_iter=max_iter, tol=tol, progress=progress,
-                  desc=f"kl ({likelihood})", unit="Newton step", owner="kl", change_name="gain of J")
+                  desc=f"kl ({likelihood})", unit="Newton step", owner=owner, change_name="gain of J")
     return KLResult(*run.state, trace=run.trace, iterations=run.iterations, converged=run.converged)
 
 
@@ -207,12 +208,12 @@ def kl_log_evidence_grad(K, dK, y, likelihood, res=None, **fit_kw):
     return s.log_evidence, g, res
 
 
-def kl_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+def kl_posterior(model, data, opts=None, progress=False, owner: str = "kl") -> C.Posterior:
     """The KL-optimal Q = N(m, V) at the model's hyperparameters, as the family's posterior struct; its evidence is
     the maximised Jensen bound."""
     opts = C.with_defaults(OPTIONS, opts)
     res, _, _ = C.run_at_hyperparameters(model, data, kl_fit, max_iter=opts["max_iter"], tol=opts["tol"],
-                                         progress=progress)
+                                         progress=progress, owner=owner)
     return C.Posterior(mean=res.m, cov=res.V, log_evidence=res.log_evidence, jensen_bound=res.log_evidence,
                        alpha=res.alpha, sW=res.sW, objective={"jensen_bound": res.trace},
                        objective_name="jensen_bound", iterations=res.iterations, converged=res.converged)
@@ -220,7 +221,7 @@ def kl_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("kl", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(12.5))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """KL method: the Gaussian maximising the Jensen bound, i.e. minimising KL(Q || P) (thesis §4.5)."""
-    return C.approximation_run(model, data, "kl", kl_posterior, opts, progress,
-                               draws=draws, chains=chains, seed=seed, limit=f"{opts['max_iter']} iterations")
+    return C.approximation_run(model, data, kl_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_iter']} iterations")

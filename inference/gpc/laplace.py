@@ -109,12 +109,13 @@ def newton(K, y, likelihood) -> Algorithm:
 
 
 @C.one_blas_thread_when_small
-def laplace_mode(K, y, likelihood, *, a0=None, max_iter=100, tol=1e-9, progress=False) -> LaplaceMode:
+def laplace_mode(K, y, likelihood, *, a0=None, max_iter=100, tol=1e-9, progress=False,
+                 owner: str = "laplace") -> LaplaceMode:
     """Mode of the GPC posterior by Newton (R&W Alg. 3.1) with step halving, from ``a0`` (alpha; None: zero);
     ``progress`` shows a bar over the Newton steps."""
     algorithm = newton(K, y, likelihood)
     run = iterate(algorithm, a0, max_iter=max_iter, tol=tol, progress=progress, desc=f"laplace ({likelihood})",
-                  unit="Newton step", owner="laplace", change_name="change of Psi")
+                  unit="Newton step", owner=owner, change_name="change of Psi")
     return LaplaceMode(**algorithm.result(run.state), psi=run.trace, iterations=run.iterations,
                        converged=run.converged)
 
@@ -139,16 +140,16 @@ def laplace_log_evidence_grad(K, dK, y, likelihood, res=None, **mode_kw):
     return res.log_evidence, g, res
 
 
-def fit_laplace(model, data, opts=None, progress=False):
+def fit_laplace(model, data, opts=None, progress=False, owner: str = "laplace"):
     """Laplace approximation at the model's hyperparameters: (its :class:`LaplaceMode`, K, y)."""
     opts = C.with_defaults(OPTIONS, opts)
     return C.run_at_hyperparameters(model, data, laplace_mode, max_iter=opts["max_iter"], tol=opts["tol"],
-                                    progress=progress)
+                                    progress=progress, owner=owner)
 
 
-def laplace_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+def laplace_posterior(model, data, opts=None, progress=False, owner: str = "laplace") -> C.Posterior:
     """Laplace's Q = N(f_hat, (K^-1 + W)^-1) at the model's hyperparameters, as the family's posterior struct."""
-    res, K, y = fit_laplace(model, data, opts, progress)
+    res, K, y = fit_laplace(model, data, opts, progress, owner)
     V = C.posterior_cov(K, res.sW, res.L)
     jb = C.jensen_bound(y, res.f, V, model.likelihood, sW=res.sW, L=res.L, alpha=res.alpha)
     return C.Posterior(mean=res.f, cov=V, log_evidence=res.log_evidence, jensen_bound=jb, alpha=res.alpha,
@@ -158,7 +159,7 @@ def laplace_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("laplace", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(5, quadrature_rows=C.QUADRATURE_ROWS))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Laplace's method: Gaussian at the posterior mode of f (Newton in the B = I + W^1/2 K W^1/2 form)."""
-    return C.approximation_run(model, data, "laplace", laplace_posterior, opts, progress, draws=draws, chains=chains,
-                               seed=seed, limit=f"{opts['max_iter']} Newton iterations")
+    return C.approximation_run(model, data, laplace_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_iter']} Newton iterations")

@@ -98,9 +98,10 @@ def lr_fit(K, y, likelihood, *, noise_sd=None, noise_range=(0.5, 2.0), progress=
             "jensen_bound": jb}
 
 
-def lr_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+def lr_posterior(model, data, opts=None, progress=False, owner: str = "lr") -> C.Posterior:
     """Label regression's Q = N(m, V) at the model's hyperparameters, as the family's posterior struct; closed form
-    (no iterations), its evidence the Jensen bound under the classification likelihood."""
+    (no iterations), its evidence the Jensen bound under the classification likelihood. ``owner``, the label of
+    the errors of the GPC approximations' iterations, is taken for their common signature; this one has none."""
     opts = C.with_defaults(OPTIONS, opts)
     res, _, _ = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"],
                                          noise_range=opts["noise_range"], progress=progress)
@@ -115,7 +116,6 @@ def lr_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("lr", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(5))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Label regression: GP regression on the +-1 labels, noise chosen by the regression evidence."""
-    return C.approximation_run(model, data, "lr", lr_posterior, opts, progress, draws=draws, chains=chains,
-                               seed=seed)
+    return C.approximation_run(model, data, lr_posterior, opts, ctx, draws=draws, chains=chains)

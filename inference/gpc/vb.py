@@ -153,7 +153,8 @@ def em_bounds(K, y, likelihood, *, overrelax=True) -> Algorithm:
     return Algorithm(init, step)
 
 
-def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overrelax=True, progress=False) -> VBResult:
+def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overrelax=True, progress=False,
+           owner: str = "vb") -> VBResult:
     """EM fixed point on the bound positions from ``varsigma0`` (None: from the Laplace approximation, module
     docstring). ``overrelax`` tries longer steps along each EM step (doubling while they pay, back to plain EM
     when not); every accepted step is at least as good as the EM step."""
@@ -164,7 +165,7 @@ def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overre
         else:
             varsigma0 = y * la.f
     run = iterate(em_bounds(K, y, likelihood, overrelax=overrelax), varsigma0, max_iter=max_iter, tol=tol,
-                  progress=progress, desc=f"vb ({likelihood})", unit="EM step", owner="vb",
+                  progress=progress, desc=f"vb ({likelihood})", unit="EM step", owner=owner,
                   change_name="change of ln Z_VB")
     s = run.state
     return VBResult(varsigma=s.varsigma, m=s.m, v=s.v, V=C.posterior_cov(K, s.sW, s.L), alpha=s.alpha, sW=s.sW,
@@ -172,12 +173,12 @@ def vb_fit(K, y, likelihood, *, varsigma0=None, max_iter=1000, tol=1e-10, overre
                     converged=run.converged)
 
 
-def vb_posterior(model, data, opts=None, progress=False) -> C.Posterior:
+def vb_posterior(model, data, opts=None, progress=False, owner: str = "vb") -> C.Posterior:
     """VB's Q = N(m, V) at the model's hyperparameters, as the family's posterior struct (its sites: the bound
     positions varsigma); its evidence is the bound ln Z_VB."""
     opts = C.with_defaults(OPTIONS, opts)
     res, _, y = C.run_at_hyperparameters(model, data, vb_fit, max_iter=opts["max_iter"], tol=opts["tol"],
-                                         progress=progress)
+                                         progress=progress, owner=owner)
     with C.quiet_numerics():
         jb = C.jensen_bound(y, res.m, res.V, model.likelihood, sW=res.sW, L=res.L, alpha=res.alpha)
     return C.Posterior(mean=res.m, cov=res.V, log_evidence=res.log_evidence, jensen_bound=jb,
@@ -188,7 +189,7 @@ def vb_posterior(model, data, opts=None, progress=False) -> C.Posterior:
 
 @register("vb", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(8))
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Individual-potential bounds (Jaakkola-Jordan for logit, the thesis's bound for probit), EM updates."""
-    return C.approximation_run(model, data, "vb", vb_posterior, opts, progress,
-                               draws=draws, chains=chains, seed=seed, limit=f"{opts['max_iter']} iterations")
+    return C.approximation_run(model, data, vb_posterior, opts, ctx,
+                               draws=draws, chains=chains, limit=f"{opts['max_iter']} iterations")

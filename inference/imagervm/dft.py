@@ -42,7 +42,7 @@ from bayeszoo.inference.rvm import core as rvm_core
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
-from bayeszoo.registry import Option, owner, register
+from bayeszoo.registry import Option, register
 from bayeszoo.resources import Need, dense
 
 from ._operators import ImageDesign
@@ -71,11 +71,11 @@ MAX_DEFAULT_DRAWS = 1000
 LOG_2PI = math.log(2.0 * math.pi)
 
 
-def check(options: dict, model, data) -> dict:
+def check(options: dict, model, data, owner: str) -> dict:
     """``approx="exact"`` factorises the dense MN x MN posterior precision: at most EXACT_MAX_WEIGHTS weights."""
     R, C = model.image_shape(data)
     if options["approx"] == "exact" and model.n_kernels * R * C > EXACT_MAX_WEIGHTS:
-        raise ValueError(f"{owner('imagervm', 'dft')}: approx='exact' factorises the dense {model.n_kernels * R * C} x "
+        raise ValueError(f"{owner}: approx='exact' factorises the dense {model.n_kernels * R * C} x "
                          f"{model.n_kernels * R * C} posterior precision; at most {EXACT_MAX_WEIGHTS} weights (kernels "
                          f"x pixels) are allowed, use 'diagonal' or 'circulant'")
     return options
@@ -116,8 +116,9 @@ def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: boo
     from bayeszoo.datasets.bid_data import image_problem
 
     data = image_problem(image, name="observed image")
-    options = registry.get(model, "dft").resolve(dict(options or {}), model, data)
-    return _dft_rvm(model, model.observed_image(data), options, progress)
+    backend = registry.get(model, "dft")
+    options = backend.resolve(dict(options or {}), model, data)
+    return _dft_rvm(model, model.observed_image(data), options, progress, backend.owner)
 
 
 class DFTState(NamedTuple):
@@ -238,7 +239,7 @@ def dft_iterations(model, t: np.ndarray, opts: dict) -> Algorithm:
                      describe=lambda s, info: f"{int(s.active.sum())} active, beta {s.beta:.3g}")
 
 
-def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
+def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool, owner: str) -> dict:
     from bayeszoo.datasets.bid_data import check_image, check_intensities
     from bayeszoo.models.imagervm import ZERO_IMAGE
 
@@ -247,7 +248,7 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool) -> dict:
     model.check_kernels_fit(t.shape)
     allocator.keep_temporaries_on_the_heap()     # image-sized temporaries in every CG product
     run = iterate(dft_iterations(model, t, opts), None, max_iter=opts["max_iter"], tol=opts["tol"],
-                  progress=progress, desc=f"dft-rvm ({opts['approx']})", owner=owner("imagervm", "dft"))
+                  progress=progress, desc=f"dft-rvm ({opts['approx']})", owner=owner)
     s = run.state
     return dict(mu=s.mu, sigma_diag=s.sd, alpha=np.where(s.active, s.alpha, np.inf), beta=s.beta, active=s.active,
                 restored=t - s.resid, log_evidence=np.array(s.log_evidence), objective=run.trace,
@@ -278,7 +279,7 @@ def approximation(res: dict, w_draws: str) -> GaussianApproximation | PointEstim
           memory=memory,
           description="DFT-RVM: type-II ML of alpha, beta with Fourier-domain CG means and diagonal / circulant / exact "
                       "diag(Sigma)")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """DFT-domain multikernel RVM (Tzikas PhD §4.2): point estimates of alpha, beta; Gaussian draws of w."""
     R, C = model.image_shape(data)
     size = chains * draws * model.n_kernels * R * C
@@ -289,10 +290,10 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     t0 = time.perf_counter()
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = _dft_rvm(model, model.observed_image(data), opts, progress)
+        res = _dft_rvm(model, model.observed_image(data), opts, ctx.progress, ctx.owner)
     seconds = time.perf_counter() - t0
     info = {"approx": opts["approx"], "n_active": int(res["active"].sum()), "cg_iterations": res["cg_iterations"],
             "beta_em_steps": res["beta_em_steps"], "seconds_per_iteration": seconds / max(res["iterations"], 1)}
-    return approximation_fit(model, data, "dft", approximation(res, opts["w_draws"]), draws=draws, chains=chains,
-                             seed=seed, timing={"tune": seconds}, owner=owner("imagervm", "dft"),
+    return approximation_fit(model, data, approximation(res, opts["w_draws"]), ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": seconds},
                              limit=f"{opts['max_iter']} iterations", info=info)

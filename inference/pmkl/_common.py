@@ -20,7 +20,6 @@ from scipy.special import log_ndtr, logsumexp
 from bayeszoo.inference._random import truncnorm_above, truncnorm_below
 from bayeszoo.inference.approximations import GaussianApproximation
 from bayeszoo.numerics.linalg import jittered_cholesky
-from bayeszoo.registry import owner
 from bayeszoo.resources import Need, dense
 from bayeszoo.numerics.kernels import (KERNELS, RULES, Source, base_grams, combine, latent_means,  # noqa: F401
                                        rbf_gram_batch, theta_labels, theta_layout, theta_start)
@@ -170,15 +169,12 @@ def fixed_kernels(model) -> bool:
     return getattr(model, "kernel_params", "fixed") == "fixed" and not getattr(model, "infer_rho", False)
 
 
-def check_rule(backend: str):
+def check_rule(options, model, data, owner):
     """The declared check of a chapter-5 backend: it implements the convex and mean rules only."""
-    def check(options, model, data):
-        if model.rule not in ("convex", "mean"):
-            raise ValueError(f"{owner('pmkl', backend)} implements chapter 5 of the thesis (convex or mean rule); "
-                             f"PMKL(rule={model.rule!r}) is not supported, use gibbs or vb")
-        return options
-
-    return check
+    if model.rule not in ("convex", "mean"):
+        raise ValueError(f"{owner} implements chapter 5 of the thesis (convex or mean rule); "
+                         f"PMKL(rule={model.rule!r}) is not supported, use gibbs or vb")
+    return options
 
 
 def train_loglik(K, W, y) -> float:

@@ -23,7 +23,7 @@ from bayeszoo import checks
 from bayeszoo.inference.approximations import approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.timing import Timer
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as MK
 
@@ -100,9 +100,10 @@ def em_iterations(Ks, y, onehot, *, tau, nu, rule, variant, learn_beta) -> Algor
     return Algorithm(init, step)
 
 
-def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta=True, progress=False) -> EMEstimate:
+def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta=True, progress=False,
+                owner: str = "approximation") -> EMEstimate:
     """Algorithm 5 (``variant="em"``) or 4 (``"map"``): the estimates and the trace of the training log
-    likelihood."""
+    likelihood; ``owner`` names the backend in errors."""
     Ks = model.train_kernels(data)
     S = Ks.shape[0]
     y = data.y.astype(int)
@@ -110,7 +111,7 @@ def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta
     algorithm = em_iterations(Ks, y, onehot, tau=float(model.tau), nu=float(model.nu), rule=model.rule,
                               variant=variant, learn_beta=learn_beta and model.rule == "convex")
     run = iterate(algorithm, model.default_beta(S), max_iter=max_iter, tol=tol, progress=progress, desc=variant,
-                  owner=owner("pmkl", variant))
+                  owner=owner)
     s = run.state
     K = MK.combine(Ks, s.beta, model.rule)
     W, Ls = MK.w_posterior(K, K @ K, s.Y, s.A)
@@ -118,36 +119,36 @@ def em_estimate(model, data, *, variant="em", max_iter=100, tol=1e-4, learn_beta
                       converged=run.converged)
 
 
-def map_check(options, model, data):
+def map_check(options, model, data, owner):
     """map: the chapter-5 rule check, and tau > 1/2 for the mode of alpha."""
-    MK.check_rule("map")(options, model, data)
+    MK.check_rule(options, model, data, owner)
     if float(model.tau) <= 0.5:
-        raise ValueError(f"{owner('pmkl', 'map')} uses the mode (2 tau - 1) / (w^2 + 2 nu) of alpha (eq. 5.9), "
+        raise ValueError(f"{owner} uses the mode (2 tau - 1) / (w^2 + 2 nu) of alpha (eq. 5.9), "
                          f"which needs tau > 1/2; got PMKL(tau={model.tau})")
     return options
 
 
-def _run(variant, model, data, draws, chains, seed, progress, opts):
+def _run(model, data, draws, chains, ctx, opts):
     timer = Timer()
-    res = em_estimate(model, data, variant=variant, progress=progress, **opts)
+    res = em_estimate(model, data, variant=ctx.backend, progress=ctx.progress, owner=ctx.owner, **opts)
     q = MK.conditional_w(model, data, res.W, res.Ls, res.A, res.beta, objective={"train_loglik": res.trace},
                          iterations=res.iterations, converged=res.converged)
-    return approximation_fit(model, data, variant, q, draws=draws, chains=chains, seed=seed,
-                             timing={"tune": timer()}, owner=owner("pmkl", variant),
+    return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": timer()},
                              limit=f"{opts['max_iter']} iterations", info={"train_loglik": float(res.trace[-1])})
 
 
 @register("em", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS,
-          check=MK.check_rule("em"), defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(9.5),
+          check=MK.check_rule, defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(9.5),
           description="EM point estimates with the beta QP (Algorithm 5)")
-def run_em(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run_em(model, data, *, draws, tune, chains, ctx, **opts):
     """EM (Algorithm 5): E-steps for Y and A, M-step for W, QP for beta."""
-    return _run("em", model, data, draws, chains, seed, progress, opts)
+    return _run(model, data, draws, chains, ctx, opts)
 
 
 @register("map", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS, check=map_check,
           defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(9.5),
           description="MAP point estimates with the beta QP (Algorithm 4)")
-def run_map(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run_map(model, data, *, draws, tune, chains, ctx, **opts):
     """MAP (Algorithm 4): modes for Y and A, M-step for W, QP for beta."""
-    return _run("map", model, data, draws, chains, seed, progress, opts)
+    return _run(model, data, draws, chains, ctx, opts)

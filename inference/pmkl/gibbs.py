@@ -52,7 +52,7 @@ from bayeszoo import checks
 from bayeszoo.inference.chains import Kernel, chains_fit, sample
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
-from bayeszoo.registry import Option, owner, register
+from bayeszoo.registry import Option, register
 
 from . import _common as MK
 
@@ -585,19 +585,19 @@ OPTIONS = {
 }
 
 
-def check(options, model, data):
+def check(options, model, data, owner):
     """fix_beta holds one weight per source of this model on this data (known only with the data)."""
     S = len(model.source_list(data))
     fix_beta = options["fix_beta"]
     if fix_beta is not None and len(fix_beta) != S:
-        raise ValueError(f"{owner('pmkl', 'gibbs')}: option 'fix_beta' must be {S} non-negative weights (one per "
+        raise ValueError(f"{owner}: option 'fix_beta' must be {S} non-negative weights (one per "
                          f"source); got {fix_beta!r}")
     return options
 
 
 @register("gibbs", kind="mcmc", family="pmkl", options=OPTIONS, check=check, memory=MK.memory(16.5),
           description="Gibbs sampler with auxiliary variables and Metropolis sub-steps (Algorithm 1)")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Algorithm 1: W, cone-truncated Y, A by exact conditionals (Y by default with W integrated out); beta by
     MH (convex, weighted product) or collapsed Gibbs (binary); rho and Theta, when inferred, by MH (A.2, A.7)."""
     t0 = time.perf_counter()
@@ -605,8 +605,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
     setup = time.perf_counter() - t0
     # many N x N factorisations: BLAS worker threads only contend at these sizes
     with one_blas_thread(pb.Ks.shape[1]):
-        result = sample(KERNEL, pb, draws=draws, tune=tune, chains=chains, seed=seed, thin=opts["thin"],
-                        progress=progress, desc="gibbs", owner=owner("pmkl", "gibbs"))
+        result = sample(KERNEL, pb, ctx, draws=draws, tune=tune, chains=chains, thin=opts["thin"], desc="gibbs")
     stats = {"accept_beta": result.stats["accept_beta"]}
     info = {}
     if model.infer_theta:
@@ -616,4 +615,4 @@ def run(model, data, *, draws, tune, chains, seed, progress, **opts):
         info["theta_acceptance"] = dict(zip(names, result.stats["accept_theta_source"].mean((0, 1)).tolist()))
     if model.infer_rho:
         stats["accept_rho"] = result.stats["accept_rho"]
-    return chains_fit(model, data, "gibbs", result._replace(stats=stats), info=info, setup=setup)
+    return chains_fit(model, data, result._replace(stats=stats), ctx=ctx, info=info, setup=setup)

@@ -37,7 +37,7 @@ from bayeszoo.inference.timing import Timer
 from bayeszoo.inference.approximations import approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics.linalg import jittered_cholesky
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as MK
 
@@ -135,7 +135,7 @@ class MRVMEstimate(NamedTuple):
     converged: bool
 
 
-def mrvm1_iterations(Ks, y, onehot, *, rule, min_iter, threshold, learn_beta) -> Algorithm:
+def mrvm1_iterations(Ks, y, onehot, *, rule, min_iter, threshold, learn_beta, owner: str = "mRVM1") -> Algorithm:
     """Algorithms 6-7 (module docstring): one informative action per iteration; ``init`` takes the generator of
     the random re-estimations and the starting kernel weights."""
     N, C = onehot.shape
@@ -144,7 +144,8 @@ def mrvm1_iterations(Ks, y, onehot, *, rule, min_iter, threshold, learn_beta) ->
         rng, beta = start
         K = MK.combine(Ks, beta, rule)
         Y = np.where(onehot, 1.0, 0.0)
-        return MRVMState(alpha=_first_relevance_vector(K, Y, C), active=None, W=None, Y=Y, beta=beta, K=K, rng=rng,
+        return MRVMState(alpha=_first_relevance_vector(K, Y, C, owner), active=None, W=None, Y=Y, beta=beta, K=K,
+                         rng=rng,
                          n_rv=(), iteration=0, objective=None, column_norms=np.sum(K * K, 0))
 
     def step(s):
@@ -197,12 +198,12 @@ def mrvm1_iterations(Ks, y, onehot, *, rule, min_iter, threshold, learn_beta) ->
     return Algorithm(init, step)
 
 
-def _first_relevance_vector(K, Y, C):
+def _first_relevance_vector(K, Y, C, owner: str):
     """The starting precisions: the object with the largest projection sum_c (k_i^T y_c)^2 / |k_i|^2 active
     (Tipping-Faul), every other one at infinity."""
     kk = np.sum(K * K, 0)
     if not np.any(kk > 0):
-        raise ValueError(f"{owner('pmkl', 'mrvm1')}: the composite kernel is zero on the training objects (to working "
+        raise ValueError(f"{owner}: the composite kernel is zero on the training objects (to working "
                          f"precision, e.g. a linear kernel on zero or tiny columns), so no relevance vector can be "
                          f"selected; standardise the inputs or use another kernel")
     with np.errstate(divide="ignore", invalid="ignore"):
@@ -214,9 +215,10 @@ def _first_relevance_vector(K, Y, C):
     return alpha
 
 
-def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6, learn_beta=True, seed=0,
-                   progress=False) -> MRVMEstimate:
-    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 31]))
+def mrvm1_estimate(model, data, *, rng: np.random.Generator, max_iter=None, min_iter=None, threshold=1e-6,
+                   learn_beta=True, progress=False, owner: str = "approximation") -> MRVMEstimate:
+    """mRVM1 (Algorithms 6-7); ``rng`` draws the informative sample selection's ties (the backend's: the root
+    stream of its run context); ``owner`` names the backend in errors."""
     Ks = model.train_kernels(data)
     S, N = Ks.shape[:2]
     C = model.n_classes(data)
@@ -224,10 +226,10 @@ def mrvm1_estimate(model, data, *, max_iter=None, min_iter=None, threshold=1e-6,
     onehot = np.eye(C, dtype=bool)[y]
     max_iter = 20 * N if max_iter is None else max_iter
     min_iter = N if min_iter is None else min_iter
-    algorithm = mrvm1_iterations(Ks, y, onehot, rule=model.rule, min_iter=min_iter, threshold=threshold,
+    algorithm = mrvm1_iterations(Ks, y, onehot, rule=model.rule, min_iter=min_iter, threshold=threshold, owner=owner,
                                  learn_beta=learn_beta and model.rule == "convex")
     run = iterate(algorithm, (rng, model.default_beta(S)), max_iter=max_iter, tol=threshold, progress=progress,
-                  desc="mrvm1", unit="action", owner=owner("pmkl", "mrvm1"),
+                  desc="mrvm1", unit="action", owner=owner,
                   change_name="largest |change of log alpha|")
     s = run.state
     act = np.nonzero(np.isfinite(s.alpha))[0]
@@ -277,7 +279,7 @@ def mrvm2_iterations(Ks, y, onehot, *, rule, tau, nu, prune, learn_beta) -> Algo
 
 
 def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, prune=1e6, learn_beta=True,
-                   progress=False) -> MRVMEstimate:
+                   progress=False, owner: str = "approximation") -> MRVMEstimate:
     Ks = model.train_kernels(data)
     S, N = Ks.shape[:2]
     C = model.n_classes(data)
@@ -286,7 +288,7 @@ def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, pr
     algorithm = mrvm2_iterations(Ks, y, onehot, rule=model.rule, tau=tau, nu=nu, prune=prune,
                                  learn_beta=learn_beta and model.rule == "convex")
     run = iterate(algorithm, model.default_beta(S), max_iter=max_iter, tol=tol, progress=progress, desc="mrvm2",
-                  owner=owner("pmkl", "mrvm2"))
+                  owner=owner)
     s = run.state
     act, A = s.active, s.alpha
     K = MK.combine(Ks, s.beta, model.rule)
@@ -299,38 +301,38 @@ def mrvm2_estimate(model, data, *, max_iter=200, tol=1e-4, tau=1e-5, nu=1e-5, pr
                         iterations=run.iterations, converged=run.converged)
 
 
-def _fit(backend, model, data, res, Ls, A, *, draws, chains, seed, timer, limit):
+def _fit(model, data, res, Ls, A, ctx, *, draws, chains, timer, limit):
     """The Gaussian conditional of W on the relevance vectors as a Fit, their indices in the ``relevance`` group."""
     active = res.active
     q = MK.conditional_w(model, data, res.W[active], Ls, A, res.beta, active=active,
                          objective={"train_loglik": res.trace, "n_relevant": res.n_rv},
                          iterations=res.iterations, converged=res.converged)
     relevance = xr.Dataset({"relevance_vectors": xr.DataArray(np.asarray(active, int), dims=("relevance_vector",))})
-    return approximation_fit(model, data, backend, q, draws=draws, chains=chains, seed=seed,
-                             timing={"tune": timer()}, owner=owner("pmkl", backend), limit=limit,
+    return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": timer()}, limit=limit,
                              info={"n_relevance_vectors": int(len(active))},
                              extra_groups={RELEVANCE_GROUP: relevance})
 
 
 @register("mrvm1", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS1,
           relations=(checks.AtMost("min_iter", "max_iter", larger_default=lambda data: 20 * data.n),),
-          check=MK.check_rule("mrvm1"), defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(3.5, per_class=False),
+          check=MK.check_rule, defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(3.5, per_class=False),
           description="mRVM1: fast constructive multiclass RVM with shared precisions (Algorithms 6-7)")
-def run_mrvm1(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run_mrvm1(model, data, *, draws, tune, chains, ctx, **opts):
     """mRVM1: constructive type-II ML with informative sample selection."""
     timer = Timer()
-    res = mrvm1_estimate(model, data, seed=seed, progress=progress, **opts)
+    res = mrvm1_estimate(model, data, rng=ctx.numpy_rng(), progress=ctx.progress, owner=ctx.owner, **opts)
     cap = opts["max_iter"] if opts["max_iter"] is not None else 20 * data.n
-    return _fit("mrvm1", model, data, res, res.Ls, res.A, draws=draws, chains=chains, seed=seed, timer=timer,
+    return _fit(model, data, res, res.Ls, res.A, ctx, draws=draws, chains=chains, timer=timer,
                 limit=f"{cap} iterations (Criterion 2 did not hold)")
 
 
 @register("mrvm2", kind="approximation", family="pmkl", applies=MK.fixed_kernels, options=OPTIONS2,
-          check=MK.check_rule("mrvm2"), defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(6),
+          check=MK.check_rule, defaults=APPROXIMATION_DEFAULTS, memory=MK.memory(6),
           description="mRVM2: flat-prior multiclass RVM with top-down pruning (Algorithm 8)")
-def run_mrvm2(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run_mrvm2(model, data, *, draws, tune, chains, ctx, **opts):
     """mRVM2: EM with per-class precisions under a flat prior, pruning at alpha > ``prune``."""
     timer = Timer()
-    res = mrvm2_estimate(model, data, progress=progress, **opts)
-    return _fit("mrvm2", model, data, res, res.Ls, res.A, draws=draws, chains=chains, seed=seed, timer=timer,
+    res = mrvm2_estimate(model, data, progress=ctx.progress, owner=ctx.owner, **opts)
+    return _fit(model, data, res, res.Ls, res.A, ctx, draws=draws, chains=chains, timer=timer,
                 limit=f"{opts['max_iter']} iterations")

@@ -47,7 +47,7 @@ from bayeszoo.inference.timing import Timer
 from bayeszoo.inference.approximations import approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import _common as MK
 
@@ -318,19 +318,20 @@ def vb_iterations(model, data, *, is_samples, is_pool, exact_alpha, fix_alpha, t
     return Algorithm(init, step)
 
 
-def vb_fit_state(model, data, *, max_iter=100, tol=1e-3, is_samples=200, is_pool="accumulate",
-                 exact_alpha=False, fix_alpha=None, theta_proposal="prior", seed=0, progress=False,
-                 callback=None) -> VBFit:
+def vb_fit_state(model, data, *, rng: np.random.Generator, max_iter=100, tol=1e-3, is_samples=200, is_pool="accumulate",
+                 exact_alpha=False, fix_alpha=None, theta_proposal="prior", progress=False,
+                 callback=None, owner: str = "approximation") -> VBFit:
     """Run Algorithm 3: the final variational parameters, the bound trace and the importance-sampling pools.
+    ``rng``: the generator of the importance samples (the backend's: the root stream of its run context);
+    ``owner`` names the backend in errors.
     ``callback(iteration, state)``, if given, sees Q(W) after each iteration's W step: a dict with ``W``,
     ``Ls`` and the ``beta``, ``Ks`` (copies) it was computed under (used by the benchmark's running test error)."""
-    rng = np.random.default_rng(np.random.SeedSequence([0 if seed is None else int(seed), 777]))
     algorithm = vb_iterations(model, data, is_samples=is_samples, is_pool=is_pool, exact_alpha=exact_alpha,
                               fix_alpha=fix_alpha, theta_proposal=theta_proposal, callback=callback)
     # many N x N factorisations: BLAS worker threads only contend at these sizes (inference._blas)
     with one_blas_thread(data.n):
         run = iterate(algorithm, rng, max_iter=max_iter, tol=tol, progress=progress, desc="vb",
-                      owner=owner("pmkl", "vb"))
+                      owner=owner)
     s = run.state
     # final Q(W) at the final A, beta
     K = MK.combine(s.Ks, s.beta, model.rule)
@@ -359,17 +360,17 @@ def vb_predictive(model, state, Ks_test):
 @register("vb", kind="approximation", family="pmkl", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=MK.memory(10),
           description="VBpMKL: mean-field VB with importance sampling for beta, Theta and rho (Algorithm 3)")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """VBpMKL (Algorithm 3); draws are i.i.d. from the final Q."""
     timer = Timer()
-    st = vb_fit_state(model, data, seed=seed, progress=progress, **opts)
+    st = vb_fit_state(model, data, rng=ctx.numpy_rng(), progress=ctx.progress, owner=ctx.owner, **opts)
     N = st.W.shape[0]
     others, fixed, info, group = _other_factors(model, st, model.source_list(data))
     q = MK.w_gaussian(st.W, st.Ls, np.arange(N), N, fixed=fixed, others=others,
                       objective={"lower_bound": st.bound}, objective_name="lower_bound",
                       iterations=st.iterations, converged=bool(st.converged))
-    return approximation_fit(model, data, "vb", q, draws=draws, chains=chains, seed=seed, timing={"tune": timer()},
-                             owner=owner("pmkl", "vb"), limit=f"{opts['max_iter']} iterations",
+    return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains, timing={"tune": timer()},
+                             limit=f"{opts['max_iter']} iterations",
                              info={"lower_bound": float(st.bound[-1]), **info},
                              extra_groups={IMPORTANCE_GROUP: group})
 

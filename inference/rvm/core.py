@@ -30,7 +30,6 @@ from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
-from bayeszoo.registry import owner
 from bayeszoo.resources import Need, dense
 
 LOG_2PI = float(np.log(2.0 * np.pi))
@@ -297,15 +296,15 @@ def type2_approximation(M: int, res: dict, *, classifier: bool) -> GaussianAppro
                                  objective_name="objective", iterations=res["iterations"], converged=res["converged"])
 
 
-def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chains: int, seed, extra_info,
-              progress: bool = False, one_thread: bool = False):
+def run_type2(solver, model, data, opts: dict, ctx, *, draws: int, chains: int, extra_info, one_thread: bool = False):
     """Shared driver of the type-II backends (``em``, ``fast``): design matrix, ``solver``, Fit of the Gaussian.
 
-    ``solver(model, Phi, t, opts, progress)`` returns a dict with ``active``, ``alpha``, ``beta``, ``post``,
-    ``log_evidence`` / ``objective`` traces, ``iterations`` and ``converged``; ``extra_info(res)`` adds the
-    backend's own entries to ``fit.info``. ``one_thread``: BLAS on one thread whatever N (a solver whose matrices are
-    the active set's, not N-square). The optimised quantity is the ``objective`` trace (J); its last value is
-    ``fit.idata.objective["objective"][-1]`` and the final log evidence is ``fit.info["log_evidence"]``.
+    ``solver(model, Phi, t, opts, progress=, owner=)`` (both from the run context ``ctx``) returns a dict with
+    ``active``, ``alpha``, ``beta``, ``post``, ``log_evidence`` / ``objective`` traces, ``iterations`` and
+    ``converged``; ``extra_info(res)`` adds the backend's own entries to ``fit.info``. ``one_thread``: BLAS on
+    one thread whatever N (a solver whose matrices are the active set's, not N-square). The optimised quantity is
+    the ``objective`` trace (J); its last value is ``fit.idata.objective["objective"][-1]`` and the final log
+    evidence is ``fit.info["log_evidence"]``.
     """
     t0 = time.perf_counter()
     Phi = model.training_design(data)
@@ -313,10 +312,10 @@ def run_type2(backend: str, solver, model, data, opts: dict, *, draws: int, chai
     # many small factorisations: below SMALL_N points (or on the active set) a second BLAS thread only contends
     with warnings.catch_warnings(), one_blas_thread(0 if one_thread else min(Phi.shape)):
         warnings.simplefilter("ignore", RuntimeWarning)
-        res = solver(model, Phi, t, opts, progress)
+        res = solver(model, Phi, t, opts, progress=ctx.progress, owner=ctx.owner)
     q = type2_approximation(Phi.shape[1], res, classifier=model.is_classifier)
-    return approximation_fit(model, data, backend, q, draws=draws, chains=chains, seed=seed,
-                             timing={"tune": time.perf_counter() - t0}, owner=owner("rvm", backend),
+    return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": time.perf_counter() - t0},
                              limit=f"{opts['max_iter']} iterations",
                              info={"n_relevant": int(res["active"].size), **extra_info(res)})
 

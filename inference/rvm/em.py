@@ -24,7 +24,7 @@ import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.iterative import Algorithm, iterate
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import core as C
 
@@ -191,11 +191,11 @@ def em_iterations(model, Phi, t, opts) -> Algorithm:
     return Algorithm(init, step, describe=lambda s, info: f"{s.active.size} bases")
 
 
-def type2_fit(model, Phi, t, opts, progress=False):
+def type2_fit(model, Phi, t, opts, progress=False, owner: str = "approximation"):
     """The optimiser, on an explicit design ``Phi``. Returns a dict with active, alpha, beta, post, traces; ``progress``
-    shows a bar over the iterations."""
+    shows a bar over the iterations; ``owner`` names the backend in errors."""
     run = iterate(em_iterations(model, Phi, t, opts), None, max_iter=opts["max_iter"], tol=opts["tol"],
-                  progress=progress, desc=f"em ({opts['update']})", owner=owner("rvm", "em"))
+                  progress=progress, desc=f"em ({opts['update']})", owner=owner)
     s = run.state
     return dict(active=s.active, alpha=s.alpha[s.active], beta=s.beta, post=s.post,
                 log_evidence=np.array(s.log_evidence), objective=np.array(s.objectives), iterations=run.iterations,
@@ -205,7 +205,7 @@ def type2_fit(model, Phi, t, opts, progress=False):
 @register("em", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(8),
           description="type-II ML / MAP of log alpha, log beta by MacKay or EM updates; Laplace/IRLS for classification")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Type-II ML / MAP (MacKay or EM updates), Gaussian (or Laplace) posterior of w at the estimate."""
-    return C.run_type2("em", type2_fit, model, data, opts, draws=draws, chains=chains, seed=seed, progress=progress,
+    return C.run_type2(type2_fit, model, data, opts, ctx, draws=draws, chains=chains,
                        extra_info=lambda res: {"update": opts["update"]})

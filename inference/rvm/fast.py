@@ -30,7 +30,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.models.rvm import use_width_evidence
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import core as C
 
@@ -51,11 +51,12 @@ OPTIONS = {
 SETTLED = 1e-6
 
 
-def fast_fit(model, Phi, t, opts, progress=False):
-    """The optimiser, on an explicit design ``Phi``: a dict with active, alpha, beta, post, traces, actions."""
+def fast_fit(model, Phi, t, opts, progress=False, owner: str = "approximation"):
+    """The optimiser, on an explicit design ``Phi``: a dict with active, alpha, beta, post, traces, actions;
+    ``owner`` names the backend in errors."""
     algorithm, finish = (_classification if model.is_classifier else _regression)(model, Phi, t, opts)
     run = iterate(algorithm, None, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress, desc="fast",
-                  unit="action", owner=owner("rvm", "fast"), change_name="relative gain")
+                  unit="action", owner=owner, change_name="relative gain")
     return finish(run)
 
 
@@ -450,8 +451,8 @@ def _permute(post, order):
 @register("fast", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,
           memory=C.memory(3.5),
           description="Tipping-Faul fast marginal likelihood maximisation (add / re-estimate / delete)")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Tipping-Faul sequential type-II ML / MAP; Gaussian (or Laplace) posterior of w at the estimate."""
     # one BLAS thread: the factorisations are of the active set (M x M, M << N) and the products with Phi level-2
-    return C.run_type2("fast", fast_fit, model, data, opts, draws=draws, chains=chains, seed=seed, progress=progress,
+    return C.run_type2(fast_fit, model, data, opts, ctx, draws=draws, chains=chains,
                        extra_info=lambda res: {"actions": res["actions"]}, one_thread=True)

@@ -35,7 +35,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, Numbers
 from bayeszoo.inference import chains as chain_driver
 from bayeszoo.inference._random import normal_sign_truncated
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.registry import Option, owner, register
+from bayeszoo.registry import Option, register
 
 from .core import memory as rvm_memory
 
@@ -70,20 +70,20 @@ def _applies(model):
     return (not model.is_classifier) or model.link == "probit"
 
 
-def check(options: dict, model, data) -> dict:
+def check(options: dict, model, data, owner: str) -> dict:
     """The per-basis options must have 1 or M entries (M is known only with the data); beta is regression's."""
     M = model.n_basis(data)
     init = options["init"] or {}
     for name, value in (("option 'fix_alpha'", options["fix_alpha"]), ("option 'init' entry 'w'", init.get("w")),
                         ("option 'init' entry 'alpha'", init.get("alpha"))):
         if value is not None and len(value) not in (1, M):
-            raise ValueError(f"{owner('rvm', 'gibbs')}: {name} must be a number or {M} numbers (one per basis); "
+            raise ValueError(f"{owner}: {name} must be a number or {M} numbers (one per basis); "
                              f"got {len(value)}")
     if model.is_classifier:
         for name, given in (("option 'fix_beta'", options["fix_beta"] is not None),
                             ("option 'init' entry 'beta'", "beta" in init)):
             if given:
-                raise ValueError(f"{owner('rvm', 'gibbs')}: {name} applies to regression only (classification has "
+                raise ValueError(f"{owner}: {name} applies to regression only (classification has "
                                  f"no beta)")
     return options
 
@@ -216,9 +216,10 @@ def _position(state: State) -> dict:
 KERNEL = chain_driver.Kernel(init=_init, step=_step, position=_position)
 
 
-def sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin=1, fix_alpha=None, fix_beta=None,
-           init=None, progress=False, diagnosis: str | None = None) -> chain_driver.Chains:
-    """The chains on an explicit design ``Phi`` with hyperparameters ``hyper = (a, b, c, d)``."""
+def sample(Phi, t, hyper, ctx, *, draws, tune, chains, probit=False, thin=1, fix_alpha=None, fix_beta=None,
+           init=None, diagnosis: str | None = None) -> chain_driver.Chains:
+    """The chains on an explicit design ``Phi`` with hyperparameters ``hyper = (a, b, c, d)``, seeded by the run
+    context ``ctx``."""
     Phi = np.ascontiguousarray(Phi, float)
     t = np.asarray(t, float)
     N, M = Phi.shape
@@ -229,14 +230,13 @@ def sample(Phi, t, hyper, *, draws, tune, chains, seed, probit=False, thin=1, fi
                       None if fix_alpha is None else np.asarray(fix_alpha, float),
                       None if fix_beta is None else float(fix_beta))
     with one_blas_thread(min(N, M)):
-        return chain_driver.sample(KERNEL, problem, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
-                                   progress=progress, desc="gibbs", owner=owner("rvm", "gibbs"),
+        return chain_driver.sample(KERNEL, problem, ctx, draws=draws, tune=tune, chains=chains, thin=thin, desc="gibbs",
                                    **({"diagnosis": diagnosis} if diagnosis else {}))
 
 
-def gibbs_sample(Phi, t, hyper, **kwargs) -> dict:
+def gibbs_sample(Phi, t, hyper, ctx, **kwargs) -> dict:
     """:func:`sample`'s draws as arrays (chains, draws, ...) by variable, with ``timing`` and ``sweeps``."""
-    res = sample(Phi, t, hyper, **kwargs)
+    res = sample(Phi, t, hyper, ctx, **kwargs)
     return {**res.posterior, "timing": res.timing, "sweeps": res.sweeps}
 
 
@@ -252,15 +252,15 @@ def _singular_precision(model) -> str:
 @register("gibbs", kind="mcmc", family="rvm", applies=_applies, options=OPTIONS, check=check,
           memory=rvm_memory(4.5),
           description="conjugate Gibbs sampler; Albert-Chib for probit classification")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Conjugate Gibbs: w | alpha, beta Gaussian; alpha_i, beta Gamma; probit via Albert-Chib."""
     t0 = time.perf_counter()
     Phi = model.training_design(data)
     setup = time.perf_counter() - t0
-    res = sample(Phi, data.y, (model.a, model.b, model.c, model.d), draws=draws, tune=tune, chains=chains,
-                 seed=seed, probit=model.is_classifier, thin=opts["thin"], fix_alpha=opts["fix_alpha"],
-                 fix_beta=opts["fix_beta"], init=opts["init"], progress=progress,
+    res = sample(Phi, data.y, (model.a, model.b, model.c, model.d), ctx, draws=draws, tune=tune, chains=chains,
+                 probit=model.is_classifier, thin=opts["thin"], fix_alpha=opts["fix_alpha"],
+                 fix_beta=opts["fix_beta"], init=opts["init"],
                  diagnosis=_singular_precision(model))
     info = {"thin": opts["thin"], "w_sampler": "bhattacharya" if Phi.shape[1] > 2 * Phi.shape[0] else "cholesky",
             "fixed": [k for k in ("fix_alpha", "fix_beta") if opts[k] is not None]}
-    return chain_driver.chains_fit(model, data, "gibbs", res, info=info, setup=setup)
+    return chain_driver.chains_fit(model, data, res, ctx=ctx, info=info, setup=setup)

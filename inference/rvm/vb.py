@@ -12,7 +12,7 @@ Classification (no beta):
   q(w) q(z) q(alpha); the likelihood part of the ELBO is sum_n log Phi((2t_n - 1) m_f,n) - tr(Phi S Phi^T)/2.
 
 Draws are i.i.d. from q: w from its Gaussian (the ``gaussian`` group holds its mean and variances), log_alpha and
-log_beta as logs of Gamma draws (chain c of seed s from its own stream, ``SeedSequence([s, c, 1])``).
+log_beta as logs of Gamma draws (from each chain's own stream, after its draws of w).
 """
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ from bayeszoo.inference.approximations import GaussianApproximation, approximati
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.progress import progress_bar, show
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import core as C
 
@@ -162,11 +162,11 @@ def coordinate_ascent(model, Phi, t) -> Algorithm:
     return Algorithm(init, step)
 
 
-def vb_fit(model, Phi, t, opts, progress=False) -> VBResult:
+def vb_fit(model, Phi, t, opts, progress=False, owner: str = "approximation") -> VBResult:
     """Mean-field VB of the RVM on the design ``Phi`` (module docstring); ``progress`` shows a bar over the
-    sweeps."""
+    sweeps; ``owner`` names the backend in errors."""
     run = iterate(coordinate_ascent(model, Phi, t), None, max_iter=opts["max_iter"], tol=opts["tol"],
-                  progress=progress, desc="vb", unit="sweep", owner="rvm vb", change_name="ELBO change")
+                  progress=progress, desc="vb", unit="sweep", owner=owner, change_name="ELBO change")
     s = run.state
     clf = model.is_classifier
     # final q(w) consistent with the final q(alpha), q(beta) for the draws
@@ -194,18 +194,18 @@ def approximation(res: VBResult, classifier: bool) -> GaussianApproximation:
           memory=C.memory(7.5),
           description="mean-field variational RVM (Gamma hyperpriors); Jaakkola-Jordan (logit) / "
                       "auxiliary-variable (probit) for classification")
-def run(model, data, *, draws, tune, chains, seed, progress, **opts):
+def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Mean-field VB: q(w) Gaussian, q(alpha_i), q(beta) Gamma; ELBO traced per sweep."""
     t0 = time.perf_counter()
     Phi = model.training_design(data)
     t = np.asarray(data.y, float)
     with one_blas_thread(min(Phi.shape)):     # many small factorisations: a second BLAS thread only contends
-        res = vb_fit(model, Phi, t, opts, progress)
+        res = vb_fit(model, Phi, t, opts, ctx.progress, ctx.owner)
     seconds = time.perf_counter() - t0
     clf = model.is_classifier
     info = {"elbo": float(res.elbo[-1]),
             "classification_bound": (None if not clf else "jaakkola-jordan" if model.link == "logit"
                                      else "probit-auxiliary")}
-    return approximation_fit(model, data, "vb", approximation(res, clf), draws=draws, chains=chains, seed=seed,
-                             timing={"tune": seconds}, owner=owner("rvm", "vb"),
+    return approximation_fit(model, data, approximation(res, clf), ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": seconds},
                              limit=f"{opts['max_iter']} iterations", info=info)

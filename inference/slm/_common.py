@@ -17,7 +17,6 @@ import xarray as xr
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import cholesky
 from bayeszoo.numerics.potentials import Potential
-from bayeszoo.registry import owner
 from bayeszoo.resources import Need, dense
 
 #: the group of a fit that holds one value per potential (dim ``potential``): what an approximation learnt about
@@ -40,12 +39,13 @@ def blas_threads(always: bool = False):
     return decorate
 
 
-def precision_cholesky(A, backend: str) -> np.ndarray:
+def precision_cholesky(A, owner: str) -> np.ndarray:
     """The lower Cholesky factor of a posterior precision matrix A; a ValueError saying why when A has overflowed
     or is not numerically positive definite, which happens when the scales of X^T X / sigma2 and of the
     potentials' precisions are too far apart for double precision. No jitter: added to a precision matrix it
-    would change the posterior the matrix stands for (a failure here means the inputs need rescaling)."""
-    who = owner("slm", backend)
+    would change the posterior the matrix stands for (a failure here means the inputs need rescaling). ``owner``
+    names the backend in the error."""
+    who = owner
 
     def failure(A, reason):
         if reason == "not finite":
@@ -59,11 +59,11 @@ def precision_cholesky(A, backend: str) -> np.ndarray:
     return cholesky(A, failure=failure)
 
 
-def check_finite(x, backend: str, what: str) -> np.ndarray:
+def check_finite(x, owner: str, what: str) -> np.ndarray:
     """``x``, or a ValueError when it has left double precision (NaN or inf), so that a backend reports why rather
     than handing NaN on."""
     if not np.all(np.isfinite(x)):
-        raise ValueError(f"{owner('slm', backend)}: {what} left double precision (NaN or inf): the scales of X^T X / "
+        raise ValueError(f"{owner}: {what} left double precision (NaN or inf): the scales of X^T X / "
                          f"sigma2 and of the potentials' precisions are too far apart; rescale X, y and sigma2, "
                          f"or tau")
     return x

@@ -57,15 +57,15 @@ from bayeszoo.inference.slm.gibbs import GaussianStep
 from bayeszoo.numerics.lanczos import lanczos_variances
 from bayeszoo.numerics.linalg import DENSE_N   # up to this n: dense covariance, the phi trace, exact_variances
 from bayeszoo.numerics.operators import to_dense
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 POTENTIALS = ("laplace", "logistic", "gaussian", "student", "sigmoid")
 TINY = 1e-300
 
 
-def _check(options, model, data):
+def _check(options, model, data, owner):
     if options["exact_variances"] and data.d > DENSE_N:
-        raise ValueError(f"{owner('slm', 'dloop')}: exact_variances forms A densely and takes n <= {DENSE_N}; this "
+        raise ValueError(f"{owner}: exact_variances forms A densely and takes n <= {DENSE_N}; this "
                          f"problem has n = {data.d}")
 
 
@@ -175,7 +175,7 @@ class InnerLoop(NamedTuple):
     surrogate: Surrogate
 
 
-def newton_cg(prob, surrogate, *, cg_tol=1e-8, cg_max_iter=300) -> Algorithm:
+def newton_cg(prob, surrogate, *, cg_tol=1e-8, cg_max_iter=300, owner: str = "approximation") -> Algorithm:
     """Newton steps on f(u) = ||X u - y||^2 / (2 sigma2) + the ``surrogate``'s penalty: CG on the operators for the
     direction, :func:`_line_search` for its length; ``init`` takes the starting u. A step that increases f by more
     than rounding is a ValueError: the products have left double precision."""
@@ -201,7 +201,7 @@ def newton_cg(prob, surrogate, *, cg_tol=1e-8, cg_max_iter=300) -> Algorithm:
         pen, d1, d2 = surrogate.penalty(s)
         f = 0.5 * (r @ r) / s2 + pen
         if not f <= f_old + 1e-8 * max(1.0, abs(f_old)):     # overflowed products, not convergence
-            raise ValueError(f"{owner('slm', 'dloop')}: a Newton step of the inner loop increased its objective from "
+            raise ValueError(f"{owner}: a Newton step of the inner loop increased its objective from "
                              f"{f_old:.3g} to {f:.3g} (products left double precision): the scales of X^T X / "
                              f"sigma2 and of the potentials' precisions are too far apart; rescale X, y and sigma2, "
                              f"or tau")
@@ -210,14 +210,15 @@ def newton_cg(prob, surrogate, *, cg_tol=1e-8, cg_max_iter=300) -> Algorithm:
     return Algorithm(init, step, result=lambda state: state.u)
 
 
-def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_max_iter=300) -> InnerLoop:
+def inner_loop(prob, z, u, *, gamma=None, n_inner=30, inner_tol=1e-10, cg_tol=1e-8, cg_max_iter=300,
+               owner: str = "approximation") -> InnerLoop:
     """Minimise f(u) = ||X u - y||^2 / (2 sigma2) + the :class:`Surrogate` penalty (log-concave potentials:
     - sum_j ln T_j(sqrt(s_j^2 + z_j)); Student's t: its tangent at ``gamma``) from u, by :func:`newton_cg` until
     the relative decrease of f is at most ``inner_tol``; with z = 0 and a log-concave potential this is the MAP
     objective."""
     surrogate = Surrogate(prob.potential, z, gamma)
-    run = iterate(newton_cg(prob, surrogate, cg_tol=cg_tol, cg_max_iter=cg_max_iter), u, max_iter=n_inner,
-                  tol=inner_tol, owner=owner("slm", "dloop"), unit="Newton step")
+    run = iterate(newton_cg(prob, surrogate, cg_tol=cg_tol, cg_max_iter=cg_max_iter, owner=owner), u, max_iter=n_inner,
+                  tol=inner_tol, owner=owner, unit="Newton step")
     return InnerLoop(run.state.u, run.trace, run.iterations, run.converged, surrogate)
 
 
@@ -227,25 +228,25 @@ def _dense_precision(Xd, Bd, sigma2, gamma):
     return 0.5 * (A + A.T)
 
 
-def variances(prob, gamma, *, k, dense=None):
+def variances(prob, gamma, *, k, dense=None, owner: str = "approximation"):
     """Marginal variances of s = B u and of u under N(., A(gamma)^-1): ``(z, u_var, steps)``. ``dense`` =
     (X, B) matrices: exact, by a Cholesky factor (steps None); otherwise k Lanczos steps on the operators."""
     if dense is not None:
-        L = precision_cholesky(_dense_precision(*dense, prob.sigma2, gamma), "dloop")
+        L = precision_cholesky(_dense_precision(*dense, prob.sigma2, gamma), owner)
         Li = sla.solve_triangular(L, np.eye(prob.n), lower=True)
         return np.sum((Li @ dense[1].T) ** 2, axis=0), np.sum(Li**2, axis=0), None
     X, B, s2 = prob.X, prob.B, prob.sigma2
     (z, u_var), steps = lanczos_variances(lambda v: X.H @ (X @ v) / s2 + B.H @ ((B @ v) / gamma), prob.n, k,
                                           [lambda v: B @ v, lambda v: v])
     # Lanczos squares A's products: on a badly scaled problem they overflow where a Cholesky factor would not
-    check_finite(np.append(z, u_var), "dloop", "the Lanczos variance estimates")
+    check_finite(np.append(z, u_var), owner, "the Lanczos variance estimates")
     return z, u_var, steps
 
 
-def phi_bound(prob, gamma, Xd, Bd):
+def phi_bound(prob, gamma, Xd, Bd, owner: str = "approximation"):
     """phi(gamma) of the module docstring (dense): -phi / 2 is a lower bound on ln Z."""
     s2, y = prob.sigma2, prob.y
-    L = precision_cholesky(_dense_precision(Xd, Bd, s2, gamma), "dloop")
+    L = precision_cholesky(_dense_precision(Xd, Bd, s2, gamma), owner)
     b = Xd.T @ y / s2 + Bd.T @ np.broadcast_to(prob.potential.beta, (Bd.shape[0],))   # the tilts' linear term
     a = sla.solve_triangular(L, b, lower=True)
     r_min = float(y @ y / s2 - a @ a)
@@ -293,7 +294,7 @@ class DoubleLoop(NamedTuple):
 
 
 def outer_loop(prob, *, n_inner=30, lanczos_k=100, inner_tol=1e-10, cg_tol=1e-8, cg_max_iter=300,
-               exact_variances=False, dense=None) -> Algorithm:
+               exact_variances=False, dense=None, owner: str = "approximation") -> Algorithm:
     """Alg. 3.1's outer iterations from the prior's gamma and u = 0 (``init`` takes nothing): the variances z at
     gamma, the :func:`inner_loop` from the last u, gamma where the bound touches. ``dense`` = (X, B) matrices give
     the objective phi (and are needed for ``exact_variances``)."""
@@ -302,31 +303,34 @@ def outer_loop(prob, *, n_inner=30, lanczos_k=100, inner_tol=1e-10, cg_tol=1e-8,
     def init(_):
         gamma = np.broadcast_to(1.0 / prior_precision(prob.potential), (prob.q,)).astype(float)
         return OuterState(gamma, np.zeros(prob.n), (), True,
-                          phi_bound(prob, gamma, *dense) if dense is not None else None)
+                          phi_bound(prob, gamma, *dense, owner=owner) if dense is not None else None)
 
     def step(state):
         gamma, u, inner, inner_ok, _ = state
-        z, _, _ = variances(prob, gamma, k=lanczos_k, dense=var_dense)
+        z, _, _ = variances(prob, gamma, k=lanczos_k, dense=var_dense, owner=owner)
         u, _, steps, ok, surrogate = inner_loop(prob, z, u, gamma=gamma, n_inner=n_inner, inner_tol=inner_tol,
+                                                owner=owner,
                                                 cg_tol=cg_tol, cg_max_iter=cg_max_iter)
         new = np.maximum(surrogate.gamma(prob.B @ u), TINY)
         change = float(np.max(np.abs(np.log(new) - np.log(gamma))))
-        phi = phi_bound(prob, new, *dense) if dense is not None else None
+        phi = phi_bound(prob, new, *dense, owner=owner) if dense is not None else None
         return OuterState(new, u, inner + (steps,), inner_ok and ok, phi), OuterInfo(phi, change)
 
     return Algorithm(init, step, result=lambda state: state.u)
 
 
 def double_loop(prob, *, n_outer=5, n_inner=30, lanczos_k=100, outer_tol=1e-3, inner_tol=1e-10, cg_tol=1e-8,
-                cg_max_iter=300, exact_variances=False, dense=None, progress=False) -> DoubleLoop:
+                cg_max_iter=300, exact_variances=False, dense=None, progress=False,
+                owner: str = "approximation") -> DoubleLoop:
     """Alg. 3.1 with the phi^(2) bound (:func:`outer_loop`) until the largest change of ln gamma is at most
     ``outer_tol``, then the variances at the final gamma."""
     algorithm = outer_loop(prob, n_inner=n_inner, lanczos_k=lanczos_k, inner_tol=inner_tol, cg_tol=cg_tol,
-                           cg_max_iter=cg_max_iter, exact_variances=exact_variances, dense=dense)
+                           cg_max_iter=cg_max_iter, exact_variances=exact_variances, dense=dense, owner=owner)
     run = iterate(algorithm, None, max_iter=n_outer, tol=outer_tol, progress=progress, desc="dloop (slm)",
-                  unit="outer loop", owner=owner("slm", "dloop"), change_name="change of ln gamma")
+                  unit="outer loop", owner=owner, change_name="change of ln gamma")
     st = run.state
-    z, u_var, steps = variances(prob, st.gamma, k=lanczos_k, dense=dense if exact_variances else None)
+    z, u_var, steps = variances(prob, st.gamma, k=lanczos_k, dense=dense if exact_variances else None,
+                                owner=owner)
     return DoubleLoop(mean=algorithm.result(st), gamma=st.gamma, z=z, u_var=u_var, phi=run.trace, lanczos_k=steps,
                       outer=run.iterations, inner=list(st.inner), converged=run.converged,
                       inner_converged=st.inner_converged)
@@ -361,7 +365,7 @@ def memory(model, data, options) -> Need:
                    "cg_tol": Option(1e-8, "relative residual of the CG solves (Newton steps and draws)", POSITIVE),
                    "cg_max_iter": Option(300, "most CG iterations per Newton step", POSITIVE_INT)})
 @blas_threads(always=True)
-def run(model, data, *, draws, tune, chains, seed, progress, n_outer, n_inner, lanczos_k, exact_variances,
+def run(model, data, *, draws, tune, chains, ctx, n_outer, n_inner, lanczos_k, exact_variances,
         outer_tol, inner_tol, cg_tol, cg_max_iter):
     """Double-loop variational inference for the SLM (every potential: :class:`Surrogate`)."""
     t0 = time.perf_counter()
@@ -371,15 +375,15 @@ def run(model, data, *, draws, tune, chains, seed, progress, n_outer, n_inner, l
     setup = time.perf_counter() - t0
     res = double_loop(prob, n_outer=n_outer, n_inner=n_inner, lanczos_k=lanczos_k, outer_tol=outer_tol,
                       inner_tol=inner_tol, cg_tol=cg_tol, cg_max_iter=cg_max_iter, exact_variances=exact_variances,
-                      dense=dense, progress=progress)
+                      dense=dense, progress=ctx.progress, owner=ctx.owner)
     fields = {"variable": "u", "mean": res.mean, "objective": {"phi": res.phi} if small else {},
               "objective_name": "phi" if small else None, "iterations": res.outer, "converged": res.converged}
     if small:
-        L = precision_cholesky(_dense_precision(*dense, prob.sigma2, res.gamma), "dloop")
+        L = precision_cholesky(_dense_precision(*dense, prob.sigma2, res.gamma), ctx.owner)
         cov = sla.cho_solve((L, True), np.eye(prob.n))
         q = GaussianApproximation(cov=0.5 * (cov + cov.T), **fields)
     else:
-        draw = perturb_and_solve(GaussianStep(prob, "cg", "dloop"), 1.0 / res.gamma, res.mean, cg_tol)
+        draw = perturb_and_solve(GaussianStep(prob, "cg", ctx.owner), 1.0 / res.gamma, res.mean, cg_tol)
         q = GaussianApproximation(var=res.u_var, sampler=draw, **fields)
     exact = res.lanczos_k is None or res.lanczos_k == prob.n
     info = {"inner_iterations": int(sum(res.inner)), "lanczos_k": res.lanczos_k, "variances_exact": bool(exact),
@@ -387,7 +391,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, n_outer, n_inner, l
     limit = f"{res.outer} outer iterations (outer_tol={outer_tol:g})" + (
         "" if exact else f"; with {res.lanczos_k} < n Lanczos steps the variance estimates move with gamma, so the "
                          f"outer loop need not settle")
-    return approximation_fit(model, data, "dloop", q, draws=draws, chains=chains, seed=seed,
-                             timing={"compile": setup, "tune": time.perf_counter() - t0 - setup},
-                             owner=owner("slm", "dloop"), info=info, limit=limit,
+    return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
+                             timing={"compile": setup, "tune": time.perf_counter() - t0 - setup}, info=info,
+                             limit=limit,
                              extra_groups=potentials_group(gamma=res.gamma, s_var=res.z))

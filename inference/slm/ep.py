@@ -42,16 +42,16 @@ from bayeszoo.inference.slm._common import (blas_threads, dense_memory, potentia
                                             prior_precision, problem)
 from bayeszoo.numerics.linalg import DENSE_N   # largest n (dense Cholesky representation)
 from bayeszoo.numerics.operators import to_dense
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 SCHEDULES = ("sweep", "selective")
 GRID = 801               # quadrature nodes over the cavity's +-10 standard deviations
 SQRT_2_PI = float(np.sqrt(2.0 / np.pi))
 
 
-def _check(options, model, data):
+def _check(options, model, data, owner):
     if data.d > DENSE_N:
-        raise ValueError(f"{owner('slm', 'ep')} keeps a dense Cholesky factor and takes n <= {DENSE_N}; this problem "
+        raise ValueError(f"{owner} keeps a dense Cholesky factor and takes n <= {DENSE_N}; this problem "
                          f"has n = {data.d}: use 'dloop'")
 
 
@@ -143,14 +143,15 @@ def chol_rank_one(L, x, sign):
 class State:
     """Sites (pi, b), the factor L of A and the marginals (h, rho) of s = B u."""
 
-    def __init__(self, Xd, Bd, y, sigma2, pi, b):
+    def __init__(self, Xd, Bd, y, sigma2, pi, b, owner: str = "approximation"):
+        self.owner = owner
         self.Bd, self.pi, self.b = Bd, pi.astype(float), b.astype(float)
         self.XtX, self.Xty = Xd.T @ Xd / sigma2, Xd.T @ y / sigma2
         self.refresh()
 
     def refresh(self):
         A = self.XtX + self.Bd.T @ (self.pi[:, None] * self.Bd)
-        self.L = precision_cholesky(0.5 * (A + A.T), "ep")
+        self.L = precision_cholesky(0.5 * (A + A.T), self.owner)
         R = sla.solve_triangular(self.L, self.Bd.T, lower=True)
         alpha = sla.solve_triangular(self.L, self.Xty + self.Bd.T @ self.b, lower=True)
         self.rho, self.h = np.sum(R * R, axis=0), R.T @ alpha
@@ -230,13 +231,14 @@ class EPResult(NamedTuple):
     skipped: int
 
 
-def fractional_ep(Xd, Bd, y, sigma2, pot, *, eta, damping, schedule) -> Algorithm:
+def fractional_ep(Xd, Bd, y, sigma2, pot, *, eta, damping, schedule, owner: str = "approximation") -> Algorithm:
     """Sweeps of fractional EP (module docstring) from the prior's precisions and b = 0; ``init`` takes nothing
     and each sweep reports the site update it has reached (a sweep over thousands of sites takes seconds)."""
     q = Bd.shape[0]
 
     def init(_):
-        return EPState(State(Xd, Bd, y, sigma2, np.broadcast_to(prior_precision(pot), (q,)), np.zeros(q)), 0, None)
+        start = State(Xd, Bd, y, sigma2, np.broadcast_to(prior_precision(pot), (q,)), np.zeros(q), owner)
+        return EPState(start, 0, None)
 
     def step(state, report):
         st, skipped, _ = state
@@ -263,11 +265,11 @@ def fractional_ep(Xd, Bd, y, sigma2, pot, *, eta, damping, schedule) -> Algorith
 
 
 def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-10, schedule="sweep",
-       progress=False) -> EPResult:
+       progress=False, owner: str = "approximation") -> EPResult:
     """Fractional EP on dense X (m x n) and B (q x n); ``progress`` shows a bar over the sweeps."""
-    algorithm = fractional_ep(Xd, Bd, y, sigma2, pot, eta=eta, damping=damping, schedule=schedule)
+    algorithm = fractional_ep(Xd, Bd, y, sigma2, pot, eta=eta, damping=damping, schedule=schedule, owner=owner)
     run = iterate(algorithm, None, max_iter=max_sweeps, tol=tol, progress=progress, desc="ep (slm)", unit="sweep",
-                  owner=owner("slm", "ep"), change_name="largest KL")
+                  owner=owner, change_name="largest KL")
     mean, cov = algorithm.result(run.state)
     st = run.state.sites
     return EPResult(mean=mean, cov=cov, pi=st.pi, b=st.b, max_site_change=run.trace, sweeps=run.iterations,
@@ -288,19 +290,20 @@ def ep(Xd, Bd, y, sigma2, pot, *, eta=0.9, damping=0.0, max_sweeps=200, tol=1e-1
                    "schedule": Option("sweep", "sweep (every site in turn) or selective (largest KL first)",
                                       OneOf(SCHEDULES))})
 @blas_threads()
-def run(model, data, *, draws, tune, chains, seed, progress, eta, damping, max_sweeps, tol, schedule):
+def run(model, data, *, draws, tune, chains, ctx, eta, damping, max_sweeps, tol, schedule):
     """Fractional EP for the SLM."""
     t0 = time.perf_counter()
     prob = problem(model, data)
     res = ep(to_dense(prob.X), to_dense(prob.B), prob.y, prob.sigma2, prob.potential, eta=eta, damping=damping,
-             max_sweeps=max_sweeps, tol=tol, schedule=schedule, progress=progress)
+             max_sweeps=max_sweeps, tol=tol, schedule=schedule, progress=ctx.progress,
+             owner=ctx.owner)
     q = GaussianApproximation(variable="u", mean=res.mean, cov=res.cov,
                               objective={"max_site_change": res.max_site_change}, objective_name="max_site_change",
                               iterations=res.sweeps, converged=res.converged)
     warnings = [f"{res.skipped} site updates were skipped (improper cavity, or an update that would make the "
                 f"covariance indefinite or overflow)"] if res.skipped else []
-    return approximation_fit(model, data, "ep", q, draws=draws, chains=chains, seed=seed,
-                             timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "ep"),
+    return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": time.perf_counter() - t0},
                              info={"skipped_updates": res.skipped, "eta": eta, "warnings": warnings},
                              limit=f"{max_sweeps} sweeps (tol={tol:g})",
                              extra_groups=potentials_group(site_precision=res.pi, site_linear=res.b))

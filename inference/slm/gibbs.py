@@ -33,16 +33,16 @@ from bayeszoo.resources import Need
 from bayeszoo.numerics.linalg import DENSE_N
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.numerics.potentials import GSM_SAMPLERS
-from bayeszoo.registry import Option, owner, register
+from bayeszoo.registry import Option, register
 
 SOLVERS = ("auto", "cholesky", "cg")
 
 
 class GaussianStep:
-    """Draws u | pi by perturb-and-solve (module docstring, step 2); ``backend`` names who asks in its errors."""
+    """Draws u | pi by perturb-and-solve (module docstring, step 2); ``owner`` names who asks in its errors."""
 
-    def __init__(self, prob, solver: str, backend: str = "gibbs"):
-        self.prob, self.backend = prob, backend
+    def __init__(self, prob, solver: str, owner: str):
+        self.prob, self.owner = prob, owner
         self.sigma = float(np.sqrt(prob.sigma2))
         self.Xty = prob.X.H @ prob.y / prob.sigma2
         self.dense = solver == "cholesky" or (solver == "auto" and prob.n <= DENSE_N)
@@ -62,10 +62,10 @@ class GaussianStep:
         e2 = rng.standard_normal(p.q)
         rhs = self.Xty + p.X.H @ e1 / self.sigma + p.B.H @ (np.sqrt(pi) * e2)
         if self.dense:
-            return sla.cho_solve((precision_cholesky(self.precision(pi), self.backend), True), rhs)
+            return sla.cho_solve((precision_cholesky(self.precision(pi), self.owner), True), rhs)
         Q = LinearOperator((p.n, p.n), dtype=float,
                            matvec=lambda v: p.X.H @ (p.X @ v) / p.sigma2 + p.B.H @ (pi * (p.B @ v)))
-        return check_finite(cg(Q, rhs, x0=u_prev, rtol=cg_tol, maxiter=10 * p.n)[0], self.backend,
+        return check_finite(cg(Q, rhs, x0=u_prev, rtol=cg_tol, maxiter=10 * p.n)[0], self.owner,
                             "a CG draw of u")
 
 
@@ -118,13 +118,13 @@ def memory(model, data, options) -> Need:
                    "thin": Option(1, "keep every thin-th sweep", POSITIVE_INT),
                    "cg_tol": Option(1e-10, "relative residual of the CG solves (solver cg)", POSITIVE)})
 @blas_threads()
-def run(model, data, *, draws, tune, chains, seed, progress, solver, thin, cg_tol):
+def run(model, data, *, draws, tune, chains, ctx, solver, thin, cg_tol):
     """Gibbs sampler on (u, precisions) of the SLM (every potential: module docstring)."""
     t0 = time.perf_counter()
     prob = problem(model, data)
-    step = GaussianStep(prob, solver)
+    step = GaussianStep(prob, solver, ctx.owner)
     setup = time.perf_counter() - t0
-    result = sample(kernel(step, cg_tol), prob, draws=draws, tune=tune, chains=chains, seed=seed, thin=thin,
-                    progress=progress, desc="gibbs (slm)", owner=owner("slm", "gibbs"))
-    return chains_fit(model, data, "gibbs", result, setup=setup,
+    result = sample(kernel(step, cg_tol), prob, ctx, draws=draws, tune=tune, chains=chains, thin=thin,
+                    desc="gibbs (slm)")
+    return chains_fit(model, data, result, ctx=ctx, setup=setup,
                       info={"thin": thin, "solver": "cholesky" if step.dense else "cg"})

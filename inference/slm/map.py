@@ -58,7 +58,7 @@ from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import DENSE_N   # the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
 from bayeszoo.numerics.operators import FourierSampling
 from bayeszoo.progress import progress_bar, show
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 SOLVERS = ("auto", "cd", "fista", "admm", "lbfgs")
 CD_FIRST_WORKING_SET = 64     # coordinates of the first working set (celer's p0 order)
@@ -75,15 +75,15 @@ POLISH_ROUNDS = 10            # rounds of a polish: restricted solve, then the v
 POLISH_MAX_SUPPORT = 1000     # most coordinates of a polish's working set (each round an eigendecomposition)
 
 
-def _check(options, model, data):
-    choose_solver(model, data, options["solver"])     # a solver that does not fit the potential, B or X
+def _check(options, model, data, owner):
+    choose_solver(model, data, options["solver"], owner)     # a solver that does not fit the potential, B or X
     # with fewer measurements than unknowns only the prior fixes u along X's null space: below double precision
     # against the data term it vanishes, and every solver returns some interpolant instead of the MAP (with a full
     # column rank X the MAP is the least-squares solution then, which they find)
     ratio = _prior_weight_ratio(model, data) if data.n < data.d else 0.0
     if ratio > LARGEST_WEIGHT_RATIO:
         weight = model.sigma2 * _smallest_tau(model)
-        raise ValueError(f"{owner('slm', 'map')}: with {data.n} measurements of {data.d} unknowns the prior alone "
+        raise ValueError(f"{owner}: with {data.n} measurements of {data.d} unknowns the prior alone "
                          f"fixes u along X's null space, and its weight sigma2 * tau = {weight:.3g} is {ratio:.2g} "
                          f"times smaller than max |X^T y|, below double precision: it vanishes against the data "
                          f"term, so no solver can find the MAP. sigma2 is the noise variance on the scale of y: give "
@@ -104,8 +104,9 @@ def _prior_weight_ratio(model, data) -> float:
     return largest / (model.sigma2 * _smallest_tau(model))
 
 
-def choose_solver(model, data, solver: str) -> str:
-    """The solver ``auto`` means for this model and data; a ValueError when the asked one does not fit."""
+def choose_solver(model, data, solver: str, owner: str = "MAP") -> str:
+    """The solver ``auto`` means for this model and data; a ValueError (naming ``owner``) when the asked one does
+    not fit."""
     laplace = model.potential == "laplace"
     dense_x = data.meta.get("X_operator") is None
     fits = {"cd": laplace and model.B == "identity",
@@ -115,7 +116,7 @@ def choose_solver(model, data, solver: str) -> str:
             return "cd"          # a dense Lasso: coordinate steps cost one column each
         return "fista" if fits["fista"] else "admm" if fits["admm"] else "lbfgs"
     if not fits[solver]:
-        raise ValueError(f"{owner('slm', 'map')}: solver {solver!r} does not fit potential={model.potential!r}, "
+        raise ValueError(f"{owner}: solver {solver!r} does not fit potential={model.potential!r}, "
                          f"B={model.B!r} (cd: Laplace with B 'identity'; fista: Laplace with B 'identity' or "
                          f"'wavelet'; admm: Laplace; lbfgs: the smooth potentials)")
     return solver
@@ -305,12 +306,12 @@ class FISTAInfo(NamedTuple):
     gap: float | None = None
 
 
-def _fista(prob, max_iter, tol, progress):
+def _fista(prob, max_iter, tol, progress, owner):
     # level-1 BLAS on image-sized vectors between transforms: a second thread only adds waits (_common.blas_threads)
     with one_blas_thread(0):
         algorithm = greedy_fista(prob, tol)
         run = iterate(algorithm, None, max_iter=max_iter, tol=tol, progress=progress, desc="map (fista)",
-                      unit="iteration", owner=owner("slm", "map"), change_name="relative move")
+                      unit="iteration", owner=owner, change_name="relative move")
         return algorithm.result(run.state), run.iterations, run.trace, run.converged
 
 
@@ -516,14 +517,14 @@ class ADMMInfo(NamedTuple):
     moving: bool
 
 
-def _admm(prob, max_iter, tol, rho, progress):
-    algorithm = admm(prob, tol, rho)
+def _admm(prob, max_iter, tol, rho, progress, owner):
+    algorithm = admm(prob, tol, rho, owner)
     run = iterate(algorithm, None, max_iter=max_iter, tol=tol, progress=progress, desc="map (admm)",
-                  unit="iteration", owner=owner("slm", "map"), change_name="primal residual")
+                  unit="iteration", owner=owner, change_name="primal residual")
     return algorithm.result(run.state), run.iterations, run.trace, run.converged
 
 
-def admm(prob, tol, rho) -> Algorithm:
+def admm(prob, tol, rho, owner: str = "approximation") -> Algorithm:
     """ADMM with the split s = B u (module docstring) from u = z = w = 0; ``init`` takes nothing; ``rho`` None
     balances the two quadratic terms of the u-step."""
     X, B, y, s2 = prob.X, prob.B, prob.y, prob.sigma2
@@ -538,7 +539,7 @@ def admm(prob, tol, rho) -> Algorithm:
         from bayeszoo.numerics.operators import to_dense
 
         Xd, Bd = to_dense(X), to_dense(B)
-        cho = (precision_cholesky(Xd.T @ Xd / s2 + rho * Bd.T @ Bd, "map"), True)
+        cho = (precision_cholesky(Xd.T @ Xd / s2 + rho * Bd.T @ Bd, owner), True)
 
         def solve(rhs, _):
             return sla.cho_solve(cho, rhs)
@@ -553,7 +554,7 @@ def admm(prob, tol, rho) -> Algorithm:
 
     def step(state):
         u, z_old, w, _ = state
-        u = check_finite(solve(Xty + rho * (B.H @ (z_old - w)), u), "map", "the ADMM iterate")
+        u = check_finite(solve(Xty + rho * (B.H @ (z_old - w)), u), owner, "the ADMM iterate")
         Bu = B @ u
         v = Bu + w
         z = np.sign(v) * np.maximum(np.abs(v) - tau / rho, 0.0)     # prox of (tau / rho) |.|
@@ -569,11 +570,11 @@ def admm(prob, tol, rho) -> Algorithm:
     return Algorithm(init, step, result=lambda state: state.u)
 
 
-def _lbfgs(prob, max_iter, tol, bar):
+def _lbfgs(prob, max_iter, tol, bar, owner):
     trace = []
     # L-BFGS-B multiplies gradients together: beyond objectives of ~1e150 (a tiny sigma2) they overflow and it stops
     # at once, reporting success, so it minimises a copy scaled below 1e100 (no change for ordinary problems)
-    at_zero = check_finite(prob.neg_log_joint(np.zeros(prob.n)), "map", "the objective at u = 0")
+    at_zero = check_finite(prob.neg_log_joint(np.zeros(prob.n)), owner, "the objective at u = 0")
     scale = max(1.0, abs(float(at_zero)) * 1e-100)
 
     def fun(u):
@@ -613,28 +614,28 @@ def memory(model, data, options) -> Need:
                    "rho": Option(None, "ADMM penalty (None: balances X^T X / sigma2 against B^T B)",
                                  Interval(float, 0, None, "neither", none=True))})
 @blas_threads()
-def run(model, data, *, draws, tune, chains, seed, progress, solver, max_iter, tol, rho):
+def run(model, data, *, draws, tune, chains, ctx, solver, max_iter, tol, rho):
     """The MAP estimate of u (penalised least squares)."""
     t0 = time.perf_counter()
-    solver = choose_solver(model, data, solver)
+    solver = choose_solver(model, data, solver, ctx.owner)
     prob = problem(model, data)
     if solver == "fista":
-        u, iters, trace, converged = _fista(prob, max_iter, tol, progress)
+        u, iters, trace, converged = _fista(prob, max_iter, tol, ctx.progress, ctx.owner)
     elif solver == "admm":
-        u, iters, trace, converged = _admm(prob, max_iter, tol, rho, progress)
+        u, iters, trace, converged = _admm(prob, max_iter, tol, rho, ctx.progress, ctx.owner)
     else:
-        with progress_bar(total=max_iter, desc=f"map ({solver})", disable=not progress, unit="iteration") as bar:
+        with progress_bar(total=max_iter, desc=f"map ({solver})", disable=not ctx.progress, unit="iteration") as bar:
             if solver == "cd":
                 u, iters, trace, converged = _cd(prob, data, max_iter, tol, bar)
             else:
-                u, iters, trace, converged = _lbfgs(prob, max_iter, tol, bar)
-    check_finite(u, "map", f"the {solver} estimate")
+                u, iters, trace, converged = _lbfgs(prob, max_iter, tol, bar, ctx.owner)
+    check_finite(u, ctx.owner, f"the {solver} estimate")
     trace = np.append(trace, prob.neg_log_joint(u))    # the last entry is the estimate's objective
     estimate = PointEstimate(values={"u": u}, objective={"neg_log_joint": trace}, objective_name="neg_log_joint",
                              iterations=iters, converged=converged)
     warnings = [] if prob.potential.log_concave else [
         "Student's t potentials are not log-concave: the MAP estimate is a local minimum"]
-    return approximation_fit(model, data, "map", estimate, draws=draws, chains=chains, seed=seed,
-                             timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "map"),
+    return approximation_fit(model, data, estimate, ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": time.perf_counter() - t0},
                              info={"solver": solver, "warnings": warnings},
                              limit=f"{iters} {solver} iterations (tol={tol:g})")

@@ -32,24 +32,24 @@ from bayeszoo.inference.approximations import GaussianApproximation, approximati
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.slm._common import blas_threads, dense_memory, potentials_group, precision_cholesky
 from bayeszoo.resources import Need
-from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, owner, register
+from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 DENSE_LIMIT = 4096     # largest n (the posterior covariance is formed densely, O(n^3) per iteration)
 LOG_2PI = float(np.log(2.0 * np.pi))
 
 
-def _check(options, model, data):
+def _check(options, model, data, owner):
     if data.d > DENSE_LIMIT:
-        raise ValueError(f"{owner('slm', 'sbl')} is dense (O(n^3) per iteration) and takes n <= {DENSE_LIMIT}; this "
+        raise ValueError(f"{owner} is dense (O(n^3) per iteration) and takes n <= {DENSE_LIMIT}; this "
                          f"problem has n = {data.d}")
 
 
-def _moments_small_m(X, y, sigma2, alpha):
+def _moments_small_m(X, y, sigma2, alpha, owner: str):
     """B = I, m < n: (mean, nu = diag P^-1, log evidence, tr(X P^-1 X^T) / sigma2) through C = sigma2 I + X Gamma
     X^T (module docstring)."""
     gamma = 1.0 / alpha
     G = (X * gamma) @ X.T
-    Lc = precision_cholesky(0.5 * (G + G.T) + sigma2 * np.eye(len(y)), "sbl")
+    Lc = precision_cholesky(0.5 * (G + G.T) + sigma2 * np.eye(len(y)), owner)
     W = sla.solve_triangular(Lc, X * gamma, lower=True)                # L_C^-1 X Gamma
     a = sla.solve_triangular(Lc, y, lower=True)
     mean = W.T @ a                                                     # Gamma X^T C^-1 y
@@ -91,21 +91,22 @@ class SBLResult(NamedTuple):
     log_evidence: np.ndarray
 
 
-def sbl(X, B, y, sigma2, *, learn_noise=False, max_iter=1000, tol=1e-8, prune=1e12, progress=False) -> SBLResult:
+def sbl(X, B, y, sigma2, *, learn_noise=False, max_iter=1000, tol=1e-8, prune=1e12, progress=False,
+        owner: str = "approximation") -> SBLResult:
     """Type-II ML on dense X (m x n), B (q x n), from gamma = 1 and the noise variance ``sigma2``; ``progress``
     shows a bar over the iterations."""
     m, n = X.shape
     small_m = B.shape[0] == n and m < n and np.array_equal(B, np.eye(n))
-    algorithm = (fixed_point_small_m(X, y, learn_noise=learn_noise, prune=prune) if small_m else
-                 fixed_point(X, B, y, learn_noise=learn_noise, prune=prune))
+    algorithm = (fixed_point_small_m(X, y, learn_noise=learn_noise, prune=prune, owner=owner) if small_m else
+                 fixed_point(X, B, y, learn_noise=learn_noise, prune=prune, owner=owner))
     run = iterate(algorithm, sigma2, max_iter=max_iter, tol=tol, progress=progress, desc="sbl (slm)",
-                  unit="iteration", owner=owner("slm", "sbl"))
+                  unit="iteration", owner=owner)
     mean, cov = algorithm.result(run.state)
     return SBLResult(mean=mean, cov=cov, alpha=run.state.alpha, sigma2=run.state.sigma2,
                      iterations=run.iterations, converged=run.converged, log_evidence=run.trace)
 
 
-def fixed_point(X, B, y, *, learn_noise, prune) -> Algorithm:
+def fixed_point(X, B, y, *, learn_noise, prune, owner: str = "approximation") -> Algorithm:
     """MacKay's fixed point on the dense precision P (module docstring); ``init`` takes the starting noise
     variance and ``result`` gives (mean, cov) of u at the state's gamma."""
     m, n = X.shape
@@ -115,7 +116,7 @@ def fixed_point(X, B, y, *, learn_noise, prune) -> Algorithm:
 
     def factor(alpha, sigma2):
         P = XtX / sigma2 + B.T @ (alpha[:, None] * B)
-        L = precision_cholesky(0.5 * (P + P.T), "sbl")
+        L = precision_cholesky(0.5 * (P + P.T), owner)
         return L, sla.cho_solve((L, True), Xty / sigma2)
 
     def init(sigma2):
@@ -160,7 +161,7 @@ def _change(alpha, new, prune) -> float:
     return float(np.max(np.abs(np.log(new[live]) - np.log(alpha[live])))) if live.any() else 0.0
 
 
-def fixed_point_small_m(X, y, *, learn_noise, prune) -> Algorithm:
+def fixed_point_small_m(X, y, *, learn_noise, prune, owner: str = "approximation") -> Algorithm:
     """:func:`fixed_point` for B = I and m < n through the m x m matrix C (module docstring)."""
     m, n = X.shape
 
@@ -169,7 +170,7 @@ def fixed_point_small_m(X, y, *, learn_noise, prune) -> Algorithm:
 
     def step(state):
         alpha, sigma2, _ = state
-        mean, nu, log_evidence, GCinv_trace, _, _ = _moments_small_m(X, y, sigma2, alpha)
+        mean, nu, log_evidence, GCinv_trace, _, _ = _moments_small_m(X, y, sigma2, alpha, owner)
         new = _mackay(alpha, nu, mean, prune)
         if learn_noise:
             resid = y - X @ mean
@@ -177,7 +178,7 @@ def fixed_point_small_m(X, y, *, learn_noise, prune) -> Algorithm:
         return SBLState(new, sigma2, log_evidence), SBLInfo(log_evidence, _change(alpha, new, prune))
 
     def result(state):
-        mean, _, _, _, W, gamma = _moments_small_m(X, y, state.sigma2, state.alpha)
+        mean, _, _, _, W, gamma = _moments_small_m(X, y, state.sigma2, state.alpha, owner)
         return mean, np.diag(gamma) - W.T @ W
 
     return Algorithm(init, step, result)
@@ -201,11 +202,12 @@ def memory(model, data, options) -> Need:
                    "prune": Option(1e12, "a potential whose precision 1/gamma passes this is pruned",
                                    Interval(float, 1.0, 1e300, "right"))})
 @blas_threads()
-def run(model, data, *, draws, tune, chains, seed, progress, max_iter, tol, learn_noise, prune):
+def run(model, data, *, draws, tune, chains, ctx, max_iter, tol, learn_noise, prune):
     """SBL / ARD type-II maximum likelihood on the potentials' variances."""
     t0 = time.perf_counter()
     res = sbl(model.dense_X(data), model.dense_B(data), np.asarray(data.y, float), model.sigma2,
-              learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune, progress=progress)
+              learn_noise=learn_noise, max_iter=max_iter, tol=tol, prune=prune, progress=ctx.progress,
+              owner=ctx.owner)
     evidence = res.log_evidence
     q = GaussianApproximation(variable="u", mean=res.mean, cov=res.cov,
                               log_evidence=evidence[-1] if evidence.size else None,
@@ -213,7 +215,7 @@ def run(model, data, *, draws, tune, chains, seed, progress, max_iter, tol, lear
                               objective_name="log_evidence" if evidence.size else None,
                               iterations=res.iterations, converged=res.converged)
     info = {"sigma2": res.sigma2, "n_pruned": int(np.sum(res.alpha >= prune))}
-    return approximation_fit(model, data, "sbl", q, draws=draws, chains=chains, seed=seed,
-                             timing={"tune": time.perf_counter() - t0}, owner=owner("slm", "sbl"), info=info,
+    return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
+                             timing={"tune": time.perf_counter() - t0}, info=info,
                              limit=f"{max_iter} iterations (tol={tol:g})",
                              extra_groups=potentials_group(gamma=1.0 / res.alpha))
