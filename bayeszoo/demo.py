@@ -39,6 +39,7 @@ fit, ``table.csv`` and ``report.html``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import multiprocessing
 import os
 import time
@@ -112,7 +113,8 @@ def run_all(keys, out: str, seed: int = 0, sizes: dict | None = None, jobs: int 
         return done
     # spawned, not forked: a forked JAX or PyTensor runtime is not safe to use
     context = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool, \
+    with _worker_environment(threads=max(1, default_jobs() // jobs)), \
+            ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool, \
             progress_bar(total=len(keys), desc="demo", unit="problem") as bar:
         futures = {pool.submit(_summary_in_worker, key, out, seed, sizes): key for key in keys}
         running = list(keys)
@@ -129,6 +131,30 @@ def run_all(keys, out: str, seed: int = 0, sizes: dict | None = None, jobs: int 
             bar.set_postfix_str(f"running {', '.join(running[:jobs])}" if running else "", refresh=False)
             bar.update(1)
     return {key: done[key] for key in keys}
+
+
+#: the thread pools a worker's libraries size from the environment when they load: OpenMP, OpenBLAS and MKL (NumPy,
+#: SciPy, PyTensor's BLAS), and XLA's CPU backend (its Eigen pool; ``intra_op_parallelism_threads``)
+_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def _worker_environment(threads: int):
+    """The environment workers spawned inside inherit: ``threads`` threads for each library's pool, as joblib
+    gives its workers. Every library sizes its pool to all the cores, so ``jobs`` workers would each run as
+    many threads as there are cores, and on small matrices threads waiting for each other cost more than they
+    share. A variable the user set is kept; the parent's own pools were made when it started and are unchanged."""
+    saved = dict(os.environ)
+    for name in _THREAD_VARIABLES:
+        os.environ.setdefault(name, str(threads))
+    if threads == 1 and "intra_op_parallelism_threads" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
 
 
 def default_jobs() -> int:

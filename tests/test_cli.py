@@ -154,7 +154,7 @@ def test_backend_options_reach_the_backend(tmp_path):
     (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--chains", "two"], "expected an integer"),
     (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "width"], "key=value"),
     (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "width=wide"],
-     "width must be a number"),
+     "width must be a finite number > 0 or one of"),
     (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "kernel=cubic"],
      "RVM: kernel must be one of"),
     (["fit", "rvm", "--data", "sinc", "--backend", "fake_ok", "--out", "X", "--model-opt", "colour=red"],
