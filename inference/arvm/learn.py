@@ -686,41 +686,13 @@ def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorith
                           None, rng, (state.M,), (L,), 0, L)
 
     def step(s, report):
-        state, delta, active_dict, cost_warning = s.current, s.delta, s.active_dict, s.cost_warning
-        # step 1: the best of a fresh set of candidates (unless one more basis would make the joint step cost more
-        # than max_cost: the guard against the (M P)^3 growth of the dense BFGS step)
-        room = state.M < model.n_basis
-        if room and dictionary is None and opts["joint_iter"]:
-            cand_s, joint_s = predicted_seconds(model, N, D, opts, state.M + 1, None, whiten)
-            if cand_s + joint_s > max_cost:
-                room = False
-                if cost_warning is None:
-                    cost_warning = (f"arvm stopped adding bases at {state.M}: one more would make an iteration "
-                                    f"take about {cand_s + joint_s:.3g} s, beyond max_cost = {max_cost:g} s "
-                                    f"(raise max_cost to let the model grow)")
-                    report(f"M={state.M} (capped by max_cost)")
+        state, delta, active_dict = s.current, s.delta, s.active_dict
+        # step 1: the best of a fresh set of candidates, unless one more basis would take an iteration past max_cost
+        room, cost_warning = _room_for_a_basis(state, model, N, D, opts, max_cost, dictionary, whiten,
+                                               s.cost_warning, report)
         if room:
-            if dictionary is None:
-                report(f"M={state.M} step 1: {opts['n_candidates']} candidates")
-                cands = draw_candidates(state, model, X, s.rng, opts["n_candidates"])
-                if opts["candidate_iter"]:
-                    cands, _ = batched_bfgs(lambda th, grad: _neg(candidate_objective(state, th, grad)), cands,
-                                            opts["candidate_iter"])
-                gain, _, alpha_new = candidate_objective(state, cands)
-            else:
-                cands = dictionary
-                gain, _, alpha_new = candidate_objective(state, cands, grad=False)
-                gain[active_dict] = 0.0
-            best = int(np.argmax(gain))
-            if gain[best] > 0 and np.isfinite(alpha_new[best]):
-                state.theta = np.vstack([state.theta, cands[best]])
-                state.alpha = np.append(state.alpha, alpha_new[best])
-                state.w_mode = np.append(state.w_mode, 0.0) if clf else state.w_mode
-                if delta is not None:
-                    delta = np.vstack([delta, np.zeros(kernel.K)])
-                if dictionary is not None:
-                    active_dict = np.append(active_dict, best)
-                state.refresh()
+            delta, active_dict = _add_best_candidate(state, model, X, s.rng, opts, dictionary, delta, active_dict,
+                                                     report)
         # step 2: all active kernels jointly
         if state.M and dictionary is None and opts["joint_iter"]:
             theta = joint_step(state, delta, opts, report)
@@ -732,21 +704,14 @@ def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorith
         kept_before = state.theta.copy()
         update_hyper(state, opts, beta_free)
         if state.M < n_before:
+            # the per-basis companions of theta lose the same rows
             keep = _kept_rows(kept_before, state.theta)
             if delta is not None:
                 delta = delta[keep]
             if dictionary is not None:
                 active_dict = active_dict[keep]
-        # PhD Algorithm 2, step 4: delta = 1 / v^2 [PhD 7.14]; directions past delta_max are switched off
         if delta is not None and state.M:
-            u = state.theta[:, D:]
-            with np.errstate(divide="ignore"):
-                delta = np.where(u != 0, 1.0 / u**2, np.inf)
-            off = delta > opts["delta_max"]
-            if off.any():
-                state.theta[:, D:] = np.where(off, 0.0, u)
-                state.refresh()
-            delta = np.where(off, 0.0, delta)        # v = 0 is a fixed point: no penalty needed
+            delta = _switch_off_directions(state, D, opts["delta_max"])
         # step 5: L^s must grow by tol in one of `patience` successive iterations
         L = state.objective()
         small = s.small + 1 if L - s.objective < opts["tol"] else 0
@@ -761,6 +726,65 @@ def learn_iterations(model, X, t, opts, *, dictionary, whiten, init) -> Algorith
 
     return Algorithm(start, step, reports=True,
                      describe=lambda s, info: f"M={s.current.M} L={s.objective:.4g}")
+
+
+def _room_for_a_basis(state: State, model, N: int, D: int, opts, max_cost: float, dictionary, whiten, cost_warning,
+                      report) -> tuple[bool, str | None]:
+    """Whether step 1 may add a basis, and the cost warning (set, and reported, the first time it may not).
+
+    One more basis is refused when it would make an iteration cost more than ``max_cost``: the guard against the
+    (M P)^3 growth of the dense BFGS joint step (so a dictionary, or no joint step, is never capped)."""
+    room = state.M < model.n_basis
+    if room and dictionary is None and opts["joint_iter"]:
+        cand_s, joint_s = predicted_seconds(model, N, D, opts, state.M + 1, None, whiten)
+        if cand_s + joint_s > max_cost:
+            room = False
+            if cost_warning is None:
+                cost_warning = (f"arvm stopped adding bases at {state.M}: one more would make an iteration "
+                                f"take about {cand_s + joint_s:.3g} s, beyond max_cost = {max_cost:g} s "
+                                f"(raise max_cost to let the model grow)")
+                report(f"M={state.M} (capped by max_cost)")
+    return room, cost_warning
+
+
+def _add_best_candidate(state: State, model, X, rng, opts, dictionary, delta, active_dict, report):
+    """Step 1: score a fresh set of random candidates (each optimised by BFGS) or the dictionary's unused kernels,
+    and add the best one to ``state`` if its gain is positive. Returns ``(delta, active_dict)`` grown to match."""
+    if dictionary is None:
+        report(f"M={state.M} step 1: {opts['n_candidates']} candidates")
+        cands = draw_candidates(state, model, X, rng, opts["n_candidates"])
+        if opts["candidate_iter"]:
+            cands, _ = batched_bfgs(lambda th, grad: _neg(candidate_objective(state, th, grad)), cands,
+                                    opts["candidate_iter"])
+        gain, _, alpha_new = candidate_objective(state, cands)
+    else:
+        cands = dictionary
+        gain, _, alpha_new = candidate_objective(state, cands, grad=False)
+        gain[active_dict] = 0.0                  # a dictionary kernel enters the model once
+    best = int(np.argmax(gain))
+    if gain[best] > 0 and np.isfinite(alpha_new[best]):
+        state.theta = np.vstack([state.theta, cands[best]])
+        state.alpha = np.append(state.alpha, alpha_new[best])
+        state.w_mode = np.append(state.w_mode, 0.0) if state.clf else state.w_mode
+        if delta is not None:
+            delta = np.vstack([delta, np.zeros(state.kernel.K)])
+        if dictionary is not None:
+            active_dict = np.append(active_dict, best)
+        state.refresh()
+    return delta, active_dict
+
+
+def _switch_off_directions(state: State, D: int, delta_max: float) -> np.ndarray:
+    """PhD Algorithm 2, step 4: delta = 1 / v^2 [PhD 7.14] from the active bases' inverse widths v; a direction
+    whose delta exceeds ``delta_max`` is switched off (v = 0 in ``state``). Returns the new delta."""
+    u = state.theta[:, D:]
+    with np.errstate(divide="ignore"):
+        delta = np.where(u != 0, 1.0 / u**2, np.inf)
+    off = delta > delta_max
+    if off.any():
+        state.theta[:, D:] = np.where(off, 0.0, u)
+        state.refresh()
+    return np.where(off, 0.0, delta)        # v = 0 is a fixed point: no penalty needed
 
 
 def _learn(model, X, t, opts, *, rng, progress, dictionary, whiten, init, owner):

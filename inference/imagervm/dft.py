@@ -212,31 +212,40 @@ def dft_iterations(model, t: np.ndarray, opts: dict) -> Algorithm:
         return estimates(alpha, beta, np.ones(alpha.shape, dtype=bool), np.zeros(alpha.shape), 0, 0, ())
 
     def step(s):
-        alpha, beta, active, beta_em_steps, rr = s.alpha, s.beta, s.active, s.beta_em_steps, s.rr
-        with np.errstate(divide="ignore", invalid="ignore"):     # pruned weights: inf * 0, 0 / 0
-            gamma = np.where(active, 1.0 - alpha * s.sd, 0.0)
-            new_alpha = (gamma + 2 * a) / (s.mu**2 + 2 * b)                       # (4.15), Gamma prior as [T 2.25]
-        new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, 10 * opts["prune_alpha"])
-        dof = N - float(np.sum(gamma)) + 2 * c
-        if dof > 0:
-            new_beta = dof / (rr + 2 * d)                                       # (4.16), corrected: sum over all MN
-        else:
-            # only with the approximations: Sigma_ii <= true Sigma_ii overstates gamma, and sum gamma can pass N
-            # (impossible exactly: it is tr(beta Phi Sigma Phi^T) < N); the EM step for beta stays positive
-            new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
-            beta_em_steps += 1
-        change = max(float(np.max(np.abs(np.log(new_alpha[active]) - np.log(alpha[active])))),
-                     abs(math.log(new_beta) - math.log(beta)))
-        alpha = np.where(active, new_alpha, np.inf)
-        active = active & (alpha <= opts["prune_alpha"])
-        if not np.any(active):                                                 # keep the most relevant weight
-            keep = np.unravel_index(np.argmin(new_alpha), alpha.shape)
-            active[keep], alpha[keep] = True, new_alpha[keep]
+        alpha, new_beta, active, beta_em_steps, change = _update_precisions(s, N, (a, b, c, d), opts["prune_alpha"])
         state = estimates(alpha, new_beta, active, s.mu, s.cg_iterations, beta_em_steps, s.log_evidence)
         return state, DFTInfo(state.objective, change)
 
     return Algorithm(init, step,
                      describe=lambda s, info: f"{int(s.active.sum())} active, beta {s.beta:.3g}")
+
+
+def _update_precisions(s: DFTState, N: int, prior: tuple, prune_alpha: float):
+    """Steps 3 and 4 of the module docstring from the state ``s``: the new alpha (inf where pruned), beta, active
+    weights and EM-step count, and ``change``, the largest move of a log alpha or of log beta. ``prior`` is the
+    model's Gamma hyperprior parameters (a, b, c, d)."""
+    a, b, c, d = prior
+    alpha, beta, active, beta_em_steps, rr = s.alpha, s.beta, s.active, s.beta_em_steps, s.rr
+    with np.errstate(divide="ignore", invalid="ignore"):     # pruned weights: inf * 0, 0 / 0
+        gamma = np.where(active, 1.0 - alpha * s.sd, 0.0)
+        new_alpha = (gamma + 2 * a) / (s.mu**2 + 2 * b)                       # (4.15), Gamma prior as [T 2.25]
+    new_alpha = np.where(np.isfinite(new_alpha) & (new_alpha > 0), new_alpha, 10 * prune_alpha)
+    dof = N - float(np.sum(gamma)) + 2 * c
+    if dof > 0:
+        new_beta = dof / (rr + 2 * d)                                       # (4.16), corrected: sum over all MN
+    else:
+        # only with the approximations: Sigma_ii <= true Sigma_ii overstates gamma, and sum gamma can pass N
+        # (impossible exactly: it is tr(beta Phi Sigma Phi^T) < N); the EM step for beta stays positive
+        new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
+        beta_em_steps += 1
+    change = max(float(np.max(np.abs(np.log(new_alpha[active]) - np.log(alpha[active])))),
+                 abs(math.log(new_beta) - math.log(beta)))
+    alpha = np.where(active, new_alpha, np.inf)
+    active = active & (alpha <= prune_alpha)
+    if not np.any(active):                                                 # keep the most relevant weight
+        keep = np.unravel_index(np.argmin(new_alpha), alpha.shape)
+        active[keep], alpha[keep] = True, new_alpha[keep]
+    return alpha, new_beta, active, beta_em_steps, change
 
 
 def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool, owner: str) -> dict:
