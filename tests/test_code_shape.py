@@ -2,8 +2,7 @@
 
 The package is bayeszoo/ and the models/, inference/ and diagnostics/ folders it links to, each file counted once
 (the links resolved). A function's length runs from its ``def`` line to its last line, docstring and nested
-functions included. The allow-list names the functions still waiting to be split; it only shrinks: an entry that
-is no longer too long (or no longer exists) fails too, so that it is removed.
+functions included. There is no allow-list: every function is within the limit.
 """
 from __future__ import annotations
 
@@ -12,14 +11,6 @@ import os
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MAX_LINES = 80
-
-#: "path:qualified name" -> why it is still long. Shrinks, never grows.
-ALLOWED = {
-    # the hand-written backends' loops, split with the backend work under way in inference/
-    "inference/rvm/fast.py:_regression": "being split",
-    "inference/rvm/em.py:em_iterations": "being split",
-}
-
 
 def _modules() -> list[str]:
     """Every .py file of the package as its path under ROOT, links resolved, each file once."""
@@ -74,12 +65,7 @@ def test_lengths_are_measured_from_def_to_last_line():
 
 
 def test_no_function_is_longer_than_the_limit():
-    long = {name: n for name, n in _lengths().items() if n > MAX_LINES and name not in ALLOWED}
+    long = {name: n for name, n in _lengths().items() if n > MAX_LINES}
     assert not long, (f"functions over {MAX_LINES} lines (split them into named steps): "
                       + ", ".join(f"{name} ({n})" for name, n in sorted(long.items())))
 
-
-def test_the_allow_list_only_holds_functions_still_too_long():
-    lengths = _lengths()
-    stale = sorted(name for name in ALLOWED if lengths.get(name, 0) <= MAX_LINES)
-    assert not stale, f"no longer over {MAX_LINES} lines (or gone): remove from ALLOWED: {', '.join(stale)}"

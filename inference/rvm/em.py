@@ -83,7 +83,6 @@ class EMInfo(NamedTuple):
 def em_iterations(model, Phi, t, opts) -> Algorithm:
     """MacKay's or the EM updates with pruning (module docstring); ``init`` takes None."""
     N, M = Phi.shape
-    a, b, c, d = model.a, model.b, model.c, model.d
     clf = model.is_classifier
     G = None if clf else Phi.T @ Phi
     Pt = None if clf else Phi.T @ t
@@ -110,46 +109,12 @@ def em_iterations(model, Phi, t, opts) -> Algorithm:
         obj = objective(ev, alpha, active, beta)
         return EMState(alpha, beta, active, post, ev, post.mu if clf else None, obj, (ev,), (obj,), 0)
 
-    def updates(s):
-        """The new alpha of the active bases and the new beta, and the largest change of their logs."""
-        mu, Sd, al, beta = s.post.mu, sigma_diagonal(s.post), s.alpha[s.active], s.beta
-        gamma = 1.0 - al * Sd
-        if opts["update"] == "em":
-            new_al = (1.0 + 2 * a) / (mu**2 + Sd + 2 * b)                       # [T 2.24]
-        else:
-            new_al = (gamma + 2 * a) / (mu**2 + 2 * b)                           # [T 2.25-2.26]
-            new_al = np.where(new_al > 0, new_al, opts["prune_alpha"] * 10)
-        new_beta = beta
-        if not clf:
-            r = t - Phi[:, s.active] @ mu
-            rr = float(r @ r)
-            if opts["update"] == "em":
-                # EM step; tr(Phi Sigma Phi^T) = sum gamma / beta
-                new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
-            else:
-                # [T 2.27], corrected: Gamma on beta; N - sum gamma >= 0 exactly, but not in rounding when the bases
-                # interpolate the targets, which would make beta negative
-                new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (rr + 2 * d)
-        change = float(np.max(np.abs(np.log(new_al) - np.log(al))))
-        if not clf:
-            change = max(change, abs(np.log(new_beta) - np.log(beta)))
-        return new_al, new_beta, change
-
     def prune_by_share(post, alpha, active, beta, w_mode, obj):
-        """Remove the bases whose share of J is not positive ([T 3.5] + prior): the worst k, halving k until J does
-        not decrease (each alone has gain -f_i > 0). None when there is none to remove."""
-        Sd = sigma_diagonal(post)
-        al = alpha[active]
-        s = np.maximum(1.0 / Sd - al, 1e-300)
-        q2 = (post.mu / Sd) ** 2
-        f = C.basis_contribution(al, s, q2, a, b)
-        _, fbest = C.best_alpha(s, q2, a, b, opts["prune_alpha"])
-        drop = (fbest <= 0) & (f < 0)
-        if np.all(drop):
-            drop[np.argmax(f)] = False
-        if not np.any(drop):
+        """Remove the bases whose share of J is not positive: the worst k, halving k until J does not decrease
+        (each alone has gain -f_i > 0). None when there is none to remove."""
+        order = _nonpositive_shares(post, alpha[active], model, opts["prune_alpha"])
+        if order is None:
             return None
-        order = np.argsort(np.where(drop, f, np.inf))[:int(np.sum(drop))]
         k = order.size
         while True:
             out = np.zeros(active.size, bool)
@@ -162,16 +127,10 @@ def em_iterations(model, Phi, t, opts) -> Algorithm:
             k = max(1, k // 2)
 
     def step(s):
-        new_al, beta, change = updates(s)
-        alpha, active, w_mode = s.alpha.copy(), s.active, s.w_mode
-        alpha[active] = new_al
-        keep = alpha[active] <= opts["prune_alpha"]
-        if not np.any(keep):
-            keep[np.argmin(alpha[active])] = True
-        if not np.all(keep):
-            active = active[keep]
-            if w_mode is not None:
-                w_mode = w_mode[keep]
+        new_al, beta, change = _updated_hyperparameters(s, model, Phi, t, opts)
+        alpha = s.alpha.copy()
+        alpha[s.active] = new_al
+        active, w_mode = _pruned_by_threshold(alpha, s.active, s.w_mode, opts["prune_alpha"])
         post, ev = posterior(active, alpha, beta, w_mode)
         if clf:
             w_mode = post.mu
@@ -179,6 +138,7 @@ def em_iterations(model, Phi, t, opts) -> Algorithm:
         settled = abs(obj - s.objective) < 1e-4 * max(1.0, abs(obj))
         evs, objs, n_deleted = s.log_evidence + (ev,), s.objectives + (obj,), s.n_deleted
         pruned = None
+        # by share only once the updates have (nearly) settled for this active set (module docstring)
         if (change < opts["tol"] or settled) and active.size > 1:
             pruned = prune_by_share(post, alpha, active, beta, w_mode, obj)
         if pruned is not None:
@@ -189,6 +149,67 @@ def em_iterations(model, Phi, t, opts) -> Algorithm:
         return state, EMInfo(obj, change, moving=pruned is not None or active.size <= 1)
 
     return Algorithm(init, step, describe=lambda s, info: f"{s.active.size} bases")
+
+
+def _updated_hyperparameters(s, model, Phi, t, opts):
+    """One MacKay or EM update (module docstring) from the state ``s``: the new alpha of the active bases, the new
+    beta (None for a classifier) and the largest change of their logs."""
+    a, b, c, d = model.a, model.b, model.c, model.d
+    clf = model.is_classifier
+    N = Phi.shape[0]
+    mu, Sd, al, beta = s.post.mu, sigma_diagonal(s.post), s.alpha[s.active], s.beta
+    gamma = 1.0 - al * Sd
+    if opts["update"] == "em":
+        new_al = (1.0 + 2 * a) / (mu**2 + Sd + 2 * b)                       # [T 2.24]
+    else:
+        new_al = (gamma + 2 * a) / (mu**2 + 2 * b)                           # [T 2.25-2.26]
+        # a non-positive fixed point has no alpha: the basis is sent past the pruning threshold
+        new_al = np.where(new_al > 0, new_al, opts["prune_alpha"] * 10)
+    new_beta = beta
+    if not clf:
+        r = t - Phi[:, s.active] @ mu
+        rr = float(r @ r)
+        if opts["update"] == "em":
+            # EM step; tr(Phi Sigma Phi^T) = sum gamma / beta
+            new_beta = (N + 2 * c) / (rr + float(np.sum(gamma)) / beta + 2 * d)
+        else:
+            # [T 2.27], corrected: Gamma on beta; N - sum gamma >= 0 exactly, but not in rounding when the bases
+            # interpolate the targets, which would make beta negative
+            new_beta = (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (rr + 2 * d)
+    change = float(np.max(np.abs(np.log(new_al) - np.log(al))))
+    if not clf:
+        change = max(change, abs(np.log(new_beta) - np.log(beta)))
+    return new_al, new_beta, change
+
+
+def _pruned_by_threshold(alpha, active, w_mode, prune_alpha):
+    """The bases of ``active`` whose alpha is at most ``prune_alpha`` and their part of the weights' mode
+    ``w_mode`` (None for regression); the one of smallest alpha stays when all are above it."""
+    keep = alpha[active] <= prune_alpha
+    if not np.any(keep):
+        keep[np.argmin(alpha[active])] = True
+    if not np.all(keep):
+        active = active[keep]
+        if w_mode is not None:
+            w_mode = w_mode[keep]
+    return active, w_mode
+
+
+def _nonpositive_shares(post, al, model, prune_alpha):
+    """The positions in the model of the bases whose share of J is not positive ([T 3.5] + prior: f_i < 0 and no
+    better alpha makes it positive), worst first; None when there is none. One basis always stays."""
+    Sd = sigma_diagonal(post)
+    # s_i, q_i [T 3.10] of each basis in the model, from its own posterior variance and mean
+    s = np.maximum(1.0 / Sd - al, 1e-300)
+    q2 = (post.mu / Sd) ** 2
+    f = C.basis_contribution(al, s, q2, model.a, model.b)
+    _, fbest = C.best_alpha(s, q2, model.a, model.b, prune_alpha)
+    drop = (fbest <= 0) & (f < 0)
+    if np.all(drop):
+        drop[np.argmax(f)] = False
+    if not np.any(drop):
+        return None
+    return np.argsort(np.where(drop, f, np.inf))[:int(np.sum(drop))]
 
 
 def type2_fit(model, Phi, t, opts, progress=False, owner: str = "approximation"):

@@ -166,122 +166,139 @@ class RegressionState(NamedTuple):
     iteration: int
 
 
-def _regression(model, Phi, t, opts):
-    """The sequential regression fit (module docstring): its :class:`Algorithm` and ``finish(run)``, the result
-    dict of a run."""
-    N, M = Phi.shape
-    c, d = model.c, model.d
-    norms = np.sum(Phi**2, 0)
-    norms = np.where(norms > 0, norms, 1e-300)
-    Pt = Phi.T @ t
-    tt = float(t @ t)
-    # columns of the Gram Phi^T Phi for the bases in the model only, each formed once when its basis first enters
-    # (O(N M) each): forming all of it would cost O(N M^2), more than the whole run on large N
-    gram_columns = {}
+class _RegressionProblem:
+    """What a regression fit computes once from the design and the targets (basis norms, Phi^T t, t^T t, the Gram
+    columns formed so far) and the three computations its steps share: the posterior of an active set, the
+    evidence from J and MacKay's beta."""
 
-    def posterior(alpha, active, beta, Ga):
+    def __init__(self, model, Phi, t):
+        self.model, self.Phi, self.t = model, Phi, t
+        self.N = Phi.shape[0]
+        norms = np.sum(Phi**2, 0)
+        self.norms = np.where(norms > 0, norms, 1e-300)
+        self.Pt = Phi.T @ t
+        self.tt = float(t @ t)
+        # columns of the Gram Phi^T Phi for the bases in the model only, each formed once when its basis first
+        # enters (O(N M) each): forming all of it would cost O(N M^2), more than the whole run on large N
+        self.gram_columns = {}
+
+    def posterior(self, alpha, active, beta, Ga):
         """post, Sigma, mu, S, Q [P 28-29] and J for the active set at alpha, beta, from one factorisation."""
         al = alpha[active]
         H = beta * Ga[active]
         H[np.diag_indices(active.size)] += al
-        post = C.Gaussian(H, beta * Pt[active])
+        post = C.Gaussian(H, beta * self.Pt[active])
         Sigma = post.Sigma.copy()
-        S = beta * norms - beta * beta * np.sum((Ga @ Sigma) * Ga, 1)
-        Q = beta * Pt - beta * (Ga @ post.mu)          # Sigma beta Phi^T t is the posterior mean
-        ev = C.log_evidence(post, beta * tt, beta * Pt[active], al, N * np.log(beta), N)
-        return post, Sigma, post.mu.copy(), S, Q, ev + C.log_prior_terms(al, beta, model)
+        S = beta * self.norms - beta * beta * np.sum((Ga @ Sigma) * Ga, 1)
+        Q = beta * self.Pt - beta * (Ga @ post.mu)          # Sigma beta Phi^T t is the posterior mean
+        ev = C.log_evidence(post, beta * self.tt, beta * self.Pt[active], al, self.N * np.log(beta), self.N)
+        return post, Sigma, post.mu.copy(), S, Q, ev + C.log_prior_terms(al, beta, self.model)
 
-    def evidence(J, alpha, active, beta):
-        # between factorisations J is accumulated from the actions' gains, and the evidence follows from it
-        return J - C.log_prior_terms(alpha[active], beta, model)
+    def evidence(self, J, alpha, active, beta):
+        """The log evidence: between factorisations J is accumulated from the actions' gains, the evidence follows
+        from it."""
+        return J - C.log_prior_terms(alpha[active], beta, self.model)
 
-    def mackay_beta(gamma, active, mu):
+    def mackay_beta(self, gamma, active, mu):
         """[T 2.27], corrected: Gamma(c, d) on beta."""
-        r = t - Phi[:, active] @ mu
+        r = self.t - self.Phi[:, active] @ mu
         # N - sum gamma >= 0 exactly, not always in rounding (bases that interpolate)
-        return (max(N - float(np.sum(gamma)), 0.0) + 2 * c) / (float(r @ r) + 2 * d)
+        return (max(self.N - float(np.sum(gamma)), 0.0) + 2 * self.model.c) / (float(r @ r) + 2 * self.model.d)
+
+
+def _regression(model, Phi, t, opts):
+    """The sequential regression fit (module docstring): its :class:`Algorithm` and ``finish(run)``, the result
+    dict of a run."""
+    p = _RegressionProblem(model, Phi, t)
 
     def init(_):
-        alpha, active = _first_basis(Phi, t, norms, opts["prune_alpha"])
+        alpha, active = _first_basis(Phi, t, p.norms, opts["prune_alpha"])
         var_t = float(np.var(t)) if np.var(t) > 0 else 1.0
         beta = float(opts["init_beta"] or 10.0 / var_t)
-        Ga = _gram_columns(Phi, active, gram_columns)          # Phi^T Phi[:, active], kept in step with `active`
-        _, Sigma, mu, S, Q, J = posterior(alpha, active, beta, Ga)
+        Ga = _gram_columns(Phi, active, p.gram_columns)          # Phi^T Phi[:, active], kept in step with `active`
+        _, Sigma, mu, S, Q, J = p.posterior(alpha, active, beta, Ga)
         actions = {"add": 0, "reestimate": 0, "delete": 0, "joint": 0, "beta": 0}
-        return RegressionState(alpha, active, beta, Ga, Sigma, mu, S, Q, J, (evidence(J, alpha, active, beta),),
+        return RegressionState(alpha, active, beta, Ga, Sigma, mu, S, Q, J, (p.evidence(J, alpha, active, beta),),
                                actions, 0, 1, 0, 0)
 
     def step(s):
         it = s.iteration + 1
-        alpha, active, beta, Ga, Sigma, mu, S, Q = s.alpha, s.active, s.beta, s.Ga, s.Sigma, s.mu, s.S, s.Q
-        J = s.objective
-        actions, since_beta, joint_wait, next_joint = dict(s.actions), s.since_beta, s.joint_wait, s.next_joint
-        i, best, a_star, in_model, at_rest = _next_action(model, alpha, active, S, Q, opts, J)
-        gain = _relative_gain(best, J)
-        gamma = 1.0 - alpha[active] * np.diag(Sigma)
+        i, best, a_star, in_model, at_rest = _next_action(model, s.alpha, s.active, s.S, s.Q, opts, s.objective)
+        gain = _relative_gain(best, s.objective)
+        gamma = 1.0 - s.alpha[s.active] * np.diag(s.Sigma)
+        actions = dict(s.actions)
 
         def moved(alpha, active, beta, Ga, Sigma, mu, S, Q, J, since_beta, joint_wait, next_joint):
-            ev = s.log_evidence + (evidence(J, alpha, active, beta),)
+            ev = s.log_evidence + (p.evidence(J, alpha, active, beta),)
             return (RegressionState(alpha, active, beta, Ga, Sigma, mu, S, Q, J, ev, actions, since_beta, joint_wait,
                                     next_joint, it), FastInfo(J, gain))
 
-        if at_rest or since_beta >= opts["beta_every"]:
-            new_beta = mackay_beta(gamma, active, mu)
-            if at_rest and abs(np.log(new_beta) - np.log(beta)) < SETTLED:
+        if at_rest or s.since_beta >= opts["beta_every"]:
+            new_beta = p.mackay_beta(gamma, s.active, s.mu)
+            if at_rest and abs(np.log(new_beta) - np.log(s.beta)) < SETTLED:
                 return s, FastInfo(None, gain, moving=False, stalled=True)
-            _, Sigma, mu, S, Q, J = posterior(alpha, active, new_beta, Ga)
+            _, Sigma, mu, S, Q, J = p.posterior(s.alpha, s.active, new_beta, s.Ga)
             actions["beta"] += 1
-            return moved(alpha, active, new_beta, Ga, Sigma, mu, S, Q, J, 0, joint_wait, next_joint)
-        since_beta += 1
+            return moved(s.alpha, s.active, new_beta, s.Ga, Sigma, mu, S, Q, J, 0, s.joint_wait, s.next_joint)
+        joint_wait, next_joint = s.joint_wait, s.next_joint
         if in_model and np.isfinite(a_star[i]) and opts["joint_steps"] and it >= next_joint:
-            # MacKay's update of every alpha in the model and beta at once [T 2.25-2.27], kept if it beats the single
-            # action: the step of `em` on the active set
-            proposal = (gamma + 2 * model.a) / (mu * mu + 2 * model.b)
-            usable = np.isfinite(proposal) & (proposal > 0)
-            joint_alpha = alpha.copy()
-            joint_alpha[active] = np.where(usable, np.minimum(proposal, opts["prune_alpha"]), alpha[active])
-            joint_beta = mackay_beta(gamma, active, mu)
-            _, j_Sigma, j_mu, j_S, j_Q, j_J = posterior(joint_alpha, active, joint_beta, Ga)
-            if j_J >= J + best:
+            # the joint update is kept only if it beats the single action it replaces
+            alpha, beta, Sigma, mu, S, Q, J = _joint_update(p, s, gamma, opts["prune_alpha"])
+            if J >= s.objective + best:
                 actions["joint"] += 1
-                return moved(joint_alpha, active, joint_beta, Ga, j_Sigma, j_mu, j_S, j_Q, j_J, 0, 1, it + 1)
+                return moved(alpha, s.active, beta, s.Ga, Sigma, mu, S, Q, J, 0, 1, it + 1)
             # a failed try costs a factorisation: wait twice as long before the next
             joint_wait *= 2
             next_joint = it + joint_wait
-        # one action at fixed beta: rank-one updates of Sigma, mu, S, Q (Tipping and Faul's appendix)
-        alpha = alpha.copy()
-        if not in_model:
-            gram_i = _gram_columns(Phi, [i], gram_columns)[:, 0]
-            Sigma, mu, S, Q = _added(Sigma, mu, S, Q, Ga, gram_i, active, i, a_star[i], beta)
-            alpha[i] = a_star[i]
-            active = np.append(active, i)
-            Ga = np.column_stack([Ga, gram_i])
-            actions["add"] += 1
-        else:
-            j = int(np.flatnonzero(active == i)[0])
-            if np.isfinite(a_star[i]):
-                Sigma, mu, S, Q = _reestimated(Sigma, mu, S, Q, Ga, j, a_star[i] - alpha[i], beta)
-                alpha[i] = a_star[i]
-                actions["reestimate"] += 1
-            else:
-                Sigma, mu, S, Q = _deleted(Sigma, mu, S, Q, Ga, j, beta)
-                keep = np.arange(active.size) != j
-                alpha[i] = np.inf
-                active = active[keep]
-                Ga = Ga[:, keep]
-                actions["delete"] += 1
+        kind, (alpha, active, Ga, Sigma, mu, S, Q) = _single_action(p, s, i, a_star[i], in_model)
+        actions[kind] += 1
         # the action's gain is its exact change of J at fixed beta
-        return moved(alpha, active, beta, Ga, Sigma, mu, S, Q, J + best, since_beta, joint_wait, next_joint)
+        return moved(alpha, active, s.beta, Ga, Sigma, mu, S, Q, s.objective + best, s.since_beta + 1, joint_wait,
+                     next_joint)
 
     def finish(run):
         s = run.state
         # the exact posterior and J for the final active set, alpha and beta (clears the rounding of the updates)
-        post, _, _, _, _, J = posterior(s.alpha, s.active, s.beta, s.Ga)
-        trace_ev = s.log_evidence + (evidence(J, s.alpha, s.active, s.beta),)
+        post, _, _, _, _, J = p.posterior(s.alpha, s.active, s.beta, s.Ga)
+        trace_ev = s.log_evidence + (p.evidence(J, s.alpha, s.active, s.beta),)
         return _result(s.active, s.alpha, s.beta, post, trace_ev, (*run.trace, J), run.iterations, run.converged,
                        s.actions)
 
     return Algorithm(init, step, describe=_describe), finish
+
+
+def _joint_update(p, s, gamma, prune_alpha):
+    """MacKay's update of every alpha in the model and of beta at once [T 2.25-2.27] (the step of ``em`` on the
+    active set) from the state ``s``: the new alpha, beta and Sigma, mu, S, Q, J at them."""
+    proposal = (gamma + 2 * p.model.a) / (s.mu * s.mu + 2 * p.model.b)
+    # a non-positive or non-finite proposal keeps that basis's alpha
+    usable = np.isfinite(proposal) & (proposal > 0)
+    alpha = s.alpha.copy()
+    alpha[s.active] = np.where(usable, np.minimum(proposal, prune_alpha), s.alpha[s.active])
+    beta = p.mackay_beta(gamma, s.active, s.mu)
+    _, Sigma, mu, S, Q, J = p.posterior(alpha, s.active, beta, s.Ga)
+    return alpha, beta, Sigma, mu, S, Q, J
+
+
+def _single_action(p, s, i, alpha_i, in_model):
+    """Add basis ``i`` at ``alpha_i``, re-estimate it to ``alpha_i`` or delete it (``alpha_i`` infinite) at fixed beta,
+    by the rank-one updates of Tipping and Faul's appendix (O(N M), no factorisation): the action's kind and the new
+    (alpha, active, Ga, Sigma, mu, S, Q)."""
+    alpha, active, Ga = s.alpha.copy(), s.active, s.Ga
+    if not in_model:
+        gram_i = _gram_columns(p.Phi, [i], p.gram_columns)[:, 0]
+        Sigma, mu, S, Q = _added(s.Sigma, s.mu, s.S, s.Q, Ga, gram_i, active, i, alpha_i, s.beta)
+        alpha[i] = alpha_i
+        return "add", (alpha, np.append(active, i), np.column_stack([Ga, gram_i]), Sigma, mu, S, Q)
+    j = int(np.flatnonzero(active == i)[0])
+    if np.isfinite(alpha_i):
+        Sigma, mu, S, Q = _reestimated(s.Sigma, s.mu, s.S, s.Q, Ga, j, alpha_i - alpha[i], s.beta)
+        alpha[i] = alpha_i
+        return "reestimate", (alpha, active, Ga, Sigma, mu, S, Q)
+    Sigma, mu, S, Q = _deleted(s.Sigma, s.mu, s.S, s.Q, Ga, j, s.beta)
+    keep = np.arange(active.size) != j
+    alpha[i] = np.inf
+    return "delete", (alpha, active[keep], Ga[:, keep], Sigma, mu, S, Q)
 
 
 # ------------------------------------------------------------------ rank-one updates at fixed beta (Tipping-Faul)
