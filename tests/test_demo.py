@@ -19,9 +19,10 @@ def test_bad_arguments_are_refused_before_anything_runs(argv, says, capsys):
     assert says in capsys.readouterr().err
 
 
-def test_default_jobs_is_the_usable_cores_capped():
-    cores = len(os.sched_getaffinity(0))
-    assert demo.default_jobs() == max(1, min(cores, demo.MAX_JOBS))
+@pytest.mark.parametrize("cores, jobs", [(1, 1), (3, 3), (64, demo.MAX_JOBS)])
+def test_default_jobs_is_the_usable_cores_capped(monkeypatch, cores, jobs):
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    assert demo.default_jobs() == jobs
 
 
 def test_a_problem_that_cannot_run_is_a_summary_that_says_why(tmp_path):

@@ -20,7 +20,7 @@ from bayeszoo.results import build_fit
 
 INFERENCE = Path(registry.__file__).resolve().parent.parent / "inference"
 #: seed derivations a backend must leave to the context
-SEEDING = {"SeedSequence", "default_rng", "PRNGKey"}
+SEEDING = {"SeedSequence", "default_rng", "PRNGKey", "RandomState", "PCG64", "Generator"}
 #: fixed generators that are not a run's randomness: (module, function) -> why
 FIXED = {("slm/map.py", "_lipschitz"): "a fixed start vector of a power iteration (the same bound for every seed)",
          ("user_samplers.py", "log_density"): "the key of a trace that reads the declaration's shapes"}
@@ -67,10 +67,11 @@ def test_no_backend_writes_its_owner_label_or_derives_its_own_seeds():
 def test_the_scan_finds_what_it_forbids(tmp_path):
     bad = tmp_path / "bad.py"
     bad.write_text("import numpy as np\nfrom bayeszoo.registry import owner\nOWNER = owner('rvm', 'x')\n"
-                   "def run(seed):\n    return np.random.default_rng(np.random.SeedSequence([seed, 7]))\n")
+                   "def run(seed):\n    return np.random.default_rng(np.random.SeedSequence([seed, 7]))\n"
+                   "def legacy(seed):\n    return np.random.RandomState(seed)\n")
     found = _findings(bad, tmp_path)
-    assert len(found) == 4 and sum("owner label" in f for f in found) == 1 and sum("OWNER" in f for f in found) == 1
-    assert sum("own seed" in f for f in found) == 2
+    assert len(found) == 5 and sum("owner label" in f for f in found) == 1 and sum("OWNER" in f for f in found) == 1
+    assert sum("own seed" in f for f in found) == 3
 
 
 # ---------------------------------------------------------------------------------------------- seeding
