@@ -162,8 +162,8 @@ def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int
     ctx = spec.context(seed=seed, progress=progress, settings=_settings(**counts, seed=seed, **options),
                        provenance=provenance)
     result = spec.call(model, data, ctx, **counts, options=opts)
-    if not spec.takes_context and isinstance(result, Fit) and "provenance" not in result.info:
-        result.info.update(ctx.record)   # a run without the context built its Fit without the call's record
+    if isinstance(result, Fit) and "provenance" not in result.info:
+        result.info.update(ctx.record)   # a Fit built without build_fit(..., ctx=ctx) lacks the call's record
     # checked here, so that a grid, cross-validation and SBC never hold what is not this call's fit
     return spec.checked_result(result, model, data, draws=counts["draws"], chains=counts["chains"],
                                provenance=provenance)

@@ -573,12 +573,12 @@ def _shortfalls(measured: list, columns: dict[str, str]) -> list[str]:
     their problems, times and errors."""
     out = []
     clean = [r for r in measured if not flagged(r)]
-    never = [r for r in clean if float(r.get(columns["rough"], math.nan)) == math.inf]
+    never = [r for r in clean if math.isinf(float(r.get(columns["rough"], math.nan)))]
     if never:
         out.append("Never reaching the rough target: "
                    + "; ".join(f"{r['backend']} ({_how_far(r)})" for r in never) + ".")
     rough_only = [r for r in clean if math.isfinite(float(r.get(columns["rough"], math.nan)))
-                  and float(r.get(columns["precise"], math.nan)) == math.inf]
+                  and math.isinf(float(r.get(columns["precise"], math.nan)))]
     if rough_only:
         out.append("Reaching the rough target but not the precise one: "
                    + "; ".join(f"{r['backend']} ({_how_far(r)})" for r in rough_only) + ".")

@@ -399,8 +399,9 @@ def run_numpyro(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
         kernel.bar, kernel.every = bar, max(1, (tune + draws) // 100)
 
     def phase_done(iterations):   # the callbacks have all run; the bar shows the phase's last iterations too
-        jax.effects_barrier()
-        bar.update(chains * iterations - bar.n)
+        if reporting:
+            jax.effects_barrier()
+            bar.update(chains * iterations - bar.n)
 
     with bar, warnings.catch_warnings():
         warnings.simplefilter("ignore", UserWarning)  # "not enough devices to run parallel chains"

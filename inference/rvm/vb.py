@@ -26,7 +26,6 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.progress import progress_bar, show
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import core as C
