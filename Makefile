@@ -19,7 +19,7 @@ demo: $(STAMP)
 
 # rebuilds bayeszoo/catalogue/data (two long runs per problem; about an hour on two cores)
 references: $(STAMP)
-	$(BIN)/python -m bayeszoo.studies.references
+	$(BIN)/python -m bayeszoo.studies.build_catalogue
 
 # the layer contracts (pyproject.toml); bayeszoo/models, bayeszoo/inference and bayeszoo/diagnostics are links to the
 # top-level folders, so import-linter, which walks bayeszoo/, sees every module (no cache: a cached graph can name

@@ -14,11 +14,11 @@ from bayeszoo.comparison import Comparison, load_comparison  # noqa: E402
 from bayeszoo.results import Fit, load_fit  # noqa: E402
 from bayeszoo.registry import register_backend  # noqa: E402
 from bayeszoo.inference.user_samplers import log_density, register_sampler  # noqa: E402
-from bayeszoo import design  # noqa: E402
+from bayeszoo import experimental_design as design  # noqa: E402  (bz.design)
 from bayeszoo import active_learning  # noqa: E402
 from bayeszoo import testing  # noqa: E402
 from bayeszoo import catalogue  # noqa: E402
-from bayeszoo.references import build_reference  # noqa: E402
+from bayeszoo.reference_builder import build_reference  # noqa: E402
 from bayeszoo.sbc import sbc  # noqa: E402
 from bayeszoo.benchmark import Leaderboard, benchmark, load_leaderboard  # noqa: E402
 

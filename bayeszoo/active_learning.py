@@ -32,7 +32,7 @@ import scipy.linalg as sla
 from bayeszoo import checks
 from bayeszoo.api import fit as fit_model
 from bayeszoo.datasets import Dataset
-from bayeszoo.design import GAUSSIAN_BACKENDS, check_options, precision, real_array
+from bayeszoo.experimental_design import GAUSSIAN_BACKENDS, check_options, precision, real_array
 from bayeszoo.numerics.potentials import Potential
 from bayeszoo.progress import progress_bar
 

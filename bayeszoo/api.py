@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from bayeszoo import inference  # noqa: F401  (importing it registers every backend)
-from bayeszoo import catalogue, checks, registry, resources
+from bayeszoo import catalogue, checks, memory_guard, registry
 from bayeszoo.catalogue import Reference
 from bayeszoo.comparison import COMPARISON_FILE, Comparison, fit_filename, folder_lock
 from bayeszoo.datasets import Dataset
@@ -142,7 +142,7 @@ def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int
     ------
     ValueError
         A bad model, dataset, backend name, count or option, or a fit that would need more memory than this
-        process may take (``bayeszoo.resources``), before anything runs.
+        process may take (``bayeszoo.memory_guard``), before anything runs.
     bayeszoo.registry.BackendError
         (a ValueError) The backend returned something other than the Fit asked for: not a Fit, another backend's
         or another model's or data's, other chains or draws, or non-finite draws; the message names the backend.
@@ -156,7 +156,7 @@ def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int
     given = {"draws": draws, "tune": tune, "chains": chains}
     counts = {k: (v if v is not None else spec.harness_defaults(model, data)[k]) for k, v in given.items()}
     # the backend's matrices and the stored draws against the machine's memory, before anything is allocated
-    resources.check_fit(spec, model, data, draws=counts["draws"], chains=counts["chains"], options=opts)
+    memory_guard.check_fit(spec, model, data, draws=counts["draws"], chains=counts["chains"], options=opts)
     seed = _seed_to_use(seed)   # after every check: a refused call draws nothing
     provenance = _provenance(model, data, backend)
     ctx = spec.context(seed=seed, progress=progress, settings=_settings(**counts, seed=seed, **options),

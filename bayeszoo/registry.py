@@ -14,7 +14,7 @@ show progress and what to record in the Fit. Registration declares everything th
 * ``defaults``: the draws / tune / chains that suit the backend (a dict, or a function of model and data, e.g.
   fewer draws from an approximation of a large image); :data:`HARNESS_DEFAULTS` otherwise;
 * ``library``: the distribution whose name and version go into the InferenceData's provenance attributes;
-* ``memory``: ``(model, data, options) -> bayeszoo.resources.Need``, the backend's working memory (its dense
+* ``memory``: ``(model, data, options) -> bayeszoo.memory_guard.Need``, the backend's working memory (its dense
   matrices), which ``bz.fit`` adds to the stored draws and checks against the machine before the backend runs.
 
 Generic backends (``nuts``, ``numpyro``, ...) apply to every model that declares itself in PyMC / NumPyro;
@@ -160,7 +160,7 @@ class Backend:
     library: str = "bayeszoo"                   # provenance: the library that does the inference
     unavailable: Callable | None = None         # optional model -> why this backend cannot run it (str) or None
     relations: tuple = ()                       # checks.AtMost(...): contradictions between options, refused
-    memory: Callable | None = None              # (model, data, options) -> resources.Need: working memory
+    memory: Callable | None = None              # (model, data, options) -> memory_guard.Need: working memory
     takes_context: bool | None = None           # run(..., ctx=RunContext); False: run(..., seed=, progress=)
 
     def __post_init__(self):
@@ -315,7 +315,7 @@ def register(name: str, *, kind: str, family: str | None = None, description: st
     regression only); ``unavailable(model) -> str | None`` does the same with the reason, which ``get`` passes on
     (e.g. :func:`needs_declaration`). ``relations`` (e.g. ``(checks.AtMost("min_sweeps", "max_sweeps"),)``) are
     refused contradictions between options; the defaults must satisfy them. ``memory(model, data, options)`` declares
-    the backend's working memory (``bayeszoo.resources``). A name already taken (in the same table, or one that a
+    the backend's working memory (``bayeszoo.memory_guard``). A name already taken (in the same table, or one that a
     family backend and a generic one would share) is refused unless ``replace``; an unknown ``family`` is refused."""
     add = _declaration(name, kind=kind, family=family, description=description, options=options, check=check,
                        defaults=defaults, applies=applies, library=library, unavailable=unavailable,

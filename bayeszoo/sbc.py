@@ -23,7 +23,7 @@ from concurrent.futures import as_completed
 import numpy as np
 import pandas as pd
 
-from bayeszoo import checks, registry, resources
+from bayeszoo import checks, memory_guard, registry
 from bayeszoo.api import as_executor
 from bayeszoo.api import fit as run_fit
 from bayeszoo.datasets import Dataset
@@ -156,8 +156,8 @@ def _check_memory(model, data: Dataset, spec, options: dict, n: int, draws, chai
     counts = {k: v if v is not None else spec.harness_defaults(model, data)[k]
               for k, v in (("draws", draws), ("chains", chains))}
     need = memory_need(model, data, spec, options, n_simulations=n, **counts, here=executor is None)
-    resources.check(f"{WHO} ({spec.owner})", need, what="the simulations and fits",
-                    values=resources.values_per_draw(model, data) if executor is None else None,
+    memory_guard.check(f"{WHO} ({spec.owner})", need, what="the simulations and fits",
+                    values=memory_guard.values_per_draw(model, data) if executor is None else None,
                     thin="thin" in spec.options, **counts)
 
 
@@ -213,26 +213,26 @@ def _result(model, data: Dataset, spec, backend: str, outcomes: dict[int, dict],
 
 
 def memory_need(model, data: Dataset, spec, options: dict, *, n_simulations: int, draws: int, chains: int,
-                here: bool) -> resources.Need:
-    """What a run of :func:`sbc` holds in this process (``bayeszoo.resources``): the dense arrays of the declaration
+                here: bool) -> memory_guard.Need:
+    """What a run of :func:`sbc` holds in this process (``bayeszoo.memory_guard``): the dense arrays of the declaration
     that simulates (NumPyro's, or a model of one's own in its library, in that library's copies), the simulated
     parameters and observations (as drawn and as kept), and, when the fits run ``here`` (no executor), one fit's
     need as ``bz.fit`` counts it; on an executor each worker's ``bz.fit`` guards its own fits."""
-    from bayeszoo.inference.generic import JAX_COPIES, PYMC_COPIES
+    from bayeszoo.inference.numpyro_engines import JAX_COPIES, PYMC_COPIES
 
     copies = PYMC_COPIES if isinstance(model, UserModel) and model.library == "pymc" else JAX_COPIES
     parts = {f"the prior predictive's {what}, {copies} copies": copies * size
              for what, size in model.declaration_memory(data).items()}
-    values, observed = resources.values_per_draw(model, data), int(np.size(data.y))
+    values, observed = memory_guard.values_per_draw(model, data), int(np.size(data.y))
     parts[f"{n_simulations:,} simulations of {values:,} parameters and {observed:,} observations, drawn and kept"] = \
-        2 * resources.BYTES_PER_VALUE * n_simulations * (values + observed)
+        2 * memory_guard.BYTES_PER_VALUE * n_simulations * (values + observed)
     advice = ("calibrate on a random subset of the data's points (data.subset): a small problem shows a backend's "
               "calibration as well")
     if here:
-        fit = resources.fit_need(spec, model, data, draws=draws, chains=chains, options=options)
+        fit = memory_guard.fit_need(spec, model, data, draws=draws, chains=chains, options=options)
         parts.update(fit.parts)
         advice = f"{advice}; {fit.advice}" if fit.advice else advice
-    return resources.Need(parts, advice)
+    return memory_guard.Need(parts, advice)
 
 
 def _variables(model, data, variables) -> list[str]:

@@ -14,13 +14,13 @@ lowered / compiled seconds for NumPyro and BlackJAX, building the step for PyMC,
 and the compile share of the first fit. The hand-written backends (``gibbs``, ``em``, ``fast``) compile nothing (the
 numba kernels of SLM ``cd`` are cached on disk) and are listed for contrast.
 
-Since the declarations name their data (``functools.partial``, ``inference.generic.numpyro_declaration``), the
+Since the declarations name their data (``functools.partial``, ``inference.numpyro_engines.numpyro_declaration``), the
 NumPyro and BlackJAX programs take the data as arguments, so ``other data`` finds the first fit's programs in
 JAX's compilation cache. ``closure`` repeats the NumPyro row with the data bound as constants of the program (as
 before): the difference is what "one compilation per shape" saves. ``short warm-up`` repeats it with 100 warm-up
 steps against 300 draws (as the demo's arvm, BID and SLM problems have): NumPyro's step is compiled once for both
-phases (``inference.generic._numpyro_mcmc``), so its first fit should compile about as long as the equal-length one
-(the ratio of the two is printed); it compiled the step twice before.
+phases (``inference.numpyro_engines._numpyro_mcmc``), so its first fit should compile about as long as the
+equal-length one (the ratio of the two is printed); it compiled the step twice before.
 """
 from __future__ import annotations
 
@@ -42,8 +42,8 @@ import json, sys, time
 mode, backend, counts = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
 import bayeszoo as bz
 if mode == "closure":   # the data bound as constants of the program
-    from bayeszoo.inference import generic
-    generic.numpyro_declaration = lambda model, data: (model.numpyro_model(data), {})
+    from bayeszoo.inference import numpyro_engines
+    numpyro_engines.numpyro_declaration = lambda model, data: (model.numpyro_model(data), {})
 model = bz.models.RVM(width=3.0, a=1, b=1e-2, c=1, d=1e-3)
 from bayeszoo import registry
 kind = registry.get(model, backend).kind

@@ -10,8 +10,8 @@ parameters posteriordb kept), and compares under the catalogue's rules: our run 
 
 Chains start uniformly in (-2, 2) on the unconstrained scale, Stan's default (and NumPyro's), except where
 :data:`STARTS` says otherwise and why. A run with divergent transitions runs once more, same seed, at target
-acceptance 0.99, as the catalogue's reference builder does (``bayeszoo.references.RETRY_TARGET_ACCEPT``); both runs
-are recorded (``attempts``). The results are merged into
+acceptance 0.99, as the catalogue's reference builder does (``bayeszoo.reference_builder.RETRY_TARGET_ACCEPT``);
+both runs are recorded (``attempts``). The results are merged into
 ``bayeszoo/catalogue/posteriordb/data/crosscheck.json`` (shipped; the suite's page reads it) and the page's table
 is rewritten (``docs/suites/posteriordb.md``).
 """
@@ -38,7 +38,7 @@ from numpyro.infer import MCMC, NUTS, init_to_uniform  # noqa: E402
 from bayeszoo.catalogue import posteriordb as pdb  # noqa: E402
 from bayeszoo.catalogue.posteriordb import suite  # noqa: E402
 from bayeszoo.catalogue.reference import agreement, check_run, run_diagnostics, summarize  # noqa: E402
-from bayeszoo.references import RETRY_TARGET_ACCEPT  # noqa: E402
+from bayeszoo.reference_builder import RETRY_TARGET_ACCEPT  # noqa: E402
 
 TARGET_ACCEPT = 0.95
 STAN_INIT_RADIUS = 2.0   # Stan's default starts: uniform(-2, 2) on the unconstrained scale (NumPyro's too)

@@ -89,10 +89,10 @@ def _image_picture(shape, truth, moments, titles) -> Figure:
 
 
 def design_figure(design, shape=None) -> Figure:
-    """A sequential design (:class:`bayeszoo.design.Design`): the information gain of each step's measurement
-    under the posterior before it (left), and the measured filters (right): for an image (``shape`` of two sides)
-    the summed energy |x|^2 of every measured filter as an image (for Fourier lines, the k-space mask), otherwise
-    one row per measured filter."""
+    """A sequential design (:class:`bayeszoo.experimental_design.Design`): the information gain of each step's
+    measurement under the posterior before it (left), and the measured filters (right): for an image (``shape`` of
+    two sides) the summed energy |x|^2 of every measured filter as an image (for Fourier lines, the k-space mask),
+    otherwise one row per measured filter."""
     filters = np.concatenate([np.atleast_2d(np.asarray(f, dtype=float).reshape(-1, np.shape(f)[-1]))
                               for f in design.filters]) if design.filters else np.zeros((0, 1))
     fig = new_figure(10.0, 3.6)

@@ -33,7 +33,7 @@ depend on how many chains run.
 Pathfinder's draws use the sampling key of the best path's chain; mean-field VI uses chain 0's keys.
 
 Chains run one after another through one compiled function (compiled once, reused). The data a declaration names
-(``generic.numpyro_declaration``) are arguments of the compiled functions, not constants inside them, so a fit of
+(``numpyro_engines.numpyro_declaration``) are arguments of the compiled functions, not constants inside them, so a fit of
 other data of the same shapes finds their compilations in JAX's disk cache. vmapping the chains was
 slower for NUTS on one CPU device: the vmapped trajectories advance in lockstep, so every step costs the longest
 tree of the batch (BENCHMARKS.md, "BlackJAX engines").
@@ -47,8 +47,8 @@ import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.results import Fit, build_fit
-from bayeszoo.inference.generic import (JAX_COPIES, JaxCompileClock, convergence_info, declaration_memory,
-                                        numpyro_declaration, stochastic_vi_info)
+from bayeszoo.inference.numpyro_engines import (JAX_COPIES, JaxCompileClock, convergence_info, declaration_memory,
+                                                numpyro_declaration, stochastic_vi_info)
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, needs_declaration, register
 

@@ -110,13 +110,13 @@ class Model:
 
     def declaration_memory(self, data: Dataset) -> dict[str, int]:
         """The dense arrays :meth:`pymc_model` and :meth:`numpyro_model` build from ``data``, as {what: bytes of
-        float64}: what the memory guard of the backends that run a declaration counts (``bayeszoo.resources``).
+        float64}: what the memory guard of the backends that run a declaration counts (``bayeszoo.memory_guard``).
         Empty for a family whose declarations hold nothing that grows faster than the data."""
         return {}
 
     def log_likelihood_memory(self, data: Dataset, n_draws: int) -> dict[str, int]:
         """What computing :meth:`log_likelihood` of ``n_draws`` draws holds beyond the stored draws, as {what:
-        bytes}: counted by the memory guard (``bayeszoo.resources``) where it is more than a few arrays of draws x
+        bytes}: counted by the memory guard (``bayeszoo.memory_guard``) where it is more than a few arrays of draws x
         observations. Empty by default."""
         return {}
 

@@ -31,7 +31,7 @@ import numpy as np
 from bayeszoo import checks
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model, plain
-from bayeszoo.numerics import kernels, probit
+from bayeszoo.numerics import pmkl_kernels, probit
 
 PRUNE_ALPHA = 1e6                        # mRVM2's pruning threshold (thesis §5.4.5); also the n_relevant rule
 LOG_ALPHA_PRUNED = float(np.log(1e12))   # pruned samples of the type-II backends are stored at this value
@@ -109,7 +109,8 @@ class PMKL(Model):
         "runs and thin=5 (docs/families/pmkl.md).")
 
     _parameter_constraints: ClassVar[dict] = {
-        "rule": checks.OneOf(kernels.RULES), "kernel": checks.OneOf(kernels.KERNELS[:3]),   # precomputed: per source
+        "rule": checks.OneOf(pmkl_kernels.RULES),
+        "kernel": checks.OneOf(pmkl_kernels.KERNELS[:3]),   # precomputed: per source
         "sources": [None, SourceList()], "degree": checks.Interval(int, 1, MAX_DEGREE, "both"),
         **{name: checks.POSITIVE for name in ("tau", "nu", "rho", "mu", "lam", "omega", "phi")},
         "kernel_params": checks.OneOf(("fixed", "infer")), "infer_rho": checks.Flag()}
@@ -124,7 +125,7 @@ class PMKL(Model):
 
     # ---- sources and kernels ---------------------------------------------------------------------------
     def source_list(self, data: Dataset):
-        """The base kernels as :class:`~bayeszoo.numerics.kernels.Source` objects."""
+        """The base kernels as :class:`~bayeszoo.numerics.pmkl_kernels.Source` objects."""
         return self._sources(data.d, data.meta.get("sources"))
 
     def _sources(self, d: int, meta_sources=None):
@@ -153,7 +154,7 @@ class PMKL(Model):
                     raise ValueError(f"PMKL source {s.get('name', i)!r}: theta must be positive (one value or "
                                      f"one per column)")
                 theta = tuple(np.atleast_1d(th).tolist())
-            out.append(kernels.Source(name=str(s.get("name", f"s{i}")), columns=tuple(int(c) for c in cols),
+            out.append(pmkl_kernels.Source(name=str(s.get("name", f"s{i}")), columns=tuple(int(c) for c in cols),
                                  kernel=s.get("kernel", self.kernel), theta=theta,
                                  degree=int(s.get("degree", self.degree)), matrix=s.get("gram")))
         names = [s.name for s in out]
@@ -172,14 +173,15 @@ class PMKL(Model):
         """Base kernels at the training inputs (S, N, N); ``theta`` (flat) overrides the rbf parameters. A ValueError
         names a source whose kernel overflows or reaches beyond ``MAX_KERNEL`` (a high poly degree, a huge gram)."""
         sources = self.source_list(data)
-        return check_kernel_size(sources, kernels.base_grams(sources, data.X, data.X, theta), "the training inputs")
+        grams = pmkl_kernels.base_grams(sources, data.X, data.X, theta)
+        return check_kernel_size(sources, grams, "the training inputs")
 
     @property
     def infer_theta(self) -> bool:
         return self.kernel_params == "infer"
 
     def composite(self, Ks, beta) -> np.ndarray:
-        return kernels.combine(Ks, beta, self.rule)
+        return pmkl_kernels.combine(Ks, beta, self.rule)
 
     def n_classes(self, data: Dataset) -> int:
         return int(np.max(data.y)) + 1
@@ -244,14 +246,14 @@ class PMKL(Model):
         out = {"basis": np.arange(data.n), "class": np.arange(self.n_classes(data)),
                "source": np.array([s.name for s in sources]), "obs": np.arange(data.n)}
         if self.infer_theta:
-            out["kernel_param"] = np.array(kernels.theta_labels(sources))
+            out["kernel_param"] = np.array(pmkl_kernels.theta_labels(sources))
         return out
 
     def _sq_dists(self, data: Dataset):
         """Per-column squared differences (D_s, N, N) of every rbf source, for the declared kernels."""
         sources = self.source_list(data)
         return {i: np.stack([(data.X[:, c][:, None] - data.X[:, c][None, :]) ** 2 for c in sources[i].columns])
-                for i, _ in kernels.theta_layout(sources)}
+                for i, _ in pmkl_kernels.theta_layout(sources)}
 
     def constant_data(self, data: Dataset) -> dict:
         sources = self.source_list(data)
@@ -296,7 +298,7 @@ class PMKL(Model):
                 # theta_sd ~ Gamma(omega, phi) (3.21); PyMC samples it on the log scale with the Jacobian
                 theta = pm.Gamma("theta", alpha=float(self.omega), beta=float(self.phi), dims="kernel_param")
                 sq = self._sq_dists(data)
-                slices = dict(kernels.theta_layout(self.source_list(data)))
+                slices = dict(pmkl_kernels.theta_layout(self.source_list(data)))
                 Ks = pt.stack([pt.exp(-pt.tensordot(theta[slices[i]], sq[i], axes=[[0], [0]])) if i in sq
                                else pt.as_tensor_variable(Ks[i]) for i in range(S)])
             if self.rule in ("mean", "convex"):
@@ -353,7 +355,7 @@ class PMKL(Model):
         infer_theta, infer_rho = self.infer_theta, self.infer_rho
         omega, phi = float(self.omega), float(self.phi)
         sq_np = self._sq_dists(data) if infer_theta else {}
-        slices = dict(kernels.theta_layout(self.source_list(data)))
+        slices = dict(pmkl_kernels.theta_layout(self.source_list(data)))
         n_theta = sum(len(v) for v in sq_np.values())
 
         def model(Ks, onehot, sq):
@@ -457,15 +459,15 @@ class PMKL(Model):
         sources, X = self._fit_sources(fit)
         W, beta = self._draws(fit, "W", max_draws), self._draws(fit, "beta", max_draws)
         if "theta" not in fit.idata.posterior:
-            Ks = check_kernel_size(sources, kernels.base_grams(sources, X, X_new), "X_new")
-            return W.shape[0], lambda a, b: kernels.latent_means(Ks, W[a:b], beta[a:b], self.rule)
+            Ks = check_kernel_size(sources, pmkl_kernels.base_grams(sources, X, X_new), "X_new")
+            return W.shape[0], lambda a, b: pmkl_kernels.latent_means(Ks, W[a:b], beta[a:b], self.rule)
         theta = self._draws(fit, "theta", max_draws)
 
         def means(a, b):
             out = np.empty((len(W[a:b]), len(X_new), W.shape[2]))
             for i, l in enumerate(range(a, min(b, W.shape[0]))):
-                Ks = check_kernel_size(sources, kernels.base_grams(sources, X, X_new, theta[l]), "X_new")
-                out[i] = kernels.latent_means(Ks, W[l:l + 1], beta[l:l + 1], self.rule)[0]
+                Ks = check_kernel_size(sources, pmkl_kernels.base_grams(sources, X, X_new, theta[l]), "X_new")
+                out[i] = pmkl_kernels.latent_means(Ks, W[l:l + 1], beta[l:l + 1], self.rule)[0]
             return out
 
         return W.shape[0], means
@@ -497,7 +499,7 @@ class PMKL(Model):
 
     def log_likelihood_memory(self, data: Dataset, n_draws: int) -> dict[str, int]:
         """The result (draws x objects) and one block's working set: its latent means, the per-draw arrays of
-        ``kernels.latent_means`` and the quadrature's temporaries, each under ``probit.CHUNK_BYTES``. The base
+        ``pmkl_kernels.latent_means`` and the quadrature's temporaries, each under ``probit.CHUNK_BYTES``. The base
         kernels it rebuilds take the room of the backend's own N x N matrices, which its declaration counts and
         which are past their peak by then."""
         N, C = data.n, self.n_classes(data)
@@ -619,8 +621,8 @@ def _check_source_spec(i: int, s: dict, default_kernel: str) -> None:
     for c in cols:
         checks.non_negative(owner, "columns", c, integer=True)
     kernel = s.get("kernel", default_kernel)
-    if not isinstance(kernel, str) or kernel not in kernels.KERNELS:
-        raise ValueError(f"{owner}: kernel must be one of {kernels.KERNELS}, got {kernel!r}")
+    if not isinstance(kernel, str) or kernel not in pmkl_kernels.KERNELS:
+        raise ValueError(f"{owner}: kernel must be one of {pmkl_kernels.KERNELS}, got {kernel!r}")
     if (kernel == "precomputed") != ("gram" in s):
         raise ValueError(f"{owner}: a 'gram' matrix goes with kernel 'precomputed' (and that kernel needs one)")
     theta = s.get("theta")

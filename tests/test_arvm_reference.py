@@ -12,7 +12,7 @@ from bayeszoo import catalogue
 from bayeszoo.catalogue import Reference
 from bayeszoo.catalogue import reference as rules
 from bayeszoo.diagnostics.report import reference_banner
-from bayeszoo.references import advice, resolve_engines
+from bayeszoo.reference_builder import advice, resolve_engines
 
 KEY = "arvm-sinc"
 

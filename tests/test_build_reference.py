@@ -20,7 +20,7 @@ from bayeszoo.catalogue.reference import UntrustedReference
 from bayeszoo.checks import Interval
 from bayeszoo.diagnostics.report import reference_banner
 from bayeszoo.inference import chains as driver
-from bayeszoo.references import advice, default_engines
+from bayeszoo.reference_builder import advice, default_engines
 
 QUIET = dict(progress=False)
 
@@ -213,7 +213,7 @@ def test_the_default_engines_are_nuts_in_pymc_and_in_numpyro(problem, monkeypatc
 
 
 def test_the_catalogue_builder_calls_the_same_function(built, monkeypatch):
-    from bayeszoo.studies import references as study
+    from bayeszoo.studies import build_catalogue as study
 
     calls = []
 

@@ -220,7 +220,7 @@ def test_the_command_line_uses_the_catalogue_unless_told_otherwise(tmp_path):
 @pytest.mark.slow
 @pytest.mark.timeout(1800)
 def test_a_rebuilt_reference_agrees_with_the_shipped_one():
-    from bayeszoo.studies.references import build
+    from bayeszoo.studies.build_catalogue import build
 
     shipped = catalogue.load("gpc-sonar")
     rebuilt = build("gpc-sonar", write=False)

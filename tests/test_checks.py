@@ -180,7 +180,7 @@ def test_the_loaders_share_one_declaration_of_the_split_options(name):
 def test_sequential_design_declares_every_argument_that_is_not_the_problem_itself():
     import inspect
 
-    from bayeszoo import design
+    from bayeszoo import experimental_design as design
     arguments = set(inspect.signature(design.sequential_design).parameters)
     assert set(design.PARAMETERS) == arguments - {"model", "data", "measure", "candidates"}
     with pytest.raises(ValueError, match="^bz.design: options must be a dict of the backend's options"):

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-from bayeszoo.inference.generic import numpyro_declaration
+from bayeszoo.inference.numpyro_engines import numpyro_declaration
 
 
 def _classes(seed):
@@ -172,7 +172,7 @@ def test_numpyro_progress_is_reported_from_the_compiled_loop_and_leaves_the_draw
     import numpyro.distributions as dist
     from numpyro.infer import NUTS
 
-    from bayeszoo.inference import generic
+    from bayeszoo.inference import numpyro_engines
     from bayeszoo.progress import progress_bar
 
     def regression(x, y=None):
@@ -183,14 +183,14 @@ def test_numpyro_progress_is_reported_from_the_compiled_loop_and_leaves_the_draw
     x = np.linspace(-1, 1, 9)
     y = 0.8 * x + 0.1 * np.cos(7 * x)
     shown = []
-    monkeypatch.setattr(generic, "show", lambda bar, text: shown.append((bar.n, bar.total, text)))
+    monkeypatch.setattr(numpyro_engines, "show", lambda bar, text: shown.append((bar.n, bar.total, text)))
     model = bz.models.from_numpyro(regression, x, y=y)
     bz.fit(model, backend="numpyro", draws=60, tune=40, chains=2, seed=5, progress=True)
     assert len(shown) == 2 * (40 + 60)             # every iteration of both chains: (tune + draws) // 100 = 1
     assert all(total == 200 for _, total, _ in shown) and max(n for n, _, _ in shown) == 200
     assert all(re.fullmatch(r"\d+ steps of size \S+\. acc\. prob=\d\.\d\d", text) for _, _, text in shown)
 
-    reporting = generic._reporting_nuts_class()(regression)
+    reporting = numpyro_engines._reporting_nuts_class()(regression)
     reporting.bar = progress_bar(total=1, disable=True)
     plain = NUTS(regression)
     kwargs = {"x": x, "y": y}

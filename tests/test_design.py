@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-from bayeszoo import design
+from bayeszoo import experimental_design as design
 from bayeszoo.numerics import operators as ops
 
 N, M, SIGMA2 = 12, 5, 0.01

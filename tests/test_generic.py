@@ -149,7 +149,7 @@ def test_numpyro_compiles_the_model_once_for_all_its_chains(caplog, monkeypatch)
     import jax
     import numpyro.util
 
-    from bayeszoo.inference import generic
+    from bayeszoo.inference import numpyro_engines
 
     model = bz.catalogue.exact.load("banana", library="numpyro")
 
@@ -165,7 +165,7 @@ def test_numpyro_compiles_the_model_once_for_all_its_chains(caplog, monkeypatch)
                         for r in caplog.records)
 
     with monkeypatch.context() as patch:   # NumPyro's own jit, as before
-        patch.setattr(generic, "_numpyro_jits_once", lambda: None)
+        patch.setattr(numpyro_engines, "_numpyro_jits_once", lambda: None)
         patch.setattr(numpyro.util, "maybe_jit", getattr(numpyro.util.maybe_jit, "__wrapped__",
                                                          numpyro.util.maybe_jit))
         alone, compiles_alone = fit_counting_compiles()

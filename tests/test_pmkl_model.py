@@ -439,7 +439,7 @@ def _unblocked_log_likelihood(model, fit, data):
     """The pointwise log likelihood all at once: every draw's per-source means, then the quadrature over every
     (draw, object) row in one array, as it was computed before it went in blocks."""
     from bayeszoo.numerics import probit
-    from bayeszoo.numerics.kernels import base_grams
+    from bayeszoo.numerics.pmkl_kernels import base_grams
 
     sources, X = model._fit_sources(fit)
     W, beta = model._draws(fit, "W", 10**9), model._draws(fit, "beta", 10**9)
@@ -474,7 +474,7 @@ def test_log_likelihood_peak_is_bounded_by_its_declared_estimate():
     values (618 MiB); in blocks the step holds its result and one block, as ``log_likelihood_memory`` counts."""
     import tracemalloc
 
-    from bayeszoo import resources
+    from bayeszoo import memory_guard as resources
 
     data = bz.datasets.load("mkl_sources", n=100, n_test=10, seed=0)
     model = bz.models.PMKL(rule="mean")

@@ -1,4 +1,4 @@
-"""The memory guard (bayeszoo/resources.py): its byte arithmetic on small shapes, the limit it reads from the
+"""The memory guard (bayeszoo/memory_guard.py): its byte arithmetic on small shapes, the limit it reads from the
 machine, and the refusal by bz.fit before anything is allocated, with a limit given rather than a large problem."""
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-from bayeszoo import registry, resources
-from bayeszoo.resources import DRAW_COPIES, LIMIT_VARIABLE, Limit, Need
+from bayeszoo import memory_guard as resources, registry
+from bayeszoo.memory_guard import DRAW_COPIES, LIMIT_VARIABLE, Limit, Need
 
 FAMILIES_WITH_DECLARED_MEMORY = ("rvm", "arvm", "gpc", "pmkl", "slm", "imagervm", "bid")
 
@@ -240,7 +240,7 @@ def test_a_gpc_on_50000_points_is_refused_without_allocating_its_kernel(monkeypa
 def test_the_generic_backends_count_the_declarations_dense_arrays(sinc):
     """A generic backend holds copies of the arrays the family's declaration builds (the RVM's n x (n + 1) design,
     the GPC's K and L, the PMKL's kernels); full-rank ADVI also a dense covariance over the draw's values."""
-    from bayeszoo.inference.generic import JAX_COPIES, PYMC_COPIES
+    from bayeszoo.inference.numpyro_engines import JAX_COPIES, PYMC_COPIES
 
     model = bz.models.RVM(width=3.0)
     n, values = sinc.n, resources.values_per_draw(model, sinc)

@@ -10,7 +10,7 @@ from _radon import numpyro_radon, pymc_radon, radon_data
 import bayeszoo as bz
 from bayeszoo.api import _reference
 from bayeszoo.catalogue import Engine, Reference
-from bayeszoo.references import _divergence_tip, log_density_probe
+from bayeszoo.reference_builder import _divergence_tip, log_density_probe
 
 QUIET = dict(progress=False)
 

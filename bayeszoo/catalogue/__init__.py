@@ -4,7 +4,7 @@ In the spirit of posteriordb and Inference Gym, every problem of :mod:`bayeszoo.
 reference passes the rules of :mod:`bayeszoo.catalogue.reference` ships one file, ``data/<key>.nc``: moments with
 their Monte-Carlo errors, a second engine's moments, at most 1000 thinned draws and the provenance.
 ``bz.compare`` uses the entry of its problem by default. ``make references`` (``python -m
-bayeszoo.studies.references``) rebuilds the files; a problem whose reference breaks the rules gets none, and its
+bayeszoo.studies.build_catalogue``) rebuilds the files; a problem whose reference breaks the rules gets none, and its
 family page says why.
 
 Suites of published or exact references live beside it: :mod:`bayeszoo.catalogue.exact` (targets whose moments
@@ -12,7 +12,7 @@ are known in closed form), each with ``names()``, ``load(name, library)``, ``ref
 
 ``bz.catalogue.build_reference(model, data)`` makes a reference under the same rules for any model and data (or
 raises :class:`~bayeszoo.catalogue.reference.UntrustedReference`, a ValueError naming each broken rule); it calls
-``bz.fit``, so it lives above the API (:mod:`bayeszoo.references`) and ``bayeszoo/__init__`` adds it here.
+``bz.fit``, so it lives above the API (:mod:`bayeszoo.reference_builder`) and ``bayeszoo/__init__`` adds it here.
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """Numerics shared by every layer (models, inference, diagnostics, datasets); it imports none of them.
 
 * :mod:`~bayeszoo.numerics.fft`: circular 2-D convolutions by the real FFT, circulant quadratic forms, PCG.
-* :mod:`~bayeszoo.numerics.kernels`: Gram matrices of the multiple-kernel models and their combination rules.
+* :mod:`~bayeszoo.numerics.pmkl_kernels`: Gram matrices of the multiple-kernel models and their combination rules.
 * :mod:`~bayeszoo.numerics.gp_kernels`: GP covariance functions, their diagonals and hyperparameter gradients.
 * :mod:`~bayeszoo.numerics.probit`: multinomial-probit class probabilities by Gauss-Hermite quadrature.
 * :mod:`~bayeszoo.numerics.special`: log-Gamma densities and log Phi for the PyMC / NumPyro declarations.

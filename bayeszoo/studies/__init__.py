@@ -8,6 +8,6 @@ never a backend's internals; import-linter checks this.
 * :mod:`~bayeszoo.studies.gpc_grid`: Nickisch's GPC grid study over (ln ell, ln sf).
 * :mod:`~bayeszoo.studies.imagervm_detection`: object detection with the image RVM and its LROC curve.
 * :mod:`~bayeszoo.studies.pmkl_thesis_cv`: the PMKL thesis's 10-fold and 10 x 10-fold protocols.
-* :mod:`~bayeszoo.studies.references`: builds the reference catalogue (``make references``): two engines per
+* :mod:`~bayeszoo.studies.build_catalogue`: builds the reference catalogue (``make references``): two engines per
   problem, written only when every validation rule holds.
 """

@@ -59,7 +59,7 @@ from bayeszoo.inference.rvm import core as C
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.registry import Option, register
-from bayeszoo.resources import Need, dense
+from bayeszoo.memory_guard import Need, dense
 
 
 class KernelDictionary:
@@ -917,7 +917,7 @@ CANDIDATE_ARRAYS = 8
 
 
 def memory(model, data, options) -> Need:
-    """The working memory (``bayeszoo.resources``): the candidate search's arrays, a fixed dictionary's kernels at
+    """The working memory (``bayeszoo.memory_guard``): the candidate search's arrays, a fixed dictionary's kernels at
     the training inputs, and the noise whitener with its whitened bases."""
     N = data.n
     dictionary = options["dictionary"]

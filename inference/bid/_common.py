@@ -9,7 +9,7 @@ from scipy.special import digamma, gammaln
 
 from bayeszoo.inference.timing import Timer  # noqa: F401  (re-exported)
 from bayeszoo.numerics import fft as _fft
-from bayeszoo.resources import Need, dense
+from bayeszoo.memory_guard import Need, dense
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 DEFAULT_DRAW_VALUES = 5_000_000   # chains x draws x pixels of a run whose counts are not given (40 MB of float64)
@@ -74,8 +74,9 @@ def make_problem(model, data) -> Problem:
 
 
 def memory(image_arrays: float):
-    """A backend's working memory (``bayeszoo.resources``): ``image_arrays`` float64 arrays of the image's size alive at
-    its peak (the images, the PSF and its weights, their FFTs, the CG vectors); the stored draws are counted apart."""
+    """A backend's working memory (``bayeszoo.memory_guard``): ``image_arrays`` float64 arrays of the image's size
+    alive at its peak (the images, the PSF and its weights, their FFTs, the CG vectors); the stored draws are
+    counted apart."""
     def need(model, data, options) -> Need:
         rows, cols = model.image_shape(data)
         return Need({f"{image_arrays:g} arrays of the {rows} x {cols} image": dense(rows, cols, image_arrays)},

@@ -29,7 +29,7 @@ from bayeszoo.models.gpc import GPC
 from bayeszoo.numerics import gp_kernels as gk
 from bayeszoo.numerics.blas_threads import one_blas_thread, one_blas_thread_when_small  # noqa: F401
 from bayeszoo.numerics.linalg import DENSE_N, cholesky, jittered_cholesky
-from bayeszoo.resources import Need, dense
+from bayeszoo.memory_guard import Need, dense
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 LIKELIHOODS = ("probit", "logit")
@@ -348,7 +348,7 @@ MEMORY_ADVICE = ("fit a random subset of the training points: every GPC backend 
 
 
 def memory(square: float, approximation: bool = True, quadrature_rows: int | None = None):
-    """The ``memory`` declaration of a GPC backend (``bayeszoo.resources``): ``square`` n x n matrices alive at its
+    """The ``memory`` declaration of a GPC backend (``bayeszoo.memory_guard``): ``square`` n x n matrices alive at its
     peak (counted on its code path: the kernel and its symmetrised copy, chol(K), B and its factor, the covariance
     V and the temporaries that form it, the factor the draws use). An ``approximation`` also holds, up to n =
     ``DENSE_N``, its covariance in the fit's ``gaussian`` group (three n x n matrices while it is symmetrised), and

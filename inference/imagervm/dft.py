@@ -43,7 +43,7 @@ from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.registry import Option, register
-from bayeszoo.resources import Need, dense
+from bayeszoo.memory_guard import Need, dense
 
 from ._operators import ImageDesign
 
@@ -87,7 +87,7 @@ WORKING_ARRAYS = 40
 
 
 def memory(model, data, options) -> Need:
-    """The working memory (``bayeszoo.resources``): :data:`WORKING_ARRAYS` arrays of the kernels x pixels weights;
+    """The working memory (``bayeszoo.memory_guard``): :data:`WORKING_ARRAYS` arrays of the kernels x pixels weights;
     ``approx="exact"`` also factorises their dense posterior precision."""
     R, C = model.image_shape(data)
     weights = model.n_kernels * R * C

@@ -8,7 +8,7 @@
 * What the chapter-5 point estimators (em, map, mrvm1, mrvm2) share: the models they apply to, their check of the
   combination rule, the training log likelihood they trace.
 
-The base kernels and combination rules (:mod:`bayeszoo.numerics.kernels`) and the class probabilities by
+The base kernels and combination rules (:mod:`bayeszoo.numerics.pmkl_kernels`) and the class probabilities by
 quadrature (:mod:`bayeszoo.numerics.probit`) are shared with the model and imported here for the backends.
 """
 from __future__ import annotations
@@ -20,8 +20,8 @@ from scipy.special import log_ndtr, logsumexp
 from bayeszoo.inference._random import truncnorm_above, truncnorm_below
 from bayeszoo.inference.approximations import GaussianApproximation
 from bayeszoo.numerics.linalg import jittered_cholesky
-from bayeszoo.resources import Need, dense
-from bayeszoo.numerics.kernels import (KERNELS, RULES, Source, base_grams, combine, latent_means,  # noqa: F401
+from bayeszoo.memory_guard import Need, dense
+from bayeszoo.numerics.pmkl_kernels import (KERNELS, RULES, Source, base_grams, combine, latent_means,  # noqa: F401
                                        rbf_gram_batch, theta_labels, theta_layout, theta_start)
 from bayeszoo.numerics.probit import GH_NODES, gh_rule, log_class_probs, log_class_probs_mc  # noqa: F401
 
@@ -202,7 +202,7 @@ MEMORY_ADVICE = ("fit a random subset of the training points or fewer sources: P
 
 
 def memory(extra: float, per_class: bool = True):
-    """The ``memory`` declaration of a PMKL backend (``bayeszoo.resources``): the S base kernels (N x N each), one
+    """The ``memory`` declaration of a PMKL backend (``bayeszoo.memory_guard``): the S base kernels (N x N each), one
     N x N Cholesky factor per class (``per_class``) and ``extra`` more N x N matrices alive at the backend's peak
     (counted on its code path: the combined kernel, K K, the precision of a class's weights and the temporaries of
     its factorisation)."""

@@ -30,7 +30,7 @@ from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
-from bayeszoo.resources import Need, dense
+from bayeszoo.memory_guard import Need, dense
 
 LOG_2PI = float(np.log(2.0 * np.pi))
 #: what to do when an RVM fit needs more memory than the machine has
@@ -40,7 +40,7 @@ MEMORY_ADVICE = ("fit a random subset of the training points (the RVM has one ba
 
 
 def memory(square: float):
-    """The ``memory`` declaration of an RVM backend (``bayeszoo.resources``): the design Phi (N x M) and ``square``
+    """The ``memory`` declaration of an RVM backend (``bayeszoo.memory_guard``): the design Phi (N x M) and ``square``
     M x M matrices alive at its peak (counted on its code path: Phi^T Phi, the posterior precision, its scaled copy,
     Cholesky factor and inverse, Sigma, and the temporaries between them)."""
     def need(model, data, options) -> Need:

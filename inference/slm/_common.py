@@ -17,7 +17,7 @@ import xarray as xr
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import cholesky
 from bayeszoo.numerics.potentials import Potential
-from bayeszoo.resources import Need, dense
+from bayeszoo.memory_guard import Need, dense
 
 #: the group of a fit that holds one value per potential (dim ``potential``): what an approximation learnt about
 #: each T_j
@@ -90,7 +90,7 @@ MEMORY_ADVICE = ("use an algorithm on the operators, which holds no n x n matrix
 
 
 def dense_memory(model, data, square: float, B_copies: float = 1, X_copies: float = 1) -> Need:
-    """The working memory of an SLM backend on dense algebra (``bayeszoo.resources``): ``square`` n x n matrices (the
+    """The working memory of an SLM backend on dense algebra (``bayeszoo.memory_guard``): ``square`` n x n matrices (the
     posterior precision, its Cholesky factor, X^T X, the covariance), ``B_copies`` dense copies of B (q x n) and
     ``X_copies`` of X (m x n), as counted on the backend's code path."""
     m, n = data.n, data.d

@@ -52,7 +52,7 @@ from bayeszoo.inference.approximations import GaussianApproximation, approximati
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.slm._common import (blas_threads, check_finite, dense_memory, potentials_group,
                                             precision_cholesky, prior_precision, problem)
-from bayeszoo.resources import Need, dense
+from bayeszoo.memory_guard import Need, dense
 from bayeszoo.inference.slm.gibbs import GaussianStep
 from bayeszoo.numerics.lanczos import lanczos_variances
 from bayeszoo.numerics.linalg import DENSE_N   # up to this n: dense covariance, the phi trace, exact_variances

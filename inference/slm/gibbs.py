@@ -29,7 +29,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT, OneOf
 from bayeszoo.inference.chains import Kernel, chains_fit, sample
 from bayeszoo.inference.slm._common import (blas_threads, check_finite, dense_memory, precision_cholesky,
                                             prior_precision, problem)
-from bayeszoo.resources import Need
+from bayeszoo.memory_guard import Need
 from bayeszoo.numerics.linalg import DENSE_N
 from bayeszoo.numerics.operators import to_dense
 from bayeszoo.numerics.potentials import GSM_SAMPLERS

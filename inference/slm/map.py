@@ -53,7 +53,7 @@ from bayeszoo.inference.approximations import PointEstimate, approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.slm._common import (MEMORY_ADVICE, blas_threads, check_finite, dense_memory,
                                             precision_cholesky, problem)
-from bayeszoo.resources import Need, dense
+from bayeszoo.memory_guard import Need, dense
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import DENSE_N   # the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
 from bayeszoo.numerics.operators import FourierSampling

@@ -31,7 +31,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.slm._common import blas_threads, dense_memory, potentials_group, precision_cholesky
-from bayeszoo.resources import Need
+from bayeszoo.memory_guard import Need
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 DENSE_LIMIT = 4096     # largest n (the posterior covariance is formed densely, O(n^3) per iteration)

@@ -5,7 +5,7 @@ which sample the model's two declarations independently), summarises the first, 
 rules of :mod:`bayeszoo.catalogue.reference` (R-hat, bulk and tail ESS, MCSE, divergences) and against each other,
 and returns the :class:`~bayeszoo.catalogue.Reference` only when every rule holds. Otherwise it raises
 :class:`~bayeszoo.catalogue.reference.UntrustedReference`, a ValueError that lists each broken rule with its numbers
-and what to try. The catalogue's own builder (:mod:`bayeszoo.studies.references`) calls the same function.
+and what to try. The catalogue's own builder (:mod:`bayeszoo.studies.build_catalogue`) calls the same function.
 
 The builder calls ``bz.fit``, so it sits above the API, which itself reads the catalogue: the catalogue cannot
 import it, and ``bayeszoo/__init__`` makes it ``bz.catalogue.build_reference``.

@@ -45,7 +45,7 @@ from bayeszoo.results import Fit, build_fit
 from bayeszoo.progress import progress_bar, show
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.registry import Option, needs_declaration, register
-from bayeszoo.resources import Need, dense, values_per_draw
+from bayeszoo.memory_guard import Need, dense, values_per_draw
 
 _STATS = ("diverging", "n_steps", "tree_depth", "step_size", "acceptance_rate", "energy", "lp")
 
@@ -58,7 +58,7 @@ PYMC_COPIES, JAX_COPIES = 5, 7
 
 # ----------------------------------------------------------------------------------------- shared helpers
 def declaration_memory(copies: float, *, full_rank: bool = False):
-    """The ``memory`` of a backend that runs a family's declaration (``bayeszoo.resources``): ``copies`` of each
+    """The ``memory`` of a backend that runs a family's declaration (``bayeszoo.memory_guard``): ``copies`` of each
     dense array the declaration builds (``model.declaration_memory``); ``full_rank`` adds a dense covariance over
     the draw's values with its gradient and the optimiser's two moments."""
     def need(model, data, options) -> Need:

@@ -1,6 +1,6 @@
-"""Build the reference catalogue: ``python -m bayeszoo.studies.references [keys...]`` (``make references``).
+"""Build the reference catalogue: ``python -m bayeszoo.studies.build_catalogue [keys...]`` (``make references``).
 
-For each problem of :mod:`bayeszoo.catalogue.problems`, :func:`bayeszoo.references.build_reference` (the function
+For each problem of :mod:`bayeszoo.catalogue.problems`, :func:`bayeszoo.reference_builder.build_reference` (the function
 behind ``bz.catalogue.build_reference``) runs its two engines long (first seed 1, then seed 2), summarises each run,
 checks it against the rules of :mod:`bayeszoo.catalogue.reference` and the two against each other. A problem that
 passes gets ``bayeszoo/catalogue/data/<key>.nc`` (the first engine's moments and thinned draws, the second's
@@ -15,7 +15,7 @@ import time
 
 from bayeszoo import catalogue
 from bayeszoo.catalogue.reference import Reference, UntrustedReference
-from bayeszoo.references import build_reference
+from bayeszoo.reference_builder import build_reference
 
 
 def build(key: str, *, progress: bool = False, write: bool = True) -> Reference:
@@ -54,7 +54,8 @@ def report(ref: Reference) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bayeszoo.studies.references", description=__doc__.split("\n")[0])
+    parser = argparse.ArgumentParser(prog="python -m bayeszoo.studies.build_catalogue",
+                                     description=__doc__.split("\n")[0])
     parser.add_argument("keys", nargs="*", help=f"problems to build (default: all of {', '.join(catalogue.keys())})")
     parser.add_argument("--dry-run", action="store_true", help="build and print, but leave the catalogue's files")
     parser.add_argument("--progress", action="store_true", help="show the samplers' progress bars")
