@@ -218,7 +218,7 @@ def memory_need(model, data: Dataset, spec, options: dict, *, n_simulations: int
     that simulates (NumPyro's, or a model of one's own in its library, in that library's copies), the simulated
     parameters and observations (as drawn and as kept), and, when the fits run ``here`` (no executor), one fit's
     need as ``bz.fit`` counts it; on an executor each worker's ``bz.fit`` guards its own fits."""
-    from bayeszoo.inference.numpyro_engines import JAX_COPIES, PYMC_COPIES
+    from bayeszoo.inference.engines_common import JAX_COPIES, PYMC_COPIES
 
     copies = PYMC_COPIES if isinstance(model, UserModel) and model.library == "pymc" else JAX_COPIES
     parts = {f"the prior predictive's {what}, {copies} copies": copies * size

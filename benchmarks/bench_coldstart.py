@@ -14,7 +14,7 @@ lowered / compiled seconds for NumPyro and BlackJAX, building the step for PyMC,
 and the compile share of the first fit. The hand-written backends (``gibbs``, ``em``, ``fast``) compile nothing (the
 numba kernels of SLM ``cd`` are cached on disk) and are listed for contrast.
 
-Since the declarations name their data (``functools.partial``, ``inference.numpyro_engines.numpyro_declaration``), the
+Since the declarations name their data (``functools.partial``, ``inference.engines_common.numpyro_declaration``), the
 NumPyro and BlackJAX programs take the data as arguments, so ``other data`` finds the first fit's programs in
 JAX's compilation cache. ``closure`` repeats the NumPyro row with the data bound as constants of the program (as
 before): the difference is what "one compilation per shape" saves. ``short warm-up`` repeats it with 100 warm-up

@@ -33,7 +33,7 @@ depend on how many chains run.
 Pathfinder's draws use the sampling key of the best path's chain; mean-field VI uses chain 0's keys.
 
 Chains run one after another through one compiled function (compiled once, reused). The data a declaration names
-(``numpyro_engines.numpyro_declaration``) are arguments of the compiled functions, not constants inside them, so a fit of
+(``engines_common.numpyro_declaration``) are arguments of the compiled functions, not constants inside them, so a fit of
 other data of the same shapes finds their compilations in JAX's disk cache. vmapping the chains was
 slower for NUTS on one CPU device: the vmapped trajectories advance in lockstep, so every step costs the longest
 tree of the batch (BENCHMARKS.md, "BlackJAX engines").
@@ -47,8 +47,9 @@ import numpy as np
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.results import Fit, build_fit
-from bayeszoo.inference.numpyro_engines import (JAX_COPIES, JaxCompileClock, convergence_info, declaration_memory,
-                                                numpyro_declaration, stochastic_vi_info)
+from bayeszoo.inference.engines_common import (JAX_COPIES, MAX_TREE_DEPTH, convergence_info, declaration_memory,
+                                               numpyro_declaration, stochastic_vi_info, target_accept)
+from bayeszoo.inference.timing import JaxCompileClock
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import Option, needs_declaration, register
 
@@ -154,10 +155,7 @@ _MEMORY = declaration_memory(JAX_COPIES)
 # ----------------------------------------------------------------------------------------------- NUTS
 @register("blackjax_nuts", kind="mcmc", description="BlackJAX NUTS with window adaptation", library=_LIBRARY,
           unavailable=needs_declaration("numpyro"), memory=_MEMORY, options={
-              "target_accept": Option(0.8, "target mean acceptance probability of the step-size adaptation, "
-                                           "in (0, 1)", Interval(float, 0, 1, "neither")),
-              "max_tree_depth": Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)",
-                                       POSITIVE_INT)})
+              "target_accept": target_accept(0.8), "max_tree_depth": MAX_TREE_DEPTH})
 def run_blackjax_nuts(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """BlackJAX NUTS (window adaptation, then NUTS), chains one after another."""
     import blackjax

@@ -1,34 +1,18 @@
-"""Generic backends built from a model's PyMC / NumPyro declarations: nuts, nutpie, numpyro, advi, fullrank_advi.
+"""The backend on a model's NumPyro declaration: numpyro (NumPyro NUTS), compiled once per fit, with its progress
+reported from inside the compiled loop.
 
-Every backend returns a :class:`~bayeszoo.Fit` whose ``posterior`` holds exactly the model's canonical
-variables with its dims and coords (``model.var_dims`` / ``model.coords``), plus ``sample_stats``
-(``diverging`` as bool chain x draw, ``n_steps`` and ``tree_depth`` where the library reports them),
-``observed_data`` and ``constant_data`` (``model.constant_data``), all through :func:`bayeszoo.results.build_fit`.
+The fit is laid out as every backend's (:mod:`~bayeszoo.inference.pymc_engines`); what the engines on the
+declarations share is :mod:`~bayeszoo.inference.engines_common`.
 
-Timing (``fit.timing``: ``compile``, ``tune``, ``sample``, ``total`` seconds, wall clock)
------------------------------------------------------------------------------------------
-* ``nuts`` (PyMC): ``compile`` is ``pm.init_nuts`` (builds the NUTS step, compiling logp and its gradient,
-  and draws the jittered initial points). ``pm.sample`` then runs with the warm-up kept
-  (``discard_tuned_samples=False``); its wall time is split between ``tune`` and ``sample`` in proportion to the
-  number of gradient evaluations (sum of ``n_steps``) in warm-up and in the kept draws. The warm-up draws are
-  dropped from the posterior afterwards.
-* ``nutpie``: ``compile`` is ``nutpie.compile_pymc_model``; the sampling wall time is split by gradient
-  evaluations as for ``nuts`` (warm-up kept with ``save_warmup=True``, then dropped).
-* ``numpyro``: ``mcmc.warmup(...)`` and ``mcmc.run(...)`` (from ``mcmc.post_warmup_state``) are timed
-  separately. The data the declaration names (:func:`numpyro_declaration`) go in as traced model arguments.
-  JAX reports the time it spends tracing, lowering and compiling through ``jax.monitoring``; that time is moved
-  from the phase in which it happened to ``compile``.
-* ``advi`` / ``fullrank_advi``: ``compile`` is building the ``pm.ADVI`` / ``pm.FullRankADVI`` object and the
-  first optimisation step (which compiles the step function); ``tune`` is the remaining ``max_iter - 1``
-  optimisation steps; ``sample`` is drawing from the fitted approximation.
-``fit.info["n_grad"]`` is the number of gradient evaluations (leapfrog steps for NUTS, warm-up included;
-optimisation steps times the number of Monte-Carlo ELBO samples for ADVI).
+Timing (``fit.timing``): ``mcmc.warmup(...)`` and ``mcmc.run(...)`` (from ``mcmc.post_warmup_state``) are timed
+separately. The data the declaration names (:func:`~bayeszoo.inference.engines_common.numpyro_declaration`) go in
+as traced model arguments. JAX reports the time it spends tracing, lowering and compiling through
+``jax.monitoring`` (:class:`~bayeszoo.inference.timing.JaxCompileClock`); that time is moved from the phase in which
+it happened to ``compile``. ``fit.info["n_grad"]`` is the number of leapfrog steps, warm-up included.
 
-Chain execution: PyMC runs chains one after another by default (``cores=1``; parallel chains were not
-measured against it yet, pass ``cores=2`` to try). NumPyro chains run ``"sequential"`` by default (one XLA
-device): on sinc n=20, 2 x (500 + 500) it took 30.6 s against 34.1 s for ``"vectorized"``, most of it JIT
-compilation in both cases. Warm-up and sampling share one compiled NUTS step, also when ``tune`` differs from
-``draws`` (``_numpyro_mcmc``).
+Chain execution: NumPyro chains run ``"sequential"`` by default (one XLA device): on sinc n=20, 2 x (500 + 500) it
+took 30.6 s against 34.1 s for ``"vectorized"``, most of it JIT compilation in both cases. Warm-up and sampling
+share one compiled NUTS step, also when ``tune`` differs from ``draws`` (``_numpyro_mcmc``).
 """
 from __future__ import annotations
 
@@ -43,217 +27,11 @@ import xarray as xr
 
 from bayeszoo.results import Fit, build_fit
 from bayeszoo.progress import progress_bar, show
-from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
+from bayeszoo.checks import OneOf
 from bayeszoo.registry import Option, needs_declaration, register
-from bayeszoo.memory_guard import Need, dense, values_per_draw
-
-_STATS = ("diverging", "n_steps", "tree_depth", "step_size", "acceptance_rate", "energy", "lp")
-
-#: copies of a declaration's dense arrays alive at a fit's peak (peak RSS growth of RVM fits at n = 1500 and 2500 and
-#: a GPC fit at n = 2000, 2026-11-26): PyMC 3.2 to 4.9 (the model's arrays, their temporaries, PyTensor's
-#: constants); JAX 6.6 above a fixed few hundred MB (XLA embeds the arrays in the program and copies them as it
-#: compiles)
-PYMC_COPIES, JAX_COPIES = 5, 7
-
-
-# ----------------------------------------------------------------------------------------- shared helpers
-def declaration_memory(copies: float, *, full_rank: bool = False):
-    """The ``memory`` of a backend that runs a family's declaration (``bayeszoo.memory_guard``): ``copies`` of each
-    dense array the declaration builds (``model.declaration_memory``); ``full_rank`` adds a dense covariance over
-    the draw's values with its gradient and the optimiser's two moments."""
-    def need(model, data, options) -> Need:
-        parts = {f"{what}, {copies:g} copies": int(copies * size)
-                 for what, size in model.declaration_memory(data).items()}
-        if full_rank:
-            P = values_per_draw(model, data)
-            parts[f"full-rank covariance factor ({P:,} x {P:,}), its gradient and 2 optimiser moments"] = dense(P, P, 4)
-        return Need(parts, "use one of the family's own backends, which hold no declaration (bz.backends(model)), "
-                           "or fit a subset of the data")
-    return need
-
-
-def numpyro_declaration(model, data):
-    """``(fn, arrays)``: the model's NumPyro function and the data it takes as keyword arguments.
-
-    A declaration returned as ``functools.partial(fn, *args, **kwargs)`` names its data: the arrays among the
-    arguments (and dicts of arrays) come back in ``arrays``, to be passed to ``fn`` as traced arguments, so that
-    one compilation serves every data set of the same shapes (CV folds, the simulations of ``bz.sbc``); arrays in
-    a closure are constants of the compiled program, compiled again for every data set. The other arguments
-    stay bound. A function that cannot take its data traced (NumPy called on an argument, a shape read from its
-    values) keeps it bound too, as does any other callable."""
-    fn = model.numpyro_model(data)
-    if not isinstance(fn, functools.partial):
-        return fn, {}
-    positional = {f"arg{i}": a for i, a in enumerate(fn.args) if _is_data(a)}
-    arrays = {**positional, **{k: v for k, v in fn.keywords.items() if _is_data(v)}}
-    if not arrays:
-        return fn, {}
-    static = {k: v for k, v in fn.keywords.items() if k not in arrays}
-
-    def traced(**given):
-        args = [given.pop(f"arg{i}") if f"arg{i}" in positional else a for i, a in enumerate(fn.args)]
-        return fn.func(*args, **static, **given)
-
-    if not _traces(traced, arrays):
-        return fn, {}
-    return traced, arrays
-
-
-def _is_data(value) -> bool:
-    if isinstance(value, dict):
-        return bool(value) and all(_is_data(v) for v in value.values())
-    return isinstance(value, np.ndarray) and value.dtype.kind in "biuf"
-
-
-def _traces(fn, arrays: dict) -> bool:
-    """Whether ``fn(**arrays)`` runs with its arrays traced by JAX (abstract evaluation: no computation)."""
-    import jax
-    from numpyro import handlers
-    from numpyro.infer.initialization import init_to_uniform
-
-    def run(given):   # substituted as NumPyro initialises: an improper site cannot be sampled from its prior
-        seeded = handlers.substitute(handlers.seed(fn, 0), substitute_fn=init_to_uniform)
-        return {k: site["value"] for k, site in handlers.trace(seeded).get_trace(**given).items()
-                if site["type"] == "sample"}
-
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            jax.eval_shape(run, arrays)
-    except Exception:   # NumPy on a tracer, a traced value used as a shape: the bound arrays will do
-        return False
-    return True
-
-
-def _split_by_grads(seconds: float, n_tune_grad: float, n_draw_grad: float) -> tuple[float, float]:
-    total = n_tune_grad + n_draw_grad
-    if total <= 0:
-        return 0.0, seconds
-    return seconds * n_tune_grad / total, seconds * n_draw_grad / total
-
-
-def convergence_info(diverging: np.ndarray) -> dict:
-    n_div = int(np.sum(diverging))
-    warn = [f"{n_div} divergent transitions after warm-up"] if n_div else []
-    return {"divergences": n_div, "warnings": warn}
-
-
-def _stack_stats(source: xr.Dataset, names=_STATS, rename: dict | None = None) -> dict:
-    rename = rename or {}
-    out = {}
-    for name in names:
-        src = next((k for k, v in rename.items() if v == name and k in source), name)
-        if src in source:
-            out[name] = np.asarray(source[src].values)
-    return out
-
-
-# ------------------------------------------------------------------------------------------- PyMC NUTS
-_TARGET_ACCEPT = "target mean acceptance probability of the step-size adaptation, in (0, 1)"
-
-
-_TARGET = Interval(float, 0, 1, "neither")
-_TREE_DEPTH = Option(10, "largest tree depth of a NUTS trajectory (2^depth leapfrog steps)", POSITIVE_INT)
-
-
-@register("nuts", kind="mcmc", description="PyMC NUTS (pm.sample)", library="pymc",
-          unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES), options={
-    "target_accept": Option(0.9, _TARGET_ACCEPT, _TARGET),
-    "cores": Option(1, "processes running chains in parallel (1: one chain after another)", POSITIVE_INT),
-    "max_tree_depth": _TREE_DEPTH})
-def run_nuts(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
-    """PyMC NUTS."""
-    import pymc as pm
-
-    pm_model = model.pymc_model(data)
-    seeds = ctx.chain_seeds(chains)
-    t0 = time.perf_counter()
-    initial_points, step = pm.init_nuts(init="jitter+adapt_diag", chains=chains, model=pm_model,
-                                        random_seed=seeds, progressbar=False,
-                                        target_accept=opts["target_accept"], max_treedepth=opts["max_tree_depth"])
-    t_compile = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    with pm_model, warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        idata = pm.sample(draws=draws, tune=tune, chains=chains, cores=opts["cores"], step=step,
-                          initvals=initial_points, random_seed=seeds, progressbar=ctx.progress,
-                          discard_tuned_samples=False, compute_convergence_checks=False,
-                          return_inferencedata=True, idata_kwargs={"log_likelihood": False})
-    t_run = time.perf_counter() - t0
-    post = idata.posterior
-    stats = _stack_stats(idata.sample_stats)
-    warm_steps = float(idata.warmup_sample_stats["n_steps"].sum()) if tune and "warmup_sample_stats" in idata else 0.0
-    draw_steps = float(idata.sample_stats["n_steps"].sum())
-    t_tune, t_sample = _split_by_grads(t_run, warm_steps, draw_steps)
-    info = {"n_grad": int(warm_steps + draw_steps), "n_grad_tune": int(warm_steps),
-            **convergence_info(stats["diverging"])}
-    return build_fit(model, data, ctx.backend, "mcmc", post, sample_stats=stats, info=info, library="pymc",
-                     timing={"compile": t_compile, "tune": t_tune, "sample": t_sample}, ctx=ctx)
-
-
-# ------------------------------------------------------------------------------------------------ nutpie
-@register("nutpie", kind="mcmc", description="nutpie NUTS on the PyMC declaration", library="nutpie",
-          unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES),
-          options={
-              "target_accept": Option(0.8, _TARGET_ACCEPT, _TARGET),
-              "cores": Option(1, "threads running chains in parallel", POSITIVE_INT),
-              "max_tree_depth": _TREE_DEPTH})
-def run_nutpie(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
-    """nutpie (Rust NUTS with its own mass-matrix adaptation)."""
-    import nutpie
-
-    pm_model = model.pymc_model(data)
-    t0 = time.perf_counter()
-    compiled = nutpie.compile_pymc_model(pm_model)
-    t_compile = time.perf_counter() - t0
-    t0 = time.perf_counter()
-    idata = nutpie.sample(compiled, draws=draws, tune=tune, chains=chains, seed=ctx.seed,
-                          progress_bar=ctx.progress, save_warmup=True, target_accept=opts["target_accept"],
-                          cores=opts["cores"], maxdepth=opts["max_tree_depth"])
-    t_run = time.perf_counter() - t0
-    stats = _stack_stats(idata.sample_stats, rename={"depth": "tree_depth", "mean_tree_accept": "acceptance_rate",
-                                                     "logp": "lp"})
-    warm_steps = float(idata.warmup_sample_stats["n_steps"].sum()) if tune and "warmup_sample_stats" in idata else 0.0
-    draw_steps = float(idata.sample_stats["n_steps"].sum())
-    t_tune, t_sample = _split_by_grads(t_run, warm_steps, draw_steps)
-    info = {"n_grad": int(warm_steps + draw_steps), "n_grad_tune": int(warm_steps),
-            **convergence_info(stats["diverging"])}
-    return build_fit(model, data, ctx.backend, "mcmc", idata.posterior, sample_stats=stats, info=info,
-                     library="nutpie", timing={"compile": t_compile, "tune": t_tune, "sample": t_sample}, ctx=ctx)
-
-
-# ----------------------------------------------------------------------------------------------- NumPyro
-class JaxCompileClock:
-    """Sums the tracing / lowering / compilation durations JAX reports through ``jax.monitoring``."""
-
-    _lock = threading.Lock()
-    _installed = False
-    _active: list["JaxCompileClock"] = []
-    EVENTS = ("/jax/core/compile/jaxpr_trace_duration", "/jax/core/compile/jaxpr_to_mlir_module_duration",
-              "/jax/core/compile/backend_compile_duration")
-
-    def __init__(self):
-        self.seconds = 0.0
-
-    @classmethod
-    def _listener(cls, event, duration, **kwargs):
-        if event in cls.EVENTS:
-            for clock in cls._active:
-                clock.seconds += duration
-
-    def __enter__(self):
-        import jax.monitoring
-
-        with self._lock:
-            if not JaxCompileClock._installed:
-                jax.monitoring.register_event_duration_secs_listener(JaxCompileClock._listener)
-                JaxCompileClock._installed = True
-            self._active.append(self)
-        return self
-
-    def __exit__(self, *exc):
-        with self._lock:
-            self._active.remove(self)
+from bayeszoo.inference.engines_common import (JAX_COPIES, MAX_TREE_DEPTH, convergence_info, declaration_memory,
+                                               numpyro_declaration, target_accept)
+from bayeszoo.inference.timing import JaxCompileClock
 
 
 def _numpyro_mcmc(*args, **kwargs):
@@ -374,10 +152,10 @@ def _fori_collect_loop_any_length(body_fn, upper, init_val, collection, start_id
 
 @register("numpyro", kind="mcmc", description="NumPyro NUTS", library="numpyro",
           unavailable=needs_declaration("numpyro"), memory=declaration_memory(JAX_COPIES), options={
-    "target_accept": Option(0.9, _TARGET_ACCEPT, _TARGET),
+    "target_accept": target_accept(0.9),
     "chain_method": Option("sequential", "how chains run: 'sequential', 'vectorized' (vmap) or 'parallel' (pmap)",
                            OneOf(("sequential", "vectorized", "parallel"))),
-    "max_tree_depth": _TREE_DEPTH})
+    "max_tree_depth": MAX_TREE_DEPTH})
 def run_numpyro(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     """NumPyro NUTS."""
     import jax
@@ -442,87 +220,3 @@ def run_numpyro(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
     return build_fit(model, data, ctx.backend, "mcmc", posterior, sample_stats=stats, info=info, library="numpyro",
                      timing={"compile": t_compile, "tune": t_warm - clock_w.seconds,
                              "sample": t_run - clock_s.seconds}, ctx=ctx)
-
-
-# -------------------------------------------------------------------------------------------------- ADVI
-def _run_advi(model, data, ctx, *, draws, chains, **opts) -> Fit:
-    import pymc as pm
-
-    method = ctx.backend
-    n_iter = int(opts["max_iter"])
-    pm_model = model.pymc_model(data)
-    seeds = ctx.chain_seeds(2)
-    with pm_model, warnings.catch_warnings():
-        warnings.simplefilter("ignore", UserWarning)
-        t0 = time.perf_counter()
-        approx_cls = pm.ADVI if method == "advi" else pm.FullRankADVI
-        inference = approx_cls(random_seed=seeds[0])
-        optimizer = pm.adam(learning_rate=opts["learning_rate"])
-        step_fn = inference.objective.step_function(obj_optimizer=optimizer, obj_n_mc=opts["obj_n_mc"],
-                                                    total_grad_norm_constraint=opts["total_grad_norm_constraint"],
-                                                    score=True)
-        losses = np.empty(n_iter)
-        losses[0] = float(step_fn())
-        t_compile = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        with progress_bar(total=n_iter - 1, desc=method, disable=not ctx.progress) as bar:
-            every = max(1, (n_iter - 1) // 100)
-            for i in range(1, n_iter):
-                losses[i] = float(step_fn())
-                if not np.isfinite(losses[i]):
-                    raise FloatingPointError(f"{method}: the ELBO became {losses[i]} at iteration {i}; "
-                                             f"try a smaller learning_rate")
-                if i % every == 0:
-                    bar.update(every)
-        t_tune = time.perf_counter() - t0
-        t0 = time.perf_counter()
-        approx = inference.approx
-        trace = approx.sample(draws=draws * chains, random_seed=seeds[1], return_inferencedata=True)
-        t_sample = time.perf_counter() - t0
-    flat = trace.posterior.isel(chain=0)
-    posterior = xr.Dataset({name: xr.DataArray(
-        np.asarray(flat[name].values).reshape(chains, draws, *flat[name].shape[1:]),
-        dims=("chain", "draw", *flat[name].dims[1:])) for name in flat.data_vars})
-    info = stochastic_vi_info(losses, n_grad=n_iter * opts["obj_n_mc"], learning_rate=opts["learning_rate"])
-    return build_fit(model, data, method, "approximation", posterior, info=info, library="pymc",
-                     objective={"elbo": -losses, "loss": losses},
-                     timing={"compile": t_compile, "tune": t_tune, "sample": t_sample}, ctx=ctx)
-
-
-_ADVI_OPTIONS = {
-    "max_iter": Option(20000, "Adam steps on the ELBO (all of them are taken)", Interval(int, 2, None, "left")),
-    "learning_rate": Option(0.01, "Adam's learning rate", POSITIVE),
-    "total_grad_norm_constraint": Option(100.0, "gradients are rescaled to at most this total norm", POSITIVE),
-    "obj_n_mc": Option(1, "Monte-Carlo samples per ELBO gradient", POSITIVE_INT)}
-# ``tune`` is unused: the optimisation length is max_iter
-_ADVI_DEFAULTS = {"tune": 0}
-
-
-def stochastic_vi_info(losses: np.ndarray, *, n_grad: int, learning_rate: float) -> dict:
-    """The info of a stochastic-gradient VI run (ADVI, BlackJAX mean-field VI): it has converged when the mean loss
-    of the last tenth of the steps is within 1 % of the tenth before it."""
-    n_iter = losses.size
-    tenth = max(1, n_iter // 10)
-    tail = losses[-tenth:]
-    head = losses[-2 * tenth:-tenth] if n_iter >= 20 else tail
-    rel_change = abs(np.mean(tail) - np.mean(head)) / max(abs(np.mean(tail)), 1e-12)
-    converged = bool(rel_change < 1e-2)
-    return {"n_grad": int(n_grad), "iterations": n_iter, "converged": converged, "objective": "elbo",
-            "final_loss": float(np.mean(tail)), "learning_rate": learning_rate,
-            "warnings": [] if converged else [f"mean loss still changing by {rel_change:.2%} over the last 10%"]}
-
-
-@register("advi", kind="approximation", description="PyMC mean-field ADVI", library="pymc",
-          unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES),
-          options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
-def run_advi(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
-    """Mean-field ADVI (pm.ADVI)."""
-    return _run_advi(model, data, ctx, draws=draws, chains=chains, **opts)
-
-
-@register("fullrank_advi", kind="approximation", description="PyMC full-rank ADVI", library="pymc",
-          unavailable=needs_declaration("pymc"), memory=declaration_memory(PYMC_COPIES, full_rank=True),
-          options=_ADVI_OPTIONS, defaults=_ADVI_DEFAULTS)
-def run_fullrank_advi(model, data, *, draws, tune, chains, ctx, **opts) -> Fit:
-    """Full-rank ADVI (pm.FullRankADVI)."""
-    return _run_advi(model, data, ctx, draws=draws, chains=chains, **opts)

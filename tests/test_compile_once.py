@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-from bayeszoo.inference.numpyro_engines import numpyro_declaration
+from bayeszoo.inference.engines_common import numpyro_declaration
 
 
 def _classes(seed):

@@ -240,7 +240,7 @@ def test_a_gpc_on_50000_points_is_refused_without_allocating_its_kernel(monkeypa
 def test_the_generic_backends_count_the_declarations_dense_arrays(sinc):
     """A generic backend holds copies of the arrays the family's declaration builds (the RVM's n x (n + 1) design,
     the GPC's K and L, the PMKL's kernels); full-rank ADVI also a dense covariance over the draw's values."""
-    from bayeszoo.inference.numpyro_engines import JAX_COPIES, PYMC_COPIES
+    from bayeszoo.inference.engines_common import JAX_COPIES, PYMC_COPIES
 
     model = bz.models.RVM(width=3.0)
     n, values = sinc.n, resources.values_per_draw(model, sinc)
