@@ -28,6 +28,16 @@ catalogue.build_reference = build_reference
 
 __version__ = "0.1.0"
 
+
+def __getattr__(name):
+    # bz.resources and bz.references: renamed modules (memory_guard, reference_builder), reached by their old names
+    # through their warning shims
+    if name in ("resources", "references"):
+        import importlib
+        return importlib.import_module(f"bayeszoo.{name}")
+    raise AttributeError(f"module 'bayeszoo' has no attribute {name!r}")
+
+
 __all__ = ["datasets", "models", "fit", "compare", "backends", "cross_validate", "design", "active_learning", "Fit", "Comparison",
            "load_fit", "load_comparison", "register_backend", "register_sampler", "log_density", "testing", "catalogue", "build_reference", "sbc",
            "benchmark", "Leaderboard", "load_leaderboard", "__version__"]
