@@ -22,7 +22,7 @@ from bayeszoo.inference.approximations import GaussianApproximation
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.memory_guard import Need, dense
 from bayeszoo.numerics.pmkl_kernels import (KERNELS, RULES, Source, base_grams, combine, latent_means,  # noqa: F401
-                                       rbf_gram_batch, theta_labels, theta_layout, theta_start)
+                                            rbf_gram_batch, theta_labels, theta_layout, theta_start)
 from bayeszoo.numerics.probit import GH_NODES, gh_rule, log_class_probs, log_class_probs_mc  # noqa: F401
 
 LOG_2PI = float(np.log(2.0 * np.pi))
