@@ -190,12 +190,74 @@ def test_numpyro_progress_is_reported_from_the_compiled_loop_and_leaves_the_draw
     assert all(total == 200 for _, total, _ in shown) and max(n for n, _, _ in shown) == 200
     assert all(re.fullmatch(r"\d+ steps of size \S+\. acc\. prob=\d\.\d\d", text) for _, _, text in shown)
 
-    reporting = numpyro_engines._reporting_nuts_class()(regression)
+    reporting = numpyro_engines._nuts_class()(regression)
     reporting.bar = progress_bar(total=1, disable=True)
     plain = NUTS(regression)
     kwargs = {"x": x, "y": y}
-    states = [kernel.init(jax.random.PRNGKey(3), 10, None, (), kwargs) for kernel in (reporting, plain)]
+    start = plain.init(jax.random.PRNGKey(3), 10, None, (), kwargs)
+    reporting.init(jax.random.PRNGKey(3), 10, None, (), kwargs)        # sets up its step; both go on from `start`
+    states = [start, start]
     for _ in range(2):
         states = [kernel.sample(state, (), kwargs) for kernel, state in zip((reporting, plain), states)]
         assert np.array_equal(states[0].z["slope"], states[1].z["slope"])
         assert np.array_equal(states[0].adapt_state.step_size, states[1].adapt_state.step_size)
+
+
+def test_numpyro_initialises_a_chain_in_one_compiled_program_that_its_chains_share(monkeypatch):
+    """NumPyro starts a single chain op by op (about a hundred one-operation compilations per model on a fresh
+    machine); the kernel runs the same initialisation under one jit, traced once for all its chains, and finds
+    NumPyro's own starting point (up to rounding: one program against many)."""
+    import jax
+    import numpyro
+    import numpyro.distributions as dist
+    from numpyro.infer import NUTS
+
+    from bayeszoo.inference import numpyro_engines
+
+    def regression(x, y=None):
+        slope = numpyro.sample("slope", dist.Normal(0.0, 1.0))
+        noise = numpyro.sample("noise", dist.HalfNormal(1.0))
+        numpyro.sample("y", dist.Normal(slope * x, noise), obs=y)
+
+    x = np.linspace(-1, 1, 9)
+    kwargs = {"x": x, "y": 0.8 * x + 0.1 * np.cos(7 * x)}
+    traced = []
+    original = NUTS.init
+    monkeypatch.setattr(NUTS, "init", lambda self, *args, **kw: traced.append(args[0]) or original(self, *args, **kw))
+    compiled = numpyro_engines._nuts_class()(regression)
+    states = [compiled.init(jax.random.PRNGKey(seed), 10, None, (), kwargs) for seed in (3, 4)]
+    assert len(traced) == 1 and isinstance(traced[0], jax.core.Tracer)   # one trace, under jit, for both chains
+    for seed, state in zip((3, 4), states):
+        eager = original(NUTS(regression), jax.random.PRNGKey(seed), 10, None, (), kwargs)
+        for name in ("slope", "noise"):
+            np.testing.assert_allclose(state.z[name], eager.z[name], rtol=1e-6)
+        np.testing.assert_allclose(state.potential_energy, eager.potential_energy, rtol=1e-6)
+        np.testing.assert_allclose(state.adapt_state.step_size, eager.adapt_state.step_size, rtol=1e-6)
+    # a given starting point takes NumPyro's own path
+    given = compiled.init(jax.random.PRNGKey(5), 10, {"slope": 0.1, "noise": 0.2}, (), kwargs)
+    assert not isinstance(traced[-1], jax.core.Tracer) and np.isfinite(given.potential_energy)
+
+
+def test_numpyro_compiled_initialisation_keeps_counts_fixed_and_falls_back_for_concrete_models():
+    """A keyword that is not a numeric array (a count used in a shape) stays a Python value in the compiled
+    initialisation; a model that needs concrete values (Python control flow on data) starts the eager way."""
+    import jax
+    import numpyro
+    import numpyro.distributions as dist
+
+    from bayeszoo.inference import numpyro_engines
+
+    def counted(n, y=None):
+        mu = numpyro.sample("mu", dist.Normal(0.0, 1.0).expand([n]))
+        numpyro.sample("y", dist.Normal(mu, 1.0), obs=y)
+
+    def concrete(y=None):
+        scale = 2.0 if float(np.sum(y)) > 0 else 1.0      # needs y's value: cannot be traced
+        numpyro.sample("y", dist.Normal(numpyro.sample("mu", dist.Normal(0.0, scale)), 1.0), obs=y)
+
+    kernel = numpyro_engines._nuts_class()(counted)
+    state = kernel.init(jax.random.PRNGKey(0), 10, None, (), {"n": 3, "y": np.arange(3.0)})
+    assert state.z["mu"].shape == (3,) and kernel._compiled_init
+    kernel = numpyro_engines._nuts_class()(concrete)
+    state = kernel.init(jax.random.PRNGKey(0), 10, None, (), {"y": np.arange(3.0)})
+    assert kernel._compiled_init is False and np.isfinite(state.potential_energy)
