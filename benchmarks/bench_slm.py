@@ -192,7 +192,7 @@ def double_loop_outer_seconds(model, data, **options):
     alone (``dloop.double_loop``: what ``bz.fit(..., "dloop")`` runs between its set-up and its draws), without
     the dense phi trace."""
     from bayeszoo.inference.slm import dloop
-    from bayeszoo.inference.slm._common import problem
+    from bayeszoo.inference.slm.common import problem
 
     prob = problem(model, data)
     with instrumented_dloop() as record:

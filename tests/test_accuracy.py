@@ -22,7 +22,7 @@ from bayeszoo.diagnostics import plots  # noqa: E402
 from bayeszoo.diagnostics.metrics import (DEFAULT_TARGETS, accuracy, bias_aware_ess, noise_max,  # noqa: E402
                                           ranking_key, reference_errors, running_bias2, sampling_diagnostics,
                                           table_row, target_bias2)
-from bayeszoo.diagnostics.report import _meta_html, reference_banner, table_html, write_report  # noqa: E402
+from bayeszoo.diagnostics.report import meta_html, reference_banner, table_html, write_report  # noqa: E402
 from bayeszoo.results import build_fit  # noqa: E402
 
 CHAINS, DRAWS = 4, 2000
@@ -372,7 +372,7 @@ def test_long_dataset_metadata_is_folded_away(problem):
     data = bz.datasets.Dataset(np.zeros((4, 1)), np.arange(4.0), name="img",
                                meta={"noise_sd": 0.1, "true_image": np.arange(1024.0).reshape(32, 32),
                                      "feature_names": [f"feature {i}" for i in range(50)]})
-    text = _meta_html(SimpleNamespace(model=model, data=data))
+    text = meta_html(SimpleNamespace(model=model, data=data))
     assert "<th>options</th><td>noise_sd=0.1</td>" in text
     assert "<details" in text and "array 32 × 32" in text and "50 items" in text
     assert "[[" not in text and "feature 49" not in text

@@ -231,7 +231,7 @@ def test_sparsity_values_of_the_paper():
 
 def test_trace_smoother_of_declarations_matches_dense_formula():
     import jax.numpy as jnp
-    from bayeszoo.models.arvm import _trace_smoother
+    from bayeszoo.models.arvm import trace_smoother
 
     rng = np.random.default_rng(0)
     Phi = rng.normal(size=(9, 4))
@@ -239,7 +239,7 @@ def test_trace_smoother_of_declarations_matches_dense_formula():
     beta = 2.5
     Sigma = np.linalg.inv(beta * Phi.T @ Phi + np.diag(np.exp(log_alpha)))
     dense = np.trace(Phi @ Sigma @ Phi.T * beta)               # trace(S), S = Phi Sigma Phi^T B [P 32]
-    assert float(_trace_smoother(jnp.asarray(beta * Phi.T @ Phi), jnp.asarray(log_alpha), "jax")) == \
+    assert float(trace_smoother(jnp.asarray(beta * Phi.T @ Phi), jnp.asarray(log_alpha), "jax")) == \
         pytest.approx(dense, rel=1e-10)
 
 

@@ -95,9 +95,9 @@ def test_fast_rvm_counter_follows_the_actions_and_the_model_size():
 
 
 def test_fast_rvm_work_interpolates_between_sizes_and_subtracts_the_shorter_run():
-    from bayeszoo.inference.rvm.core import _BRACKET_GRID
+    from bayeszoo.inference.rvm.core import BRACKET_GRID
 
-    N, M, grid = 50, 40, _BRACKET_GRID.size
+    N, M, grid = 50, 40, BRACKET_GRID.size
     add_10, add_20 = roofline._fast_event_work(("add", 10), N, M), roofline._fast_event_work(("add", 20), N, M)
     assert (1, "gemv", M, 10) in add_10 and (1, "gemv", 10, 10) in add_10
     # an add at K = 15 is half the work at 10 and half at 20; the final factorisation at 20 has no new beta, the

@@ -11,7 +11,7 @@ import bayeszoo as bz
 from bayeszoo import catalogue
 from bayeszoo.catalogue import reference as rules
 from bayeszoo.datasets.bid_data import degrade, image_problem
-from bayeszoo.inference.bid import _common as C
+from bayeszoo.inference.bid import common as C
 from bayeszoo.inference.bid import gibbs, vb
 from bayeszoo.models.bid import BID, F_SCALE
 from bayeszoo.numerics import fft as _fft

@@ -5,7 +5,7 @@ import pytest
 
 import bayeszoo as bz
 from bayeszoo.datasets.bid_data import image_problem
-from bayeszoo.inference.bid import _common as C
+from bayeszoo.inference.bid import common as C
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.inference.bid import vb
 from bayeszoo.inference.bid import gibbs

@@ -10,7 +10,7 @@ from scipy.special import log_expit, log_ndtr
 
 import bayeszoo as bz
 from bayeszoo.datasets import Dataset
-from bayeszoo.inference.gpc import _common as C
+from bayeszoo.inference.gpc import common as C
 from bayeszoo.inference.gpc import ep as EP
 from bayeszoo.inference.gpc import laplace as LA
 from bayeszoo.inference.gpc import type2ml as T2

@@ -8,7 +8,7 @@ from scipy.special import log_expit, log_ndtr, logsumexp
 
 import bayeszoo as bz
 from bayeszoo.inference.gpc.ais import ais_log_evidence, combine_log_weights, make_schedule
-from bayeszoo.inference._random import normal_sign_truncated, polya_gamma, truncnorm_above
+from bayeszoo.inference.random_draws import normal_sign_truncated, polya_gamma, truncnorm_above
 from bayeszoo.inference.gpc.gibbs import gibbs_sample
 from bayeszoo.registry import RunContext
 from bayeszoo.models.gpc import TWO_POINT_X, TWO_POINT_Y, two_point_exact_moments

@@ -7,7 +7,7 @@ import pytest
 import xarray as xr
 
 import bayeszoo as bz
-from bayeszoo.inference.gpc import _common as C
+from bayeszoo.inference.gpc import common as C
 from bayeszoo.inference.gpc import ep as EP
 from bayeszoo.models.gpc import predictive_probability
 

@@ -9,7 +9,7 @@ from scipy.special import log_expit, log_ndtr
 
 import bayeszoo as bz
 from bayeszoo.datasets import Dataset
-from bayeszoo.inference.gpc import _common as C
+from bayeszoo.inference.gpc import common as C
 from bayeszoo.inference.gpc import ep as EP
 from bayeszoo.inference.gpc import fv as FV
 from bayeszoo.inference.gpc import kl as KL

@@ -8,7 +8,7 @@ import pytest
 import bayeszoo as bz
 from bayeszoo.datasets.imagervm_data import detection_scenes, sinc2d_image, target_image
 from bayeszoo.studies import imagervm_detection as D
-from bayeszoo.inference.imagervm._operators import ImageDesign
+from bayeszoo.inference.imagervm.operators import ImageDesign
 from bayeszoo.inference.imagervm.dft import dft_rvm
 from bayeszoo.inference.rvm.em import DEFAULT_OPTIONS as EM_OPTIONS, type2_fit
 from bayeszoo.models.imagervm import ImageRVM

@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-from bayeszoo.inference.pmkl import _common as MK
+from bayeszoo.inference.pmkl import common as MK
 from bayeszoo.inference.pmkl.em import em_estimate
 from bayeszoo.inference.pmkl.vb import vb_fit_state, vb_predictive
 from bayeszoo.studies.pmkl_thesis_cv import thesis_cv

@@ -8,7 +8,7 @@ from scipy import integrate, stats
 from scipy.special import log_ndtr
 
 import bayeszoo as bz
-from bayeszoo.inference.pmkl import _common as MK
+from bayeszoo.inference.pmkl import common as MK
 from bayeszoo.inference.pmkl import gibbs as G
 from bayeszoo.inference.pmkl.mrvm import sparsity_quality
 from bayeszoo.models.pmkl import check_kernel_matrix, multisource_dataset

@@ -9,7 +9,7 @@ from scipy import stats
 from scipy.special import gammaln
 
 import bayeszoo as bz
-from bayeszoo.inference.pmkl import _common as MK
+from bayeszoo.inference.pmkl import common as MK
 from bayeszoo.inference.pmkl import gibbs as G
 from bayeszoo.inference.pmkl.vb import normalised, theta_log_weights, vb_fit_state
 

@@ -13,7 +13,7 @@ import pytest
 
 from bayeszoo.catalogue import posteriordb as pdb
 from bayeszoo.catalogue.posteriordb import programs
-from bayeszoo.catalogue.posteriordb._build import DB, Repo, draws_to_arrays, reference_or_summary
+from bayeszoo.catalogue.posteriordb.build import DB, Repo, draws_to_arrays, reference_or_summary
 from bayeszoo.catalogue.posteriordb.check import compare, log_density_pair
 from bayeszoo.catalogue.reference import Reference, agreement_limit
 
@@ -226,7 +226,7 @@ def test_posteriordbs_summary_statistics_make_the_moments_of_its_draws(posterior
 
 
 def reference_or_summary_from_clone(posterior: str) -> Reference:
-    from bayeszoo.catalogue.posteriordb._build import reference_from_summaries
+    from bayeszoo.catalogue.posteriordb.build import reference_from_summaries
 
     return reference_from_summaries(Repo(POSTERIORDB_CLONE), posterior)
 

@@ -339,7 +339,7 @@ def test_loo_of_a_point_estimate_is_left_out_with_the_reason(small):
 
 def test_the_model_is_a_table_of_its_settings(small):
     model, data = small
-    text = report._meta_html(SimpleNamespace(model=model, data=data))
+    text = report.meta_html(SimpleNamespace(model=model, data=data))
     assert "<caption>Model</caption>" in text and "<caption>Data</caption>" in text
     assert "<th>model</th><td>RVM (rvm family)</td>" in text
     assert "<th>width</th><td>3</td>" in text and "<th>kernel</th><td>gauss</td>" in text
@@ -364,7 +364,7 @@ def test_a_model_of_ones_own_shows_its_observed_data_not_inputs():
             numpyro.sample("obs", dist.Normal(theta, sigma), obs=y)
 
     model = bz.models.from_numpyro(schools, sigma, y=y)
-    text = report._meta_html(SimpleNamespace(model=model, data=model.dataset()))
+    text = report.meta_html(SimpleNamespace(model=model, data=model.dataset()))
     assert "× 0" not in text and "training points" not in text and "test points" not in text
     assert "<th>observed values</th><td>8</td>" in text
     assert "<th>model</th><td>schools, a NumPyro model of one&#x27;s own</td>" in text

@@ -8,9 +8,9 @@ import pytest
 from _radon import numpyro_radon, pymc_radon, radon_data
 
 import bayeszoo as bz
-from bayeszoo.api import _reference
+from bayeszoo.api import resolve_reference
 from bayeszoo.catalogue import Engine, Reference
-from bayeszoo.references import _divergence_tip, log_density_probe
+from bayeszoo.references import divergence_tip, log_density_probe
 
 QUIET = dict(progress=False)
 
@@ -42,7 +42,7 @@ def test_the_pymc_and_numpyro_declarations_share_one_saved_reference(radon, nump
     assert saved.matches(pymc_model, pymc_model.dataset()) == []
     assert saved.matches(numpyro_model.renamed("radon, again"), None) == []   # another name, same posterior
     # the comparison's reference, in the PyMC model's dims and coords (county names, not 0, 1, ...)
-    backend, used = _reference(pymc_model, pymc_model.dataset(), path, None)
+    backend, used = resolve_reference(pymc_model, pymc_model.dataset(), path, None)
     assert backend is None and used.name == "short numpyro run"
     z = used.fit.idata.posterior["z"]
     assert z.dims[2:] == ("county",) and z.coords["county"].values[0] == "county 0"
@@ -69,7 +69,7 @@ def test_a_different_posterior_is_refused_naming_what_differs(radon, numpyro_ref
     assert difference.startswith("model (its log density differs from the reference's by ")
     assert "not by one constant: another prior, likelihood or observations" in difference
     with pytest.raises(ValueError, match=r"was made for another model \(its log density differs"):
-        _reference(model, model.dataset(), path, None)
+        resolve_reference(model, model.dataset(), path, None)
 
 
 def test_other_free_variables_are_refused_naming_them(radon, numpyro_reference):
@@ -86,10 +86,10 @@ def test_the_advice_for_divergences_non_centres_only_a_centred_model(radon):
                "numpyro": bz.models.from_numpyro(numpyro_radon, county, floor, y, centred=True)}
     for library in ("pymc", "numpyro"):
         assert radon[library].centred_variables() == [] and centred[library].centred_variables() == ["a"]
-        plain = _divergence_tip(engine, radon[library], None, 2)
+        plain = divergence_tip(engine, radon[library], None, 2)
         assert plain.startswith("numpyro diverged 2 times at target_accept 0.99: the model has no centred scale")
         assert "mu + sigma * z" not in plain and "a reparameterisation" not in plain
-        tip = _divergence_tip(engine, centred[library], None, 2)
+        tip = divergence_tip(engine, centred[library], None, 2)
         assert tip.startswith("numpyro diverged 2 times at target_accept 0.99: non-centre a: the prior's scale")
 
 

@@ -164,14 +164,14 @@ def test_feature_sign_follows_null_directions_to_the_optimum():
 
     from sklearn.linear_model import Lasso
 
-    from bayeszoo.inference.slm.map import _feature_sign
+    from bayeszoo.inference.slm.map import feature_sign
 
     rng = np.random.default_rng(2)
     A = rng.standard_normal((12, 5))
     A[:, 2] = A[:, 0] + A[:, 1]
     y = A @ np.array([1.0, 1.5, 0.0, -2.0, 0.0]) + 0.1 * rng.standard_normal(12)
     lam = np.full(5, 0.8)
-    v = _feature_sign(A.T @ A, A.T @ y, lam, np.ones(5))
+    v = feature_sign(A.T @ A, A.T @ y, lam, np.ones(5))
     objective = lambda w: 0.5 * np.sum((A @ w - y) ** 2) + lam @ np.abs(w)               # noqa: E731
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")

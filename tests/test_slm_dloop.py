@@ -9,7 +9,7 @@ from scipy.optimize import minimize
 
 import bayeszoo as bz
 from bayeszoo.inference.slm import dloop
-from bayeszoo.inference.slm._common import problem
+from bayeszoo.inference.slm.common import problem
 from bayeszoo.models.slm import SLM
 from bayeszoo.numerics.lanczos import lanczos_variances
 

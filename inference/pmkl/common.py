@@ -17,7 +17,7 @@ import numpy as np
 from scipy import linalg as sla
 from scipy.special import log_ndtr, logsumexp
 
-from bayeszoo.inference._random import truncnorm_above, truncnorm_below
+from bayeszoo.inference.random_draws import truncnorm_above, truncnorm_below
 from bayeszoo.inference.approximations import GaussianApproximation
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.resources import Need, dense

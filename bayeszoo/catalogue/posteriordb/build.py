@@ -1,6 +1,6 @@
 """Copy posteriordb's data and reference draws into the package (run by hand, never at import).
 
-    python -m bayeszoo.catalogue.posteriordb._build [PATH_TO_POSTERIORDB_GIT] [--only NAME ...]
+    python -m bayeszoo.catalogue.posteriordb.build [PATH_TO_POSTERIORDB_GIT] [--only NAME ...]
 
 reads a clone of posteriordb's public repository (BSD-3-Clause; a bare clone does: files are read with
 ``git show``) and writes into ``bayeszoo/catalogue/posteriordb/data/``:
@@ -225,7 +225,7 @@ def write_provenance(repo: Repo, index: dict) -> None:
     lines = ["# posteriordb in bayeszoo: provenance", "",
              f"Every file in this folder is copied or derived from posteriordb "
              f"(<https://github.com/stan-dev/posteriordb>), commit `{repo.commit}` ({date}), by "
-             "`python -m bayeszoo.catalogue.posteriordb._build`.", "",
+             "`python -m bayeszoo.catalogue.posteriordb.build`.", "",
              "* `<data>.json.gz`: `posterior_database/data/data/<data>.json.zip`, the same JSON, gzipped;",
              "* `stan/<model>.stan`: `posterior_database/models/stan/<model>.stan`, unchanged;",
              "* `<posterior>.reference.nc`: the moments (mean, sd, quantiles, their MCSE, R-hat, ESS) of "
