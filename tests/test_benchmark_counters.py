@@ -1,17 +1,13 @@
 """The work counters of the roofline benchmark (benchmarks/bench_roofline.py) count what the code runs."""
 from __future__ import annotations
 
-import os
-import sys
 
 import numpy as np
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "benchmarks"))
-
-import bayeszoo as bz  # noqa: E402
-import bench_roofline as roofline  # noqa: E402
-from _kernels import FLOPS  # noqa: E402
+import bayeszoo as bz
+import bench_roofline as roofline
+from _kernels import FLOPS
 
 
 def test_fft_counter_counts_each_transform_and_batch():

@@ -10,9 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-
 import bayeszoo as bz  # noqa: E402
-import _fake_backends as fb  # noqa: E402
+from tests.helpers import fake_backends as fb
 from bayeszoo.cli import main, parse_value  # noqa: E402
 
 SMALL = ["--draws", "60", "--tune", "0", "--chains", "2", "--seed", "5", "--quiet", "--data-opt", "n=25",
