@@ -18,7 +18,8 @@ from bayeszoo.inference.gpc import lr as LR
 from bayeszoo.inference.gpc import type2ml as T2
 from bayeszoo.inference.gpc import vb as VB
 from bayeszoo.models.gpc import TWO_POINT_X, TWO_POINT_Y, two_point_exact_moments
-from tests.inference.gpc.test_gpc_approx import LOG_ELLS, LOG_SFS, gauss_kl, grid_posterior, kl_exact_to_gauss, se, toy_data
+from tests.inference.gpc.test_gpc_approx import (LOG_ELLS, LOG_SFS, gauss_kl, grid_posterior, kl_exact_to_gauss, se,
+                                                 toy_data)
 
 BACKENDS = ("kl", "vb", "fv", "lr")
 EXTREME_HYP = [(-3.0, 3.0), (0.0, 3.0), (4.0, 3.0), (3.0, 5.0), (-3.0, -3.0), (6.0, 0.0)]

@@ -511,8 +511,9 @@ def test_em_keeps_the_noise_precision_positive_when_the_bases_interpolate():
 
 
 def test_vb_and_gibbs_residuals_for_targets_far_from_zero():
-    # found by tests/models/test_properties_rvm.py: vb expanded |t - Phi m|^2 as t.t - 2 m.Phi^T t + m.G m, which cancelled
-    # to a negative number for targets near 1e5 (numpy's LinAlgError followed); gibbs clipped the same expansion at 0
+    # found by tests/models/test_properties_rvm.py: vb expanded |t - Phi m|^2 as t.t - 2 m.Phi^T t + m.G m, which
+    # cancelled to a negative number for targets near 1e5 (numpy's LinAlgError followed); gibbs clipped the same
+    # expansion at 0
     X = np.random.default_rng(0).normal(size=(28, 1))
     y = 1e5 + np.array([
         0.57246785, -0.03824536, 1.03050758, 0.52824681, -0.89197867, 0.95327568, -0.14860979, 0.63814359, -1.05548848,
@@ -527,8 +528,8 @@ def test_vb_and_gibbs_residuals_for_targets_far_from_zero():
 
 
 def test_laplace_mode_keeps_w_finite_on_separable_data_with_tiny_alphas():
-    # found by tests/models/test_properties_rvm.py: with b = 1e23 the alphas are tiny, IRLS took a Newton step that did not
-    # raise the objective (its line search gave up), w overflowed, the probit weights became NaN: LinAlgError
+    # found by tests/models/test_properties_rvm.py: with b = 1e23 the alphas are tiny, IRLS took a Newton step that
+    # did not raise the objective (its line search gave up), w overflowed, the probit weights became NaN: LinAlgError
     rng = np.random.default_rng(3)
     X = rng.normal(size=(15, 1))
     y = (X[:, 0] + rng.normal(size=15) > 0).astype(float)
