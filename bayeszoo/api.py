@@ -287,7 +287,7 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
     data, targets = _checked_inputs(model, data, targets)
     backends, options = _checked_grid(model, backends, options)
     executor = as_executor(executor, "compare")
-    ref_backend, ref_summary = _reference(model, data, reference, reference_draws)
+    ref_backend, ref_summary = resolve_reference(model, data, reference, reference_draws)
     seed = _grid_seed(model, data, backends, options, ref_backend, (draws, tune, chains), seed, out)
     jobs, ref_label = _grid_jobs(model, data, backends, options, ref_backend, ref_summary, reference_draws,
                                  {"draws": draws, "tune": tune, "chains": chains}, seed, progress)
@@ -458,7 +458,7 @@ REFERENCE_KINDS = ("'auto', 'catalogue', 'catalogue:<key>', a backend name, a Fi
                    "saved fit or reference")
 
 
-def _reference(model, data: Dataset, reference, reference_draws) -> tuple[str | None, Reference | None]:
+def resolve_reference(model, data: Dataset, reference, reference_draws) -> tuple[str | None, Reference | None]:
     """(the backend whose fit is the reference, or None; the ready Reference, or None), checked before anything
     runs. A Reference made for another model or other data is refused."""
     if reference_draws is not None:

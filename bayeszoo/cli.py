@@ -87,7 +87,7 @@ def options_for(parsed: dict, backends: list[str], model) -> dict[str, dict]:
     return {name: opts for name, opts in out.items() if opts}
 
 
-def _build_parser() -> argparse.ArgumentParser:
+def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog=PROG, description="Bayesian kernel model zoo: fit, compare, report.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {_version()}")
     sub = parser.add_subparsers(dest="command", metavar="{list,fit,compare,report}")
@@ -234,7 +234,7 @@ def _targets(text):
 
 
 # ------------------------------------------------------------------------------------------ commands
-def _model_and_data(args):
+def model_and_data(args):
     if (args.family is None) == (args.model is None):
         raise CLIError("give a model family (e.g. rvm) or --model FILE.py:FUNCTION" +
                        (", not both" if args.model is not None else ""))
@@ -485,7 +485,7 @@ def cmd_fit(args, out=None) -> int:
         raise CLIError(f"--out {args.out!r} is a file, not a folder")
     if os.path.exists(path) and not args.force:   # refused before the fit runs
         raise ResultExists(path, "already exists")
-    model, data = _model_and_data(args)
+    model, data = model_and_data(args)
     options = options_for(parse_backend_options(args.backend_opt), [args.backend], model).get(args.backend, {})
     _print_csv_reading(args, data, out)
     result = bz.fit(model, data, backend=args.backend, draws=args.draws, tune=args.tune, chains=args.chains,
@@ -552,7 +552,7 @@ def cmd_compare(args, out=None) -> int:
     out = out or sys.stdout
     import bayeszoo as bz
 
-    model, data = _model_and_data(args)
+    model, data = model_and_data(args)
     names = [b.strip() for b in args.backends.split(",") if b.strip()]
     if not names:
         raise CLIError("--backends needs at least one backend name (comma-separated)")
@@ -714,7 +714,7 @@ COMMANDS = {"list": cmd_list, "fit": cmd_fit, "compare": cmd_compare, "report": 
 
 def main(argv=None) -> int:
     """Entry point of the ``bayeszoo`` console script and ``python -m bayeszoo``."""
-    parser = _build_parser()
+    parser = build_parser()
     args = parser.parse_args(argv)
     from bayeszoo.results import ResultExists
 

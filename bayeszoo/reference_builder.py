@@ -285,7 +285,7 @@ def advice(ref: Reference, engines: tuple[Engine, Engine], model, data) -> list[
                         f"tune={max(2 * engine.tune, 1000)} and more draws; an R-hat that stays high means chains "
                         f"in different modes, which a reparameterisation or a more informative prior removes")
         if run.get("divergences"):
-            tips.append(_divergence_tip(engine, model, data, run["divergences"]))
+            tips.append(divergence_tip(engine, model, data, run["divergences"]))
         own_problems |= len(tips) > 0
     agree = (ref.provenance.get("crosscheck") or {}).get("agreement") or {}
     if agree and agree.get("z_max", 0.0) >= agree.get("z_limit", math.inf):
@@ -314,7 +314,7 @@ def _draws_growth(diag: dict) -> float:
     return 1.25 * need if need > 1 else 1.0
 
 
-def _divergence_tip(engine: Engine, model, data, divergences: int) -> str:
+def divergence_tip(engine: Engine, model, data, divergences: int) -> str:
     target = model if engine.via is None else engine.via.problem(model, data)[0]
     options = registry.get(target, engine.backend).options
     text = f"{engine.label} diverged {divergences} times"

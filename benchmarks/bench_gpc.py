@@ -49,7 +49,7 @@ def _ours(model, data, backend, repeats):
     """Public API (``bz.fit`` + ``model.predict``: InferenceData, draws and checks included) and the algorithm
     alone (the approximation + predictive probabilities, what the peers' ``fit`` + ``predict`` compute)."""
     import bayeszoo as bz
-    from bayeszoo.inference.gpc import _common as C
+    from bayeszoo.inference.gpc import common as C
     from bayeszoo.inference.gpc.ep import fit_ep
     from bayeszoo.inference.gpc.laplace import fit_laplace
     from bayeszoo.models.gpc import predictive_probability
@@ -261,7 +261,7 @@ def synthetic(n: int, seed: int = 0, n_test: int = 500):
 
 def _ours_core(model, data, backend):
     """The algorithm alone: the approximation at the model's hyperparameters + predictive probabilities."""
-    from bayeszoo.inference.gpc import _common as C
+    from bayeszoo.inference.gpc import common as C
     from bayeszoo.inference.gpc.ep import fit_ep
     from bayeszoo.inference.gpc.laplace import fit_laplace
     from bayeszoo.models.gpc import predictive_probability

@@ -70,7 +70,7 @@ def _pmkl(n):
 def _slm(side):
     from bench_slm import SCALING_OPTIONS, image_data, image_model
     from bayeszoo.inference.slm import dloop
-    from bayeszoo.inference.slm._common import problem
+    from bayeszoo.inference.slm.common import problem
 
     model, data = image_model(), image_data(side)
     return lambda: dloop.double_loop(problem(model, data), n_outer=2, **{**SCALING_OPTIONS, "outer_tol": 1e-300})

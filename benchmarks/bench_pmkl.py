@@ -43,7 +43,7 @@ def run_vb_gibbs(seed: int = 0, gibbs_sweeps: int = 1500, slack: int = 1, y_step
                  vb_repeats: int = 5) -> dict:
     import bayeszoo as bz
     from bayeszoo.results import build_fit
-    from bayeszoo.inference.pmkl import _common as MK
+    from bayeszoo.inference.pmkl import common as MK
     from bayeszoo.inference.pmkl.vb import vb_fit_state, vb_predictive
 
     data = _data(seed)

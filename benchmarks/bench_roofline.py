@@ -212,7 +212,7 @@ def counted_fast_rvm():
 def _fast_event_work(event: tuple, N: int, M: int, with_beta: bool = False) -> list:
     """The kernels of one event of :func:`counted_fast_rvm` (``fast.py``, regression); ``with_beta``: a
     factorisation after a new beta (``mackay_beta``: the residual t - Phi_active mu)."""
-    from bayeszoo.inference.rvm.core import _BRACKET_GRID    # the alpha grid on which best_alpha brackets maxima
+    from bayeszoo.inference.rvm.core import BRACKET_GRID    # the alpha grid on which best_alpha brackets maxima
 
     kind, K = event[0], event[1]
     passes = 3 * 8 * M                         # one element-wise pass over M-vectors: two reads and a write
@@ -221,7 +221,7 @@ def _fast_event_work(event: tuple, N: int, M: int, with_beta: bool = False) -> l
         # F = [1, q^2/s, b s] @ grid (M x 3 x 89), written and read, and its boolean masks (about 8 bytes of masks
         # per point with nonzero's two scans); about 10 passes over the candidates' vectors; per Newton iteration 28
         # element-wise operations on the bracketed maxima, and 30 more to set them up and evaluate f at the roots
-        grid = _BRACKET_GRID.size
+        grid = BRACKET_GRID.size
         return [(1, "gemm", M, 3, grid),
                 (1, "stream", 3 * 8 * grid * M + 10 * passes + 3 * 8 * crossings * (28 * newton + 30))]
     if kind == "gram":                         # Phi^T phi_i (N x M) per new column, phi_i a strided column
@@ -449,7 +449,7 @@ def _slm_image(side: int, quick: bool):
 def slm_dloop(side, probe, repeats, quick=False):
     from bench_slm import SCALING_OPTIONS
     from bayeszoo.inference.slm import dloop
-    from bayeszoo.inference.slm._common import problem
+    from bayeszoo.inference.slm.common import problem
 
     model, data = _slm_image(side, quick)
     prob = problem(model, data)

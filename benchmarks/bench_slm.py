@@ -65,10 +65,10 @@ SigPy's operator and adjoint, its wavelet pair) are timed alone (median of 20). 
 as Lasso at both sizes and as SigPy's solver at both image sizes.
 
 ``sbl_ard``: ``sbl`` against scikit-learn's ``ARDRegression`` on the signal of ``map_peers``, hyperpriors switched
-off as in tests/test_slm_backends.py (``alpha_1 = alpha_2 = lambda_1 = lambda_2 = 0``, ``threshold_lambda`` =
-1e12 = our ``prune``, ``tol=1e-12``, ``fit_intercept=False``) and ``max_iter=5000``; ``sbl`` with ``learn_noise``
-(ARD always learns the noise), ``tol=1e-10``, ``max_iter=5000`` and ARD's starting point (noise variance var(y),
-unit precisions), timed through ``bz.fit`` with one draw (the default 4 x 1000 i.i.d. draws are not part of the
+off as in tests/inference/slm/test_slm_backends.py (``alpha_1 = alpha_2 = lambda_1 = lambda_2 = 0``,
+``threshold_lambda`` = 1e12 = our ``prune``, ``tol=1e-12``, ``fit_intercept=False``) and ``max_iter=5000``; ``sbl`` with
+``learn_noise`` (ARD always learns the noise), ``tol=1e-10``, ``max_iter=5000`` and ARD's starting point (noise variance
+var(y), unit precisions), timed through ``bz.fit`` with one draw (the default 4 x 1000 i.i.d. draws are not part of the
 comparison); its posterior mean is recomputed from the fit's gamma and noise variance. ARD's stopping rule
 (sum |change of w| < tol) may never be met, so its time is also taken to the first of 25, 50, 100, ... iterations
 whose coefficients are within 1e-4 of ours. Reported: times (``sbl`` best of ``repeats``, ARD once), their
@@ -192,7 +192,7 @@ def double_loop_outer_seconds(model, data, **options):
     alone (``dloop.double_loop``: what ``bz.fit(..., "dloop")`` runs between its set-up and its draws), without
     the dense phi trace."""
     from bayeszoo.inference.slm import dloop
-    from bayeszoo.inference.slm._common import problem
+    from bayeszoo.inference.slm.common import problem
 
     prob = problem(model, data)
     with instrumented_dloop() as record:

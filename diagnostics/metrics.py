@@ -33,8 +33,9 @@ With the fit's mean and sd over all its draws (chains pooled),
       ess_ref = min(c_k / max(bias2_mean_max, 2 * bias2_sd_max), bound),   and 0 where that is below 1,
 
   so that exact draws are worth their number: the median ``ess_ref`` of n exact i.i.d. draws is n whatever d is
-  (``tests/test_accuracy.py`` checks it at d = 1 ... 1000). Without c_k the maximum would count an exact sampler's
-  draws c_k times too few (c_k is 1.1 at d = 1, 4.5 at d = 10, 12.8 at d = 1000; about 2 ln k for large k).
+  (``tests/diagnostics/test_accuracy.py`` checks it at d = 1 ... 1000). Without c_k the maximum would count an
+  exact sampler's draws c_k times too few (c_k is 1.1 at d = 1, 4.5 at d = 10, 12.8 at d = 1000; about 2 ln k for
+  large k).
   The bound is what the fit could be worth with no bias at all. An MCMC fit is bounded by its own
   ``ess_bulk_min``: a chain is never worth more than its ESS, however close its means happen to land. An
   approximation is bounded by the number of draws it returned (chains x draws): that only limits the

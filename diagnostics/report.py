@@ -431,7 +431,7 @@ def data_rows(data, model) -> tuple[list[tuple[str, str]], dict]:
     return items, long
 
 
-def _meta_html(comparison) -> str:
+def meta_html(comparison) -> str:
     """The model and the data, side by side: two tables of settings, and the data's long values folded away."""
     items, long = data_rows(comparison.data, comparison.model)
 
@@ -724,7 +724,7 @@ def _head_html(comparison) -> list[str]:
            f"{html.escape(', '.join(comparison.order or list(comparison.fits)))}</p>",
            verdict_html(comparison),
            comparison_banner(comparison),
-           _meta_html(comparison)]
+           meta_html(comparison)]
     return out
 
 

@@ -2,8 +2,8 @@
 deconvolution of the catalogue's 32 x 32 cameraman crop (``bid-cameraman-crop``), where no sampler converges, read
 through ArviZ's diagnostics, and the same crop with the PSF known, where they do. Sized to run in a few minutes:
 the chains are far shorter than the catalogue build's (docs/families/bid.md records those). tests/test_gallery.py
-executes it (slow set) and checks that it matches this generator; tests/test_bid_known_psf.py checks the claims it
-makes on these runs."""
+executes it (slow set) and checks that it matches this generator; tests/inference/bid/test_bid_known_psf.py checks
+the claims it makes on these runs."""
 import os
 
 from nbformat.v4 import new_code_cell, new_markdown_cell

@@ -260,7 +260,7 @@ class ARVM(Model):
                 pm.Normal("y", mu=f, sigma=pt.exp(-0.5 * log_beta), observed=y, dims="obs")
                 G = pt.exp(log_beta) * pt.dot(Phi.T, Phi)
             if c_sparse > 0:
-                pm.Potential("sparsity", -c_sparse * _trace_smoother(G, log_alpha, "pytensor"))
+                pm.Potential("sparsity", -c_sparse * trace_smoother(G, log_alpha, "pytensor"))
         return model
 
     def numpyro_model(self, data: Dataset):
@@ -306,7 +306,7 @@ class ARVM(Model):
                 numpyro.sample("y", dist.Normal(f, jnp.exp(-0.5 * log_beta)).to_event(1), obs=y)
                 G = jnp.exp(log_beta) * Phi.T @ Phi
             if c_sparse > 0:
-                numpyro.factor("sparsity", -c_sparse * _trace_smoother(G, log_alpha, "jax"))
+                numpyro.factor("sparsity", -c_sparse * trace_smoother(G, log_alpha, "jax"))
 
         bounds = {"lo": lo, "hi": hi, "wlo": wlo, "whi": whi}
         return functools.partial(model, X=X_np, y=y_np, bounds={k: np.asarray(v, float) for k, v in bounds.items()})
@@ -409,7 +409,7 @@ class ARVM(Model):
         return RVM.score(self, fit, data)
 
 
-def _trace_smoother(G, log_alpha, lib: str):
+def trace_smoother(G, log_alpha, lib: str):
     """trace(S) = M - tr((I + D G D)^-1), D = diag(alpha^-1/2), G = Phi^T B Phi  ([P 37]: M - sum alpha_i Sigma_ii).
 
     The scaled matrix has eigenvalues >= 1, so the inverse is well conditioned for any alpha.

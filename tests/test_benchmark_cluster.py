@@ -14,10 +14,10 @@ import pandas as pd
 import pytest
 
 import bayeszoo as bz
+from tests.helpers import env_with_root
 
 distributed = pytest.importorskip("distributed")
 
-HERE = os.path.dirname(os.path.abspath(__file__))
 DASK = os.path.join(os.path.dirname(sys.executable), "dask")
 TARGETS = ["exact/correlated_gaussian", "exact/banana", "exact/mixture"]
 BACKENDS = ["iid_exact", "iid_costly"]
@@ -49,8 +49,7 @@ def cluster(tmp_path, fake_samplers):
     port = _free_port()
     address = f"tcp://127.0.0.1:{port}"
     calls = tmp_path / "calls.log"
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([HERE, os.environ.get("PYTHONPATH", "")]),
-           "BZ_FAKE_LOG": str(calls), "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    env = env_with_root(BZ_FAKE_LOG=str(calls), OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     log = open(tmp_path / "dask.log", "w")
     procs = [_start(["scheduler", "--host", "127.0.0.1", "--port", str(port), "--no-dashboard"], env, log)]
 

@@ -13,8 +13,7 @@ import pathlib
 
 import pytest
 
-
-import _browser  # noqa: E402
+from tests.helpers import browser
 from bayeszoo import demo  # noqa: E402
 
 pytestmark = pytest.mark.browser
@@ -24,7 +23,7 @@ DEMO_KEYS = list(demo.DEMOS)
 
 @pytest.fixture(scope="session")
 def driver():
-    chrome = _browser.start_driver()
+    chrome = browser.start_driver()
     yield chrome
     chrome.quit()
 
@@ -36,7 +35,7 @@ def demo_reports(tmp_path_factory) -> dict[str, str]:
     if given:
         return {key: os.path.join(given, key, "report.html") for key in DEMO_KEYS}
     out = str(tmp_path_factory.mktemp("demo"))
-    return {key: _browser.make_demo_report(key, out) for key in DEMO_KEYS}
+    return {key: browser.make_demo_report(key, out) for key in DEMO_KEYS}
 
 
 def _problems_text(problems: list[str]) -> str:
@@ -58,7 +57,7 @@ def test_checks_catch_broken_pages(driver, tmp_path):
     pages = {}
     for name, text in {"good": good, "wide": wide, "broken": broken, "blank": blank}.items():
         (tmp_path / f"{name}.html").write_text(text)
-        pages[name] = _browser.check_page(driver, (tmp_path / f"{name}.html").as_uri(), min_tables=1)
+        pages[name] = browser.check_page(driver, (tmp_path / f"{name}.html").as_uri(), min_tables=1)
 
     assert pages["good"] == []
     assert any("scrolls inside" in p for p in pages["wide"])
@@ -75,7 +74,7 @@ def test_demo_report(driver, demo_reports, key):
     path = demo_reports[key]
     assert os.path.exists(path), f"no report for {key} at {path}"
     # the report has its comparison table (a second one for the family's scores) and embedded figures
-    problems = _browser.check_page(driver, pathlib.Path(path).resolve().as_uri(), tables="table",
+    problems = browser.check_page(driver, pathlib.Path(path).resolve().as_uri(), tables="table",
                                    min_tables=2, min_images=2)
     assert not problems, f"{key} report:{_problems_text(problems)}"
     assert driver.find_element("css selector", "table.cmp").is_displayed()
@@ -92,19 +91,19 @@ def site(tmp_path_factory) -> str:
             pytest.fail(f"BAYESZOO_SITE_DIR={given} holds no built site (index.html): run `make docs` first")
         return given
     out = str(tmp_path_factory.mktemp("site"))
-    _browser.build_docs(out)
+    browser.build_docs(out)
     return out
 
 
 def test_docs_landing_page(driver, site):
-    problems = _browser.check_page(driver, pathlib.Path(site, "index.html").as_uri(), tables="article table")
+    problems = browser.check_page(driver, pathlib.Path(site, "index.html").as_uri(), tables="article table")
     assert not problems, f"index.html:{_problems_text(problems)}"
     assert driver.find_element("css selector", "article h1").is_displayed()
 
 
 def test_docs_api_page_of_fit(driver, site):
-    page = _browser.api_page(site, "bayeszoo.fit")
-    problems = _browser.check_page(driver, pathlib.Path(page).as_uri(), tables="article table")
+    page = browser.api_page(site, "bayeszoo.fit")
+    problems = browser.check_page(driver, pathlib.Path(page).as_uri(), tables="article table")
     assert not problems, f"{os.path.relpath(page, site)}:{_problems_text(problems)}"
     # the function's signature is rendered, with its docstring below it
     signature = driver.find_element("id", "bayeszoo.fit")
@@ -114,7 +113,7 @@ def test_docs_api_page_of_fit(driver, site):
 
 
 def test_docs_gallery_page(driver, site):
-    pages = _browser.gallery_pages(site)
+    pages = browser.gallery_pages(site)
     assert pages, "the gallery's index links to no page"
     figures = {}
     for page in pages:      # the first page, in the gallery's order, that shows a figure
@@ -126,5 +125,5 @@ def test_docs_gallery_page(driver, site):
     else:
         pytest.fail(f"no gallery page shows a figure ({figures}): the notebooks in gallery/ are to be committed "
                     f"with their outputs")
-    problems = _browser.check_page(driver, pathlib.Path(page).as_uri(), tables="article table", min_images=1)
+    problems = browser.check_page(driver, pathlib.Path(page).as_uri(), tables="article table", min_images=1)
     assert not problems, f"{os.path.relpath(page, site)}:{_problems_text(problems)}"

@@ -10,9 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
-
 import bayeszoo as bz  # noqa: E402
-import _fake_backends as fb  # noqa: E402
+from tests.helpers import fake_backends as fb
 from bayeszoo.cli import main, parse_value  # noqa: E402
 
 SMALL = ["--draws", "60", "--tune", "0", "--chains", "2", "--seed", "5", "--quiet", "--data-opt", "n=25",
@@ -373,7 +372,7 @@ def test_model_file_imports_modules_beside_it(tmp_path, monkeypatch, capsys):
 def test_name_names_ones_own_model_and_nothing_else(tmp_path, monkeypatch, capsys):
     """``--name`` renames the model of ``--model`` (the report's title, the data's name) and leaves its posterior,
     its fingerprint, as it is: a saved reference matches it under either name."""
-    from bayeszoo.cli import _build_parser, _model_and_data
+    from bayeszoo.cli import build_parser, model_and_data
 
     (tmp_path / "normal_model.py").write_text(
         "import numpy as np\nimport pymc as pm\n\n\n"
@@ -383,10 +382,10 @@ def test_name_names_ones_own_model_and_nothing_else(tmp_path, monkeypatch, capsy
         "        pm.Normal('y', mu, 1.0, observed=np.array([0.3, -0.1, 0.8]))\n"
         "    return model\n")
     monkeypatch.chdir(tmp_path)
-    parse = _build_parser().parse_args
+    parse = build_parser().parse_args
     command = ["compare", "--model", "normal_model.py:make", "--backends", "advi", "--out", "X"]
-    plain, _ = _model_and_data(parse(command))
-    named, data = _model_and_data(parse([*command, "--name", "normal mean"]))
+    plain, _ = model_and_data(parse(command))
+    named, data = model_and_data(parse([*command, "--name", "normal mean"]))
     assert data is None and (plain.name, named.name) == ("pymc_model", "normal mean")
     assert named.dataset().name == "normal mean" and named.fingerprint == plain.fingerprint
     code, err = _exit(["fit", "rvm", "--data", "sinc", "--name", "mine", "--backend", "fake_ok", "--out", "X"], capsys)

@@ -9,7 +9,8 @@ from __future__ import annotations
 import ast
 import os
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers import ROOT
+
 MAX_LINES = 80
 
 def _modules() -> list[str]:

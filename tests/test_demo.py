@@ -1,13 +1,10 @@
 """``python -m bayeszoo.demo``: its arguments, and problems run in processes of their own, one failing without
 costing the others their summaries."""
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-
-from bayeszoo import demo  # noqa: E402
+from bayeszoo import demo
 
 
 @pytest.mark.parametrize("argv, says", [(["rvm-snic"], "not demo problems: rvm-snic"),

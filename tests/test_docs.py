@@ -11,7 +11,8 @@ import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from tests.helpers import ROOT
+
 DOCS = os.path.join(ROOT, "docs")
 GALLERY = os.path.join(ROOT, "gallery")
 

@@ -7,13 +7,13 @@ import ast
 import importlib.util
 import os
 import tomllib
-import sys
 
 import pytest
 
+from tests.helpers import ROOT
+
 nbformat = pytest.importorskip("nbformat")
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 GALLERY = os.path.join(ROOT, "gallery")
 NOTEBOOKS = sorted(f for f in os.listdir(GALLERY) if f.endswith(".ipynb"))
 GENERATORS = sorted(f for f in os.listdir(GALLERY) if f.startswith("make_") and f.endswith("_notebook.py"))
@@ -122,8 +122,7 @@ def test_notebook_imports_exist_and_are_public(name):
 
 
 def _generator(filename):
-    if GALLERY not in sys.path:         # the generators import gallery/_notebook.py, as they do when run as scripts
-        sys.path.insert(0, GALLERY)
+    # a fresh module each time; the generators import gallery/_notebook.py, on the path (pyproject.toml's pythonpath)
     spec = importlib.util.spec_from_file_location(filename[:-3], os.path.join(GALLERY, filename))
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -115,7 +115,8 @@ def test_gpc_sonar_ep_is_closer_to_nuts_than_laplace():
     """Sonar at ln ell = 2, ln sf = 1, NUTS (4 x 500) as the reference: EP's marginal means and sds are closer to
     NUTS's than Laplace's (the thesis's finding; measured mean error 0.07 against 0.77, sd error 0.05 against
     0.15), and EP's evidence is above every method's Jensen bound (measured -55.6; largest bound -56.6, KL's).
-    R-hat and EP's predictive probabilities against NUTS are in tests/test_gpc_sonar.py. (60 s, mostly NUTS.)"""
+    R-hat and EP's predictive probabilities against NUTS are in tests/inference/gpc/test_gpc_sonar.py. (60 s,
+    mostly NUTS.)"""
     data = bz.datasets.load("sonar")
     model = bz.models.GPC(likelihood="probit", kernel="se", log_lengthscale=2.0, log_amplitude=1.0)
     methods = ["laplace", "ep", "kl", "vb", "fv", "lr"]

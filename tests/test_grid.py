@@ -7,10 +7,9 @@ import numpy as np
 import pandas as pd
 import pytest
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
 
 import bayeszoo as bz  # noqa: E402
-import _fake_backends as fb  # noqa: E402
+from tests.helpers import fake_backends as fb
 from bayeszoo.cli import main as cli_main  # noqa: E402
 
 KW = dict(draws=120, tune=0, chains=2, seed=7, progress=False)
@@ -51,8 +50,8 @@ def dask_client():
     distributed = pytest.importorskip("distributed")
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None)
     client = distributed.Client(cluster)
-    # the workers are fresh processes: make the fake backends importable there and register them
-    client.run(exec, f"import sys; sys.path.insert(0, {TESTS!r}); import _fake_backends")
+    # the workers are fresh processes (with this one's sys.path): register the fake backends there
+    client.run(exec, "import tests.helpers.fake_backends")
     yield client
     client.close()
     cluster.close()

@@ -6,10 +6,9 @@ import os
 import numpy as np
 import pytest
 
-TESTS = os.path.dirname(os.path.abspath(__file__))
 
 import bayeszoo as bz  # noqa: E402
-import _fake_backends as fb  # noqa: E402
+from tests.helpers import fake_backends as fb
 from bayeszoo.comparison import Comparison  # noqa: E402
 from bayeszoo.results import Fit  # noqa: E402
 

@@ -19,8 +19,8 @@ import zipfile
 import pytest
 
 import bayeszoo
+from tests.helpers import ROOT
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
     PYPROJECT = tomllib.load(fh)
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]

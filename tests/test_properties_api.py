@@ -2,16 +2,14 @@
 (never another exception type, never a hang)."""
 from __future__ import annotations
 
-
 import numpy as np
 import pandas as pd
 import pytest
 from hypothesis import given, strategies as st
 
-
 import bayeszoo as bz  # noqa: E402
-import _fake_backends  # noqa: E402,F401  (registers the fake backends)
-from _properties import FAST, SLOW, fits_or_refuses  # noqa: E402
+from tests.helpers import fake_backends  # noqa: F401  (registers the fake backends)
+from tests.helpers.properties import FAST, SLOW, fits_or_refuses  # noqa: E402
 
 # anything a user might type for a count, a seed or an option value
 ANY_VALUE = st.one_of(st.none(), st.booleans(), st.integers(-3, 10**7), st.floats(allow_nan=True, allow_infinity=True),

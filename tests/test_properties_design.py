@@ -29,8 +29,6 @@ ones (``SLOW``). The last section keeps the problems these properties found as p
 """
 from __future__ import annotations
 
-import os
-import sys
 from contextlib import contextmanager
 from unittest import mock
 
@@ -39,15 +37,13 @@ import pytest
 import scipy.linalg as sla
 from hypothesis import given, strategies as st
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-
-import bayeszoo as bz  # noqa: E402
-from bayeszoo import active_learning as al  # noqa: E402
-from bayeszoo import design  # noqa: E402
-from bayeszoo.datasets import Dataset  # noqa: E402
-from bayeszoo.models.slm import SLM  # noqa: E402
-from _properties import FAST, SLOW  # noqa: E402
-from test_properties_slm import WAVELET_SIZES, powers, refusal  # noqa: E402
+import bayeszoo as bz
+from bayeszoo import active_learning as al
+from bayeszoo import design
+from bayeszoo.datasets import Dataset
+from bayeszoo.models.slm import SLM
+from tests.helpers.properties import FAST, SLOW
+from tests.models.test_properties_slm import WAVELET_SIZES, powers, refusal
 
 NAN, INF = float("nan"), float("inf")
 

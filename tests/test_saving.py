@@ -17,7 +17,7 @@ import pytest
 import xarray as xr
 
 import bayeszoo as bz
-import _fake_backends as fb
+from tests.helpers import fake_backends as fb
 from bayeszoo.cli import main as cli_main
 from bayeszoo.results import ResultExists
 

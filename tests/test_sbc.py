@@ -9,7 +9,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
-from _scaled_gibbs import registered
+from tests.helpers.scaled_gibbs import registered
 
 import bayeszoo as bz
 from bayeszoo import registry

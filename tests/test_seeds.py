@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 import bayeszoo as bz
-import _fake_backends  # noqa: F401  (registers the fake backends)
+from tests.helpers import fake_backends  # noqa: F401  (registers the fake backends)
 from bayeszoo import checks, registry
 from bayeszoo.sklearn import RelevanceVectorRegressor
 

@@ -10,7 +10,7 @@ Five targets (``docs/suites/exact.md`` gives each one's density, its exact momen
 * ``mixture``: a well-separated two-component normal mixture in 1-D, 0.3 N(-4, 1) + 0.7 N(4, 1).
 
 ``load(name, library)`` gives the target as a bayeszoo model of one's own (PyMC or NumPyro, the same log density:
-``tests/test_exact.py`` checks both and their gradients at random points). bayeszoo fits posteriors given
+``tests/catalogue/test_exact.py`` checks both and their gradients at random points). bayeszoo fits posteriors given
 observations, so each target is written as one: improper flat priors on the variables that the target does not
 give a proper one (``pm.Flat``, NumPyro's ``ImproperUniform``) and observations of zero whose likelihood is the
 target's density, e.g. N(0 | x, s) = N(x | 0, s). The posterior is then the target exactly, and every variable is

@@ -609,7 +609,7 @@ def learn(model, X, t, opts, *, rng: np.random.Generator, progress=False, dictio
     the candidates (the backend's: the root stream of its run context); ``owner`` names the backend in errors.
 
     Runs on one BLAS thread below 1000 points: the work is many small matrix products, for which waking a second
-    BLAS thread costs more than it saves (see ``inference/gpc/_common.py``).
+    BLAS thread costs more than it saves (see ``inference/gpc/common.py``).
 
     ``init``: optional starting model ``(centres (M, D), widths (M, K), alpha (M,))`` instead of the empty one
     (e.g. an RVM's relevance vectors at its width, to check whether the search from empty reaches as high an L^s).

@@ -34,7 +34,7 @@ from bayeszoo.numerics import allocator
 from bayeszoo.numerics import fft as _fft
 from bayeszoo.registry import Option, register
 
-from . import _common as C
+from . import common as C
 
 SLICE_WIDTH = 0.1      # initial bracket of the slice sampler in s = log scale (stepped out as needed)
 SLICE_STEPS = 1000     # at most this many widths of stepping out (a factor e^100 in scale)

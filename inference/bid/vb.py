@@ -47,7 +47,7 @@ from bayeszoo.numerics import fft as _fft
 from bayeszoo.registry import Option, register
 from bayeszoo.results import build_fit
 
-from . import _common as C
+from . import common as C
 
 INIT_RANGE = (1e-30, 1e30)   # initial precisions accepted (the thesis's: 1e-16, 1e3, 1e2)
 MAX_STARTS = 32        # anneal_temperatures: one VB run each; their final bounds are listed in info

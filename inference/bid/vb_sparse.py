@@ -63,7 +63,7 @@ from bayeszoo.numerics import fft as _fft
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as C
+from . import common as C
 from .nonblind import DIFFS, hqs_restore
 
 LEVEL_STARTS = ("blurred", "deconvolved")

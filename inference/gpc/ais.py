@@ -43,7 +43,7 @@ from bayeszoo.progress import progress_bar
 from bayeszoo import registry
 from bayeszoo.registry import Option, register
 
-from ._common import memory as gpc_memory
+from .common import memory as gpc_memory
 from .gibbs import kernel_and_labels
 
 SCHEDULES = ("power", "geometric", "linear")

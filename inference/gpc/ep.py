@@ -2,7 +2,7 @@
 
 Sites t_i(f_i) = Z~_i N(f_i | nu~_i / tau~_i, 1 / tau~_i) in natural parameters (tau~ = W, nu~). One sweep
 visits the sites in order: cavity (R&W 3.56), tilted moments (probit closed form, logit by log-space
-quadrature, :func:`._common.tilted_moments`), site update in the GPML form
+quadrature, :func:`.common.tilted_moments`), site update in the GPML form
 
     tau~_i = -d2 / (1 + d2 var_-i),   nu~_i = (d1 - mu_-i d2) / (1 + d2 var_-i)
 
@@ -33,7 +33,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT, AtMost, Interval
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as C
+from . import common as C
 
 OPTIONS = {
     "max_sweeps": Option(200, "largest number of sweeps over the sites", POSITIVE_INT),

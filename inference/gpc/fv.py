@@ -6,7 +6,7 @@ the optimal factors are tilted Gaussians (4.21):
     q_i(f_i) ∝ N(f_i | mu_i, s_i^2) sig(y_i f_i),   s_i^2 = 1 / P_ii,   mu_i = m_i - s_i^2 [P m]_i = -s_i^2 sum_{j!=i} P_ij m_j,
 
 m_j = E_{q_j}[f_j]: the same moments as the prior's conditional of f_i given the other means. Tilted moments:
-closed form for the probit, log-space quadrature for the logit (``_common.tilted_moments``).
+closed form for the probit, log-space quadrature for the logit (``common.tilted_moments``).
 
 Solver. The thesis iterates "move m a step towards (4.21), adaptive step sizes". Both that and exact
 one-factor-at-a-time updates (coordinate ascent) converge only linearly, at a rate set by the conditioning of
@@ -41,7 +41,7 @@ from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.models.gpc import VARIANCE_LIMIT
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as C
+from . import common as C
 
 OPTIONS = {
     "max_iter": Option(200, "largest number of Newton iterations on the factor locations", POSITIVE_INT),
@@ -54,7 +54,7 @@ OPTIONS = {
 
 def factor_moments(y, mu, s2, likelihood):
     """``(ln Z, d1, d2, m, v)`` of the factors N(f | mu, s2) sig(y f): normaliser, its first two derivatives in
-    mu, mean m = mu + s2 d1 and variance v = s2 + s2^2 d2 (``_common.tilted_moments``), elementwise."""
+    mu, mean m = mu + s2 d1 and variance v = s2 + s2^2 d2 (``common.tilted_moments``), elementwise."""
     log_z, d1, d2 = C.tilted_moments(y, mu, s2, likelihood)
     return log_z, d1, d2, mu + s2 * d1, s2 + s2 * s2 * d2
 

@@ -18,7 +18,7 @@ Omega^-1 never appears: g = L_K xi + K kappa (xi ~ N(0, I), L_K = chol(K)), then
 one n x n Cholesky of the well-conditioned B (eigenvalues >= 1) per sweep; the same matrix as the thesis's Laplace
 and EP numerics (Table 4.3).
 
-PG(1, c) draws come from the ``polyagamma`` package (:func:`bayeszoo.inference._random.polya_gamma`: its
+PG(1, c) draws come from the ``polyagamma`` package (:func:`bayeszoo.inference.random_draws.polya_gamma`: its
 alternating-series method, exact at every c), and the truncated normals are exact inverse-CDF draws in log space.
 
 Implementation: a NumPy :class:`~bayeszoo.inference.chains.Kernel` (one chain's sweep) run by
@@ -44,13 +44,13 @@ from scipy.linalg import cho_solve
 from scipy.special import log_ndtr
 
 from bayeszoo.checks import Array, Interval
-from bayeszoo.inference._random import normal_sign_truncated, polya_gamma
+from bayeszoo.inference.random_draws import normal_sign_truncated, polya_gamma
 from bayeszoo.inference.chains import Kernel, chains_fit, sample
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.registry import Option, register
 
-from ._common import memory as gpc_memory
+from .common import memory as gpc_memory
 
 OPTIONS = {
     "thin": Option(None, "keep every thin-th sweep (None: 5 for probit / Albert-Chib, 1 for logit / Polya-Gamma)",

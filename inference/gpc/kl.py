@@ -6,7 +6,7 @@ objective is the Jensen bound (4.13), ln Z_KL = ln Z - KL(Q || P):
 
     J(alpha, W) = sum_i a_i(m_i, v_i) - 1/2 alpha^T K alpha + 1/2 [n - ln|B| - tr(B^-1)],   B = I + sW K sW,
 
-a_i = E_{N(m_i, v_i)} log sig(y_i f_i) by composite Gauss-Legendre quadrature (``_common``), v = diag V. Its
+a_i = E_{N(m_i, v_i)} log sig(y_i f_i) by composite Gauss-Legendre quadrature (``common``), v = diag V. Its
 gradients (derived in the B form; the thesis's F.6 in (alpha, lambda)):
 
     dJ/dalpha = K (a_m - alpha),        dJ/dW = -(V o V) (a_v + W / 2)      (o: elementwise product),
@@ -36,7 +36,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as C
+from . import common as C
 from .laplace import laplace_mode
 
 OPTIONS = {

@@ -20,7 +20,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as C
+from . import common as C
 
 OPTIONS = {
     "max_iter": Option(100, "largest number of Newton iterations for the mode", POSITIVE_INT),

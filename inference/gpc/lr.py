@@ -26,7 +26,7 @@ from bayeszoo.checks import POSITIVE, Interval, Numbers
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as C
+from . import common as C
 
 
 def noise_range(owner: str, name: str, value) -> tuple:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.optimize import minimize
 
-from . import _common as C
+from . import common as C
 from .ep import ep_log_evidence_grad
 from .kl import kl_log_evidence_grad
 from .laplace import laplace_log_evidence_grad

@@ -37,7 +37,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as C
+from . import common as C
 from .laplace import laplace_mode
 
 OPTIONS = {

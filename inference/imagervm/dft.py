@@ -45,7 +45,7 @@ from bayeszoo.numerics import fft as _fft
 from bayeszoo.registry import Option, register
 from bayeszoo.memory_guard import Need, dense
 
-from ._operators import ImageDesign
+from .operators import ImageDesign
 
 APPROXIMATIONS = ("diagonal", "circulant", "exact")
 W_DRAWS = ("gaussian", "mean")

@@ -25,7 +25,7 @@ from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.inference.timing import Timer
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as MK
+from . import common as MK
 
 OPTIONS = {
     "max_iter": Option(100, "largest number of iterations", checks.POSITIVE_INT),

@@ -54,7 +54,7 @@ from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.registry import Option, register
 
-from . import _common as MK
+from . import common as MK
 
 
 # -------------------------------------------------------------------------------- full conditionals
@@ -136,7 +136,7 @@ def collapsed_y_sweep(rng, Y, st: Collapsed, onehot):
     Given K and A the columns y_c are independent N(0, Omega_c), so y_nc | y_-n,c ~ N(y_nc - (P_c y_c)_n / P_c,nn,
     1 / P_c,nn) with P_c = Omega_c^-1 = I - B_c^T B_c, B_c = L_c^-1 K; y_n is drawn inside its cone by one inner
     Gibbs sweep (the true class's entry above the others' maximum, then the others below it), exact
-    inverse-CDF draws (:func:`~bayeszoo.inference._random.truncnorm_above` and ``_below`` written out, with the
+    inverse-CDF draws (:func:`~bayeszoo.inference.random_draws.truncnorm_above` and ``_below`` written out, with the
     sweep's uniforms drawn at once). (P_c y_c)_m / P_c,mm is updated after every object. Returns the new Y
     (ch, N, C)."""
     ch, C, N = st.v.shape

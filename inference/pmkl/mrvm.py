@@ -39,7 +39,7 @@ from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics.linalg import jittered_cholesky
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as MK
+from . import common as MK
 
 _LEARN_BETA = Option(True, "estimate the kernel weights beta by the simplex QP (convex rule; the mean rule keeps "
                            "them equal)", checks.Flag())

@@ -49,7 +49,7 @@ from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
-from . import _common as MK
+from . import common as MK
 
 OPTIONS = {
     "max_iter": Option(100, "largest number of iterations", checks.POSITIVE_INT),

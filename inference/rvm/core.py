@@ -128,7 +128,7 @@ def basis_contribution(alpha, s, q2, a, b):
 
 
 #: log(alpha / s) grid on which the local maxima of f_i are bracketed (see :func:`best_alpha`)
-_BRACKET_GRID = np.exp(np.linspace(-30.0, 36.0, 89))
+BRACKET_GRID = np.exp(np.linspace(-30.0, 36.0, 89))
 
 
 def best_alpha(s, q2, a, b, alpha_max=1e12, counts: dict | None = None):
@@ -149,7 +149,7 @@ def best_alpha(s, q2, a, b, alpha_max=1e12, counts: dict | None = None):
     best_a = np.full(K, np.inf)
     theta = q2 / s
     bs = b * s
-    x = _BRACKET_GRID
+    x = BRACKET_GRID
     xp1 = x + 1.0
     # P(x) / (x + 1)^2 = (1/2 / (x + 1) + a) - theta x / 2 (x + 1)^2 - b s x on the grid, as one matrix product
     F = np.column_stack([np.ones(K), theta, bs]) @ np.stack([0.5 / xp1 + a, -0.5 * x / (xp1 * xp1), -x])

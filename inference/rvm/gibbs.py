@@ -33,7 +33,7 @@ from scipy.special import log_ndtr
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, Numbers
 from bayeszoo.inference import chains as chain_driver
-from bayeszoo.inference._random import normal_sign_truncated
+from bayeszoo.inference.random_draws import normal_sign_truncated
 from bayeszoo.numerics.blas_threads import one_blas_thread
 from bayeszoo.registry import Option, register
 

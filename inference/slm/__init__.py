@@ -2,6 +2,6 @@
 
 Backends (one module each): ``map`` (penalised least squares), ``sbl`` (sparse Bayesian learning, the BCS
 baseline), ``gibbs`` (the Gaussian scale-mixture sampler), ``dloop`` (double-loop variational inference) and ``ep``
-(fractional expectation propagation); shared helpers in ``_common``.
+(fractional expectation propagation); shared helpers in ``common``.
 """
 from bayeszoo.inference.slm import map, sbl, gibbs, dloop, ep  # noqa: F401

@@ -50,7 +50,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
-from bayeszoo.inference.slm._common import (blas_threads, check_finite, dense_memory, potentials_group,
+from bayeszoo.inference.slm.common import (blas_threads, check_finite, dense_memory, potentials_group,
                                             precision_cholesky, prior_precision, problem)
 from bayeszoo.memory_guard import Need, dense
 from bayeszoo.inference.slm.gibbs import GaussianStep

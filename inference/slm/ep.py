@@ -38,7 +38,7 @@ from scipy.special import erfcx, log_ndtr
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
-from bayeszoo.inference.slm._common import (blas_threads, dense_memory, potentials_group, precision_cholesky,
+from bayeszoo.inference.slm.common import (blas_threads, dense_memory, potentials_group, precision_cholesky,
                                             prior_precision, problem)
 from bayeszoo.numerics.linalg import DENSE_N   # largest n (dense Cholesky representation)
 from bayeszoo.numerics.operators import to_dense

@@ -27,7 +27,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, OneOf
 from bayeszoo.inference.chains import Kernel, chains_fit, sample
-from bayeszoo.inference.slm._common import (blas_threads, check_finite, dense_memory, precision_cholesky,
+from bayeszoo.inference.slm.common import (blas_threads, check_finite, dense_memory, precision_cholesky,
                                             prior_precision, problem)
 from bayeszoo.memory_guard import Need
 from bayeszoo.numerics.linalg import DENSE_N

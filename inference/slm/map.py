@@ -51,7 +51,7 @@ from scipy.sparse.linalg import LinearOperator, cg
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval, OneOf
 from bayeszoo.inference.approximations import PointEstimate, approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
-from bayeszoo.inference.slm._common import (MEMORY_ADVICE, blas_threads, check_finite, dense_memory,
+from bayeszoo.inference.slm.common import (MEMORY_ADVICE, blas_threads, check_finite, dense_memory,
                                             precision_cholesky, problem)
 from bayeszoo.memory_guard import Need, dense
 from bayeszoo.numerics.blas_threads import one_blas_thread
@@ -307,7 +307,7 @@ class FISTAInfo(NamedTuple):
 
 
 def _fista(prob, max_iter, tol, progress, owner):
-    # level-1 BLAS on image-sized vectors between transforms: a second thread only adds waits (_common.blas_threads)
+    # level-1 BLAS on image-sized vectors between transforms: a second thread only adds waits (common.blas_threads)
     with one_blas_thread(0):
         algorithm = greedy_fista(prob, tol)
         run = iterate(algorithm, None, max_iter=max_iter, tol=tol, progress=progress, desc="map (fista)",
@@ -414,7 +414,7 @@ def _polish(forward, adjoint, y, lam, c, most):
         columns = np.hstack([columns, new])
         products += added.size
         gram, rhs = columns.T @ columns, columns.T @ y
-        v = _feature_sign(gram, rhs, lam[work], v)
+        v = feature_sign(gram, rhs, lam[work], v)
         Av = columns @ v
         residual = y - Av
         scores = adjoint(residual)                         # A^T (y - A v): |scores_j| <= lam_j at the optimum
@@ -437,7 +437,7 @@ def _polish(forward, adjoint, y, lam, c, most):
     return full, columns @ v, gap, products
 
 
-def _feature_sign(gram, rhs, lam, v, rtol=1e-12):
+def feature_sign(gram, rhs, lam, v, rtol=1e-12):
     """min v^T G v / 2 - b^T v + lam^T |v| (G = ``gram``, b = ``rhs``) from ``v``: feature-sign search (Lee, Battle,
     Raina & Ng 2007): on the face of the current signs the quadratic's minimiser nearest v (G may be singular), a
     line search over the points where coordinates change sign, zeros dropped; when the face is optimal, the zero

@@ -30,7 +30,7 @@ import scipy.linalg as sla
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval
 from bayeszoo.inference.approximations import GaussianApproximation, approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
-from bayeszoo.inference.slm._common import blas_threads, dense_memory, potentials_group, precision_cholesky
+from bayeszoo.inference.slm.common import blas_threads, dense_memory, potentials_group, precision_cholesky
 from bayeszoo.memory_guard import Need
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 

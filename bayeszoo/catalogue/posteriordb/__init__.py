@@ -117,7 +117,7 @@ def reference(posterior: str) -> Reference:
     missing = _entry(posterior).get("reference_missing")
     if missing:
         raise ValueError(f"the package holds no reference for {posterior!r}: {missing}; rebuild the data from a "
-                         f"complete clone of posteriordb (python -m bayeszoo.catalogue.posteriordb._build PATH)")
+                         f"complete clone of posteriordb (python -m bayeszoo.catalogue.posteriordb.build PATH)")
     return Reference.load(reference_path(posterior))
 
 
