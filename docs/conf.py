@@ -118,10 +118,11 @@ def inline_kernels(app, config) -> None:
 # the pages that list the families are written with markers that the build replaces by what the declarations and
 # the backend registry say, so that no page holds a list of families by hand:
 #   ```{families-table}```   the table of the families (page, class, source, hand-written backends)
+#   ```{families-guide}```   the models guide's table (key, class, what it is, page)
 #   {family-pages}           toctree entries: the family pages
 #   {family-notebooks}       toctree entries: the families' gallery notebooks
 #   {family-classes}         autosummary entries: the families' model classes
-_FAMILIES_TABLE = re.compile(r"^```\{families-table\}\n```$", re.M)
+_FAMILIES_TABLE = re.compile(r"^```\{families-(table|guide)\}\n```$", re.M)
 _FAMILY_LIST = re.compile(r"^([ \t]*)\{family-(pages|notebooks|classes)\}$", re.M)
 
 
@@ -139,6 +140,18 @@ def families_table() -> str:
     return "\n".join(rows)
 
 
+def families_guide_table() -> str:
+    """The models guide's Markdown table: key, class (cross-referenced to the API page), what it is, page."""
+    import bayeszoo as bz
+
+    rows = ["| family | class | what it is | page |", "|---|---|---|---|"]
+    for key, family in bz.models.families().items():
+        name = family.model.__name__
+        rows.append(f"| `{key}` | {{class}}`bz.models.{name} <bayeszoo.models.{name}>` | {family.about} | "
+                    f"[{key}](../families/{key}.md) |")
+    return "\n".join(rows)
+
+
 def family_entries(kind: str) -> list[str]:
     """One line per family: its page (``pages``), notebook (``notebooks``, families that have one) or class."""
     import bayeszoo as bz
@@ -153,7 +166,7 @@ def family_entries(kind: str) -> list[str]:
 
 def expand_families(text: str) -> str:
     """``text`` with the family markers replaced (see above)."""
-    text = _FAMILIES_TABLE.sub(lambda m: families_table(), text)
+    text = _FAMILIES_TABLE.sub(lambda m: families_table() if m.group(1) == "table" else families_guide_table(), text)
     return _FAMILY_LIST.sub(lambda m: "\n".join(m.group(1) + line for line in family_entries(m.group(2))), text)
 
 

@@ -430,6 +430,7 @@ def _trace_smoother(G, log_alpha, lib: str):
     return M - jnp.trace(jnp.linalg.inv(jnp.eye(M) + K))
 
 
-FAMILY = Family(model=ARVM, source="Tzikas, Likas, Galatsanos (2009); Tzikas PhD thesis ch. 6-7",
+FAMILY = Family(model=ARVM, about="adaptive-kernel RVM: one width per basis function",
+                source="Tzikas, Likas, Galatsanos (2009); Tzikas PhD thesis ch. 6-7",
                 tiny=lambda: (ARVM(n_basis=4), datasets.load("sinc", n=16, n_test=20, seed=0)),
                 datasets=("synthetic", "real"), benchmarks=("bench_arvm",), gallery="arvm")

@@ -577,6 +577,7 @@ def as_pixel_rows(X_new):
     return X_new
 
 
-FAMILY = Family(model=BID, source="Tzikas PhD thesis ch. 5; Levin et al. (2011), Babacan et al. (2012)",
+FAMILY = Family(model=BID, about="blind image deconvolution",
+                source="Tzikas PhD thesis ch. 5; Levin et al. (2011), Babacan et al. (2012)",
                 tiny=lambda: (BID(psf_size=3), datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)),
                 datasets=("bid_data",), benchmarks=("bench_bid",), gallery="bid")

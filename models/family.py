@@ -23,6 +23,8 @@ class Family:
     ----------
     model : type
         The :class:`~bayeszoo.models.Model` subclass; its ``family`` attribute is the family key.
+    about : str
+        What it is, in a few words (the models guide's table).
     source : str
         The publications it implements (the families table of the documentation).
     tiny : callable
@@ -37,6 +39,7 @@ class Family:
     """
 
     model: type
+    about: str
     source: str
     tiny: Callable[[], tuple]
     datasets: tuple[str, ...]

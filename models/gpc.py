@@ -612,6 +612,7 @@ def _tiny():
     return GPC(), Dataset(X=X, y=y, name="tiny_gpc", meta={"task": "classification"})
 
 
-FAMILY = Family(model=GPC, source="Nickisch PhD thesis ch. 4",
+FAMILY = Family(model=GPC, about="Gaussian process classification",
+                source="Nickisch PhD thesis ch. 4",
                 tiny=_tiny,
                 datasets=("gpc_data",), benchmarks=("bench_gpc",), gallery="gpc")

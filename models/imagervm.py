@@ -308,6 +308,7 @@ class ImageRVM(ImageModel):
         return out
 
 
-FAMILY = Family(model=ImageRVM, source="Tzikas PhD thesis ch. 4",
+FAMILY = Family(model=ImageRVM, about="multikernel RVM on images, in the DFT domain",
+                source="Tzikas PhD thesis ch. 4",
                 tiny=lambda: (ImageRVM(), datasets.load("sinc2d_image", size=8, seed=0)),
                 datasets=("imagervm_data",), benchmarks=("bench_imagervm",), gallery=None)

@@ -678,6 +678,7 @@ def check_kernel_size(sources, Ks: np.ndarray, what: str) -> np.ndarray:
     return Ks
 
 
-FAMILY = Family(model=PMKL, source="Damoulas PhD thesis ch. 3-5",
+FAMILY = Family(model=PMKL, about="probabilistic multiple kernel learning, multiclass",
+                source="Damoulas PhD thesis ch. 3-5",
                 tiny=lambda: (PMKL(rule="mean"), datasets.load("mkl_sources", n=12, n_test=12, seed=0)),
                 datasets=("pmkl_data",), benchmarks=("bench_pmkl",), gallery="pmkl")

@@ -367,7 +367,8 @@ def _norm(v) -> float:
     return top * float(np.linalg.norm(v / top)) if top > 0 else 0.0
 
 
-FAMILY = Family(model=SLM, source="Nickisch PhD thesis ch. 3, 5, 6",
+FAMILY = Family(model=SLM, about="sparse linear models: Laplace, Student's t and other potentials",
+                source="Nickisch PhD thesis ch. 3, 5, 6",
                 tiny=lambda: (SLM(tau=2.0, sigma2=0.05),
                               datasets.load("slm_signal", kind="spikes", n=12, m=10, sigma2=0.05, seed=0)),
                 datasets=("slm_data",), benchmarks=("bench_slm",), gallery="slm")
