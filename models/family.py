@@ -48,6 +48,7 @@ class Family:
 
     @property
     def key(self) -> str:
+        """The family key (``"rvm"``): the model class's ``family``."""
         return self.model.family
 
     @property
