@@ -174,6 +174,25 @@ def expand_family_markers(app, docname, source) -> None:
     source[0] = expand_families(source[0])
 
 
+def generate_family_stubs(app) -> None:
+    """autosummary writes the API pages from the sources as they are on disk, where the API page names the
+    families' classes by a marker: it is also given that page with the classes written in (under the build folder,
+    its stubs' folder made absolute)."""
+    from sphinx.ext.autosummary.generate import generate_autosummary_docs
+
+    page = os.path.join(DOCS, "api", "index.md")
+    text = expand_families(open(page, encoding="utf-8").read())
+    text = text.replace(":toctree: generated", ":toctree: " + os.path.join(DOCS, "api", "generated"))
+    expanded = os.path.join(DOCS, "_build", "api_with_families.md")
+    os.makedirs(os.path.dirname(expanded), exist_ok=True)
+    with open(expanded, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    generate_autosummary_docs([expanded], suffix=".rst", base_path=app.srcdir, app=app,
+                              imported_members=app.config.autosummary_imported_members,
+                              overwrite=app.config.autosummary_generate_overwrite,
+                              encoding=app.config.source_encoding)
+
+
 # ---------------------------------------------------------------- links between the repository's files
 # The Markdown files are written to be read on the code host too, so they link to each other by repository
 # path (../../BENCHMARKS.md#rvm-measurements). On the site each of those files is a page of its own.
@@ -234,6 +253,7 @@ def setup(app):
     app.connect("html-page-context", refuse_remote_mathjax, priority=100)
     app.connect("config-inited", copy_gallery)
     app.connect("config-inited", inline_kernels)
+    app.connect("builder-inited", generate_family_stubs)
     app.connect("source-read", expand_family_markers)
     app.connect("source-read", relink_source)
     app.connect("include-read", relink_include)
