@@ -33,14 +33,15 @@ sys.path.insert(0, HERE)
 GENERAL = (("bench_blas",), ("bench_defaults", "bench_roofline", "bench_growth", "bench_coldstart"))
 
 
-def modules() -> list[str]:
-    """Every benchmark module, in the order they run: ``GENERAL``'s first, each family's (its declaration's
-    ``benchmarks``, the families in key order), ``GENERAL``'s last. A ``bench_*.py`` named by none is an error."""
+def modules(folder: str = HERE) -> list[str]:
+    """Every benchmark module of ``folder``, in the order they run: ``GENERAL``'s first, each family's (its
+    declaration's ``benchmarks``, the families in key order), ``GENERAL``'s last. A ``bench_*.py`` named by none,
+    or a module named but absent, is an error."""
     import bayeszoo  # noqa: F401  (first: it points PyTensor at OpenBLAS before anything imports pytensor)
 
     named = [*GENERAL[0], *(m for family in bayeszoo.models.families().values() for m in family.benchmarks),
              *GENERAL[1]]
-    present = sorted(os.path.splitext(f)[0] for f in os.listdir(HERE) if f.startswith("bench_") and f.endswith(".py"))
+    present = sorted(os.path.splitext(f)[0] for f in os.listdir(folder) if f.startswith("bench_") and f.endswith(".py"))
     missing = sorted(set(named) - set(present))
     unnamed = sorted(set(present) - set(named))
     if missing or unnamed:
@@ -50,10 +51,13 @@ def modules() -> list[str]:
     return named
 
 
-def benchmarks() -> dict[str, dict]:
-    """name -> its declaration (``about``, ``run``, ``rows``), from every module's ``BENCHMARKS``."""
+def benchmarks(folder: str = HERE) -> dict[str, dict]:
+    """name -> its declaration (``about``, ``run``, ``rows``), from the ``BENCHMARKS`` of every module of
+    ``folder``."""
+    if folder not in sys.path:
+        sys.path.insert(0, folder)
     found = {}
-    for name in modules():
+    for name in modules(folder):
         for key, bench in importlib.import_module(name).BENCHMARKS.items():
             if key in found:
                 raise ValueError(f"benchmark {key!r} is declared by {found[key]['module']} and {name}; rename one")

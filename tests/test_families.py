@@ -13,6 +13,7 @@ import glob
 import importlib.util
 import os
 import re
+import shutil
 import sys
 
 import numpy as np
@@ -43,6 +44,19 @@ def paths_of(pattern: str, family) -> list[str]:
         if placeholder in pattern:
             return [pattern.replace(placeholder, value) for value in values]
     return [pattern]
+
+
+def load_run():
+    spec = importlib.util.spec_from_file_location("bayeszoo_benchmarks_run", os.path.join(ROOT, "benchmarks", "run.py"))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def benchmarks_copy(folder) -> str:
+    """A copy of benchmarks/'s modules in ``folder`` (a new module can be added there)."""
+    shutil.copytree(os.path.join(ROOT, "benchmarks"), folder, ignore=shutil.ignore_patterns("results", "__pycache__"))
+    return str(folder)
 
 
 def load_conf():
@@ -116,7 +130,8 @@ class NormalMean(Model):
 
 
 FAMILY = Family(model=NormalMean, about="a normal mean", source="none", datasets=("normalmean_data",),
-                tiny=lambda: (NormalMean(), datasets.load("normalmean_points", n=8)), benchmarks=())
+                tiny=lambda: (NormalMean(), datasets.load("normalmean_points", n=8)),
+                benchmarks=("bench_normalmean",))
 '''
 FAKE_DATA = '''
 import numpy as np
@@ -143,6 +158,10 @@ def run(model, data, *, draws, tune, chains, ctx):
     mu = np.stack([rng.normal(mean, np.sqrt(var), draws) for rng in ctx.chain_rngs(chains)])
     return build_fit(model, data, ctx.backend, "approximation", {"mu": mu},
                      timing={"compile": 0.0, "tune": 0.0, "sample": 0.0, "total": 0.0}, ctx=ctx)
+'''
+FAKE_BENCH = '''
+BENCHMARKS = {"normalmean_exact": {"about": "the exact backend's seconds", "run": lambda quick: {"seconds": 0.0},
+                                   "rows": lambda result: [("normalmean exact", "0 s", "")]}}
 '''
 FAKE_FILES = {"models/normalmean.py": FAKE_MODEL, "datasets/normalmean_data.py": FAKE_DATA,
               "inference/normalmean/__init__.py": '"""The normal mean\'s backends."""\n',
@@ -173,7 +192,7 @@ def normalmean(tmp_path, monkeypatch):
             delattr(package, attribute)
 
 
-def test_a_family_declared_in_its_own_files_is_picked_up_with_no_other_edit(normalmean):
+def test_a_family_declared_in_its_own_files_is_picked_up_with_no_other_edit(normalmean, tmp_path):
     from bayeszoo import inference
     from bayeszoo.diagnostics import report
 
@@ -208,6 +227,28 @@ def test_a_family_declared_in_its_own_files_is_picked_up_with_no_other_edit(norm
     assert isinstance(tiny_model, cls) and tiny_data.n == 8
     # the report's page for it
     assert report.reference_page("normalmean") == "docs/families/normalmean.md"
+    # its benchmark module, found by benchmarks/run.py (here in a copy of the folder, with the module added)
+    folder = benchmarks_copy(tmp_path / "benchmarks")
+    with open(os.path.join(folder, "bench_normalmean.py"), "w") as fh:
+        fh.write(FAKE_BENCH)
+    found = load_run().benchmarks(folder)
+    assert found["normalmean_exact"]["module"] == "bench_normalmean"
+    bench = found["normalmean_exact"]
+    assert bench["rows"](bench["run"](True)) == [("normalmean exact", "0 s", "")]
+
+
+def test_every_benchmark_module_is_named_once_and_declares_what_it_runs(tmp_path):
+    run = load_run()
+    found = run.benchmarks()
+    assert {bench["module"] for bench in found.values()} == set(run.modules())
+    for name, bench in found.items():
+        assert bench["about"] and callable(bench["run"]) and callable(bench["rows"]), name
+    # a module that neither a family's declaration nor GENERAL names is refused, not skipped
+    folder = benchmarks_copy(tmp_path / "benchmarks")
+    with open(os.path.join(folder, "bench_orphan.py"), "w") as fh:
+        fh.write("BENCHMARKS = {}\n")
+    with pytest.raises(ValueError, match=r"named by no family's declaration nor GENERAL: \['bench_orphan'\]"):
+        run.modules(folder)
 
 
 def test_without_its_files_the_family_is_gone():
