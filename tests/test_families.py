@@ -271,6 +271,8 @@ def _lists_naming(keys: set[str], path: str) -> list[str]:
     """Where ``path`` names every key in one list: a Python list, tuple, set or dict (keys) of those strings; a
     Markdown table whose first column, or a table of contents whose entries, name them all."""
     text = open(path, encoding="utf-8").read()
+    if not all(key in text for key in keys):     # most files: nothing to parse
+        return []
     if path.endswith(".py"):
         found = []
         for node in ast.walk(ast.parse(text)):
