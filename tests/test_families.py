@@ -87,6 +87,15 @@ def test_every_listed_path_is_there_for_every_family(section):
     assert missing == []
 
 
+def test_every_family_s_default_data_come_from_a_loader_module_its_declaration_names():
+    from bayeszoo import datasets
+
+    bz.datasets.names()     # every loader module imported
+    for key, family in bz.models.families().items():
+        module = datasets._LOADERS[family.model.example_data].__module__
+        assert module in {f"bayeszoo.datasets.{name}" for name in family.datasets}, (key, module)
+
+
 def test_every_family_has_a_demo_problem():
     from bayeszoo import catalogue
 
