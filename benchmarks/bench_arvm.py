@@ -179,5 +179,18 @@ def main(argv=None):
         print(f"{q:<45} {v:>22}  {n}")
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "arvm": {"about": "aRVM vs RVM (inner-CV width) on the real data sets: error, relevance vectors, time (nested CV)",
+             "run": lambda quick: (run(folds=3, inner_folds=3, widths=[0.5 + k for k in range(10)], max_n=150)
+                                   if quick else run()),
+             "rows": rows},
+    "arvm_protocol": {"about": "aRVM nested CV on Boston housing (5 x 3 folds, 250 points, seed 0), the default "
+                               "(feasible) and the paper's (unbounded) joint step, against their recorded MSE and "
+                               "relevance vectors, with the stated tolerance (--quick: 3 x 3 folds, 150 points)",
+                      "run": lambda quick: run_protocol(quick=quick), "rows": rows_protocol},
+}
+
+
 if __name__ == "__main__":
     main()

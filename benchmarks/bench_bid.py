@@ -382,6 +382,25 @@ def rows_shake(result: dict) -> list[tuple[str, str, str]]:
             for method, s in result["summary"].items()]
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "bid_scaling": {"about": "BID VB seconds per iteration at 128, 256, 512 pixels square against the M log M ratio",
+                    "run": lambda quick: run_scaling(iterations=5, repeats=1) if quick else run_scaling(),
+                    "rows": rows_scaling},
+    "bid_peers": {"about": "BID VB (StStSt) vs richardson_lucy / unsupervised_wiener (true PSF) and TV-blind, "
+                           "cameraman",
+                  "run": lambda quick: run_peers(max_iter=30, psfs=("uniform",)) if quick else run_peers(),
+                  "rows": rows_peers},
+    "bid_sparse": {"about": "BID vb_sparse on the thesis's three blurs (cameraman 256) against HQS with the true PSF",
+                   "run": lambda quick: run_sparse(psfs=("uniform",)) if quick else run_sparse(),
+                   "rows": rows_sparse},
+    "bid_shake": {"about": "BID camera-shake set: error ratios of vb_sparse, the thesis's vb, TV-blind (256 x 256)",
+                  "run": lambda quick: (run_shake(images=("cameraman",), kernels=(0, 2), size=128,
+                                                  methods=("vb_sparse",)) if quick else run_shake()),
+                  "rows": rows_shake},
+}
+
+
 if __name__ == "__main__":
     import json
     import sys

@@ -171,6 +171,13 @@ def rows(result: dict) -> list[tuple[str, str, str]]:
     return out
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick, numba) and its table rows
+BENCHMARKS = {
+    "blas": {"about": "PyTensor C backend: NumPy C-API fallback vs the OpenBLAS bayeszoo links (subprocesses)",
+             "run": lambda quick, numba=False: run(numba=numba, repeats=1), "rows": rows},
+}
+
+
 if __name__ == "__main__":
     if len(sys.argv) == 3 and sys.argv[1] == "--worker":
         print(json.dumps(_worker(sys.argv[2])))

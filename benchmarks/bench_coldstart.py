@@ -106,6 +106,14 @@ def rows(result: dict) -> list[tuple[str, str, str]]:
     return out
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "coldstart": {"about": "each generic backend's first fit in a fresh process (empty JAX cache): compile share, "
+                           "then the same fit again and a fit of other data of the same shape (subprocesses)",
+                  "run": lambda quick: run(quick=quick), "rows": rows},
+}
+
+
 if __name__ == "__main__":
     result = run(quick="--quick" in sys.argv, backends=[a for a in sys.argv[1:] if not a.startswith("--")] or None)
     for row in rows(result):

@@ -165,6 +165,14 @@ def rows(result: dict) -> list[tuple[str, str, str]]:
     return out
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "defaults": {"about": "the scikit-learn estimators at their defaults vs LogisticRegression / SVC / GPC / Ridge / "
+                          "SVR on breast cancer, diabetes, iris, wine (3-fold CV)",
+                 "run": lambda quick: run(datasets=("breast_cancer", "iris")) if quick else run(), "rows": rows},
+}
+
+
 if __name__ == "__main__":
     import json
     import sys

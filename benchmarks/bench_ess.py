@@ -100,6 +100,20 @@ def rows(result: dict) -> list[tuple[str, str, str]]:
     return out
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "ess": {"about": "ESS/s of the RVM Gibbs sampler vs PyMC NUTS and NumPyro on sinc (target: >= 10x NUTS), under "
+                     "the sampler-comparison prior RVM(a=1, b=1e-2, c=1, d=1e-3) where NUTS converges",
+            "run": lambda quick: run(prior="comparison",
+                                     **(dict(draws=500, tune=500, gradient_draws=200) if quick else {})),
+            "rows": rows},
+    "ess_sparse": {"about": "the same under the near-improper default prior (1e-4), where NUTS does not converge",
+                   "run": lambda quick: run(prior="sparse",
+                                            **(dict(draws=500, tune=500, gradient_draws=200) if quick else {})),
+                   "rows": rows},
+}
+
+
 if __name__ == "__main__":
     import json
 

@@ -256,6 +256,16 @@ def rows(result: dict) -> list[tuple[str, str, str]]:
     return out
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "fast_vs_sklearn": {"about": "RVM `fast` vs sklearn-rvm EMRVR and sklearn ARDRegression on Boston housing, vs "
+                                 "EMRVR on sinc with n = 2000, and vs the `em` backend on Friedman #1 with n = 2000",
+                        "run": lambda quick: (run(repeats=1, splits=2, large_n=500, friedman_n=300) if quick
+                                              else run()),
+                        "rows": rows},
+}
+
+
 if __name__ == "__main__":
     import json
 

@@ -405,6 +405,24 @@ def rows_large(result: dict) -> list[tuple[str, str, str]]:
     return out
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "gpc_peers": {"about": "GPC `ep` vs GPy's EP and `laplace` vs scikit-learn's GaussianProcessClassifier on sonar",
+                  "run": lambda quick: run_peers(repeats=2 if quick else 5), "rows": rows_peers},
+    "gpc_times": {"about": "GPC relative running times (LA = 1) of LA, EP, KL, VB, FV, LR, NUTS, Gibbs on six "
+                           "datasets",
+                  "run": lambda quick: (run_times(datasets=("crabs", "sonar"), regimes=REGIMES[::4], mcmc_draws=300)
+                                        if quick else run_times()),
+                  "rows": rows_times},
+    "gpc_ess": {"about": "ESS/s of the GPC Gibbs sampler vs PyMC NUTS on the latent f for sonar",
+                "run": lambda quick: run_ess(draws=500, tune=500) if quick else run_ess(), "rows": rows_ess},
+    "gpc_large": {"about": "GPC `ep` vs GPy's EP and `laplace` vs scikit-learn's GPC at n = 3000 and 5000 "
+                           "(synthetic), with sonar",
+                  "run": lambda quick: run_large(sizes=(1500,), repeats=1) if quick else run_large(),
+                  "rows": rows_large},
+}
+
+
 if __name__ == "__main__":
     import json
     import sys

@@ -238,6 +238,14 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "growth": {"about": "each family's main hand-written backend at four sizes: time and tracked peak memory, fitted "
+                        "exponents beside the algorithm's, the sizes that reach one minute and 20 GB",
+               "run": lambda quick: run(quick=quick), "rows": rows},
+}
+
+
 if __name__ == "__main__":
     import argparse
     import json

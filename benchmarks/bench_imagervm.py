@@ -149,5 +149,13 @@ def main(argv=None):
             print(f"{q:<45} {v:>40}  {n}")
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "imagervm": {"about": "image RVM (Tzikas PhD ch. 4): Table 4.1 protocol, 256 x 256 multikernel ISNR, detection "
+                          "LROC",
+                 "run": lambda quick: run(quick=quick), "rows": rows},
+}
+
+
 if __name__ == "__main__":
     main()

@@ -239,6 +239,19 @@ def rows_svc(r: dict):
     return rows
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "pmkl_vb_gibbs": {"about": "PMKL: VBpMKL vs Gibbs, time to the same test error on the mfeat stand-in (target: "
+                               ">= 100x)",
+                      "run": lambda quick: run_vb_gibbs(gibbs_sweeps=400) if quick else run_vb_gibbs(),
+                      "rows": rows_vb_gibbs},
+    "pmkl_ess": {"about": "PMKL: ESS/s of gibbs vs PyMC NUTS on W and beta (mkl_sources, n = 30)",
+                 "run": lambda quick: run_ess(draws=300, tune=300) if quick else run_ess(), "rows": rows_ess},
+    "pmkl_svc": {"about": "PMKL vb / em vs scikit-learn SVC on the averaged kernel (mfeat stand-in)",
+                 "run": lambda quick: run_svc(), "rows": rows_svc},
+}
+
+
 if __name__ == "__main__":
     import bayeszoo  # noqa: F401  (configures JAX / PyTensor first)
 

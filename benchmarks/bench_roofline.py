@@ -635,6 +635,15 @@ def markdown(result: dict) -> str:
     return "\n".join(lines)
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "roofline": {"about": "every hand-written sweep / pass / iteration at two sizes against a bound from its dominant "
+                          "kernels (Cholesky, GEMM, triangular solves, FFTs, operator products) timed in the same run "
+                          "(target: <= 3x)",
+                 "run": lambda quick: run(quick=quick), "rows": rows},
+}
+
+
 if __name__ == "__main__":
     import argparse
     import json

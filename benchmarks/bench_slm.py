@@ -755,6 +755,25 @@ def rows_sbl_ard(r: dict) -> list[tuple[str, str, str]]:
     return out
 
 
+#: what benchmarks/run.py runs from this module: name -> what it measures, run(quick) and its table rows
+BENCHMARKS = {
+    "slm_dloop_cd": {"about": "SLM: one dloop outer iteration vs a naive coordinate-descent sweep on phi, 256 x 256 "
+                              "(target: >= 100x)",
+                     "run": lambda quick: run_dloop_cd(size=64) if quick else run_dloop_cd(), "rows": rows_dloop_cd},
+    "slm_scaling": {"about": "SLM: dloop seconds per outer iteration at 128, 256, 512 pixels square against the "
+                             "n log n ratio",
+                    "run": lambda quick: run_scaling(sizes=QUICK_SIZES, repeats=1) if quick else run_scaling(),
+                    "rows": rows_scaling},
+    "slm_map_peers": {"about": "SLM: map (fista, admm) vs scikit-learn Lasso on a signal and SigPy's L1WaveletRecon "
+                               "on an image",
+                      "run": lambda quick: (run_map_peers(image_size=64, image_m=1024, repeats=1) if quick
+                                            else run_map_peers()),
+                      "rows": rows_map_peers},
+    "slm_sbl_ard": {"about": "SLM: sbl vs scikit-learn ARDRegression (hyperpriors off) on the same signal",
+                    "run": lambda quick: run_sbl_ard(repeats=1) if quick else run_sbl_ard(), "rows": rows_sbl_ard},
+}
+
+
 if __name__ == "__main__":
     import json
     import sys

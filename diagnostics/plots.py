@@ -542,11 +542,15 @@ def objective_figure(comparison) -> Figure | None:
 
 # ------------------------------------------------------------------------------------ family pictures
 def family_picture(comparison) -> Figure | None:
-    """The family's own picture of a comparison: ``family_picture`` of ``bayeszoo.diagnostics.<family>_plots``,
-    or None where the family has no such module."""
-    family = getattr(comparison.model, "family", None)
+    """The family's own picture of a comparison: ``family_picture`` of its pictures module (``Family.plots``,
+    ``bayeszoo.diagnostics.<family>_plots``), or None for a model of no declared family or a family without one."""
+    from bayeszoo.models import families
+
+    declared = families().get(getattr(comparison.model, "family", None))
+    if declared is None:
+        return None
     try:
-        module = importlib.import_module(f"bayeszoo.diagnostics.{family}_plots")
+        module = importlib.import_module(declared.plots)
     except ModuleNotFoundError:
         return None
     return module.family_picture(comparison)

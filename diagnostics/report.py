@@ -495,17 +495,17 @@ def _provenance_parts(prov: dict) -> list[str]:
     return parts
 
 
-#: the guide page on references, and the page of each built-in family (its references and reparameterisations)
+#: the guide page on references (a built-in family's own page, ``Family.page``, says it for that family)
 REFERENCE_GUIDE = "docs/guide/reference.md"
-FAMILY_PAGE = "docs/families/{family}.md"
 
 
 def reference_page(family) -> str:
     """The documentation page that says how to get a trusted reference for a model of ``family``: the family's
     own page for a built-in family, the reference guide for a model of one's own (which has no family page)."""
-    from bayeszoo.models import FAMILIES
+    from bayeszoo.models import families
 
-    return FAMILY_PAGE.format(family=family) if family in FAMILIES else REFERENCE_GUIDE
+    declared = families().get(family)
+    return declared.page if declared is not None else REFERENCE_GUIDE
 
 
 def untrusted_advice(family) -> tuple[str, ...]:

@@ -113,6 +113,86 @@ def inline_kernels(app, config) -> None:
     os.environ["IPYTHONDIR"] = ipython_dir
 
 
+# ------------------------------------------------------------------- what the families' declarations give
+# A family is declared once (``FAMILY = Family(...)`` in its model module, docs/architecture.md "Adding a family");
+# the pages that list the families are written with markers that the build replaces by what the declarations and
+# the backend registry say, so that no page holds a list of families by hand:
+#   ```{families-table}```   the table of the families (page, class, source, hand-written backends)
+#   ```{families-guide}```   the models guide's table (key, class, what it is, page)
+#   {family-pages}           toctree entries: the family pages
+#   {family-notebooks}       toctree entries: the families' gallery notebooks
+#   {family-classes}         autosummary entries: the families' model classes
+_FAMILIES_TABLE = re.compile(r"^```\{families-(table|guide)\}\n```$", re.M)
+_FAMILY_LIST = re.compile(r"^([ \t]*)\{family-(pages|notebooks|classes)\}$", re.M)
+
+
+def families_table() -> str:
+    """The Markdown table of the families: page, class, source and the backends of its own package."""
+    import bayeszoo as bz
+    from bayeszoo import registry
+
+    rows = ["| family | class | source | hand-written backends |", "|---|---|---|---|"]
+    for key, family in bz.models.families().items():
+        own = [b.name for b in registry.all_backends()
+               if b.family == key and b.run.__module__.startswith(family.backends + ".")]
+        rows.append(f"| [{key}]({key}.md) | `bz.models.{family.model.__name__}` | {family.source} | "
+                    f"{', '.join(f'`{name}`' for name in own)} |")
+    return "\n".join(rows)
+
+
+def families_guide_table() -> str:
+    """The models guide's Markdown table: key, class (cross-referenced to the API page), what it is, page."""
+    import bayeszoo as bz
+
+    rows = ["| family | class | what it is | page |", "|---|---|---|---|"]
+    for key, family in bz.models.families().items():
+        name = family.model.__name__
+        rows.append(f"| `{key}` | {{class}}`bz.models.{name} <bayeszoo.models.{name}>` | {family.about} | "
+                    f"[{key}](../families/{key}.md) |")
+    return "\n".join(rows)
+
+
+def family_entries(kind: str) -> list[str]:
+    """One line per family: its page (``pages``), notebook (``notebooks``, families that have one) or class."""
+    import bayeszoo as bz
+
+    found = bz.models.families().values()
+    if kind == "pages":
+        return [family.key for family in found]
+    if kind == "notebooks":
+        return [family.gallery for family in found if family.gallery]
+    return [family.model.__name__ for family in found]
+
+
+def expand_families(text: str) -> str:
+    """``text`` with the family markers replaced (see above)."""
+    text = _FAMILIES_TABLE.sub(lambda m: families_table() if m.group(1) == "table" else families_guide_table(), text)
+    return _FAMILY_LIST.sub(lambda m: "\n".join(m.group(1) + line for line in family_entries(m.group(2))), text)
+
+
+def expand_family_markers(app, docname, source) -> None:
+    source[0] = expand_families(source[0])
+
+
+def generate_family_stubs(app) -> None:
+    """autosummary writes the API pages from the sources as they are on disk, where the API page names the
+    families' classes by a marker: it is also given that page with the classes written in (under the build folder,
+    its stubs' folder made absolute)."""
+    from sphinx.ext.autosummary.generate import generate_autosummary_docs
+
+    page = os.path.join(DOCS, "api", "index.md")
+    text = expand_families(open(page, encoding="utf-8").read())
+    text = text.replace(":toctree: generated", ":toctree: " + os.path.join(DOCS, "api", "generated"))
+    expanded = os.path.join(DOCS, "_build", "api_with_families.md")
+    os.makedirs(os.path.dirname(expanded), exist_ok=True)
+    with open(expanded, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    generate_autosummary_docs([expanded], suffix=".rst", base_path=app.srcdir, app=app,
+                              imported_members=app.config.autosummary_imported_members,
+                              overwrite=app.config.autosummary_generate_overwrite,
+                              encoding=app.config.source_encoding)
+
+
 # ---------------------------------------------------------------- links between the repository's files
 # The Markdown files are written to be read on the code host too, so they link to each other by repository
 # path (../../BENCHMARKS.md#rvm-measurements). On the site each of those files is a page of its own.
@@ -173,5 +253,7 @@ def setup(app):
     app.connect("html-page-context", refuse_remote_mathjax, priority=100)
     app.connect("config-inited", copy_gallery)
     app.connect("config-inited", inline_kernels)
+    app.connect("builder-inited", generate_family_stubs)
+    app.connect("source-read", expand_family_markers)
     app.connect("source-read", relink_source)
     app.connect("include-read", relink_include)

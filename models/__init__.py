@@ -2,21 +2,37 @@
 ``from_pymc(pm_model)`` / ``from_numpyro(fn, *args, **kwargs)`` (``models/user.py``)."""
 from __future__ import annotations
 
+from collections.abc import Iterator, Mapping
+
 from bayeszoo.models.base import Model
-from bayeszoo.models.gpc import GPC
-from bayeszoo.models.rvm import RVM
-from bayeszoo.models.arvm import ARVM
-from bayeszoo.models.pmkl import PMKL
-from bayeszoo.models.bid import BID
-from bayeszoo.models.imagervm import ImageRVM
-from bayeszoo.models.slm import SLM
+from bayeszoo.models.family import Family, families
 from bayeszoo.models.user import USER_FAMILY, NumPyroModel, PyMCModel, SavedModel, UserModel, from_numpyro, from_pymc
 
-FAMILIES: dict[str, type[Model]] = {"rvm": RVM, "gpc": GPC, "arvm": ARVM, "pmkl": PMKL, "bid": BID,
-                                 "imagervm": ImageRVM, "slm": SLM}
 
-__all__ = ["Model", "RVM", "GPC", "ARVM", "PMKL", "BID", "ImageRVM", "SLM", "FAMILIES", "from_spec", "get_family",
-           "from_pymc", "from_numpyro", "UserModel", "PyMCModel", "NumPyroModel", "SavedModel"]
+class _Families(Mapping):
+    """family key -> its model class, read from the declarations (:func:`families`) whenever it is asked."""
+
+    def __getitem__(self, key: str) -> type[Model]:
+        return families()[key].model
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(families())
+
+    def __len__(self) -> int:
+        return len(families())
+
+    def __repr__(self) -> str:
+        return repr(dict(self))
+
+
+FAMILIES: Mapping[str, type[Model]] = _Families()
+
+# every family's class is bz.models.<Class> (RVM, GPC, ...), as its module declares it
+globals().update({family.model.__name__: family.model for family in families().values()})
+
+__all__ = ["Model", *(family.model.__name__ for family in families().values()), "FAMILIES", "Family", "families",
+           "from_spec", "get_family", "from_pymc", "from_numpyro", "UserModel", "PyMCModel", "NumPyroModel",
+           "SavedModel"]
 
 
 def get_family(name: str) -> type[Model]:

@@ -49,9 +49,10 @@ from typing import ClassVar
 
 import numpy as np
 
-from bayeszoo import checks
+from bayeszoo import checks, datasets
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model
+from bayeszoo.models.family import Family
 from bayeszoo.models.rvm import (GAMMA_HYPERPRIORS, LOG_ALPHA_PRUNED, RELEVANCE_THRESHOLD, RVM, TASKS, check_scales,
                                  check_task_matches_data, checked_new_inputs)
 from bayeszoo.numerics.special import log_gamma_numpyro, pm_log_gamma
@@ -427,3 +428,9 @@ def trace_smoother(G, log_alpha, lib: str):
     K = G * s[:, None] * s[None, :]
     M = K.shape[0]
     return M - jnp.trace(jnp.linalg.inv(jnp.eye(M) + K))
+
+
+FAMILY = Family(model=ARVM, about="adaptive-kernel RVM: one width per basis function",
+                source="Tzikas, Likas, Galatsanos (2009); Tzikas PhD thesis ch. 6-7",
+                tiny=lambda: (ARVM(n_basis=4), datasets.load("sinc", n=16, n_test=20, seed=0)),
+                datasets=("synthetic", "real"), benchmarks=("bench_arvm",), gallery="arvm")

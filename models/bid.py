@@ -34,10 +34,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayeszoo import checks
+from bayeszoo import checks, datasets
 from bayeszoo.datasets import Dataset
 from bayeszoo.datasets.bid_data import MAX_INTENSITY, MIN_INTENSITY, check_intensities
 from bayeszoo.models.base import ImageModel
+from bayeszoo.models.family import Family
 
 VARIANTS = ("GGG", "GGSt", "GStG", "GStSt", "StGG", "StGSt", "StStG", "StStSt")
 PSF_MODES = ("blind", "known")   # estimate the PSF, or take it from data.meta["true_psf"]
@@ -574,3 +575,9 @@ def as_pixel_rows(X_new):
             and not any(isinstance(v, (list, tuple, np.ndarray)) for v in X_new):
         return [list(X_new)]
     return X_new
+
+
+FAMILY = Family(model=BID, about="blind image deconvolution",
+                source="Tzikas PhD thesis ch. 5; Levin et al. (2011), Babacan et al. (2012)",
+                tiny=lambda: (BID(psf_size=3), datasets.load("bid_blocks", size=16, n_blocks=3, seed=0)),
+                datasets=("bid_data",), benchmarks=("bench_bid",), gallery="bid")

@@ -42,6 +42,7 @@ from bayeszoo.datasets import Dataset
 from bayeszoo.numerics import gp_kernels
 from bayeszoo.numerics.linalg import cholesky
 from bayeszoo.models.base import SCALE, Model, scale_spread
+from bayeszoo.models.family import Family
 
 LIKELIHOODS = ("probit", "logit")
 KERNELS = gp_kernels.KERNELS
@@ -601,3 +602,17 @@ def two_point_exact_moments(model: GPC, X=None, y=None, panels: int = 120, order
     c12 = np.sum(w * d1 * d2)
     cov = np.array([[np.sum(w * d1**2), c12], [c12, np.sum(w * d2**2)]])
     return m, cov, log_Z
+
+
+def _tiny():
+    """16 points in 2-D, labelled by the sign of the first input plus noise."""
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((16, 2))
+    y = (X[:, 0] + 0.3 * rng.standard_normal(16) > 0).astype(int)
+    return GPC(), Dataset(X=X, y=y, name="tiny_gpc", meta={"task": "classification"})
+
+
+FAMILY = Family(model=GPC, about="Gaussian process classification",
+                source="Nickisch PhD thesis ch. 4",
+                tiny=_tiny,
+                datasets=("gpc_data",), benchmarks=("bench_gpc",), gallery="gpc")

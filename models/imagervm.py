@@ -24,10 +24,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayeszoo import checks
+from bayeszoo import checks, datasets
 from bayeszoo.datasets import Dataset
 from bayeszoo.datasets.bid_data import check_intensities
 from bayeszoo.models.base import ImageModel
+from bayeszoo.models.family import Family
 from bayeszoo.models.bid import as_pixel_rows, isnr
 from bayeszoo.models.rvm import LOG_ALPHA_PRUNED, RELEVANCE_THRESHOLD
 
@@ -305,3 +306,9 @@ class ImageRVM(ImageModel):
         out["n_relevant"] = self.n_relevant(fit, data)
         out["seconds"] = float(fit.seconds)
         return out
+
+
+FAMILY = Family(model=ImageRVM, about="multikernel RVM on images, in the DFT domain",
+                source="Tzikas PhD thesis ch. 4",
+                tiny=lambda: (ImageRVM(), datasets.load("sinc2d_image", size=8, seed=0)),
+                datasets=("imagervm_data",), benchmarks=("bench_imagervm",), gallery=None)

@@ -28,9 +28,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayeszoo import checks
+from bayeszoo import checks, datasets
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model, plain
+from bayeszoo.models.family import Family
 from bayeszoo.numerics import pmkl_kernels, probit
 
 PRUNE_ALPHA = 1e6                        # mRVM2's pruning threshold (thesis §5.4.5); also the n_relevant rule
@@ -677,3 +678,9 @@ def check_kernel_size(sources, Ks: np.ndarray, what: str) -> np.ndarray:
             raise ValueError(f"PMKL source {s.name!r}: its {s.kernel} kernel on {what} reaches {largest:.3g}, beyond "
                              f"{MAX_KERNEL:.0e}; standardise the inputs or lower the degree")
     return Ks
+
+
+FAMILY = Family(model=PMKL, about="probabilistic multiple kernel learning, multiclass",
+                source="Damoulas PhD thesis ch. 3-5",
+                tiny=lambda: (PMKL(rule="mean"), datasets.load("mkl_sources", n=12, n_test=12, seed=0)),
+                datasets=("pmkl_data",), benchmarks=("bench_pmkl",), gallery="pmkl")

@@ -19,9 +19,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from bayeszoo import checks
+from bayeszoo import checks, datasets
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import SCALE, Model, scale_spread
+from bayeszoo.models.family import Family
 from bayeszoo.numerics.special import log_gamma_numpyro, pm_log_gamma, pt_log_ndtr
 
 KERNELS = ("gauss", "poly", "sigmoid", "bspline", "linear")
@@ -606,4 +607,9 @@ class RVM(Model):
 RELEVANCE_THRESHOLD = 0.01  # see RVM.n_relevant
 
 
-
+# the tiny problem is tests/test_generic.py's, so the generic backends' compiled kernels are shared through the caches
+FAMILY = Family(model=RVM, about="relevance vector machine, regression and classification",
+                source="Tipping (2001); Tzikas MSc thesis; Tzikas, Likas, Galatsanos (2009)",
+                tiny=lambda: (RVM(width=3.0, a=1.0, b=1e-2, c=1.0, d=1e-3),
+                              datasets.load("sinc", n=20, n_test=40, seed=2)),
+                datasets=("synthetic", "real"), benchmarks=("bench_ess", "bench_fast_vs_sklearn"), gallery="rvm")

@@ -39,9 +39,10 @@ from operator import index as operator_index
 
 import numpy as np
 
-from bayeszoo import checks
+from bayeszoo import checks, datasets
 from bayeszoo.datasets import Dataset
 from bayeszoo.models.base import Model
+from bayeszoo.models.family import Family
 from bayeszoo.numerics import operators
 from bayeszoo.numerics.potentials import POTENTIALS, Potential
 
@@ -364,3 +365,10 @@ def _norm(v) -> float:
     """||v||_2 without overflow or underflow of the squares (np.linalg.norm squares the entries)."""
     top = float(np.max(np.abs(v))) if np.size(v) else 0.0
     return top * float(np.linalg.norm(v / top)) if top > 0 else 0.0
+
+
+FAMILY = Family(model=SLM, about="sparse linear models: Laplace, Student's t and other potentials",
+                source="Nickisch PhD thesis ch. 3, 5, 6",
+                tiny=lambda: (SLM(tau=2.0, sigma2=0.05),
+                              datasets.load("slm_signal", kind="spikes", n=12, m=10, sigma2=0.05, seed=0)),
+                datasets=("slm_data",), benchmarks=("bench_slm",), gallery="slm")

@@ -18,8 +18,9 @@ GALLERY = os.path.join(ROOT, "gallery")
 
 
 def toctree_entries(page):
-    """The entries of every ``{toctree}`` block of a MyST page (options and blank lines skipped)."""
-    text = open(os.path.join(DOCS, page), encoding="utf-8").read()
+    """The entries of every ``{toctree}`` block of a MyST page (options and blank lines skipped), after the build
+    has written the families' entries in (docs/conf.py)."""
+    text = load_conf().expand_families(open(os.path.join(DOCS, page), encoding="utf-8").read())
     entries = []
     for block in re.findall(r"```\{toctree\}\n(.*?)```", text, flags=re.S):
         entries += [line.strip() for line in block.splitlines() if line.strip() and not line.startswith(":")]

@@ -1,6 +1,6 @@
 """The design card's top level: models/, inference/ and diagnostics/ beside bayeszoo/, installed as its subpackages.
 
-Checked four ways: the package list in pyproject.toml names every package folder; a built wheel installed in a
+Checked four ways: the package search configured in pyproject.toml finds every package folder; a built wheel installed in a
 fresh virtual environment imports every subpackage and runs a fit; the layer contracts see every module of the
 source tree (through the links in bayeszoo/) and of that wheel's files, where an upward import planted in
 ``models`` is reported.
@@ -17,6 +17,7 @@ import tomllib
 import zipfile
 
 import pytest
+import setuptools
 
 import bayeszoo
 from tests.helpers import ROOT
@@ -25,6 +26,9 @@ with open(os.path.join(ROOT, "pyproject.toml"), "rb") as fh:
     PYPROJECT = tomllib.load(fh)
 SETUPTOOLS = PYPROJECT["tool"]["setuptools"]
 TOP_LEVEL = {"bayeszoo.models": "models", "bayeszoo.inference": "inference", "bayeszoo.diagnostics": "diagnostics"}
+FIND = SETUPTOOLS["packages"]["find"]
+#: the packages the build installs, found as setuptools finds them (through the links in bayeszoo/)
+PACKAGES = sorted(setuptools.find_packages(os.path.join(ROOT, *FIND["where"]), include=FIND["include"]))
 
 
 def _package_folders() -> set[str]:
@@ -62,8 +66,8 @@ def test_the_layer_contracts_see_every_module_of_the_source_tree():
     assert "bayeszoo" not in graph.find_modules_directly_imported_by("bayeszoo.catalogue.problems")
 
 
-def test_the_package_list_names_every_package_folder():
-    assert set(SETUPTOOLS["packages"]) == _package_folders()
+def test_the_package_search_finds_every_package_folder():
+    assert set(PACKAGES) == _package_folders()
 
 
 def test_the_installed_package_imports_every_subpackage_from_its_folder():
@@ -72,7 +76,7 @@ def test_the_installed_package_imports_every_subpackage_from_its_folder():
         module = importlib.import_module(package)
         assert os.path.dirname(module.__file__).endswith(os.sep + folder)
     names = set()
-    for package in SETUPTOOLS["packages"]:
+    for package in PACKAGES:
         module = importlib.import_module(package)
         names |= {m.name for m in pkgutil.iter_modules(module.__path__, f"{package}.")}
     assert {"bayeszoo.models.rvm", "bayeszoo.inference.rvm.gibbs", "bayeszoo.diagnostics.metrics"} <= names

@@ -15,8 +15,6 @@ import bayeszoo as bz
 from bayeszoo import memory_guard as resources, registry
 from bayeszoo.memory_guard import DRAW_COPIES, LIMIT_VARIABLE, Limit, Need
 
-FAMILIES_WITH_DECLARED_MEMORY = ("rvm", "arvm", "gpc", "pmkl", "slm", "imagervm", "bid")
-
 
 def classification(n, seed=0):
     rng = np.random.default_rng(seed)
@@ -104,9 +102,9 @@ def test_imagervm_exact_adds_the_dense_precision():
     assert exact.total - diagonal.total == 8 * 4 * weights * weights
 
 
-def test_every_backend_of_the_dense_families_declares_its_memory():
+def test_every_backend_of_the_families_declares_its_memory():
     undeclared = [b.owner for b in registry.all_backends()
-                  if b.family in FAMILIES_WITH_DECLARED_MEMORY and b.run.__module__.startswith("bayeszoo.")
+                  if b.family in bz.models.FAMILIES and b.run.__module__.startswith("bayeszoo.")
                   and b.memory is None]
     assert undeclared == []
 

@@ -3,7 +3,7 @@
 A :class:`Target` is one posterior: a model (per library where the suite writes it twice, in PyMC and NumPyro), its
 data and its reference. The suites:
 
-* ``"thesis"``: the catalogue problems of the seven families that ship a reference (:mod:`bayeszoo.catalogue`);
+* ``"thesis"``: the catalogue problems of the families that ship a reference (:mod:`bayeszoo.catalogue`);
 * ``"exact"``: posteriors whose moments are known in closed form (:mod:`bayeszoo.catalogue.exact`);
 * ``"posteriordb"``: posteriordb's posteriors with reference draws (:mod:`bayeszoo.catalogue.posteriordb`);
 * ``"posteriordb-quick"``: eight of those, chosen to span the kinds, a few minutes on two cores.

@@ -422,11 +422,13 @@ def register(name: str):
 
 
 def _ensure_loaded():
-    from bayeszoo.datasets import synthetic, real, gpc_data  # noqa: F401  (importing registers the loaders)
-    from bayeszoo.datasets import bid_data  # noqa: F401
-    from bayeszoo.datasets import pmkl_data  # noqa: F401
-    from bayeszoo.datasets import imagervm_data  # noqa: F401
-    from bayeszoo.datasets import slm_data  # noqa: F401
+    """Import every module of this package (each registers its loaders with :func:`register`): a family's loaders
+    are found by their module alone (its ``Family.datasets`` names them), with no list to edit."""
+    import importlib
+    import pkgutil
+
+    for info in pkgutil.iter_modules(__path__, f"{__name__}."):
+        importlib.import_module(info.name)
 
 
 def names() -> list[str]:

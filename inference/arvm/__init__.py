@@ -1,2 +1,2 @@
-"""Hand-written backend of the adaptive-kernel RVM family: ``arvm`` (Algorithm 1; importing registers it)."""
-from bayeszoo.inference.arvm import learn  # noqa: F401
+"""Hand-written backend of the adaptive-kernel RVM family: ``arvm`` (Algorithm 1; :mod:`bayeszoo.inference`
+imports every module of this package, which registers it)."""

@@ -1,3 +1,2 @@
 """Blind image deconvolution backends: ``vb`` and ``gibbs`` (Tzikas PhD ch. 5) and ``vb_sparse`` (Levin et al. 2011,
 Babacan et al. 2012)."""
-from bayeszoo.inference.bid import gibbs, vb, vb_sparse  # noqa: F401

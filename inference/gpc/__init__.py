@@ -4,5 +4,3 @@ Backends (one module each): ``laplace``, ``ep``, ``kl``, ``vb``, ``fv``, ``lr`` 
 shared in ``common``), ``gibbs`` and ``ais`` (samplers). Evidence gradients and type-II maximum likelihood for
 Laplace, EP and KL live in :mod:`.type2ml`, which builds on the method modules.
 """
-from bayeszoo.inference.gpc import laplace, ep, gibbs, ais, kl, vb, fv, lr  # noqa: F401
-from bayeszoo.inference.gpc import type2ml  # noqa: F401

@@ -1,2 +1,1 @@
 """DFT-domain multikernel RVM for images (Tzikas PhD ch. 4): the ``dft`` backend and the object detector."""
-from bayeszoo.inference.imagervm import dft  # noqa: F401  (registers the backend)

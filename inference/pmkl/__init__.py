@@ -1,2 +1,2 @@
-"""Hand-written PMKL backends: gibbs, vb, em, map, mrvm1, mrvm2 (importing this package registers them)."""
-from bayeszoo.inference.pmkl import em, gibbs, mrvm, vb  # noqa: F401
+"""Hand-written PMKL backends, one module each (:mod:`bayeszoo.inference` imports every module of this package,
+which registers them)."""

@@ -1,2 +1,2 @@
-"""Hand-written RVM backends: em, fast, vb, gibbs (importing this package registers them)."""
-from bayeszoo.inference.rvm import em, fast, gibbs, vb  # noqa: F401
+"""Hand-written RVM backends, one module each (:mod:`bayeszoo.inference` imports every module of this package,
+which registers them)."""

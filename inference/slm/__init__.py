@@ -4,4 +4,3 @@ Backends (one module each): ``map`` (penalised least squares), ``sbl`` (sparse B
 baseline), ``gibbs`` (the Gaussian scale-mixture sampler), ``dloop`` (double-loop variational inference) and ``ep``
 (fractional expectation propagation); shared helpers in ``common``.
 """
-from bayeszoo.inference.slm import map, sbl, gibbs, dloop, ep  # noqa: F401
