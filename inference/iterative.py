@@ -30,6 +30,7 @@ stops the run, the algorithm's ``final`` check, if it has one, evaluates the las
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any, Callable, NamedTuple
@@ -82,9 +83,12 @@ class Iterations(NamedTuple):
 
 def iterate(algorithm: Algorithm, problem, *, max_iter: int, tol: float, min_iter: int = 1,
             progress: bool = False, desc: str = "", unit: str = "iteration", owner: str = "approximation",
-            change_name: str = "change", time_limit: float | None = None) -> Iterations:
+            change_name: str = "change", time_limit: float | None = None, bar=None) -> Iterations:
     """Run ``algorithm`` from ``init(problem)`` until the tolerance rule holds (module
     docstring), or for ``max_iter`` iterations, or ``time_limit`` seconds.
+
+    ``bar``: an open progress bar to advance instead of a new one (``progress``, ``desc`` and ``unit`` then unused),
+    for a schedule of several runs under one bar, such as a coarse-to-fine estimation's levels.
 
     A step whose objective is NaN or infinite raises a ValueError naming ``owner`` and the iteration: the
     approximation left double precision, and what it would return is not a fit."""
@@ -105,7 +109,8 @@ def iterate(algorithm: Algorithm, problem, *, max_iter: int, tol: float, min_ite
     def met(info):
         return float(info.change) <= tol and not getattr(info, "moving", False)
 
-    with progress_bar(total=max_iter, desc=desc, disable=not progress, unit=unit) as bar:
+    with (progress_bar(total=max_iter, desc=desc, disable=not progress, unit=unit) if bar is None
+          else contextlib.nullcontext(bar)) as bar:
         def report(text):
             show(bar, text)
 

@@ -151,3 +151,14 @@ def test_a_final_check_evaluates_the_last_state_of_a_capped_run():
     assert not strict.converged and strict.stopped_by == "max_iter" and strict.trace.size == 5
     # a run the tolerance ended is not checked again
     assert iterate(checked, 1.0, max_iter=100, tol=0.05).trace.size == 4
+
+
+def test_an_open_bar_is_advanced_by_every_run_of_a_schedule_and_left_open():
+    import io
+
+    from bayeszoo.progress import progress_bar
+
+    with progress_bar(total=7, file=io.StringIO()) as bar:
+        first = iterate(halving(), 1.0, max_iter=3, tol=1e-300, bar=bar)
+        second = iterate(halving(), 1.0, max_iter=4, tol=1e-300, bar=bar)
+        assert first.iterations + second.iterations == bar.n == 7 and not bar.disable
