@@ -127,8 +127,9 @@ def iterate(algorithm: Algorithm, problem, *, max_iter: int, tol: float, min_ite
                 stopped_by = "stalled" if getattr(info, "moving", False) else "stationary"
                 break
             record(info.objective, steps)
-            extra = algorithm.describe(state, info) if algorithm.describe is not None else ""
-            show(bar, f"{change_name} {float(info.change):.2g} (tol {tol:g})" + (f", {extra}" if extra else ""))
+            if not bar.disable:     # the postfix costs microseconds: a cheap step (an Adam step) would notice
+                extra = algorithm.describe(state, info) if algorithm.describe is not None else ""
+                show(bar, f"{change_name} {float(info.change):.2g} (tol {tol:g})" + (f", {extra}" if extra else ""))
             if steps >= min_iter and met(info):
                 stopped_by = "tolerance"
                 break

@@ -62,6 +62,7 @@ from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval, Numbers, One
 from bayeszoo.inference.approximations import PointEstimate, approximation_fit
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics import fft as _fft
+from bayeszoo.numerics.linalg import cholesky
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
@@ -161,7 +162,7 @@ def simplex_qp(A: np.ndarray, b: np.ndarray, *, penalty: float = 1e8, working: n
 def _penalised_nnls(A: np.ndarray, b: np.ndarray, weight2: float) -> np.ndarray:
     """argmin_{h >= 0} 1/2 h^T A h - b^T h + weight2 / 2 (1^T h - 1)^2 by ``nnls`` (``simplex_qp``)."""
     n = b.size
-    L = scipy.linalg.cholesky(A, lower=True)
+    L = cholesky(A, what="the PSF step's quadratic form")
     target = scipy.linalg.solve_triangular(L, b, lower=True)
     w = math.sqrt(weight2)
     design = np.vstack([L.T, np.full((1, n), w)])

@@ -55,7 +55,8 @@ from bayeszoo.inference.slm._common import (MEMORY_ADVICE, blas_threads, check_f
                                             precision_cholesky, problem)
 from bayeszoo.resources import Need, dense
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.numerics.linalg import DENSE_N   # the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
+# DENSE_N: the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
+from bayeszoo.numerics.linalg import DENSE_N, cholesky
 from bayeszoo.numerics.operators import FourierSampling
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
@@ -297,10 +298,10 @@ def _sign_fixed_solve(XT, y, u, r, lam, signs):
         return r
     XS = XT[S]
     try:
-        factor = sla.cho_factor(XS @ XS.T, lower=True)
-    except np.linalg.LinAlgError:
+        factor = cholesky(XS @ XS.T, what="the support's Gram matrix")
+    except np.linalg.LinAlgError:       # dependent columns: no exact solve with these signs, coordinate descent goes on
         return r
-    v = sla.cho_solve(factor, XS @ y - lam[S] * signs[S])
+    v = sla.cho_solve((factor, True), XS @ y - lam[S] * signs[S])
     if not (np.all(np.isfinite(v)) and np.all(np.sign(v) == signs[S])):
         return r
     r_new = y - XS.T @ v
