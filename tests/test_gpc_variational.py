@@ -464,9 +464,9 @@ def test_evidence_bounds_below_ais(likelihood):
     ais = ais_log_evidence(model, data, n_runs=200, n_temps=2000, seed=1)
     for backend in ("kl", "vb", "fv"):
         lz = bz.fit(model, data, backend, draws=10, chains=1, seed=0, progress=False).info["log_evidence"]
-        assert lz <= ais["log_evidence"] + 3 * ais["log_evidence_se"], backend
+        assert lz <= ais.log_evidence + 3 * ais.log_evidence_se, backend
     ep = bz.fit(model, data, "ep", draws=10, chains=1, seed=0, progress=False).info["log_evidence"]
-    assert abs(ep - ais["log_evidence"]) < 5 * ais["log_evidence_se"] + 0.05
+    assert abs(ep - ais.log_evidence) < 5 * ais.log_evidence_se + 0.05
 
 
 # ------------------------------------------------------------------------------------------------ bad input
