@@ -45,9 +45,9 @@ def run_table41(runs: int = 10, widths=WIDTHS, max_iter: int = 200, size: int = 
                     res = dft_rvm(model, g, {"approx": approx, "max_iter": max_iter})
                 cell = out[label][width]
                 cell["seconds"].append(time.perf_counter() - t0)
-                cell["mse"].append(float(np.mean((res["restored"] - truth) ** 2)))
-                cell["n_rv"].append(int(res["active"].sum()))
-                cell["converged"].append(bool(res["converged"]))
+                cell["mse"].append(float(np.mean((res.restored - truth) ** 2)))
+                cell["n_rv"].append(int(res.active.sum()))
+                cell["converged"].append(bool(res.converged))
     summary = {label: {str(w): {k: float(np.mean(v)) for k, v in cell.items()} for w, cell in by_w.items()}
                for label, by_w in out.items()}
     return {"name": "dftrvm_table41", "runs": runs, "size": size, "max_iter": max_iter, "table": summary}
@@ -73,10 +73,10 @@ def run_large(size: int = 256, snr_db: float = 20.0, max_iter: int = 50, seed: i
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             res = dft_rvm(model, g, {"approx": approx, "max_iter": max_iter}, progress=True)
-        result[approx] = {"isnr_db": isnr(f, g, res["restored"]), "seconds": time.perf_counter() - t0,
-                          "iterations": res["iterations"], "converged": res["converged"],
-                          "cg_iterations": res["cg_iterations"], "n_active": int(res["active"].sum()),
-                          "beta_em_steps": res["beta_em_steps"]}
+        result[approx] = {"isnr_db": isnr(f, g, res.restored), "seconds": time.perf_counter() - t0,
+                          "iterations": res.iterations, "converged": res.converged,
+                          "cg_iterations": res.cg_iterations, "n_active": int(res.active.sum()),
+                          "beta_em_steps": res.beta_em_steps}
     return result
 
 

@@ -12,7 +12,9 @@ An approximation is an :class:`Algorithm` of three functions and nothing else:
   also have ``moving``, True while the iterate itself still moves by more than the algorithm resolves (an
   objective can settle before its argument does), and ``stalled``, True when the step found no ascent left (at
   machine precision, or by the algorithm's own rule: Criterion 2 of mRVM1, the aRVM's patience), which ends the
-  run with the state that step returns;
+  run with the state that step returns; and ``used``, the units of the ``max_iter`` budget the step used (1 when
+  absent), for an algorithm whose budget counts work finer or coarser than its steps (coordinate descent's sweeps:
+  a step of 5 sweeps uses 5, a duality-gap check between two working sets uses none);
 * ``result(state)``, optional: what the fit is made of (a
   :class:`~bayeszoo.inference.approximations.GaussianApproximation`, a
   :class:`~bayeszoo.inference.approximations.PointEstimate` or the family's own typed result); the state itself
@@ -22,10 +24,13 @@ An approximation is an :class:`Algorithm` of three functions and nothing else:
 ``min_iter``, the tolerance rule, the objective trace, the progress bar and its postfix, the time limit, the
 non-finite check and ``converged``. The tolerance rule: converged after a step, from the ``min_iter``-th on,
 whose ``change <= tol`` and which is not ``moving``; a ``stalled`` step ends the run (its objective not
-recorded in the trace), converged unless it is ``moving``.
+recorded in the trace), converged unless it is ``moving``. The budget: steps run while the units they used add
+up to less than ``max_iter`` (so the last step may take the total past it); when the budget or the time limit
+stops the run, the algorithm's ``final`` check, if it has one, evaluates the last state by the same rule.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import time
 from typing import Any, Callable, NamedTuple
@@ -40,7 +45,10 @@ class Algorithm(NamedTuple):
     progress postfix what a user watching the run wants to see besides the change (bases left, a step size);
     ``trace_initial`` False leaves the starting objective out of the trace (an algorithm whose first objective
     means nothing, such as EP's before its first pass); ``reports`` True calls ``step(state, report)``, with
-    ``report(text)`` putting ``text`` in the progress postfix during a step that takes seconds.
+    ``report(text)`` putting ``text`` in the progress postfix during a step that takes seconds; ``final(state) ->
+    (State, Info)``, optional, evaluates the last state of a run that the budget or the time limit stopped, using
+    none of the budget (a solver whose steps check only part of the problem, such as coordinate descent on a working
+    set, checks the whole problem there): its objective joins the trace and the tolerance rule applies to its Info.
 
     The driver keeps no reference to a state while it is being stepped, so a step may free its large arrays
     before it allocates their successors (or update them in place)."""
@@ -51,14 +59,17 @@ class Algorithm(NamedTuple):
     describe: Callable[[Any, Any], str] | None = None
     trace_initial: bool = True
     reports: bool = False
+    final: Callable[[Any], tuple] | None = None
 
 
 class Iterations(NamedTuple):
     """What :func:`iterate` returns: the final ``state``, the ``info`` of the last step (None when no step ran),
-    the objective ``trace`` (after every step; first the starting value unless the algorithm leaves it out),
-    the ``iterations`` made, ``converged`` (the tolerance was met or the step stalled at a stationary point;
-    False when ``max_iter`` or the time limit stopped the run), ``stopped_by`` ("tolerance", "stationary" (a
-    stalled step that does not move), "stalled", "max_iter" or "time limit") and ``seconds``."""
+    the objective ``trace`` (after every step; first the starting value unless the algorithm leaves it out;
+    last the ``final`` check's when it ran), the ``iterations`` made (the units of the budget used: the steps,
+    unless the Infos report ``used``), ``converged`` (the tolerance was met or the step stalled at a stationary
+    point; False when ``max_iter`` or the time limit stopped the run and no ``final`` check met the tolerance),
+    ``stopped_by`` ("tolerance", "stationary" (a stalled step that does not move), "stalled", "max_iter" or
+    "time limit"), ``seconds`` and the ``steps`` taken."""
 
     state: Any
     info: Any
@@ -67,13 +78,17 @@ class Iterations(NamedTuple):
     converged: bool
     stopped_by: str
     seconds: float
+    steps: int
 
 
 def iterate(algorithm: Algorithm, problem, *, max_iter: int, tol: float, min_iter: int = 1,
             progress: bool = False, desc: str = "", unit: str = "iteration", owner: str = "approximation",
-            change_name: str = "change", time_limit: float | None = None) -> Iterations:
+            change_name: str = "change", time_limit: float | None = None, bar=None) -> Iterations:
     """Run ``algorithm`` from ``init(problem)`` until the tolerance rule holds (module
     docstring), or for ``max_iter`` iterations, or ``time_limit`` seconds.
+
+    ``bar``: an open progress bar to advance instead of a new one (``progress``, ``desc`` and ``unit`` then unused),
+    for a schedule of several runs under one bar, such as a coarse-to-fine estimation's levels.
 
     A step whose objective is NaN or infinite raises a ValueError naming ``owner`` and the iteration: the
     approximation left double precision, and what it would return is not a fit."""
@@ -81,34 +96,52 @@ def iterate(algorithm: Algorithm, problem, *, max_iter: int, tol: float, min_ite
     state = algorithm.init(problem)
     start = getattr(state, "objective", None)
     trace = [float(start)] if algorithm.trace_initial and start is not None else []
-    info, it, stopped_by = None, 0, "max_iter"
-    with progress_bar(total=max_iter, desc=desc, disable=not progress, unit=unit) as bar:
+    info, steps, spent, stopped_by = None, 0, 0, "max_iter"
+
+    def record(objective, step):
+        if objective is not None:
+            objective = float(objective)
+            if math.isnan(objective) or math.isinf(objective):
+                raise ValueError(f"{owner}: the objective left double precision ({objective}) at iteration {step}; "
+                                 f"the problem's scales are too far apart for it (rescale the inputs)")
+            trace.append(objective)
+
+    def met(info):
+        return float(info.change) <= tol and not getattr(info, "moving", False)
+
+    with (progress_bar(total=max_iter, desc=desc, disable=not progress, unit=unit) if bar is None
+          else contextlib.nullcontext(bar)) as bar:
         def report(text):
             show(bar, text)
 
-        for it in range(1, max_iter + 1):
+        while spent < max_iter:
+            steps += 1
             handed = [state]
             state = None        # the step holds the only reference (class docstring)
             state, info = (algorithm.step(handed.pop(), report) if algorithm.reports
                            else algorithm.step(handed.pop()))
-            bar.update()
+            used = getattr(info, "used", 1)
+            spent += used
+            bar.update(used)
             if getattr(info, "stalled", False):
                 stopped_by = "stalled" if getattr(info, "moving", False) else "stationary"
                 break
-            if info.objective is not None:
-                objective = float(info.objective)
-                if math.isnan(objective) or math.isinf(objective):
-                    raise ValueError(f"{owner}: the objective left double precision ({objective}) at iteration "
-                                     f"{it}; the problem's scales are too far apart for it (rescale the inputs)")
-                trace.append(objective)
-            extra = algorithm.describe(state, info) if algorithm.describe is not None else ""
-            show(bar, f"{change_name} {float(info.change):.2g} (tol {tol:g})" + (f", {extra}" if extra else ""))
-            if it >= min_iter and float(info.change) <= tol and not getattr(info, "moving", False):
+            record(info.objective, steps)
+            if not bar.disable:     # the postfix costs microseconds: a cheap step (an Adam step) would notice
+                extra = algorithm.describe(state, info) if algorithm.describe is not None else ""
+                show(bar, f"{change_name} {float(info.change):.2g} (tol {tol:g})" + (f", {extra}" if extra else ""))
+            if steps >= min_iter and met(info):
                 stopped_by = "tolerance"
                 break
             if time_limit is not None and time.perf_counter() - t0 > time_limit:
                 stopped_by = "time limit"
                 break
-    return Iterations(state=state, info=info, trace=np.asarray(trace, float), iterations=it,
+        if stopped_by in ("max_iter", "time limit") and algorithm.final is not None:
+            state, info = algorithm.final(state)
+            record(info.objective, steps)
+            show(bar, f"{change_name} {float(info.change):.2g} (tol {tol:g})")
+            if met(info):
+                stopped_by = "tolerance"
+    return Iterations(state=state, info=info, trace=np.asarray(trace, float), iterations=spent,
                       converged=stopped_by in ("tolerance", "stationary"), stopped_by=stopped_by,
-                      seconds=time.perf_counter() - t0)
+                      seconds=time.perf_counter() - t0, steps=steps)

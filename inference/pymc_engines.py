@@ -27,14 +27,16 @@ measured against it yet, pass ``cores=2`` to try).
 """
 from __future__ import annotations
 
+import math
 import time
 import warnings
+from typing import NamedTuple
 
 import numpy as np
 import xarray as xr
 
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.results import Fit, build_fit
-from bayeszoo.progress import progress_bar
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval
 from bayeszoo.registry import Option, needs_declaration, register
 from bayeszoo.inference.engines_common import (MAX_TREE_DEPTH, PYMC_COPIES, convergence_info, declaration_memory,
@@ -150,19 +152,14 @@ def _run_advi(model, data, ctx, *, draws, chains, **opts) -> Fit:
         step_fn = inference.objective.step_function(obj_optimizer=optimizer, obj_n_mc=opts["obj_n_mc"],
                                                     total_grad_norm_constraint=opts["total_grad_norm_constraint"],
                                                     score=True)
-        losses = np.empty(n_iter)
-        losses[0] = float(step_fn())
+        first = float(step_fn())                    # the first step compiles the step function
         t_compile = time.perf_counter() - t0
         t0 = time.perf_counter()
-        with progress_bar(total=n_iter - 1, desc=method, disable=not ctx.progress) as bar:
-            every = max(1, (n_iter - 1) // 100)
-            for i in range(1, n_iter):
-                losses[i] = float(step_fn())
-                if not np.isfinite(losses[i]):
-                    raise FloatingPointError(f"{method}: the ELBO became {losses[i]} at iteration {i}; "
-                                             f"try a smaller learning_rate")
-                if i % every == 0:
-                    bar.update(every)
+        # every step is taken (min_iter = max_iter): ADVI's convergence is judged afterwards (stochastic_vi_info)
+        run = iterate(adam_steps(step_fn, method), None, max_iter=n_iter - 1, min_iter=n_iter - 1, tol=0.0,
+                      progress=ctx.progress, desc=method, unit="step", owner=method,
+                      change_name="relative change of the ELBO")
+        losses = np.concatenate([[first], -run.trace])
         t_tune = time.perf_counter() - t0
         t0 = time.perf_counter()
         approx = inference.approx
@@ -176,6 +173,36 @@ def _run_advi(model, data, ctx, *, draws, chains, **opts) -> Fit:
     return build_fit(model, data, method, "approximation", posterior, info=info, library="pymc",
                      objective={"elbo": -losses, "loss": losses},
                      timing={"compile": t_compile, "tune": t_tune, "sample": t_sample}, ctx=ctx)
+
+
+class AdamState(NamedTuple):
+    """The driver's state of PyMC's ADVI (its parameters live in the compiled step function): the Adam steps
+    made (``iteration``) and ``objective``, the ELBO estimate of the last one (None before the first)."""
+
+    iteration: int
+    objective: float | None
+
+
+class AdamInfo(NamedTuple):
+    """One Adam step: the ELBO estimate (``objective``, minus PyMC's loss) and ``change``, its change relative to
+    it (shown, not a stopping rule: the estimate is noisy)."""
+
+    objective: float
+    change: float
+
+
+def adam_steps(step_fn, method: str) -> Algorithm:
+    """The Adam steps of PyMC's ``step_fn`` (its first one made, the compiling step); a non-finite ELBO is a
+    ValueError with the remedy (the driver's would say to rescale the inputs)."""
+    def step(s):
+        it, loss = s.iteration + 1, float(step_fn())
+        if not math.isfinite(loss):
+            raise ValueError(f"{method}: the ELBO became {loss} at iteration {it}; try a smaller learning_rate")
+        elbo = -loss
+        change = math.inf if s.objective is None else abs(elbo - s.objective) / max(abs(elbo), 1e-300)
+        return AdamState(it, elbo), AdamInfo(elbo, change)
+
+    return Algorithm(lambda _: AdamState(0, None), step)
 
 
 _ADVI_OPTIONS = {

@@ -270,7 +270,7 @@ def test_without_its_files_the_family_is_gone():
 SAMPLES = {
     "BENCHMARKS.md": "measurements as they ran: the growth benchmark's and the demo's rows, one per family measured",
     "benchmarks/bench_growth.py": "the backend, sizes and expected exponents the growth benchmark measures per family",
-    "tests/test_compile_once.py": "a declaration per family with two data sets of one shape, chosen for the check",
+    "tests/inference/test_compile_once.py": "a declaration per family with two data sets of one shape, chosen for the check",
 }
 SKIP_DIRS = {".git", ".venv", "_build", "__pycache__", "build", "runs", "results", ".ipynb_checkpoints"}
 

@@ -604,8 +604,8 @@ def check_cost(model, N: int, D: int, opts, dictionary=None, whiten=None, owner:
 
 # ---------------------------------------------------------------------------------------------- driver
 def learn(model, X, t, opts, *, rng: np.random.Generator, progress=False, dictionary=None, whiten=None, init=None,
-          owner: str = "Algorithm 1"):
-    """Algorithm 1 on inputs X (N, D) and targets t. Returns a dict with the final State and traces. ``rng`` draws
+          owner: str = "Algorithm 1") -> Learned:
+    """Algorithm 1 on inputs X (N, D) and targets t: a :class:`Learned`, the final State and traces. ``rng`` draws
     the candidates (the backend's: the root stream of its run context); ``owner`` names the backend in errors.
 
     Runs on one BLAS thread below 1000 points: the work is many small matrix products, for which waking a second
@@ -621,6 +621,38 @@ def learn(model, X, t, opts, *, rng: np.random.Generator, progress=False, dictio
     with one_blas_thread(np.shape(X)[0]):
         return _learn(model, X, t, opts, rng=rng, progress=progress, dictionary=dictionary, whiten=whiten,
                       init=init, owner=owner)
+
+
+class Learned(NamedTuple):
+    """What Algorithm 1 (:func:`learn`) returns.
+
+    state
+        The learned model: kernels (``theta``, ``kernel``), precisions ``alpha``, ``beta`` and the posterior
+        ``post``, a :class:`State`; ``state.M`` bases.
+    objective
+        L^s after every iteration, the first at the start.
+    n_basis_trace
+        The number of bases after every iteration, the first at the start.
+    iterations
+        The iterations made.
+    converged
+        Whether L^s stopped rising (by less than ``tol`` for ``patience`` iterations) before ``max_iter``.
+    c
+        The sparsity constant c of L^s for these N points.
+    active_dict
+        With a fixed dictionary: its entries in the model, in the order of the bases.
+    warnings
+        What the run found worth telling: a basis cap set by ``max_cost``, iterations that lowered L^s.
+    """
+
+    state: State
+    objective: np.ndarray
+    n_basis_trace: np.ndarray
+    iterations: int
+    converged: bool
+    c: float
+    active_dict: np.ndarray
+    warnings: list
 
 
 class LearnState(NamedTuple):
@@ -807,8 +839,8 @@ def _learn(model, X, t, opts, *, rng, progress, dictionary, whiten, init, owner)
         warnings.append(f"L^s fell in {int(falls.sum())} of {len(falls)} iterations (by up to "
                         f"{float(-np.min(np.diff(trace))):.3g}): {cause} (docs/families/arvm.md, 'Steps over one "
                         f"feasible set')")
-    return dict(state=s.current, objective=trace, n_basis_trace=np.array(s.n_basis), iterations=run.iterations,
-                converged=run.converged, c=model.c_value(N), active_dict=s.active_dict, warnings=warnings)
+    return Learned(state=s.current, objective=trace, n_basis_trace=np.array(s.n_basis), iterations=run.iterations,
+                   converged=run.converged, c=model.c_value(N), active_dict=s.active_dict, warnings=warnings)
 
 
 def _check_init(init, kernel: Kernel, model, dictionary):
@@ -848,7 +880,7 @@ def _kept_rows(before, after):
 
 
 # ---------------------------------------------------------------------------------------------- output
-def approximation(model, data, res, *, x_scale=1.0, y_scale=1.0):
+def approximation(model, data, res: Learned, *, x_scale=1.0, y_scale=1.0):
     """``(q, Phi)``: the Gaussian posterior of w at the learned kernel and that kernel's design at the training
     inputs. w ~ N(mu, Sigma) on the kept bases (slots 0..M-1, ordered by centre; mu is the mode for
     classification), w = 0 on the unused slots (zero rows of the covariance factor), whose log_alpha is
@@ -857,7 +889,7 @@ def approximation(model, data, res, *, x_scale=1.0, y_scale=1.0):
 
     ``x_scale``, ``y_scale``: Algorithm 1 ran on X / x_scale and y / y_scale (see :func:`rescaling`); centres,
     widths, weights, precisions and the objective are reported in the original units."""
-    state = res["state"]
+    state = res.state
     M, D, K = model.n_basis, data.d, model.width_dims(data.d)
     k = state.M
     order = np.lexsort(state.theta[:, :D].T[::-1]) if k else np.zeros(0, int)
@@ -878,10 +910,10 @@ def approximation(model, data, res, *, x_scale=1.0, y_scale=1.0):
     if not model.is_classifier:
         fixed["log_beta"] = float(np.log(state.beta) - 2 * np.log(y_scale))
     # L^s of the original targets: the Gaussian log evidence of t = y_scale t' is that of t' minus N log y_scale
-    objective = np.asarray(res["objective"], float) - data.n * np.log(y_scale)
+    objective = np.asarray(res.objective, float) - data.n * np.log(y_scale)
     q = GaussianApproximation("w", mean, factor=factor, fixed=fixed,
-                              objective={"objective": objective, "n_basis": res["n_basis_trace"]},
-                              objective_name="objective", iterations=res["iterations"], converged=res["converged"])
+                              objective={"objective": objective, "n_basis": res.n_basis_trace},
+                              objective_name="objective", iterations=res.iterations, converged=res.converged)
     return q, Phi
 
 
@@ -951,8 +983,8 @@ def run(model, data, *, draws, tune, chains, ctx, **opts):
     notes = [] if x_scale == y_scale == 1.0 else [
         f"Algorithm 1 ran on inputs divided by {x_scale:g} and targets divided by {y_scale:g} (their scale is far from "
         f"1; powers of two, so exact); the fit is in the original units"]
-    info = {"n_relevant": int(res["state"].M), "sparsity_c": float(res["c"]), "joint_step": opts["joint_step"],
-            "rescaled": {"x": float(x_scale), "y": float(y_scale)}, "warnings": notes + res["warnings"]}
+    info = {"n_relevant": int(res.state.M), "sparsity_c": float(res.c), "joint_step": opts["joint_step"],
+            "rescaled": {"x": float(x_scale), "y": float(y_scale)}, "warnings": notes + res.warnings}
     q = q._replace(others=lambda rng, w: {"f": w @ Phi.T})   # f = Phi w, draw by draw
     return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
                              timing={"tune": time.perf_counter() - t0},

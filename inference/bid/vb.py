@@ -336,14 +336,49 @@ def _defaults(model, data) -> dict:
     return {**C.default_counts(model, data, chains=1, tune_per_draw=0), **registry.APPROXIMATION_DEFAULTS}
 
 
-def vb_fit(model, data, progress: bool = False, **options) -> tuple[VBState, dict]:
+class VBSummary(NamedTuple):
+    """How the VB run went: that of the start kept (the highest final bound) and the others' final bounds.
+
+    bound
+        The kept run's bound after every sweep.
+    iterations
+        The kept run's sweeps.
+    converged
+        Whether the kept run met the tolerance before ``max_iter``.
+    seconds
+        The wall time of all the runs.
+    a_beta, b_beta
+        The kept run's Gamma factor q(beta) of the noise precision: shape and rate.
+    cg_iterations
+        The kept run's conjugate-gradient iterations, all solves.
+    temperature
+        The kept run's initial temperature T0 of q(f)'s entropy.
+    start_bounds
+        (T0, final bound) of every run, in the order of ``anneal_temperatures``.
+    all_iterations
+        The sweeps of all the runs.
+    """
+
+    bound: np.ndarray
+    iterations: int
+    converged: bool
+    seconds: float
+    a_beta: float
+    b_beta: float
+    cg_iterations: int
+    temperature: float
+    start_bounds: list
+    all_iterations: int
+
+
+def vb_fit(model, data, progress: bool = False, **options) -> tuple[VBState, VBSummary]:
     """Run the VB iterations with ``options`` (the ``vb`` backend's, checked as ``bz.fit`` does); returns the final
-    state and a summary (bound trace, iterations, timings)."""
+    state and a :class:`VBSummary` (bound trace, iterations, timings)."""
     backend = registry.get(model, "vb")
     return _vb_fit(model, data, backend.resolve(options, model, data), progress, backend.owner)
 
 
-def _vb_fit(model, data, opts: dict, progress: bool, owner: str) -> tuple[VBState, dict]:
+def _vb_fit(model, data, opts: dict, progress: bool, owner: str) -> tuple[VBState, VBSummary]:
     problem = C.make_problem(model, data)
     allocator.keep_temporaries_on_the_heap()
     temps = [float(t) for t in opts["anneal_temperatures"]]
@@ -358,10 +393,10 @@ def _vb_fit(model, data, opts: dict, progress: bool, owner: str) -> tuple[VBStat
     best = max(range(len(runs)), key=lambda i: runs[i].trace[-1])
     run = runs[best]
     state = run.state.factors
-    return state, dict(bound=run.trace, iterations=run.iterations, converged=run.converged, seconds=seconds,
-                       a_beta=state.a_beta, b_beta=state.b_beta, cg_iterations=int(np.sum(state.cg_counts)),
-                       temperature=temps[best], start_bounds=[(t, r.trace[-1]) for t, r in zip(temps, runs)],
-                       all_iterations=sum(r.iterations for r in runs))
+    return state, VBSummary(bound=run.trace, iterations=run.iterations, converged=run.converged, seconds=seconds,
+                            a_beta=state.a_beta, b_beta=state.b_beta, cg_iterations=int(np.sum(state.cg_counts)),
+                            temperature=temps[best], start_bounds=[(t, r.trace[-1]) for t, r in zip(temps, runs)],
+                            all_iterations=sum(r.iterations for r in runs))
 
 
 class VBRun(NamedTuple):
@@ -424,18 +459,18 @@ def run(model, data, *, draws, tune, chains, ctx, **opts):
         for name, values in model.canonical(f, w).items():
             out[name].append(values)
     out = {k: np.stack(v) for k, v in out.items()}
-    warn = [] if res["converged"] else [f"vb stopped at max_iter={res['iterations']} before the bound converged"]
+    warn = [] if res.converged else [f"vb stopped at max_iter={res.iterations} before the bound converged"]
     covered = 0.0 if model.known else float(np.mean(model.support_mask(shape)))   # the share of free weights
     if covered > WIDE_SUPPORT and opts["learn_noise_prior"]:
         # each free weight counts as a fitted parameter: the learned noise variance is inflated by ~1 / (1 - P/M)
         warn.append(f"the PSF weights cover {covered:.0%} of the image: the learned noise level is biased up by about "
                     f"1 / (1 - {covered:.2f}) (with psf_size=None it is not identified at all); set psf_size to a "
                     f"window wider than the blur but small against the image")
-    info = {"iterations": res["iterations"], "converged": res["converged"], "warnings": warn, "objective": "elbo",
-            "bound": float(res["bound"][-1]), "a_beta": res["a_beta"], "b_beta": res["b_beta"],
-            "cg_iterations": res["cg_iterations"], "anneal_temperature": res["temperature"],
-            "start_bounds": res["start_bounds"],
-            "seconds_per_iteration": res["seconds"] / max(res["all_iterations"], 1)}
+    info = {"iterations": res.iterations, "converged": res.converged, "warnings": warn, "objective": "elbo",
+            "bound": float(res.bound[-1]), "a_beta": res.a_beta, "b_beta": res.b_beta,
+            "cg_iterations": res.cg_iterations, "anneal_temperature": res.temperature,
+            "start_bounds": res.start_bounds,
+            "seconds_per_iteration": res.seconds / max(res.all_iterations, 1)}
     timing = {"compile": 0.0, "tune": t_opt, "sample": timer() - t_opt}
-    return build_fit(model, data, ctx.backend, "approximation", out, timing=timing, objective={"elbo": res["bound"]},
+    return build_fit(model, data, ctx.backend, "approximation", out, timing=timing, objective={"elbo": res.bound},
                      info=info, ctx=ctx)

@@ -51,6 +51,7 @@ level's trace of the kept estimate), followed by the sweeps on the support (``in
 from __future__ import annotations
 
 import math
+from typing import NamedTuple
 
 import numpy as np
 import scipy.linalg
@@ -59,7 +60,9 @@ import scipy.optimize
 
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Flag, Interval, Numbers, OneOf
 from bayeszoo.inference.approximations import PointEstimate, approximation_fit
+from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.numerics import fft as _fft
+from bayeszoo.numerics.linalg import cholesky
 from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
@@ -159,7 +162,7 @@ def simplex_qp(A: np.ndarray, b: np.ndarray, *, penalty: float = 1e8, working: n
 def _penalised_nnls(A: np.ndarray, b: np.ndarray, weight2: float) -> np.ndarray:
     """argmin_{h >= 0} 1/2 h^T A h - b^T h + weight2 / 2 (1^T h - 1)^2 by ``nnls`` (``simplex_qp``)."""
     n = b.size
-    L = scipy.linalg.cholesky(A, lower=True)
+    L = cholesky(A, what="the PSF step's quadratic form")
     target = scipy.linalg.solve_triangular(L, b, lower=True)
     w = math.sqrt(weight2)
     design = np.vstack([L.T, np.full((1, n), w)])
@@ -288,14 +291,11 @@ class SparseVB:
         self.update_psf()
 
     def sweeps(self, count: int, bar=None) -> list[float]:
-        """``count`` sweeps; the bound after each."""
-        trace = []
-        for _ in range(count):
-            self.sweep()
-            trace.append(self.bound())
-            if bar is not None:
-                bar.update()
-        return trace
+        """``count`` sweeps, all of them (``min_iter`` is the count: the estimation's schedule has no stopping rule);
+        the bound after each. ``bar``: the run's progress bar, advanced once a sweep."""
+        run = iterate(Algorithm(lambda vb: Sweeps(vb, None), _sweep), self, max_iter=count, min_iter=count, tol=0.0,
+                      owner="vb_sparse", change_name="relative change of the bound", bar=bar)
+        return run.trace.tolist()
 
     # ---- the bound ---------------------------------------------------------------------------------------
     def bound(self) -> float:
@@ -374,11 +374,63 @@ def initial_psf(side: int, start: str = "flat") -> np.ndarray:
     return h / h.sum()
 
 
+class Sweeps(NamedTuple):
+    """The driver's state of :meth:`SparseVB.sweeps`: the factors ``vb`` (updated in place by each sweep) and
+    ``objective``, the bound after the last sweep (None before the first)."""
+
+    vb: SparseVB
+    objective: float | None
+
+
+class SweepInfo(NamedTuple):
+    """One sweep: the bound after it (``objective``) and its change relative to the bound (``change``)."""
+
+    objective: float
+    change: float
+
+
+def _sweep(s: Sweeps) -> tuple[Sweeps, SweepInfo]:
+    s.vb.sweep()
+    bound = s.vb.bound()
+    change = math.inf if s.objective is None else abs(bound - s.objective) / max(abs(bound), 1e-300)
+    return Sweeps(s.vb, bound), SweepInfo(bound, change)
+
+
+class Level(NamedTuple):
+    """One level of the coarse-to-fine PSF estimation (:func:`estimate`).
+
+    shape
+        The image's shape at this level, [rows, cols].
+    psf_side
+        The PSF's side at this level.
+    bound
+        The bound after each sweep.
+    noise_var
+        The derivative domain's s^2 at the end of the level.
+    """
+
+    shape: list
+    psf_side: int
+    bound: list
+    noise_var: float
+
+
+class Path(NamedTuple):
+    """The estimation under one noise inflation: the ``noise_inflation``, the finest level's ``state``, the
+    ``levels`` of the coarse-to-fine run and the ``trace`` of the bound the choice between paths compares (the finest
+    level's, or that of the refinement under the smallest inflation)."""
+
+    noise_inflation: float
+    state: object
+    levels: list
+    trace: list
+
+
 def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise: bool, max_iter: int,
              scale_ratio: float, cg_max_iter: int, cg_tol: float, level_start: str, psf_start: str, bar=None):
     """Coarse-to-fine PSF estimation (module doc), ``max_iter`` sweeps per level; ``noise_var`` is the derivative
-    domain's s^2 (the start when ``learn_noise``). Returns the finest level's state (PSF recentred) and per-level
-    summaries."""
+    domain's s^2 (the start when ``learn_noise``). Returns the finest level's state (PSF recentred) and a
+    :class:`Level` for every level."""
     levels = pyramid(g.shape, side, scale_ratio)
     psf = initial_psf(levels[0][1], psf_start)
     summary = []
@@ -392,7 +444,7 @@ def estimate(g, *, side: int, a: float, b: float, noise_var: float, learn_noise:
             state.start_deconvolved()
         trace = state.sweeps(max_iter, bar)
         psf = recentre(state.psf)
-        summary.append({"shape": list(shape), "psf_side": k, "bound": trace, "noise_var": state.noise_var})
+        summary.append(Level(shape=list(shape), psf_side=k, bound=trace, noise_var=state.noise_var))
     state.psf = psf
     return state, summary
 
@@ -480,14 +532,14 @@ def run(model, data, *, draws, tune, chains, ctx, **opts):
             state, summary = estimate(g, side=side, noise_var=factor * 2.0 * sigma**2,
                                       scale_ratio=opts["scale_ratio"], level_start=opts["level_start"],
                                       psf_start=opts["psf_start"], bar=bar, **settings)
-            paths.append({"noise_inflation": float(factor), "state": state, "levels": summary,
-                          "trace": summary[-1]["bound"]})
+            paths.append(Path(noise_inflation=float(factor), state=state, levels=summary, trace=summary[-1].bound))
         if len(paths) > 1:
-            for path in paths:
-                path["state"], path["trace"] = refine(g, path["state"].psf, noise_var=min(factors) * 2.0 * sigma**2,
-                                                      bar=bar, **settings)
-        chosen = max(paths, key=lambda path: path["trace"][-1])
-        state, summary = chosen["state"], chosen["levels"]
+            for i, path in enumerate(paths):
+                refined, trace = refine(g, path.state.psf, noise_var=min(factors) * 2.0 * sigma**2, bar=bar,
+                                        **settings)
+                paths[i] = path._replace(state=refined, trace=trace)
+        chosen = max(paths, key=lambda path: path.trace[-1])
+        state, summary = chosen.state, chosen.levels
         support = {"threshold": opts["support_threshold"], "entries": [], "bound": []}
         for _ in range(support_rounds):
             support["bound"] += restrict_support(state, opts["support_threshold"], opts["support_iterations"], bar)
@@ -498,13 +550,13 @@ def run(model, data, *, draws, tune, chains, ctx, **opts):
     t_total = timer()
     V = model.psf_view_side(shape)
     psf_view = _fft.window(_fft.embed(state.psf, shape), V)
-    finest = np.array(chosen["trace"] + support["bound"])
+    finest = np.array(chosen.trace + support["bound"])
     estimate_ = PointEstimate(values={"image": image, "psf": psf_view}, objective={"elbo": finest},
                               objective_name="elbo", iterations=steps, converged=None)
     info = {"bound": float(finest[-1]), "noise_sd": float(sigma), "psf_side": int(side),
-            "levels": summary, "noise_inflation": chosen["noise_inflation"],
-            "paths": [{"noise_inflation": p["noise_inflation"], "bound": float(p["trace"][-1]),
-                       "coarse_to_fine_bound": float(p["levels"][-1]["bound"][-1])} for p in paths],
+            "levels": [level._asdict() for level in summary], "noise_inflation": chosen.noise_inflation,
+            "paths": [{"noise_inflation": p.noise_inflation, "bound": float(p.trace[-1]),
+                       "coarse_to_fine_bound": float(p.levels[-1].bound[-1])} for p in paths],
             "support": support,
             "hqs_objective": hqs_trace.tolist(), "estimation_seconds": t_est,
             "restoration_seconds": t_total - t_est, "seconds_per_iteration": t_est / steps}

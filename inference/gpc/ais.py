@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import functools
 import time
+from typing import NamedTuple
 
 import jax
 import jax.numpy as jnp
@@ -191,13 +192,32 @@ def combine_log_weights(log_w):
     return log_z, se, ess
 
 
-def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", n_steps=1, seed=0,
-                     progress=False) -> dict:
-    """Gold-standard log evidence log P(y | X, theta) by AIS from the prior.
+class AISEstimate(NamedTuple):
+    """What :func:`ais_log_evidence` returns.
 
-    Returns ``{"log_evidence", "log_evidence_se", "log_weights", "weight_ess", "f"}`` (``f``: final states,
-    (n_runs, n)). Seeded as the ``ais`` backend is (the run context's seed scheme).
+    log_evidence
+        The estimate of log P(y | X, theta): the log of the mean importance weight.
+    log_evidence_se
+        Its standard error (delta method on the weights).
+    log_weights
+        The log importance weight of every run, (n_runs,).
+    weight_ess
+        The weights' effective sample size (n_runs when they are even).
+    f
+        The runs' final states, (n_runs, n).
     """
+
+    log_evidence: float
+    log_evidence_se: float
+    log_weights: np.ndarray
+    weight_ess: float
+    f: np.ndarray
+
+
+def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", n_steps=1, seed=0,
+                     progress=False) -> AISEstimate:
+    """Gold-standard log evidence log P(y | X, theta) by AIS from the prior: an :class:`AISEstimate`. Seeded as
+    the ``ais`` backend is (the run context's seed scheme)."""
     model.validate(data)
     ctx = registry.get(model, "ais").context(seed=checks.seed("bayeszoo", "seed", seed), progress=progress)
     n_runs = POSITIVE_INT(ctx.owner, "n_runs", n_runs)
@@ -207,7 +227,7 @@ def ais_log_evidence(model, data, *, n_runs=64, n_temps=1000, schedule="power", 
     log_w, f, _ = ais_log_weights(K, ypm, ctx, probit=model.likelihood == "probit", n_runs=n_runs,
                                   schedule=betas, n_steps=int(n_steps))
     log_z, se, ess = combine_log_weights(log_w)
-    return {"log_evidence": log_z, "log_evidence_se": se, "log_weights": log_w, "weight_ess": ess, "f": f}
+    return AISEstimate(log_evidence=log_z, log_evidence_se=se, log_weights=log_w, weight_ess=ess, f=f)
 
 
 @register("ais", kind="mcmc", family="gpc", options=OPTIONS, defaults={"tune": 0},

@@ -39,6 +39,7 @@ from scipy import linalg as sla
 from bayeszoo.checks import POSITIVE, POSITIVE_INT, Interval
 from bayeszoo.inference.iterative import Algorithm, iterate
 from bayeszoo.models.gpc import VARIANCE_LIMIT
+from bayeszoo.numerics.linalg import cholesky
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 from . import common as C
@@ -138,7 +139,7 @@ def fv_fit(K, y, likelihood, *, ridge=1e-6, max_iter=200, tol=1e-9, mu0=None, pr
     """Maximise ln Z_FV over the factor locations mu (Newton with step halving, from ``mu0``; None: zero)."""
     n = K.shape[0]
     Kr = K + ridge * np.eye(n)
-    Lk = sla.cholesky(Kr, lower=True, check_finite=False)
+    Lk = cholesky(Kr, what="K + ridge I (the kernel matrix of the factor locations)")
     P = sla.cho_solve((Lk, True), np.eye(n), check_finite=False)
     P = 0.5 * (P + P.T)
     logdet_K = 2.0 * float(np.sum(np.log(np.diag(Lk))))

@@ -165,18 +165,33 @@ def _step(rng, state: State) -> tuple[State, Info]:
 KERNEL = Kernel(init=_init, step=_step, position=lambda state: {"f": state.f})
 
 
-def gibbs_sample(K, ypm, ctx, *, probit, draws, tune, chains, thin=1, init=None, desc="gibbs"):
-    """Run the sampler on an explicit kernel matrix ``K`` and labels ``ypm`` in {-1, +1}, seeded by the run
-    context ``ctx``.
+class GibbsDraws(NamedTuple):
+    """The draws of :func:`gibbs_sample`.
 
-    Returns ``{"f": (chains, draws, n), "log_likelihood": (chains, draws), "timing": ..., "iterations": ...}``
-    (``iterations``: sweeps made, warm-up included).
+    f
+        The latent function at the training inputs, (chains, draws, n).
+    log_likelihood
+        log p(y | f) of every draw, (chains, draws).
+    timing
+        Seconds by phase (the chain driver's ``compile``, ``tune``, ``sample``).
+    iterations
+        The sweeps made per chain, warm-up included.
     """
+
+    f: np.ndarray
+    log_likelihood: np.ndarray
+    timing: dict
+    iterations: int
+
+
+def gibbs_sample(K, ypm, ctx, *, probit, draws, tune, chains, thin=1, init=None, desc="gibbs") -> GibbsDraws:
+    """Run the sampler on an explicit kernel matrix ``K`` and labels ``ypm`` in {-1, +1}, seeded by the run
+    context ``ctx``: its :class:`GibbsDraws`."""
     problem = gibbs_problem(K, ypm, probit=probit, init=init, owner=ctx.owner)
     with one_blas_thread(problem.LK.shape[0]):
         res = sample(KERNEL, problem, ctx, draws=draws, tune=tune, chains=chains, thin=thin, desc=desc)
-    return {"f": res.posterior["f"], "log_likelihood": res.stats["log_lik"], "timing": res.timing,
-            "iterations": res.sweeps}
+    return GibbsDraws(f=res.posterior["f"], log_likelihood=res.stats["log_lik"], timing=res.timing,
+                      iterations=res.sweeps)
 
 
 @register("gibbs", kind="mcmc", family="gpc", options=OPTIONS, check=check, memory=gpc_memory(5.5, approximation=False),

@@ -19,6 +19,8 @@ ln Z_reg at the chosen sigma_n is kept in ``info["log_evidence_regression"]``.
 """
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from scipy.optimize import minimize_scalar
 
@@ -76,10 +78,40 @@ def select_noise(K, y, noise_range=(0.5, 2.0)):
     return float(np.exp(res.x))
 
 
-def lr_fit(K, y, likelihood, *, noise_sd=None, noise_range=(0.5, 2.0), progress=False):
-    """Label regression: returns ``m``, ``V``, ``alpha``, ``sW``, ``L``, ``noise_sd``, ``log_evidence_regression``
-    and ``jensen_bound`` (the log evidence the thesis uses for LR). No iterations: ``progress`` shows a bar over its
-    four steps, each O(n^3)."""
+class LabelRegression(NamedTuple):
+    """Label regression's Gaussian Q = N(m, V) and what the evidence and predictions need.
+
+    m
+        The posterior mean of f, K alpha.
+    V
+        The posterior covariance (K^-1 + sigma_n^-2 I)^-1.
+    alpha
+        (K + sigma_n^2 I)^-1 y.
+    sW
+        W^1/2 = sigma_n^-1 per point (B = I + sW K sW).
+    L
+        The lower Cholesky factor of B.
+    noise_sd
+        sigma_n: the given ``noise_sd``, or the one in ``noise_range`` maximising ln Z_reg.
+    log_evidence_regression
+        ln Z_reg at sigma_n, the evidence of the regression model on the labels.
+    jensen_bound
+        The Jensen bound (4.13) at Q under the classification likelihood: the log evidence reported for LR.
+    """
+
+    m: np.ndarray
+    V: np.ndarray
+    alpha: np.ndarray
+    sW: np.ndarray
+    L: np.ndarray
+    noise_sd: float
+    log_evidence_regression: float
+    jensen_bound: float
+
+
+def lr_fit(K, y, likelihood, *, noise_sd=None, noise_range=(0.5, 2.0), progress=False) -> LabelRegression:
+    """Label regression (module docstring) as a :class:`LabelRegression`. No iterations: ``progress`` shows a bar
+    over its four steps, each O(n^3)."""
     with progress_bar(total=4, desc="lr", disable=not progress, unit="step") as bar:
         bar.set_postfix_str("noise sd (eigendecomposition of K)")
         s = select_noise(K, y, noise_range) if noise_sd is None else float(noise_sd)
@@ -94,8 +126,8 @@ def lr_fit(K, y, likelihood, *, noise_sd=None, noise_range=(0.5, 2.0), progress=
         bar.set_postfix_str("Jensen bound")
         jb = C.jensen_bound(y, m, V, likelihood, sW=sW, L=L, alpha=alpha)
         bar.update()
-    return {"m": m, "V": V, "alpha": alpha, "sW": sW, "L": L, "noise_sd": s, "log_evidence_regression": lz,
-            "jensen_bound": jb}
+    return LabelRegression(m=m, V=V, alpha=alpha, sW=sW, L=L, noise_sd=s, log_evidence_regression=lz,
+                           jensen_bound=jb)
 
 
 def lr_posterior(model, data, opts=None, progress=False, owner: str = "lr") -> C.Posterior:
@@ -105,13 +137,13 @@ def lr_posterior(model, data, opts=None, progress=False, owner: str = "lr") -> C
     opts = C.with_defaults(OPTIONS, opts)
     res, _, _ = C.run_at_hyperparameters(model, data, lr_fit, noise_sd=opts["noise_sd"],
                                          noise_range=opts["noise_range"], progress=progress)
-    return C.Posterior(mean=res["m"], cov=res["V"], log_evidence=res["jensen_bound"], jensen_bound=res["jensen_bound"],
-                       alpha=res["alpha"], sW=res["sW"],
-                       objective={"log_evidence_regression": np.array([res["log_evidence_regression"]])},
+    return C.Posterior(mean=res.m, cov=res.V, log_evidence=res.jensen_bound, jensen_bound=res.jensen_bound,
+                       alpha=res.alpha, sW=res.sW,
+                       objective={"log_evidence_regression": np.array([res.log_evidence_regression])},
                        # sigma_n (unless fixed) maximises the regression evidence
                        objective_name="log_evidence_regression" if opts["noise_sd"] is None else None,
-                       converged=True, info={"log_evidence_regression": res["log_evidence_regression"],
-                                             "noise_sd": res["noise_sd"]})
+                       converged=True, info={"log_evidence_regression": res.log_evidence_regression,
+                                             "noise_sd": res.noise_sd})
 
 
 @register("lr", kind="approximation", family="gpc", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,

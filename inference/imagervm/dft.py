@@ -105,14 +105,59 @@ def default_counts(model, data) -> dict:
     return {"draws": draws, "tune": 0, "chains": 1}
 
 
-def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: bool = False) -> dict:
-    """Run the DFT-RVM on one observed image (R, C) with ``options`` (the ``dft`` backend's, checked as ``bz.fit``
-    does). Returns the estimates and traces:
+class DFTResult(NamedTuple):
+    """The DFT-RVM's estimates and traces on one image (R, C) with M kernels.
 
-    ``mu`` (M, R, C) posterior mean weights (0 where pruned), ``sigma_diag`` (diag Sigma, 0 where pruned),
-    ``alpha`` (M, R, C; inf where pruned), ``beta``, ``active`` mask, ``restored`` = Phi mu, ``log_evidence`` and
-    ``objective`` traces, ``iterations``, ``converged``, ``cg_iterations`` (total), ``chol_cov`` (exact only).
+    mu
+        The posterior mean weights (M, R, C), 0 where pruned.
+    sigma_diag
+        The posterior variances of the weights, diag Sigma (M, R, C; the ``approx`` of them), 0 where pruned.
+    alpha
+        The weights' prior precisions (M, R, C), inf where pruned.
+    beta
+        The noise precision.
+    active
+        The mask (M, R, C) of the weights kept.
+    restored
+        The restored image Phi mu (R, C).
+    log_evidence
+        The log evidence after each iteration, the first at the start.
+    objective
+        The trace of J (the log evidence plus the log hyperprior), as ``log_evidence``.
+    iterations
+        The iterations made.
+    converged
+        Whether the tolerance was met before ``max_iter``.
+    cg_iterations
+        The conjugate-gradient iterations of all the mean solves.
+    beta_em_steps
+        The iterations whose beta update fell back to an EM step (only with the approximations of diag Sigma).
+    chol_cov
+        With ``approx="exact"``: (the flat indices of the active weights, their Gaussian posterior with
+        ``chol_cov()``); None otherwise.
+    approx
+        The approximation of diag Sigma used.
     """
+
+    mu: np.ndarray
+    sigma_diag: np.ndarray
+    alpha: np.ndarray
+    beta: float
+    active: np.ndarray
+    restored: np.ndarray
+    log_evidence: np.ndarray
+    objective: np.ndarray
+    iterations: int
+    converged: bool
+    cg_iterations: int
+    beta_em_steps: int
+    chol_cov: tuple | None
+    approx: str
+
+
+def dft_rvm(model, image: np.ndarray, options: dict | None = None, progress: bool = False) -> DFTResult:
+    """Run the DFT-RVM on one observed image (R, C) with ``options`` (the ``dft`` backend's, checked as ``bz.fit``
+    does): the estimates and traces, a :class:`DFTResult`."""
     from bayeszoo.datasets.bid_data import image_problem
 
     data = image_problem(image, name="observed image")
@@ -248,7 +293,7 @@ def _update_precisions(s: DFTState, N: int, prior: tuple, prune_alpha: float):
     return alpha, new_beta, active, beta_em_steps, change
 
 
-def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool, owner: str) -> dict:
+def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool, owner: str) -> DFTResult:
     from bayeszoo.datasets.bid_data import check_image, check_intensities
     from bayeszoo.models.imagervm import ZERO_IMAGE
 
@@ -259,26 +304,26 @@ def _dft_rvm(model, image: np.ndarray, opts: dict, progress: bool, owner: str) -
     run = iterate(dft_iterations(model, t, opts), None, max_iter=opts["max_iter"], tol=opts["tol"],
                   progress=progress, desc=f"dft-rvm ({opts['approx']})", owner=owner)
     s = run.state
-    return dict(mu=s.mu, sigma_diag=s.sd, alpha=np.where(s.active, s.alpha, np.inf), beta=s.beta, active=s.active,
-                restored=t - s.resid, log_evidence=np.array(s.log_evidence), objective=run.trace,
-                iterations=run.iterations, converged=run.converged, cg_iterations=s.cg_iterations,
-                beta_em_steps=s.beta_em_steps, chol_cov=s.chol_cov, approx=opts["approx"])
+    return DFTResult(mu=s.mu, sigma_diag=s.sd, alpha=np.where(s.active, s.alpha, np.inf), beta=s.beta,
+                     active=s.active, restored=t - s.resid, log_evidence=np.array(s.log_evidence), objective=run.trace,
+                     iterations=run.iterations, converged=run.converged, cg_iterations=s.cg_iterations,
+                     beta_em_steps=s.beta_em_steps, chol_cov=s.chol_cov, approx=opts["approx"])
 
 
-def approximation(res: dict, w_draws: str) -> GaussianApproximation | PointEstimate:
+def approximation(res: DFTResult, w_draws: str) -> GaussianApproximation | PointEstimate:
     """The posterior of the weights at the estimates: N(mu, Sigma) (exact) or N(mu, diag Sigma_approx), 0 on the
     pruned weights; a point estimate at mu with ``w_draws="mean"``; log_alpha and log_beta fixed."""
-    mu, active = res["mu"], res["active"]
-    log_alpha = np.where(active, np.minimum(np.log(res["alpha"]), LOG_ALPHA_PRUNED), LOG_ALPHA_PRUNED)
-    fixed = {"log_alpha": log_alpha, "log_beta": math.log(res["beta"])}
-    common = dict(log_evidence=float(res["log_evidence"][-1]), objective_name="objective",
-                  objective={"log_evidence": res["log_evidence"], "objective": res["objective"]},
-                  iterations=res["iterations"], converged=res["converged"])
+    mu, active = res.mu, res.active
+    log_alpha = np.where(active, np.minimum(np.log(res.alpha), LOG_ALPHA_PRUNED), LOG_ALPHA_PRUNED)
+    fixed = {"log_alpha": log_alpha, "log_beta": math.log(res.beta)}
+    common = dict(log_evidence=float(res.log_evidence[-1]), objective_name="objective",
+                  objective={"log_evidence": res.log_evidence, "objective": res.objective},
+                  iterations=res.iterations, converged=res.converged)
     if w_draws == "mean":
         return PointEstimate({"w": mu, **fixed}, **common)
-    if res["chol_cov"] is None:
-        return GaussianApproximation("w", mu, var=res["sigma_diag"], fixed=fixed, **common)
-    idx, post = res["chol_cov"]
+    if res.chol_cov is None:
+        return GaussianApproximation("w", mu, var=res.sigma_diag, fixed=fixed, **common)
+    idx, post = res.chol_cov
     factor = np.zeros((mu.size, idx.size))
     factor[idx] = post.chol_cov()
     return GaussianApproximation("w", mu, factor=factor, fixed=fixed, **common)
@@ -301,8 +346,8 @@ def run(model, data, *, draws, tune, chains, ctx, **opts):
         warnings.simplefilter("ignore", RuntimeWarning)
         res = _dft_rvm(model, model.observed_image(data), opts, ctx.progress, ctx.owner)
     seconds = time.perf_counter() - t0
-    info = {"approx": opts["approx"], "n_active": int(res["active"].sum()), "cg_iterations": res["cg_iterations"],
-            "beta_em_steps": res["beta_em_steps"], "seconds_per_iteration": seconds / max(res["iterations"], 1)}
+    info = {"approx": opts["approx"], "n_active": int(res.active.sum()), "cg_iterations": res.cg_iterations,
+            "beta_em_steps": res.beta_em_steps, "seconds_per_iteration": seconds / max(res.iterations, 1)}
     return approximation_fit(model, data, approximation(res, opts["w_draws"]), ctx=ctx, draws=draws, chains=chains,
                              timing={"tune": seconds},
                              limit=f"{opts['max_iter']} iterations", info=info)

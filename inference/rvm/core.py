@@ -277,34 +277,72 @@ def laplace_log_evidence(post: Gaussian, alpha, loglik) -> float:
 
 
 # ------------------------------------------------------------------------------------------------ output
-def type2_approximation(M: int, res: dict, *, classifier: bool) -> GaussianApproximation:
+class Type2Estimate(NamedTuple):
+    """A type-II ML / MAP estimate, as the solvers of :func:`run_type2` (``em``, ``fast``) return it.
+
+    active
+        The kept bases: ascending indices of the design's columns.
+    alpha
+        The prior precisions of the kept bases, in the order of ``active``.
+    beta
+        The noise precision (None for a classifier).
+    post
+        The Gaussian posterior of the kept weights: ``mu`` (the mode for a classifier) and ``chol_cov()``, a factor
+        R of its covariance (R R^T), both in the order of ``active``.
+    log_evidence
+        The trace of log p(t | alpha, beta), from the start to the estimate.
+    objective
+        The trace of the optimised quantity J (the log evidence plus the log hyperprior), the same length.
+    iterations
+        The iterations made.
+    converged
+        Whether the tolerance was met before ``max_iter``.
+    n_deleted
+        ``em``: the bases removed for a non-positive share of J (None for ``fast``).
+    actions
+        ``fast``: the count of each action taken (add, re-estimate, delete, beta, joint, rejected; None for
+        ``em``).
+    """
+
+    active: np.ndarray
+    alpha: np.ndarray
+    beta: float | None
+    post: object
+    log_evidence: np.ndarray
+    objective: np.ndarray
+    iterations: int
+    converged: bool
+    n_deleted: int | None = None
+    actions: dict | None = None
+
+
+def type2_approximation(M: int, res: Type2Estimate, *, classifier: bool) -> GaussianApproximation:
     """The Gaussian posterior of all ``M`` weights at a type-II ML / MAP estimate ``res`` (see :func:`run_type2`):
     N(mu, Sigma) on the kept bases, w = 0 exactly on the pruned ones (zero rows of the covariance factor);
     ``log_alpha`` (LOG_ALPHA_PRUNED on the pruned bases) and ``log_beta`` fixed at the estimates."""
-    active, post = res["active"], res["post"]
+    active, post = res.active, res.post
     mean = np.zeros(M)
     mean[active] = post.mu
     factor = np.zeros((M, active.size))
     factor[active] = post.chol_cov()
     log_alpha = np.full(M, LOG_ALPHA_PRUNED)
-    log_alpha[active] = np.minimum(np.log(res["alpha"]), LOG_ALPHA_PRUNED)
+    log_alpha[active] = np.minimum(np.log(res.alpha), LOG_ALPHA_PRUNED)
     fixed = {"log_alpha": log_alpha}
     if not classifier:
-        fixed["log_beta"] = float(np.log(res["beta"]))
-    return GaussianApproximation("w", mean, factor=factor, fixed=fixed, log_evidence=float(res["log_evidence"][-1]),
-                                 objective={"log_evidence": res["log_evidence"], "objective": res["objective"]},
-                                 objective_name="objective", iterations=res["iterations"], converged=res["converged"])
+        fixed["log_beta"] = float(np.log(res.beta))
+    return GaussianApproximation("w", mean, factor=factor, fixed=fixed, log_evidence=float(res.log_evidence[-1]),
+                                 objective={"log_evidence": res.log_evidence, "objective": res.objective},
+                                 objective_name="objective", iterations=res.iterations, converged=res.converged)
 
 
 def run_type2(solver, model, data, opts: dict, ctx, *, draws: int, chains: int, extra_info, one_thread: bool = False):
     """Shared driver of the type-II backends (``em``, ``fast``): design matrix, ``solver``, Fit of the Gaussian.
 
-    ``solver(model, Phi, t, opts, progress=, owner=)`` (both from the run context ``ctx``) returns a dict with
-    ``active``, ``alpha``, ``beta``, ``post``, ``log_evidence`` / ``objective`` traces, ``iterations`` and
-    ``converged``; ``extra_info(res)`` adds the backend's own entries to ``fit.info``. ``one_thread``: BLAS on
-    one thread whatever N (a solver whose matrices are the active set's, not N-square). The optimised quantity is
-    the ``objective`` trace (J); its last value is ``fit.idata.objective["objective"][-1]`` and the final log
-    evidence is ``fit.info["log_evidence"]``.
+    ``solver(model, Phi, t, opts, progress=, owner=)`` (both from the run context ``ctx``) returns a
+    :class:`Type2Estimate`; ``extra_info(res)`` adds the backend's own entries to ``fit.info``. ``one_thread``:
+    BLAS on one thread whatever N (a solver whose matrices are the active set's, not N-square). The optimised
+    quantity is the ``objective`` trace (J); its last value is ``fit.idata.objective["objective"][-1]`` and the
+    final log evidence is ``fit.info["log_evidence"]``.
     """
     t0 = time.perf_counter()
     Phi = model.training_design(data)
@@ -317,6 +355,6 @@ def run_type2(solver, model, data, opts: dict, ctx, *, draws: int, chains: int, 
     return approximation_fit(model, data, q, ctx=ctx, draws=draws, chains=chains,
                              timing={"tune": time.perf_counter() - t0},
                              limit=f"{opts['max_iter']} iterations",
-                             info={"n_relevant": int(res["active"].size), **extra_info(res)})
+                             info={"n_relevant": int(res.active.size), **extra_info(res)})
 
 

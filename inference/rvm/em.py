@@ -212,15 +212,15 @@ def _nonpositive_shares(post, al, model, prune_alpha):
     return np.argsort(np.where(drop, f, np.inf))[:int(np.sum(drop))]
 
 
-def type2_fit(model, Phi, t, opts, progress=False, owner: str = "approximation"):
-    """The optimiser, on an explicit design ``Phi``. Returns a dict with active, alpha, beta, post, traces; ``progress``
-    shows a bar over the iterations; ``owner`` names the backend in errors."""
+def type2_fit(model, Phi, t, opts, progress=False, owner: str = "approximation") -> C.Type2Estimate:
+    """The optimiser, on an explicit design ``Phi``: a :class:`~bayeszoo.inference.rvm.core.Type2Estimate`;
+    ``progress`` shows a bar over the iterations; ``owner`` names the backend in errors."""
     run = iterate(em_iterations(model, Phi, t, opts), None, max_iter=opts["max_iter"], tol=opts["tol"],
                   progress=progress, desc=f"em ({opts['update']})", owner=owner)
     s = run.state
-    return dict(active=s.active, alpha=s.alpha[s.active], beta=s.beta, post=s.post,
-                log_evidence=np.array(s.log_evidence), objective=np.array(s.objectives), iterations=run.iterations,
-                converged=run.converged, n_deleted=s.n_deleted)
+    return C.Type2Estimate(active=s.active, alpha=s.alpha[s.active], beta=s.beta, post=s.post,
+                           log_evidence=np.array(s.log_evidence), objective=np.array(s.objectives),
+                           iterations=run.iterations, converged=run.converged, n_deleted=s.n_deleted)
 
 
 @register("em", kind="approximation", family="rvm", options=OPTIONS, defaults=APPROXIMATION_DEFAULTS,

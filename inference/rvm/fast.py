@@ -51,9 +51,9 @@ OPTIONS = {
 SETTLED = 1e-6
 
 
-def fast_fit(model, Phi, t, opts, progress=False, owner: str = "approximation"):
-    """The optimiser, on an explicit design ``Phi``: a dict with active, alpha, beta, post, traces, actions;
-    ``owner`` names the backend in errors."""
+def fast_fit(model, Phi, t, opts, progress=False, owner: str = "approximation") -> C.Type2Estimate:
+    """The optimiser, on an explicit design ``Phi``: a :class:`~bayeszoo.inference.rvm.core.Type2Estimate` (with
+    its ``actions``); ``owner`` names the backend in errors."""
     algorithm, finish = (_classification if model.is_classifier else _regression)(model, Phi, t, opts)
     run = iterate(algorithm, None, max_iter=opts["max_iter"], tol=opts["tol"], progress=progress, desc="fast",
                   unit="action", owner=owner, change_name="relative gain")
@@ -70,7 +70,7 @@ def width_log_evidence(model, Phi, t) -> float:
             res = fast_fit(model, Phi, np.asarray(t, float), opts)
         except np.linalg.LinAlgError:
             return -np.inf
-    return float(res["log_evidence"][-1])
+    return float(res.log_evidence[-1])
 
 
 use_width_evidence(width_log_evidence)
@@ -438,11 +438,11 @@ def _classification(model, Phi, t, opts):
     return Algorithm(init, step, describe=_describe), finish
 
 
-def _result(active, alpha, beta, post, trace_ev, trace_obj, iterations, converged, actions):
+def _result(active, alpha, beta, post, trace_ev, trace_obj, iterations, converged, actions) -> C.Type2Estimate:
     order = np.argsort(active)
-    return dict(active=active[order], alpha=alpha[active[order]], beta=beta, post=_permute(post, order),
-                log_evidence=np.array(trace_ev), objective=np.array(trace_obj), iterations=iterations,
-                converged=converged, actions=actions)
+    return C.Type2Estimate(active=active[order], alpha=alpha[active[order]], beta=beta, post=_permute(post, order),
+                           log_evidence=np.array(trace_ev), objective=np.array(trace_obj), iterations=iterations,
+                           converged=converged, actions=actions)
 
 
 def _gram_columns(Phi, indices, cache):
@@ -472,4 +472,4 @@ def run(model, data, *, draws, tune, chains, ctx, **opts):
     """Tipping-Faul sequential type-II ML / MAP; Gaussian (or Laplace) posterior of w at the estimate."""
     # one BLAS thread: the factorisations are of the active set (M x M, M << N) and the products with Phi level-2
     return C.run_type2(fast_fit, model, data, opts, ctx, draws=draws, chains=chains,
-                       extra_info=lambda res: {"actions": res["actions"]}, one_thread=True)
+                       extra_info=lambda res: {"actions": res.actions}, one_thread=True)

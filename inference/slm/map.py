@@ -55,9 +55,10 @@ from bayeszoo.inference.slm.common import (MEMORY_ADVICE, blas_threads, check_fi
                                             precision_cholesky, problem)
 from bayeszoo.memory_guard import Need, dense
 from bayeszoo.numerics.blas_threads import one_blas_thread
-from bayeszoo.numerics.linalg import DENSE_N   # the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
+# DENSE_N: the ADMM u-step factorises X^T X / sigma2 + rho B^T B up to this n
+from bayeszoo.numerics.linalg import DENSE_N, cholesky
 from bayeszoo.numerics.operators import FourierSampling
-from bayeszoo.progress import progress_bar, show
+from bayeszoo.progress import progress_bar
 from bayeszoo.registry import APPROXIMATION_DEFAULTS, Option, register
 
 SOLVERS = ("auto", "cd", "fista", "admm", "lbfgs")
@@ -171,9 +172,53 @@ def _cd_gap(XT, r, u, y, work, lam):
     return primal, primal - (_dot(r, y) / scale - 0.5 * rr / scale**2)
 
 
-def _cd(prob, data, max_iter, tol, bar):
-    """Working-set coordinate descent with a sign-fixed exact solve (module docstring); ``max_iter`` bounds the
-    sweeps over working sets."""
+class CDState(NamedTuple):
+    """Coordinate descent's iterate: ``u`` and the residual ``r`` = y - X u (both updated in place by the sweeps),
+    the working set ``work`` (None when the next step checks the whole problem and chooses the next one), its
+    ``size`` (it only grows), the whole problem's duality ``gap`` at the last check and that gap relative to the
+    objective (``relative``), the sign pattern ``settled`` at the previous check of a working set and the one last
+    ``tried`` by a sign-fixed solve (None before the first), the checks ``steady`` since the signs last changed, and
+    ``objective``, the Lasso's objective over sigma2 at the last check (None before the first)."""
+
+    u: np.ndarray
+    r: np.ndarray
+    work: np.ndarray | None
+    size: int
+    gap: float
+    relative: float
+    settled: np.ndarray | None
+    tried: np.ndarray | None
+    steady: int
+    objective: float | None
+
+
+class CDInfo(NamedTuple):
+    """One step of coordinate descent: the ``objective`` (the Lasso's over sigma2) at its duality-gap check;
+    ``change``, the whole problem's duality gap relative to its objective at the last check of the whole problem
+    (the stopping rule's measure: a working set's own gap says nothing about the others); ``used``, the sweeps the
+    step made (``CD_SWEEPS_PER_CHECK`` on a working set, none for a check of the whole problem); the working set's
+    ``size`` (0 for a check of the whole problem)."""
+
+    objective: float
+    change: float
+    used: int
+    size: int
+
+
+def _cd(prob, data, max_iter, tol, progress):
+    algorithm = coordinate_descent(prob, data, tol)
+    run = iterate(algorithm, None, max_iter=max_iter, tol=tol, progress=progress, desc="map (cd)", unit="sweep",
+                  change_name="duality gap")
+    return algorithm.result(run.state), run.iterations, run.trace, run.converged
+
+
+def coordinate_descent(prob, data, tol) -> Algorithm:
+    """Working-set coordinate descent with a sign-fixed exact solve (module docstring), from u = 0; ``init`` takes
+    nothing. Two kinds of step: a check of the whole problem's duality gap, which ends the run when it is within
+    ``tol`` of the objective and otherwise chooses the next working set (no sweeps), and ``CD_SWEEPS_PER_CHECK``
+    sweeps over the working set followed by its own gap check, which hands back to a check of the whole problem
+    once the working set is solved to 0.3 times the last whole gap; ``final``, a check of the whole problem, so a
+    run stopped by ``max_iter`` (counted in sweeps) ends on one too."""
     s2 = prob.sigma2
     y = np.ascontiguousarray(prob.y, dtype=float)
     XT = np.ascontiguousarray(np.asarray(data.X, dtype=float).T)      # column j of X contiguous
@@ -181,47 +226,57 @@ def _cd(prob, data, max_iter, tol, bar):
     lam = s2 * np.asarray(prob.potential.tau, dtype=float)            # the Lasso's weights: sigma2 tau_j
     norms2 = np.einsum("ij,ij->i", XT, XT)
     norms = np.where(norms2 > 0, np.sqrt(norms2), 1.0)
-    u = np.zeros(n)
-    r = y.copy()
-    trace, sweeps, size = [], 0, 0
-    settled = tried = None        # the sign pattern at the previous gap evaluation, the last one solved for
-    steady = 0                    # gap evaluations since the signs last changed
-    converged = False
-    while True:
-        scores = XT @ r
-        primal, gap, scale = _lasso_gap(r, y, scores, lam, u)
-        trace.append(primal / s2)
-        show(bar, f"duality gap {gap / primal:.2g} (tol {tol:g})")
-        if gap <= tol * primal:
-            converged = True
-            break
-        if sweeps >= max_iter:
-            break
-        support = np.flatnonzero(u)
-        size = min(n, max(CD_FIRST_WORKING_SET, 2 * support.size, size))
+
+    def init(_):
+        return CDState(np.zeros(n), y.copy(), None, 0, np.inf, np.inf, None, None, 0, None)
+
+    def check(state):
+        """The whole problem's duality gap at u; the dual point's scores and scale for the next working set."""
+        scores = XT @ state.r
+        primal, gap, scale = _lasso_gap(state.r, y, scores, lam, state.u)
+        relative = gap / primal if primal > 0 else 0.0                # y = 0: u = 0 is exact, primal and gap 0
+        checked = state._replace(work=None, gap=gap, relative=relative, objective=primal / s2)
+        return checked, CDInfo(primal / s2, relative, 0, 0), scores, scale
+
+    def next_working_set(state):
+        state, info, scores, scale = check(state)
+        if info.change <= tol:
+            return state, info
+        support = np.flatnonzero(state.u)
+        size = min(n, max(CD_FIRST_WORKING_SET, 2 * support.size, state.size))
         # distance of the dual point to each coordinate's constraint: the closest are the likeliest to enter
         distance = (lam - np.abs(scores) / scale) / norms
         distance[support] = -np.inf
         work = np.sort(np.argpartition(distance, size - 1)[:size]) if size < n else np.arange(n)
-        while sweeps < max_iter:
-            _cd_sweeps(XT, r, u, work, lam, norms2, CD_SWEEPS_PER_CHECK)
-            sweeps += CD_SWEEPS_PER_CHECK
-            bar.update(CD_SWEEPS_PER_CHECK)
+        return state._replace(work=work, size=size), info
+
+    def sweeps(state):
+        u, r, work, size, gap, relative, settled, tried, steady, _ = state
+        _cd_sweeps(XT, r, u, work, lam, norms2, CD_SWEEPS_PER_CHECK)
+        inner, inner_gap = _cd_gap(XT, r, u, y, work, lam)
+        info = CDInfo(inner / s2, relative, CD_SWEEPS_PER_CHECK, size)   # traced before a sign-fixed solve
+        if inner_gap <= max(0.3 * gap, tol * inner):                       # solved: the whole problem's turn
+            return state._replace(work=None, objective=inner / s2), info
+        signs = np.sign(u)
+        steady = steady + 1 if settled is not None and np.array_equal(signs, settled) else 0
+        settled = signs
+        if (inner_gap < CD_POLISH_BELOW * inner and steady >= CD_STEADY_CHECKS
+                and (tried is None or not np.array_equal(signs, tried))):
+            tried = signs
+            r = _sign_fixed_solve(XT, y, u, r, lam, signs)
             inner, inner_gap = _cd_gap(XT, r, u, y, work, lam)
-            trace.append(inner / s2)
             if inner_gap <= max(0.3 * gap, tol * inner):
-                break
-            signs = np.sign(u)
-            steady = steady + 1 if settled is not None and np.array_equal(signs, settled) else 0
-            settled = signs
-            if (inner_gap < CD_POLISH_BELOW * inner and steady >= CD_STEADY_CHECKS
-                    and (tried is None or not np.array_equal(signs, tried))):
-                tried = signs
-                r = _sign_fixed_solve(XT, y, u, r, lam, signs)
-                inner, inner_gap = _cd_gap(XT, r, u, y, work, lam)
-                if inner_gap <= max(0.3 * gap, tol * inner):
-                    break
-    return u, sweeps, np.asarray(trace), converged
+                work = None
+        return CDState(u, r, work, size, gap, relative, settled, tried, steady, inner / s2), info
+
+    def step(state):
+        return next_working_set(state) if state.work is None else sweeps(state)
+
+    def describe(state, info):
+        return f"working set {info.size}" if info.size else ""
+
+    return Algorithm(init, step, result=lambda state: state.u, describe=describe,
+                     final=lambda state: check(state)[:2])
 
 
 def _lasso_gap(r, y, scores, lam, u):
@@ -243,10 +298,10 @@ def _sign_fixed_solve(XT, y, u, r, lam, signs):
         return r
     XS = XT[S]
     try:
-        factor = sla.cho_factor(XS @ XS.T, lower=True)
-    except np.linalg.LinAlgError:
+        factor = cholesky(XS @ XS.T, what="the support's Gram matrix")
+    except np.linalg.LinAlgError:       # dependent columns: no exact solve with these signs, coordinate descent goes on
         return r
-    v = sla.cho_solve(factor, XS @ y - lam[S] * signs[S])
+    v = sla.cho_solve((factor, True), XS @ y - lam[S] * signs[S])
     if not (np.all(np.isfinite(v)) and np.all(np.sign(v) == signs[S])):
         return r
     r_new = y - XS.T @ v
@@ -623,12 +678,11 @@ def run(model, data, *, draws, tune, chains, ctx, solver, max_iter, tol, rho):
         u, iters, trace, converged = _fista(prob, max_iter, tol, ctx.progress, ctx.owner)
     elif solver == "admm":
         u, iters, trace, converged = _admm(prob, max_iter, tol, rho, ctx.progress, ctx.owner)
+    elif solver == "cd":
+        u, iters, trace, converged = _cd(prob, data, max_iter, tol, ctx.progress)
     else:
-        with progress_bar(total=max_iter, desc=f"map ({solver})", disable=not ctx.progress, unit="iteration") as bar:
-            if solver == "cd":
-                u, iters, trace, converged = _cd(prob, data, max_iter, tol, bar)
-            else:
-                u, iters, trace, converged = _lbfgs(prob, max_iter, tol, bar, ctx.owner)
+        with progress_bar(total=max_iter, desc="map (lbfgs)", disable=not ctx.progress, unit="iteration") as bar:
+            u, iters, trace, converged = _lbfgs(prob, max_iter, tol, bar, ctx.owner)
     check_finite(u, ctx.owner, f"the {solver} estimate")
     trace = np.append(trace, prob.neg_log_joint(u))    # the last entry is the estimate's objective
     estimate = PointEstimate(values={"u": u}, objective={"neg_log_joint": trace}, objective_name="neg_log_joint",

@@ -104,6 +104,20 @@ def test_advi_converges_and_shows_the_known_mean_field_bias(method, nuts_fit, si
     assert fit.timing["compile"] > 0 and fit.timing["tune"] > 0 and fit.info["n_grad"] == 8000
 
 
+def test_advi_refuses_an_elbo_that_leaves_double_precision_naming_the_step_and_the_remedy():
+    """PyMC's Adam steps run on the iteration driver, every one of them (min_iter = max_iter); a non-finite loss is
+    a ValueError naming the step and the remedy, not the driver's advice to rescale the inputs."""
+    from bayeszoo.inference.pymc_engines import adam_steps
+    from bayeszoo.inference.iterative import iterate
+
+    losses = iter([3.0, 2.0, float("nan"), 1.0])
+    with pytest.raises(ValueError, match=r"^advi: the ELBO became nan at iteration 3; try a smaller learning_rate$"):
+        iterate(adam_steps(lambda: next(losses), "advi"), None, max_iter=4, min_iter=4, tol=0.0)
+    losses = iter([4.0, 3.0, 3.0, 2.0])
+    run = iterate(adam_steps(lambda: next(losses), "advi"), None, max_iter=4, min_iter=4, tol=0.0)
+    assert run.iterations == 4 and run.trace.tolist() == [-4.0, -3.0, -3.0, -2.0]    # the unchanged step: no stop
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("link", ["logit", "probit"])
 def test_classification_samples_and_classifies(link):

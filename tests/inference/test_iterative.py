@@ -113,3 +113,52 @@ def test_an_algorithm_without_an_objective_runs_on_its_change_with_an_empty_trac
     run = iterate(Algorithm(lambda x: State(x, None), step, lambda s: s.x), 1.0, max_iter=100, tol=0.1)
     # changes 0.5, 0.25, 0.125, 0.0625: the fourth is within tol
     assert run.converged and run.iterations == 4 and run.trace.size == 0 and run.state.x == 0.0625
+
+
+class Used(NamedTuple):
+    objective: float
+    change: float
+    used: int
+
+
+def test_the_budget_counts_the_units_each_step_reports_using():
+    # steps alternate between 3 units and none (a check between two pieces of work): budget 10 is spent by the
+    # fourth step that uses units (3 + 0 + 3 + 0 + 3 + 0 + 3 = 12), the seventh step; x halves every step
+    def step(s):
+        x = s.x / 2
+        return State(x, -x * x), Used(-x * x, 1.0, 3 if round(np.log2(1 / x)) % 2 else 0)
+
+    run = iterate(Algorithm(lambda x: State(x, -x * x), step, lambda s: s.x), 1.0, max_iter=10, tol=1e-300)
+    assert run.stopped_by == "max_iter" and not run.converged
+    assert run.iterations == 12 and run.steps == 7 and run.trace.size == 8 and run.state.x == 0.5 ** 7
+    # without `used` a step uses one unit: iterations and steps agree
+    plain = iterate(halving(), 1.0, max_iter=3, tol=1e-300)
+    assert plain.iterations == plain.steps == 3
+
+
+def test_a_final_check_evaluates_the_last_state_of_a_capped_run():
+    # the steps' changes 0.75, 0.1875, 0.046875 never reach tol = 0.02 in three steps; the final check measures
+    # x^2, the distance of the objective to its supremum: 1/64 at x = 1/8, within 0.02 but not within 0.01
+    def final(s):
+        return s, Info(s.objective, s.x * s.x)
+
+    checked = halving()._replace(final=final)
+    run = iterate(checked, 1.0, max_iter=3, tol=0.02)
+    assert run.converged and run.stopped_by == "tolerance" and run.iterations == run.steps == 3
+    np.testing.assert_allclose(run.trace, [-1.0, -0.25, -1 / 16, -1 / 64, -1 / 64])
+    assert run.info.change == 1 / 64
+    strict = iterate(checked, 1.0, max_iter=3, tol=0.01)
+    assert not strict.converged and strict.stopped_by == "max_iter" and strict.trace.size == 5
+    # a run the tolerance ended is not checked again
+    assert iterate(checked, 1.0, max_iter=100, tol=0.05).trace.size == 4
+
+
+def test_an_open_bar_is_advanced_by_every_run_of_a_schedule_and_left_open():
+    import io
+
+    from bayeszoo.progress import progress_bar
+
+    with progress_bar(total=7, file=io.StringIO()) as bar:
+        first = iterate(halving(), 1.0, max_iter=3, tol=1e-300, bar=bar)
+        second = iterate(halving(), 1.0, max_iter=4, tol=1e-300, bar=bar)
+        assert first.iterations + second.iterations == bar.n == 7 and not bar.disable

@@ -116,12 +116,12 @@ def test_diabetes_fold_converges_instead_of_cycling():
     (the default) L^s never falls and the run converges (measured: 22 iterations, 4 bases, R^2 0.472)."""
     Xtr, ytr, Xte, yte = _diabetes_fold()
     res = L.learn(ARVM(), Xtr, ytr, dict(L.DEFAULT_OPTIONS), rng=_rng0())
-    state = res["state"]
+    state = res.state
     centre, h = state.kernel.centre(state.theta[:, :10]), state.kernel.width(state.theta[:, 10])
     f = adaptive_design(Xte, centre, 1.0 / h[:, None]) @ state.post.mu
     r2 = 1 - np.mean((yte - f) ** 2) / np.var(yte)
-    assert res["converged"] and np.min(np.diff(res["objective"])) > -1e-6
-    assert res["iterations"] < 100 and not res["warnings"]
+    assert res.converged and np.min(np.diff(res.objective)) > -1e-6
+    assert res.iterations < 100 and not res.warnings
     assert r2 > 0.3
 
 
@@ -131,10 +131,10 @@ def test_the_papers_cycling_step_is_one_option_away_and_reported():
     rises, so it says so instead of reporting convergence."""
     Xtr, ytr, _, _ = _diabetes_fold()
     res = L.learn(ARVM(), Xtr, ytr, {**L.DEFAULT_OPTIONS, "joint_step": "unbounded"}, rng=_rng0())
-    falls = int(np.sum(np.diff(res["objective"]) < -1e-6))
-    assert falls > 0 and not res["converged"]
-    assert any(f"L^s fell in {falls} of {len(res['objective']) - 1} iterations" in w and "joint_step='feasible'" in w
-               for w in res["warnings"])
+    falls = int(np.sum(np.diff(res.objective) < -1e-6))
+    assert falls > 0 and not res.converged
+    assert any(f"L^s fell in {falls} of {len(res.objective) - 1} iterations" in w and "joint_step='feasible'" in w
+               for w in res.warnings)
 
 
 def test_printed_eq51_coefficient_is_wrong():
@@ -306,10 +306,10 @@ def test_search_from_empty_reaches_the_objective_of_an_rvm_start(doppler):
     model = ARVM(sparsity="bic")
     opts = dict(L.DEFAULT_OPTIONS)
     start = _rvm_start(model, doppler, 0.04)
-    empty = L.learn(model, doppler.X, doppler.y, opts, rng=_rng0())["state"].objective()
-    warm = L.learn(model, doppler.X, doppler.y, opts, rng=_rng0(), init=start)["state"].objective()
+    empty = L.learn(model, doppler.X, doppler.y, opts, rng=_rng0()).state.objective()
+    warm = L.learn(model, doppler.X, doppler.y, opts, rng=_rng0(), init=start).state.objective()
     fixed = L.learn(model, doppler.X, doppler.y, {**opts, "max_iter": 1, "joint_iter": 0, "candidate_iter": 0,
-                                                   "n_candidates": 1}, rng=_rng0(), init=start)["state"].objective()
+                                                   "n_candidates": 1}, rng=_rng0(), init=start).state.objective()
     assert empty >= warm - 1e-3 * abs(warm)
     assert empty > fixed + 1.0
 
@@ -343,7 +343,7 @@ def test_doppler_arvm_beats_the_best_single_width_on_average():
     arvm, rvm = [], {h: [] for h in widths}
     for seed in range(10):
         data = bz.datasets.load("doppler", seed=seed)
-        st = L.learn(ARVM(sparsity="bic"), data.X, data.y, dict(L.DEFAULT_OPTIONS), rng=_rng0())["state"]
+        st = L.learn(ARVM(sparsity="bic"), data.X, data.y, dict(L.DEFAULT_OPTIONS), rng=_rng0()).state
         arvm.append(np.mean((st.Phi @ st.post.mu - data.y_test) ** 2))
         for h in widths:
             m = bz.models.RVM(width=h)
@@ -379,10 +379,10 @@ def test_classification_objective_prefers_the_two_basis_fit():
     tol = 1e-3 * 35.35
     for joint_step in ("unbounded", "feasible"):
         opts = {**L.DEFAULT_OPTIONS, "min_alpha": 1e-2, "joint_step": joint_step}
-        empty = L.learn(model, data.X, data.y, opts, rng=_rng0())["state"]
-        warm = L.learn(model, data.X, data.y, opts, rng=_rng0(), init=start)["state"]
+        empty = L.learn(model, data.X, data.y, opts, rng=_rng0()).state
+        warm = L.learn(model, data.X, data.y, opts, rng=_rng0(), init=start).state
         fixed = L.learn(model, data.X, data.y, {**opts, "max_iter": 1, "joint_iter": 0, "candidate_iter": 0,
-                                                 "n_candidates": 1}, rng=_rng0(), init=start)["state"]
+                                                 "n_candidates": 1}, rng=_rng0(), init=start).state
         assert empty.M == 2 and warm.M <= 3, joint_step
         assert empty.objective() > fixed.objective() + 5.0, joint_step
         if joint_step == "unbounded":   # the paper's step finds the same optimum from either start
@@ -630,7 +630,7 @@ def test_known_noise_options_match_the_algorithm_called_directly():
     opts = {"max_iter": 36, "patience": 1, "beta": 1.0, "dictionary": (X, np.full((36, 1), 1.5)), "noise_whitener": Wh}
     fit = bz.fit(model, data, "arvm", draws=1, chains=1, progress=False, **opts)
     st = L.learn(model, X, y, {**L.DEFAULT_OPTIONS, **opts}, rng=_rng0(), dictionary=opts["dictionary"],
-                 whiten=Wh)["state"]
+                 whiten=Wh).state
     assert fit.info["n_relevant"] == st.M >= 1
     direct = adaptive_design(X, st.kernel.centre(st.kernel.split(st.theta)[0]), st.kernel.inv_width(st.theta[:, 2:]))
     np.testing.assert_allclose(model.latent_mean(fit, X), direct @ st.post.mu, rtol=1e-10, atol=1e-12)

@@ -185,7 +185,7 @@ def test_noise_precision_is_learned_within_a_factor_of_the_truth(variant):
     assert truth / prior_mean > 10                                         # the prior alone would be far off
     learned = float(np.mean(state.E(state.beta)[0]))
     assert 1 / 1.5 < learned / truth < 1.5, (variant, learned, truth)
-    trace = res["bound"]
+    trace = res.bound
     assert np.all(np.diff(trace) >= -1e-7 * np.abs(trace[1:]))
 
 

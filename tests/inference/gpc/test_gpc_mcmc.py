@@ -125,7 +125,7 @@ def test_gibbs_thin_keeps_every_thin_th_sweep():
     ypm = model.labels_pm(TWO_POINT_Y)
     a = gibbs_sample(K, ypm, _ctx(1), probit=True, draws=12, tune=3, chains=2, thin=1)
     b = gibbs_sample(K, ypm, _ctx(1), probit=True, draws=4, tune=3, chains=2, thin=3)
-    np.testing.assert_allclose(b["f"], a["f"][:, 2::3], rtol=1e-12)
+    np.testing.assert_allclose(b.f, a.f[:, 2::3], rtol=1e-12)
 
 
 @pytest.mark.parametrize("options", [{"thin": 0}, {"thin": 1.5}, {"init": [0.0]}, {"init": [np.nan, 0.0]},
@@ -159,7 +159,7 @@ def test_ais_one_point(likelihood, log_amplitude):
     # one label: Z = 1/2 by symmetry for every amplitude
     assert np.isclose(exact, np.log(0.5))
     r = ais_log_evidence(model, data, n_runs=300, n_temps=100, seed=2)
-    assert abs(r["log_evidence"] - exact) < 3 * r["log_evidence_se"] + 1e-9
+    assert abs(r.log_evidence - exact) < 3 * r.log_evidence_se + 1e-9
 
 
 @pytest.mark.parametrize("likelihood", ["probit", "logit"])
@@ -168,8 +168,8 @@ def test_ais_two_point(likelihood, log_amplitude):
     model = bz.models.GPC(likelihood=likelihood, log_amplitude=log_amplitude)
     _, _, exact = two_point_exact_moments(model)
     r = ais_log_evidence(model, two_point(), n_runs=400, n_temps=200, seed=4)
-    assert 0 < r["log_evidence_se"] < 0.05
-    assert abs(r["log_evidence"] - exact) < 3 * r["log_evidence_se"], (r["log_evidence"], exact)
+    assert 0 < r.log_evidence_se < 0.05
+    assert abs(r.log_evidence - exact) < 3 * r.log_evidence_se, (r.log_evidence, exact)
 
 
 def test_ais_two_point_same_label_away_from_half():
@@ -180,7 +180,7 @@ def test_ais_two_point_same_label_away_from_half():
     _, _, exact = two_point_exact_moments(model, TWO_POINT_X, y)
     assert exact > np.log(0.25) + 0.3
     r = ais_log_evidence(model, data, n_runs=400, n_temps=200, seed=5)
-    assert abs(r["log_evidence"] - exact) < 3 * r["log_evidence_se"]
+    assert abs(r.log_evidence - exact) < 3 * r.log_evidence_se
 
 
 def test_ais_backend_fit_and_seed():
@@ -261,8 +261,8 @@ def test_ais_agrees_with_ep_evidence_on_60_points(likelihood):
     data = blobs(60, seed=1)
     r = ais_log_evidence(model, data, n_runs=64, n_temps=2000, seed=0)
     ep = bz.fit(model, data, "ep", draws=10, chains=1, progress=False).info["log_evidence"]
-    assert r["weight_ess"] > 10
-    assert abs(r["log_evidence"] - ep) < 3 * r["log_evidence_se"] + 0.05, (r["log_evidence"], ep)
+    assert r.weight_ess > 10
+    assert abs(r.log_evidence - ep) < 3 * r.log_evidence_se + 0.05, (r.log_evidence, ep)
 
 
 def test_backends_listed():
@@ -298,7 +298,7 @@ def test_gibbs_chain_started_far_on_the_wrong_side_stays_finite():
     K = np.array([[4.0, 1.0], [1.0, 4.0]])
     ypm = np.array([1.0, -1.0])
     res = gibbs_sample(K, ypm, _ctx(0), probit=True, draws=200, tune=0, chains=2, init=np.array([-60.0, 60.0]))
-    assert np.all(np.isfinite(res["f"]))
+    assert np.all(np.isfinite(res.f))
 
 
 @pytest.mark.parametrize("likelihood", ["probit", "logit"])
@@ -308,11 +308,11 @@ def test_jensen_bounds_below_ais_log_evidence(likelihood):
     model = bz.models.GPC(likelihood=likelihood, log_lengthscale=0.3, log_amplitude=1.0)
     data = blobs(16, seed=3)
     r = ais_log_evidence(model, data, n_runs=200, n_temps=200, seed=7)
-    assert r["log_evidence_se"] < 0.1
+    assert r.log_evidence_se < 0.1
     bounds = {}
     for name in ("laplace", "ep", "kl", "vb", "fv", "lr"):
         fit = bz.fit(model, data, name, draws=2, chains=1, seed=0, progress=False)
         bounds[name] = fit.info["jensen_bound"]
-        assert bounds[name] <= r["log_evidence"] + 3 * r["log_evidence_se"], (name, bounds[name], r)
+        assert bounds[name] <= r.log_evidence + 3 * r.log_evidence_se, (name, bounds[name], r)
     assert max(bounds.values()) == pytest.approx(bounds["kl"], abs=1e-6)
-    assert r["log_evidence"] - bounds["kl"] < 3.0
+    assert r.log_evidence - bounds["kl"] < 3.0

@@ -44,7 +44,7 @@ def methods_q(K, y, likelihood):
     lr = LR.lr_fit(K, y, likelihood)
     return {"LA": (la.f, C.posterior_cov(K, la.sW, la.L)), "EP": (ep.mu, ep.Sigma),
             "KL": (kl.m, kl.V), "VB": (vb.m, vb.V), "FV": (fv.m, np.diag(fv.v)),
-            "LR": (lr["m"], lr["V"])}, {"LA": la, "EP": ep, "KL": kl, "VB": vb, "FV": fv, "LR": lr}
+            "LR": (lr.m, lr.V)}, {"LA": la, "EP": ep, "KL": kl, "VB": vb, "FV": fv, "LR": lr}
 
 
 # ------------------------------------------------------------------------------------------------ shared numerics
@@ -318,20 +318,20 @@ def test_label_regression_closed_form_and_noise_selection():
     K = se(data.X, 0.0, 0.5)
     y = C.labels_pm(data.y)
     res = LR.lr_fit(K, y, "probit")
-    s = res["noise_sd"]
+    s = res.noise_sd
     assert 0.5 <= s <= 2.0
     grid = np.linspace(0.5, 2.0, 301)
     lz_grid = [LR.regression_log_evidence(K, y, g)[0] for g in grid]
-    assert res["log_evidence_regression"] >= max(lz_grid) - 1e-9
+    assert res.log_evidence_regression >= max(lz_grid) - 1e-9
     n = 25
     Ky = K + s**2 * np.eye(n)
-    np.testing.assert_allclose(res["log_evidence_regression"],
+    np.testing.assert_allclose(res.log_evidence_regression,
                                -0.5 * y @ np.linalg.solve(Ky, y) - 0.5 * np.linalg.slogdet(2 * np.pi * Ky)[1],
                                rtol=1e-10)
-    np.testing.assert_allclose(res["m"], np.linalg.solve(np.eye(n) + s**2 * np.linalg.inv(K), y), atol=1e-8)
-    np.testing.assert_allclose(res["V"], np.linalg.inv(np.linalg.inv(K) + np.eye(n) / s**2), atol=1e-8)
+    np.testing.assert_allclose(res.m, np.linalg.solve(np.eye(n) + s**2 * np.linalg.inv(K), y), atol=1e-8)
+    np.testing.assert_allclose(res.V, np.linalg.inv(np.linalg.inv(K) + np.eye(n) / s**2), atol=1e-8)
     fixed = LR.lr_fit(K, y, "probit", noise_sd=1.3)
-    assert fixed["noise_sd"] == 1.3 and fixed["log_evidence_regression"] <= res["log_evidence_regression"]
+    assert fixed.noise_sd == 1.3 and fixed.log_evidence_regression <= res.log_evidence_regression
 
 
 @pytest.mark.parametrize("likelihood", ["probit", "logit"])
@@ -374,7 +374,7 @@ def test_two_point_toy_kl_table():
             if log_sf == max(LOG_SFS):
                 assert all(gauss["EP"] < gauss[k] for k in names if k != "EP"), (log_ell, log_sf)
             for k, value in (("KL", fits["KL"].log_evidence), ("VB", fits["VB"].log_evidence),
-                             ("FV", fits["FV"].log_evidence), ("LR", fits["LR"]["jensen_bound"])):
+                             ("FV", fits["FV"].log_evidence), ("LR", fits["LR"].jensen_bound)):
                 assert value <= lZ + 1e-7, (k, log_ell, log_sf)
 
 
@@ -465,9 +465,9 @@ def test_evidence_bounds_below_ais(likelihood):
     ais = ais_log_evidence(model, data, n_runs=200, n_temps=2000, seed=1)
     for backend in ("kl", "vb", "fv"):
         lz = bz.fit(model, data, backend, draws=10, chains=1, seed=0, progress=False).info["log_evidence"]
-        assert lz <= ais["log_evidence"] + 3 * ais["log_evidence_se"], backend
+        assert lz <= ais.log_evidence + 3 * ais.log_evidence_se, backend
     ep = bz.fit(model, data, "ep", draws=10, chains=1, seed=0, progress=False).info["log_evidence"]
-    assert abs(ep - ais["log_evidence"]) < 5 * ais["log_evidence_se"] + 0.05
+    assert abs(ep - ais.log_evidence) < 5 * ais.log_evidence_se + 0.05
 
 
 # ------------------------------------------------------------------------------------------------ bad input

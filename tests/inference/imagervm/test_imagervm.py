@@ -89,13 +89,13 @@ def test_exact_mode_equals_the_rvm_em_on_the_dense_design(kernels):
     g = model.observed_image(data)
     ours = dft_rvm(model, g, {"approx": "exact", "tol": 1e-9, "max_iter": 5000})
     ref = type2_fit(RVM(**hyper), model.dense_design(g.shape), g.ravel(), {**EM_OPTIONS, "tol": 1e-9, "max_iter": 5000})
-    assert ours["converged"] and ref["converged"]
-    assert ours["iterations"] == ref["iterations"]
-    np.testing.assert_array_equal(np.flatnonzero(ours["active"].ravel()), ref["active"])
-    np.testing.assert_allclose(ours["alpha"].ravel()[ref["active"]], ref["alpha"], rtol=1e-8)
-    assert ours["beta"] == pytest.approx(ref["beta"], rel=1e-10)
-    np.testing.assert_allclose(ours["mu"].ravel()[ref["active"]], ref["post"].mu, rtol=1e-8, atol=1e-12)
-    np.testing.assert_allclose(ours["log_evidence"], ref["log_evidence"], rtol=1e-10)
+    assert ours.converged and ref.converged
+    assert ours.iterations == ref.iterations
+    np.testing.assert_array_equal(np.flatnonzero(ours.active.ravel()), ref.active)
+    np.testing.assert_allclose(ours.alpha.ravel()[ref.active], ref.alpha, rtol=1e-8)
+    assert ours.beta == pytest.approx(ref.beta, rel=1e-10)
+    np.testing.assert_allclose(ours.mu.ravel()[ref.active], ref.post.mu, rtol=1e-8, atol=1e-12)
+    np.testing.assert_allclose(ours.log_evidence, ref.log_evidence, rtol=1e-10)
 
 
 def test_thesis_prior_prunes_to_a_sparse_fixed_point():
@@ -103,11 +103,11 @@ def test_thesis_prior_prunes_to_a_sparse_fixed_point():
     data = bz.datasets.load("sinc2d_image", size=8, seed=0)
     model = ImageRVM(kernels=(2.0,))
     res = dft_rvm(model, model.observed_image(data), {"approx": "exact", "tol": 1e-9, "max_iter": 5000})
-    act = res["active"]
-    assert res["converged"] and 1 <= act.sum() < 16
-    gamma = 1.0 - res["alpha"][act] * res["sigma_diag"][act]
-    np.testing.assert_allclose(res["alpha"][act], gamma / res["mu"][act] ** 2, rtol=1e-6)
-    assert np.all(res["mu"][~act] == 0)
+    act = res.active
+    assert res.converged and 1 <= act.sum() < 16
+    gamma = 1.0 - res.alpha[act] * res.sigma_diag[act]
+    np.testing.assert_allclose(res.alpha[act], gamma / res.mu[act] ** 2, rtol=1e-6)
+    assert np.all(res.mu[~act] == 0)
 
 
 @pytest.mark.parametrize("seed", [0, 1])
@@ -118,11 +118,11 @@ def test_diagonal_and_circulant_restorations_are_close_to_the_exact_one(seed):
     model = ImageRVM(kernels=(2.0,))
     g, f = model.observed_image(data), data.meta["true_image"]
     exact = dft_rvm(model, g, {"approx": "exact", "max_iter": 100})
-    mse_exact = np.mean((exact["restored"] - f) ** 2)
+    mse_exact = np.mean((exact.restored - f) ** 2)
     for approx in ("diagonal", "circulant"):
         res = dft_rvm(model, g, {"approx": approx, "max_iter": 100})
-        assert np.sqrt(np.mean((res["restored"] - exact["restored"]) ** 2)) < 0.1
-        mse = np.mean((res["restored"] - f) ** 2)
+        assert np.sqrt(np.mean((res.restored - exact.restored) ** 2)) < 0.1
+        mse = np.mean((res.restored - f) ** 2)
         assert mse < 1.6 * mse_exact
         assert mse < 0.1 / 3
 
@@ -134,9 +134,9 @@ def test_cg_mean_equals_the_dense_solve():
     g = model.observed_image(data)
     res = dft_rvm(model, g, {"approx": "diagonal", "max_iter": 1, "cg_tol": 1e-12, "cg_max_iter": 5000})
     Phi = model.dense_design(g.shape)
-    A = res["alpha"].ravel()
-    mu = np.linalg.solve(res["beta"] * Phi.T @ Phi + np.diag(A), res["beta"] * Phi.T @ g.ravel())   # (4.20)
-    np.testing.assert_allclose(res["mu"].ravel(), mu, rtol=1e-6, atol=1e-8 * np.abs(mu).max())
+    A = res.alpha.ravel()
+    mu = np.linalg.solve(res.beta * Phi.T @ Phi + np.diag(A), res.beta * Phi.T @ g.ravel())   # (4.20)
+    np.testing.assert_allclose(res.mu.ravel(), mu, rtol=1e-6, atol=1e-8 * np.abs(mu).max())
 
 
 def test_multikernel_denoising_improves_isnr_through_the_harness():
@@ -161,7 +161,7 @@ def test_draws_depend_on_the_seed_and_sit_at_the_mean_when_asked(sinc16):
     assert not np.allclose(w1, w3)
     at_mean = bz.fit(model, sinc16, backend="dft", draws=3, chains=2, seed=3, progress=False, approx="circulant",
                      w_draws="mean")
-    mu = dft_rvm(model, model.observed_image(sinc16), {"approx": "circulant"})["mu"]
+    mu = dft_rvm(model, model.observed_image(sinc16), {"approx": "circulant"}).mu
     np.testing.assert_array_equal(at_mean.idata.posterior["w"].values, np.broadcast_to(mu, (2, 3, *mu.shape)))
 
 
@@ -172,8 +172,8 @@ def test_exact_draws_have_the_posterior_covariance():
     g = model.observed_image(data)
     res = dft_rvm(model, g, {"approx": "exact", "tol": 1e-8})
     w = fit.idata.posterior["w"].values.reshape(8000, -1)
-    sd = np.sqrt(res["sigma_diag"].ravel())
-    assert np.all(np.abs(w.mean(0) - res["mu"].ravel()) < 5 * sd / np.sqrt(8000))
+    sd = np.sqrt(res.sigma_diag.ravel())
+    assert np.all(np.abs(w.mean(0) - res.mu.ravel()) < 5 * sd / np.sqrt(8000))
     np.testing.assert_allclose(w.std(0), sd, rtol=0.05)
 
 
@@ -205,8 +205,8 @@ def test_detector_statistic_is_the_target_weight_mean_of_the_dft_rvm():
     for image in scenes["images"]:
         stat, loc, mu_t = D.rvm_detect(image, scenes["target"], max_iter=20, approx="circulant")
         res = dft_rvm(D.detector_model(scenes["target"]), image, {"max_iter": 20, "approx": "circulant"})
-        np.testing.assert_array_equal(mu_t, res["mu"][0])
-        assert stat == np.max(np.abs(res["mu"][0])) and abs(mu_t[loc]) == stat
+        np.testing.assert_array_equal(mu_t, res.mu[0])
+        assert stat == np.max(np.abs(res.mu[0])) and abs(mu_t[loc]) == stat
 
 
 def test_lroc_by_hand():

@@ -118,6 +118,22 @@ def test_map_cd_agrees_with_sklearn_lasso(n, m, seed):
     assert 0 < np.count_nonzero(u) < n            # a sparse solution: the test is not about the zero vector
 
 
+def test_map_cd_budget_counts_sweeps_and_a_capped_run_ends_on_a_check_of_the_whole_problem():
+    """max_iter counts sweeps, in checks of 5: a cap of 7 is passed by the second check (10 sweeps), and the run
+    ends on the whole problem's duality gap, whose objective is the estimate's (the last trace entry)."""
+    from bayeszoo.inference.slm.map import CD_SWEEPS_PER_CHECK
+
+    data = bz.datasets.load("slm_signal", n=300, m=80, seed=1)
+    model = SLM(tau=5.0, sigma2=0.002)
+    capped = bz.fit(model, data, "map", solver="cd", max_iter=7, progress=False)
+    assert capped.info["iterations"] == 2 * CD_SWEEPS_PER_CHECK and not capped.info["converged"]
+    trace = capped.idata.objective["neg_log_joint"].values
+    assert trace[-2] == pytest.approx(trace[-1], rel=1e-10)
+    full = bz.fit(model, data, "map", solver="cd", progress=False)
+    assert full.info["converged"] and full.info["iterations"] % CD_SWEEPS_PER_CHECK == 0
+    assert full.info["iterations"] > 2 * CD_SWEEPS_PER_CHECK and trace[-1] > full.idata.objective["neg_log_joint"][-1]
+
+
 def test_map_auto_solver_follows_the_problems_structure():
     from bayeszoo.inference.slm.map import choose_solver
 
