@@ -48,7 +48,7 @@ CASES = [
     ("gpc", lambda: (bz.models.GPC(), classification()), "vb", {}, "EM step", "vb (probit)"),
     ("pmkl", _pmkl, "em", {}, "iteration", "em"),
     ("pmkl", _pmkl, "mrvm1", {}, "action", "mrvm1"),
-    ("slm", _slm, "map", {}, "iteration", "map (cd)"),
+    ("slm", _slm, "map", {}, "sweep", "map (cd)"),
     ("slm", _slm, "sbl", {}, "iteration", "sbl (slm)"),
     ("slm", _slm, "dloop", {}, "outer loop", "dloop (slm)"),
     ("slm", _slm, "ep", {"max_sweeps": 3}, "sweep", "ep (slm)"),
