@@ -195,7 +195,7 @@ def test_numpyro_progress_is_reported_from_the_compiled_loop_and_leaves_the_draw
     plain = NUTS(regression)
     kwargs = {"x": x, "y": y}
     start = plain.init(jax.random.PRNGKey(3), 10, None, (), kwargs)
-    reporting.init(jax.random.PRNGKey(3), 10, None, (), kwargs)        # sets up its step; both go on from `start`
+    NUTS.init(reporting, jax.random.PRNGKey(3), 10, None, (), kwargs)  # sets up its step; both go on from `start`
     states = [start, start]
     for _ in range(2):
         states = [kernel.sample(state, (), kwargs) for kernel, state in zip((reporting, plain), states)]
