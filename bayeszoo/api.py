@@ -333,15 +333,10 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
     Comparison
         The fits, the errors of the cells that failed, and the reference; ``table()`` tabulates them.
     """
-    (backends, reference, draws, tune, chains, seed, progress, executor, out, options, reference_draws, overwrite,
-     targets) = checks.validate("bz.compare", COMPARE_PARAMETERS, dict(
-        backends=backends, reference=reference, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress,
-        executor=executor, out=out, options=options, reference_draws=reference_draws, overwrite=overwrite,
-        targets=targets)).values()
-    data = _checked_inputs(model, data)
-    backends, options = _checked_grid(model, backends, options)
+    (data, backends, reference, draws, tune, chains, seed, progress, executor, out, options, reference_draws,
+     overwrite, targets) = _checked_arguments(**locals())   # every argument, in the signature's order
     ref_backend, ref_summary = resolve_reference(model, data, reference, reference_draws)
-    seed = _grid_seed(model, data, backends, options, ref_backend, (draws, tune, chains), seed, out)
+    seed = _grid_seed(model, data, backends, options, ref_backend, seed, out)
     jobs, ref_label = _grid_jobs(model, data, backends, options, ref_backend, ref_summary, reference_draws,
                                  {"draws": draws, "tune": tune, "chains": chains}, seed, progress)
     fits_dir = _checked_out(out, overwrite)
@@ -351,12 +346,15 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
         return _saved(cmp, out)
 
 
-def _checked_inputs(model, data) -> Dataset:
-    """``compare``'s model and data checked: the data."""
+def _checked_arguments(model, data, **arguments) -> tuple:
+    """``compare``'s arguments checked against :data:`COMPARE_PARAMETERS`, then the model, the data and the
+    grid's backends against one another: the data and the other arguments, in the signature's order, as checked."""
+    checked = checks.validate("bz.compare", COMPARE_PARAMETERS, arguments)
     _check_model(model)
     data = _data_of(model, data)
     model.validate(data)
-    return data
+    checked["backends"], checked["options"] = _checked_grid(model, checked["backends"], checked["options"])
+    return (data, *checked.values())
 
 
 def _checked_grid(model, backends, options) -> tuple[list[str], dict]:
@@ -369,9 +367,9 @@ def _checked_grid(model, backends, options) -> tuple[list[str], dict]:
     return backends, dict(options or {})
 
 
-def _grid_seed(model, data, backends, options, ref_backend, counts, seed, out) -> int:
-    """The one seed every cell runs with, after the options' backends and the counts are checked: a resumed grid's
-    saved seed when ``seed`` is None and ``out`` holds one, else ``seed`` or one drawn now."""
+def _grid_seed(model, data, backends, options, ref_backend, seed, out) -> int:
+    """The one seed every cell runs with, after the options' backends are checked: a resumed grid's saved seed
+    when ``seed`` is None and ``out`` holds one, else ``seed`` or one drawn now."""
     unknown = set(options) - set(backends) - {ref_backend}
     if unknown:
         raise ValueError(f"bz.compare: options are given for backends not in the grid: {sorted(unknown)}; add "
