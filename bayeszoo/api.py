@@ -8,6 +8,7 @@ import tempfile
 import traceback
 import warnings
 from concurrent.futures import Executor
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -42,10 +43,6 @@ def _data_of(model, data) -> Dataset:
                 "backend=...)" if isinstance(model, UserModel) else "")
         raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}{hint}")
     return data
-
-
-def _check_positive_int(value, what, minimum=1):
-    checks.number("bayeszoo", what, value, low=minimum, low_inclusive=True, integer=True)
 
 
 def backends(model, details: bool = False) -> list[str] | pd.DataFrame:
@@ -89,21 +86,72 @@ def backend_table(specs: list[registry.Backend], model=None, data=None) -> pd.Da
                                        "default", "meaning"])
 
 
-def _check_counts(draws, tune, chains, seed) -> None:
-    if draws is not None:
-        _check_positive_int(draws, "draws")
-    if tune is not None:
-        _check_positive_int(tune, "tune", minimum=0)
-    if chains is not None:
-        _check_positive_int(chains, "chains")
-    checks.seed("bayeszoo", "seed", seed)
+REFERENCE_KINDS = ("'auto', 'catalogue', 'catalogue:<key>', a backend name, a Fit, a Reference or the path of a "
+                   "saved fit or reference")
 
 
 def _seed_to_use(seed) -> int:
-    """The seed a run uses: ``seed`` itself, or for None fresh entropy, drawn once here and recorded, so that the
-    run can be repeated (NumPy's, PyMC's and scikit-learn's meaning of None)."""
-    seed = checks.seed("bayeszoo", "seed", seed)
+    """The seed a run uses: ``seed`` itself (already checked), or for None fresh entropy, drawn once here and
+    recorded, so that the run can be repeated (NumPy's, PyMC's and scikit-learn's meaning of None)."""
     return checks.fresh_seed() if seed is None else seed
+
+
+@dataclass(frozen=True)
+class ExecutorLike:
+    """A ``concurrent.futures.Executor`` as it is, or a Dask ``distributed.Client`` through its ``get_executor()``."""
+
+    what = ("a concurrent.futures.Executor (e.g. ProcessPoolExecutor) or a Dask distributed.Client, or None to run "
+            "here")
+
+    def __call__(self, owner: str, name: str, value) -> Executor | None:
+        if value is None or isinstance(value, Executor):
+            return value
+        if type(value).__module__.split(".")[0] == "distributed" and callable(getattr(value, "get_executor", None)):
+            return value.get_executor()
+        raise checks.refusal(owner, name, self.what, value)
+
+
+@dataclass(frozen=True)
+class Targets:
+    """The ranking's (rough, precise) targets: :func:`~bayeszoo.diagnostics.metrics.checked_targets`, whose
+    messages say what would do, under the caller's name."""
+
+    what = "two numbers of exact draws, (rough, precise)"
+
+    def __call__(self, owner: str, name: str, value) -> tuple:
+        try:
+            return checked_targets(value)
+        except ValueError as exc:
+            raise ValueError(f"{owner}: {exc}") from None
+
+
+def _distinct_names(names) -> bool:
+    return len(names) > 0 and all(isinstance(n, str) for n in names) and len(set(names)) == len(names)
+
+
+def _options_by_backend(options) -> bool:
+    return all(isinstance(k, str) and isinstance(v, dict) for k, v in options.items())
+
+
+#: what the arguments of :func:`fit`, :func:`compare` and :func:`cross_validate` may be, checked before anything
+#: runs (after scikit-learn's ``_parameter_constraints``); the model, the data and the backend's own options are
+#: checked against one another after (a backend that applies, options it knows, data the model takes)
+COUNTS = {"draws": [checks.POSITIVE_INT, None], "tune": [checks.NON_NEGATIVE_INT, None],
+          "chains": [checks.POSITIVE_INT, None]}
+FIT_PARAMETERS = {"backend": checks.Text(), **COUNTS, "seed": checks.Seed(), "progress": checks.Flag()}
+COMPARE_PARAMETERS = {
+    "backends": [None, checks.Where(checks.Instance((list, tuple), "a list"), _distinct_names,
+                                    "a non-empty list of distinct backend names")],
+    "reference": [checks.Instance((str, os.PathLike, Fit, Reference), REFERENCE_KINDS), None],
+    **COUNTS, "seed": checks.Seed(), "progress": checks.Flag(), "executor": ExecutorLike(),
+    "out": [None, checks.Instance((str, os.PathLike), "a folder path")],
+    "options": [None, checks.Where(checks.Instance((dict,), "a dict"), _options_by_backend,
+                                   "a dict mapping backend names to dicts of options")],
+    "reference_draws": [checks.POSITIVE_INT, None], "overwrite": checks.Flag(), "targets": Targets()}
+CROSS_VALIDATE_PARAMETERS = {"backend": checks.Text(), "folds": checks.Interval(int, 2, None, "left"),
+                             "repeats": checks.POSITIVE_INT, "seed": checks.Seed(), "draws": checks.POSITIVE_INT,
+                             "tune": checks.NON_NEGATIVE_INT, "chains": checks.POSITIVE_INT,
+                             "progress": checks.Flag()}
 
 
 def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int | None = None, tune: int | None = None,
@@ -147,11 +195,12 @@ def fit(model, data: Dataset | None = None, backend: str = "nuts", *, draws: int
         (a ValueError) The backend returned something other than the Fit asked for: not a Fit, another backend's
         or another model's or data's, other chains or draws, or non-finite draws; the message names the backend.
     """
+    backend, draws, tune, chains, seed, progress = checks.validate("bz.fit", FIT_PARAMETERS, dict(
+        backend=backend, draws=draws, tune=tune, chains=chains, seed=seed, progress=progress)).values()
     _check_model(model)
     data = _data_of(model, data)
     model.validate(data)
     spec = registry.get(model, backend)
-    _check_counts(draws, tune, chains, seed)
     opts = spec.resolve(options, model, data)
     given = {"draws": draws, "tune": tune, "chains": chains}
     counts = {k: (v if v is not None else spec.harness_defaults(model, data)[k]) for k, v in given.items()}
@@ -284,11 +333,10 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
     Comparison
         The fits, the errors of the cells that failed, and the reference; ``table()`` tabulates them.
     """
-    data, targets = _checked_inputs(model, data, targets)
-    backends, options = _checked_grid(model, backends, options)
-    executor = as_executor(executor, "compare")
+    (data, backends, reference, draws, tune, chains, seed, progress, executor, out, options, reference_draws,
+     overwrite, targets) = _checked_arguments(**locals())   # every argument, in the signature's order
     ref_backend, ref_summary = resolve_reference(model, data, reference, reference_draws)
-    seed = _grid_seed(model, data, backends, options, ref_backend, (draws, tune, chains), seed, out)
+    seed = _grid_seed(model, data, backends, options, ref_backend, seed, out)
     jobs, ref_label = _grid_jobs(model, data, backends, options, ref_backend, ref_summary, reference_draws,
                                  {"draws": draws, "tune": tune, "chains": chains}, seed, progress)
     fits_dir = _checked_out(out, overwrite)
@@ -298,42 +346,34 @@ def compare(model, data: Dataset | None = None, backends: list[str] | None = Non
         return _saved(cmp, out)
 
 
-def _checked_inputs(model, data, targets):
-    """``compare``'s model, data and targets checked: (the data, the targets)."""
+def _checked_arguments(model, data, **arguments) -> tuple:
+    """``compare``'s arguments checked against :data:`COMPARE_PARAMETERS`, then the model, the data and the
+    grid's backends against one another: the data and the other arguments, in the signature's order, as checked."""
+    checked = checks.validate("bz.compare", COMPARE_PARAMETERS, arguments)
     _check_model(model)
-    targets = checked_targets(targets)
     data = _data_of(model, data)
     model.validate(data)
-    return data, targets
+    checked["backends"], checked["options"] = _checked_grid(model, checked["backends"], checked["options"])
+    return (data, *checked.values())
 
 
 def _checked_grid(model, backends, options) -> tuple[list[str], dict]:
-    """The grid's backend names (every applicable one by default) and per-backend options, checked: unknown
-    names, duplicates and malformed options fail here, before anything runs."""
-    if backends is None:
-        backends = registry.backends_for(model)
-    elif isinstance(backends, str) or not isinstance(backends, (list, tuple)):
-        raise ValueError(f"backends must be a list of backend names, got {backends!r}")
-    backends = list(backends)
-    if not backends:
-        raise ValueError("compare needs at least one backend")
+    """The grid's backend names (every applicable one by default) and per-backend options, their form already
+    checked (:data:`COMPARE_PARAMETERS`): a name that does not apply to the model fails here, before anything
+    runs."""
+    backends = registry.backends_for(model) if backends is None else list(backends)
     for name in backends:
         registry.get(model, name)
-    if len(set(backends)) != len(backends):
-        raise ValueError(f"backends has duplicates: {backends}")
-    if options is not None and (not isinstance(options, dict)
-                                or not all(isinstance(v, dict) for v in options.values())):
-        raise ValueError(f"options must map backend names to dicts of options, got {options!r}")
     return backends, dict(options or {})
 
 
-def _grid_seed(model, data, backends, options, ref_backend, counts, seed, out) -> int:
-    """The one seed every cell runs with, after the options' backends and the counts are checked: a resumed grid's
-    saved seed when ``seed`` is None and ``out`` holds one, else ``seed`` or one drawn now."""
+def _grid_seed(model, data, backends, options, ref_backend, seed, out) -> int:
+    """The one seed every cell runs with, after the options' backends are checked: a resumed grid's saved seed
+    when ``seed`` is None and ``out`` holds one, else ``seed`` or one drawn now."""
     unknown = set(options) - set(backends) - {ref_backend}
     if unknown:
-        raise ValueError(f"options given for backends not in the grid: {sorted(unknown)}")
-    _check_counts(*counts, seed)
+        raise ValueError(f"bz.compare: options are given for backends not in the grid: {sorted(unknown)}; add "
+                         f"them to backends or drop their options")
     if seed is None and out is not None:
         seed = _saved_grid_seed(out, model, data)
     return _seed_to_use(seed)
@@ -345,8 +385,9 @@ def _grid_jobs(model, data, backends, options, ref_backend, ref_summary, referen
     def job(name: str) -> dict:
         spec = registry.get(model, name)
         own = dict(options.get(name, {}))
-        counts = {k: own.pop(k, v) for k, v in asked.items()}   # a cell may set its own draws / tune / chains
-        _check_counts(counts["draws"], counts["tune"], counts["chains"], None)
+        # a cell may set its own draws / tune / chains, declared as the grid's are
+        counts = checks.validate(f"bz.compare: options[{name!r}]", COUNTS,
+                                 {k: own.pop(k, v) for k, v in asked.items()})
         spec.resolve(own, model, data)
         defaults = spec.harness_defaults(model, data)
         counts = {k: (v if v is not None else defaults[k]) for k, v in counts.items()}
@@ -367,7 +408,6 @@ def _grid_jobs(model, data, backends, options, ref_backend, ref_summary, referen
 
 def _checked_out(out, overwrite) -> str | None:
     """The folder the grid's fits are saved in (None without ``out``), checked writable."""
-    checks.flag("bayeszoo", "overwrite", overwrite)
     fits_dir = os.path.join(os.fspath(out), "fits") if out is not None else None
     if fits_dir is not None:
         _check_writable(fits_dir)
@@ -444,25 +484,16 @@ def _saved(cmp: Comparison, out) -> Comparison:
 
 
 def as_executor(executor, caller: str) -> Executor | None:
-    """The executor that runs a grid's cells or a benchmark's tasks: a ``concurrent.futures.Executor`` as it is, a
-    Dask ``distributed.Client`` through its ``get_executor()``; anything else is a ValueError before any work."""
-    if executor is None or isinstance(executor, Executor):
-        return executor
-    if type(executor).__module__.split(".")[0] == "distributed" and callable(getattr(executor, "get_executor", None)):
-        return executor.get_executor()
-    raise ValueError(f"{caller}: executor must be a concurrent.futures.Executor (e.g. ProcessPoolExecutor) or a Dask "
-                     f"distributed.Client, or None to run here; got {type(executor).__name__}")
-
-
-REFERENCE_KINDS = ("'auto', 'catalogue', 'catalogue:<key>', a backend name, a Fit, a Reference or the path of a "
-                   "saved fit or reference")
+    """The executor that runs a grid's cells or a benchmark's tasks (:class:`ExecutorLike`); anything else is a
+    ValueError before any work."""
+    return ExecutorLike()(caller, "executor", executor)
 
 
 def resolve_reference(model, data: Dataset, reference, reference_draws) -> tuple[str | None, Reference | None]:
     """(the backend whose fit is the reference, or None; the ready Reference, or None), checked before anything
     runs. A Reference made for another model or other data is refused."""
     if reference_draws is not None:
-        _check_positive_int(reference_draws, "reference_draws")
+        checks.check("bz.compare", "reference_draws", COMPARE_PARAMETERS["reference_draws"], reference_draws)
     if isinstance(reference, str) and reference in registry.backends_for(model):
         return reference, None
     if reference_draws is not None:
@@ -604,15 +635,18 @@ def cross_validate(model, data: Dataset, backend: str = "em", *, folds: int = 10
         One array per metric of ``model.score`` (and ``seconds``), one entry per fold and repeat, and ``seed``:
         the seed of each fold's fit (its first entry is the seed of the whole run, which repeats it).
     """
+    backend, folds, repeats, seed, draws, tune, chains, progress = checks.validate(
+        "bz.cross_validate", CROSS_VALIDATE_PARAMETERS, dict(backend=backend, folds=folds, repeats=repeats, seed=seed,
+                                                             draws=draws, tune=tune, chains=chains,
+                                                             progress=progress)).values()
     _check_model(model)
     if not isinstance(data, Dataset):
         raise ValueError(f"data must be a bayeszoo.datasets.Dataset, got {type(data).__name__}")
     model.validate(data)
     registry.get(model, backend)
-    _check_positive_int(folds, "folds", minimum=2)
-    _check_positive_int(repeats, "repeats")
     if folds > data.n:
-        raise ValueError(f"folds={folds} is more than the {data.n} training points")
+        raise ValueError(f"bz.cross_validate: folds must be at most the {data.n} training points (each fold holds "
+                         f"out one at least); got {folds}")
     seed = _seed_to_use(seed)
     rng = np.random.default_rng(seed)
     results: dict[str, list] = {}

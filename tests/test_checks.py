@@ -212,3 +212,157 @@ def test_a_backend_option_may_declare_an_any_of_list():
     with pytest.raises(ValueError, match=r"^RVM backend 'probe': option 'step' must be a finite number > 0 or "
                                          r"'auto'; got -2$"):
         backend.resolve({"step": -2}, RVM(), None)
+
+
+# ------------------------------------------------------------------------------- the API's arguments
+class _Unknown:
+    """A value no constraint admits, shown the same in every message."""
+
+    def __repr__(self):
+        return "<unknown>"
+
+
+def _api_calls():
+    """(owner, the function, its declaration, the arguments a good call takes besides the model and data)."""
+    from bayeszoo import api
+    return [("bz.fit", api.fit, api.FIT_PARAMETERS, {"backend": "em"}),
+            ("bz.compare", api.compare, api.COMPARE_PARAMETERS, {"backends": ["em"], "reference": None}),
+            ("bz.cross_validate", api.cross_validate, api.CROSS_VALIDATE_PARAMETERS, {"backend": "em", "folds": 2})]
+
+
+@pytest.mark.parametrize("owner,function,declared,good", _api_calls(), ids=lambda v: v if isinstance(v, str) else "")
+def test_the_api_declares_every_argument_that_is_not_the_problem_itself(owner, function, declared, good):
+    import inspect
+    parameters = inspect.signature(function).parameters
+    own = {name for name, p in parameters.items() if p.kind is not inspect.Parameter.VAR_KEYWORD}
+    assert set(declared) == own - {"model", "data"}, owner
+    for name in declared:   # every default is admitted by its own declaration
+        default = parameters[name].default
+        assert checks.check(owner, name, declared[name], default) == default or name == "targets"
+
+
+def _api_arguments():
+    return [(owner, name) for owner, _, declared, _ in _api_calls() for name in declared]
+
+
+@pytest.mark.parametrize("owner,name", _api_arguments())
+def test_every_api_argument_is_refused_in_the_one_message_format_before_anything_runs(owner, name, monkeypatch):
+    import bayeszoo as bz
+    from bayeszoo import registry
+    function, good = next((f, g) for o, f, _, g in _api_calls() if o == owner)
+    ran = []
+    monkeypatch.setattr(registry.Backend, "call", lambda *args, **kwargs: ran.append(args))
+    data = bz.datasets.load("sinc", n=12, n_test=5, seed=0)
+    with pytest.raises(ValueError, match=rf"^{re.escape(owner)}: {name} must be .+; got <unknown>"):
+        function(bz.models.RVM(), data, **{**good, "progress": False, name: _Unknown()})
+    assert not ran
+
+
+@pytest.mark.parametrize("call,message", [
+    (dict(backends=["em", "em"]), "backends must be None or a non-empty list of distinct backend names; got"),
+    (dict(backends=[]), "backends must be None or a non-empty list of distinct backend names; got []"),
+    (dict(backends="em"), "backends must be None or a non-empty list of distinct backend names; got 'em'"),
+    (dict(options={"em": 3}), "options must be None or a dict mapping backend names to dicts of options; got"),
+    (dict(draws=0), "draws must be an integer >= 1 or None; got 0"),
+    (dict(tune=-1), "tune must be an integer >= 0 or None; got -1"),
+    (dict(reference_draws=1.5), "reference_draws must be an integer >= 1 or None; got 1.5"),
+    (dict(progress=1), "progress must be True or False; got 1"),
+    (dict(options={"em": {"draws": 0}}), "bz.compare: options['em']: draws must be an integer >= 1 or None; got 0"),
+    (dict(options={"fast": {}}), "bz.compare: options are given for backends not in the grid: ['fast']"),
+])
+def test_compare_refuses_a_bad_grid_naming_the_argument(call, message, monkeypatch):
+    import bayeszoo as bz
+    from bayeszoo import registry
+    ran = []
+    monkeypatch.setattr(registry.Backend, "call", lambda *args, **kwargs: ran.append(args))
+    data = bz.datasets.load("sinc", n=12, n_test=5, seed=0)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        bz.compare(bz.models.RVM(), data, **{"backends": ["em"], "reference": None, "progress": False, **call})
+    assert not ran
+
+
+def test_cross_validate_refuses_more_folds_than_training_points():
+    import bayeszoo as bz
+    data = bz.datasets.load("sinc", n=12, n_test=5, seed=0)
+    with pytest.raises(ValueError, match=r"^bz.cross_validate: folds must be at most the 12 training points .*; "
+                                         r"got 13$"):
+        bz.cross_validate(bz.models.RVM(), data, "em", folds=13, progress=False)
+    with pytest.raises(ValueError, match=r"^bz.cross_validate: folds must be an integer >= 2; got 1$"):
+        bz.cross_validate(bz.models.RVM(), data, "em", folds=1, progress=False)
+
+
+def test_the_api_checks_its_arguments_by_declaration_only():
+    import inspect
+
+    from bayeszoo import api
+    source = inspect.getsource(api)
+    for hand_check in ("_check_positive_int", "_check_counts", "checks.number(", "checks.seed(", "checks.flag("):
+        assert hand_check not in source, hand_check
+
+
+# ------------------------------------------------------------------------------- the loaders' options
+def _loader_options():
+    import bayeszoo as bz
+    return [(name, option) for name in bz.datasets.names() for option in bz.datasets.constraints(name)]
+
+
+@pytest.mark.parametrize("name,option", _loader_options())
+def test_every_declared_loader_option_is_refused_in_the_one_message_format(name, option):
+    import bayeszoo as bz
+    with pytest.raises(ValueError, match=rf"^dataset '{name}': {option} must be .+; got <unknown>$"):
+        bz.datasets.load(name, **{option: _Unknown()})
+
+
+@pytest.mark.parametrize("name", sorted({name for name, _ in _loader_options()}))
+def test_every_loader_declares_each_number_flag_or_name_option_and_admits_its_default(name):
+    import inspect
+
+    import bayeszoo as bz
+    from bayeszoo.datasets import _LOADERS
+    parameters = inspect.signature(_LOADERS[name]).parameters
+    declared = bz.datasets.constraints(name)
+    assert {key for key, p in parameters.items() if isinstance(p.default, (bool, int, float, str))} <= set(declared)
+    for option, constraint in declared.items():
+        checks.check(f"dataset '{name}'", option, constraint, parameters[option].default)
+
+
+@pytest.mark.parametrize("name,options,message", [
+    ("sinc", dict(n=0), "n must be an integer >= 1; got 0"),
+    ("sinc", dict(noise_sd=-0.1), "noise_sd must be a finite number >= 0; got -0.1"),
+    ("doppler2d", dict(train_fraction=0.0), "train_fraction must be a finite number > 0; got 0.0"),
+    ("bid_blocks", dict(snr_db=400.0), "snr_db must be a finite number <= 300.0; got 400.0"),
+    ("bid_blocks", dict(psf="box"), "psf must be one of ('gaussian', 'uniform', 'motion'); got 'box'"),
+    ("cameraman", dict(crop=1), "crop must be None or an integer >= 2 or a (row, col, side) triple of integers >= 0; "
+                                "got 1"),
+    ("cameraman", dict(crop=(0, 1.5, 8)), "crop must be None or an integer >= 2 or a (row, col, side) triple"),
+    ("sinc2d_image", dict(size=2), "size must be an integer >= 3; got 2"),
+    ("neal3", dict(n_test=-1), "n_test must be an integer >= 0; got -1"),
+    ("mkl_sources", dict(n=2), "n must be an integer >= 3; got 2"),
+    ("mfeat_standin", dict(n_per_class=81), "n_per_class must be an integer <= 80; got 81"),
+    ("slm_signal", dict(kind="noise"), "kind must be one of"),
+    ("slm_image", dict(size=4, m=33), "m must be at most 2 size**2 = 32 for size 4; got 33"),
+    ("slm_mri", dict(n_central=0), "n_central must be an integer >= 1; got 0"),
+])
+def test_the_loaders_refuse_a_range_by_their_declaration(name, options, message):
+    import bayeszoo as bz
+    with pytest.raises(ValueError, match=rf"^dataset '{name}': {re.escape(message)}"):
+        bz.datasets.load(name, **options)
+
+
+def test_a_loader_called_directly_checks_its_declaration_too():
+    from bayeszoo.datasets import synthetic
+    with pytest.raises(ValueError, match=r"^dataset 'sinc': n must be an integer >= 1; got 0$"):
+        synthetic.sinc(n=0)
+
+
+def test_the_loaders_check_their_options_by_declaration_only():
+    import inspect
+
+    import bayeszoo as bz
+    from bayeszoo.datasets import _LOADERS
+    for name in bz.datasets.names():
+        source = inspect.getsource(_LOADERS[name].__wrapped__)
+        body = source[source.index("def "):]   # past the decorator, which holds the declaration
+        for hand_check in ("checks.number(", "checks.positive(", "checks.non_negative(", "checks.choice(",
+                           "checks.seed(", "_rows(", "_count("):
+            assert hand_check not in body, (name, hand_check)

@@ -56,7 +56,7 @@ def test_bad_seeds_are_refused_before_any_work(sinc, seed, monkeypatch):
     model, data = sinc
     spec = registry.get(model, "fake_ok")
     monkeypatch.setitem(registry._FAMILY, ("rvm", "fake_ok"), dataclasses.replace(spec, run=_must_not_run))
-    with pytest.raises(ValueError, match=r"bayeszoo: seed must be None or an integer in \[0, 2\*\*32\); got "):
+    with pytest.raises(ValueError, match=r"^bz.fit: seed must be None or an integer in \[0, 2\*\*32\); got "):
         bz.fit(model, data, "fake_ok", seed=seed, progress=False)
     with pytest.raises(ValueError, match="seed must be None or an integer"):
         bz.compare(model, data, ["fake_ok"], reference=None, seed=seed, progress=False)

@@ -7,6 +7,7 @@ package, with its source, licence and preprocessing in ``meta``. Users wrap thei
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import html
 import inspect
@@ -411,14 +412,43 @@ def _check_finite(a: np.ndarray, what: str) -> None:
 _LOADERS: dict[str, Callable[..., Dataset]] = {}
 
 
-def register(name: str):
-    """Decorator registering a loader ``fn(**options) -> Dataset`` under ``name``."""
+def register(name: str, constraints: dict | None = None):
+    """Decorator registering a loader ``fn(**options) -> Dataset`` under ``name``. ``constraints`` declare what its
+    options may be, in the vocabulary of :mod:`bayeszoo.checks` (e.g. ``{"n": checks.Interval(int, 1, 1000,
+    "both")}``); an option left out is declared by its default (:func:`constraints`). The registered loader checks
+    its options against them before it runs, however it is called, and passes them on as the constraints convert
+    them; what relates an option to the data (a crop that fits the image) is the loader's own to check."""
 
     def deco(fn):
-        _LOADERS[name] = fn
-        return fn
+        signature = inspect.signature(fn)
+        declared = {key: constraints[key] if key in (constraints or {}) else _constraint_like(key, p.default)
+                    for key, p in signature.parameters.items()}
+        declared = {key: c for key, c in declared.items() if c is not None}
+        unknown = set(constraints or {}) - set(signature.parameters)
+        if unknown:
+            raise TypeError(f"dataset {name!r}: constraints for option(s) {sorted(unknown)} the loader does not take")
+
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            given = signature.bind(*args, **kwargs).arguments
+            given.update(checks.validate(f"dataset {name!r}", declared,
+                                         {k: v for k, v in given.items() if k in declared}))
+            return fn(**given)
+
+        checked.constraints = declared
+        _LOADERS[name] = checked
+        return checked
 
     return deco
+
+
+def constraints(name: str) -> dict:
+    """What each option of dataset ``name`` may be (the declarations of :func:`register`), by option name; an
+    option whose default says nothing (None) and that declares nothing is the loader's own to check."""
+    _ensure_loaded()
+    if name not in _LOADERS:
+        raise ValueError(f"unknown dataset {name!r}; available: {', '.join(names())}")
+    return dict(_LOADERS[name].constraints)
 
 
 def _ensure_loaded():
@@ -447,17 +477,21 @@ def load(name: str, **options) -> Dataset:
     unknown = [k for k in options if k not in accepted]
     if unknown:
         raise ValueError(f"dataset {name!r} does not take option(s) {unknown}; it takes {list(accepted)}")
-    declared = {key: _constraint_like(key, accepted[key].default) for key in options}
-    checks.validate(f"dataset {name!r}", {k: c for k, c in declared.items() if c is not None},
-                    {k: v for k, v in options.items() if declared[k] is not None})
-    return loader(**options)
+    return loader(**options)   # which checks the options against its declaration first
+
+
+#: the split and standardisation options every real-data loader shares (and the generated data sets of the pMKL
+#: experiments), and every loader's seed: ``seed`` an integer >= 0, ``test_fraction`` None or in (0, 1),
+#: ``standardize`` a flag
+SPLIT_OPTIONS = {"seed": checks.NON_NEGATIVE_INT, "test_fraction": [None, checks.PROBABILITY],
+                 "standardize": checks.Flag()}
 
 
 def _constraint_like(key: str, default):
-    """What a loader option may be, read off its default (an int where the default is an int, ...; a seed is a
-    non-negative integer), or None where the default says nothing (None): ranges are the loader's own to check."""
-    if key == "seed":
-        return checks.NON_NEGATIVE_INT
+    """What a loader option that declares nothing may be: a shared option as :data:`SPLIT_OPTIONS` says, else read
+    off its default (an int where the default is an int, ...), or None where the default says nothing (None)."""
+    if key in SPLIT_OPTIONS:
+        return SPLIT_OPTIONS[key]
     for kind, constraint in ((bool, checks.Flag()), (int, checks.Interval(int)), (float, checks.Interval(float)),
                              (str, checks.Text())):
         if isinstance(default, kind):   # bool before int: True is an int

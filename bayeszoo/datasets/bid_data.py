@@ -29,6 +29,17 @@ MIN_INTENSITY, MAX_INTENSITY = 1e-30, 1e30
 MAX_PSF_RADIUS = 1024      # largest half-side of a generated PSF window
 MAX_SIDE = 4096            # largest side of a generated image
 SNR_RANGE = (-100.0, 300.0)   # decibels accepted by the degradations
+
+#: what the options of the image loaders may be (a crop's fit in its image is checked against the image)
+CROP = [None, checks.Interval(int, 2, None, "left"),
+        checks.Where(checks.Instance((tuple, list), "a triple"),
+                     lambda c: len(c) == 3 and all(isinstance(v, (int, np.integer)) and not isinstance(v, bool)
+                                                   for v in c) and min(c) >= 0,
+                     "a (row, col, side) triple of integers >= 0")]
+IMAGE_OPTIONS = {"psf": checks.OneOf(PSFS), "snr_db": checks.Interval(float, *SNR_RANGE, "both"),
+                 "crop": CROP, "size": [checks.Interval(int, 2, MAX_SIDE, "both"), None]}
+BLOCKS_OPTIONS = {"psf": checks.OneOf(PSFS), "snr_db": checks.Interval(float, *SNR_RANGE, "both"),
+                  "size": checks.Interval(int, 16, MAX_SIDE, "both"), "n_blocks": checks.Interval(int, 0, 10_000, "both")}
 # the scikit-image images whose docstrings state a licence (CC0 / public domain / no known copyright)
 SKIMAGE_IMAGES = {"cameraman": "camera", "coins": "coins", "astronaut": "astronaut", "brick": "brick",
                   "grass": "grass", "gravel": "gravel", "text": "text", "clock": "clock", "chelsea": "chelsea",
@@ -209,26 +220,20 @@ def _grey_image(key: str, size: int | None) -> np.ndarray:
 def _crop(img: np.ndarray, crop) -> np.ndarray:
     if crop is None:
         return img
-    if isinstance(crop, (int, np.integer)) and not isinstance(crop, bool):
-        side = int(crop)
+    if isinstance(crop, int):   # declared as CROP: a side length, or a (row, col, side) triple
+        side = crop
         r0, c0 = (img.shape[0] - side) // 2, (img.shape[1] - side) // 2
-    elif isinstance(crop, (tuple, list)) and len(crop) == 3:
-        r0, c0, side = (checks.number("dataset crop", "crop", v, integer=True) for v in crop)
     else:
-        raise ValueError(f"crop must be a side length or (row, col, side), got {crop!r}")
+        r0, c0, side = (int(v) for v in crop)
     if side < 2 or r0 < 0 or c0 < 0 or r0 + side > img.shape[0] or c0 + side > img.shape[1]:
-        raise ValueError(f"crop {crop!r} does not fit in the {img.shape} image")
+        raise ValueError(f"crop {crop!r} does not fit in the {img.shape} image; give a smaller side or a "
+                         f"(row, col, side) inside it")
     return img[r0:r0 + side, c0:c0 + side]
 
 
 def _loader(key: str):
     def load(psf: str = "uniform", snr_db: float = 40.0, seed: int = 0, crop=None, size: int | None = 256
              ) -> Dataset:
-        owner = f"dataset {key!r}"
-        make_psf(psf)
-        checks.number(owner, "snr_db", snr_db, low=SNR_RANGE[0], high=SNR_RANGE[1], low_inclusive=True)
-        checks.non_negative(owner, "seed", seed, integer=True)
-        checks.number(owner, "size", size, low=2, high=MAX_SIDE, low_inclusive=True, integer=True, allow_none=True)
         truth = _crop(_grey_image(key, size), crop)
         h = make_psf(psf)
         g, var = degrade(truth, h, snr_db, seed)
@@ -254,7 +259,7 @@ def _skimage_version() -> str:
 
 
 for _key in SKIMAGE_IMAGES:
-    register(_key)(_loader(_key))
+    register(_key, IMAGE_OPTIONS)(_loader(_key))
 
 
 def blocks_image(size: int = 64, n_blocks: int = 12, seed: int = 0) -> np.ndarray:
@@ -271,15 +276,10 @@ def blocks_image(size: int = 64, n_blocks: int = 12, seed: int = 0) -> np.ndarra
     return img
 
 
-@register("bid_blocks")
+@register("bid_blocks", BLOCKS_OPTIONS)
 def bid_blocks(psf: str = "gaussian", snr_db: float = 40.0, seed: int = 0, size: int = 64, n_blocks: int = 12
                ) -> Dataset:
     """Synthetic piecewise-constant image (random rectangles) degraded by a thesis PSF at snr_db (seeded)."""
-    make_psf(psf)
-    checks.number("dataset 'bid_blocks'", "snr_db", snr_db, low=SNR_RANGE[0], high=SNR_RANGE[1], low_inclusive=True)
-    checks.non_negative("dataset 'bid_blocks'", "seed", seed, integer=True)
-    checks.number("dataset 'bid_blocks'", "size", size, low=16, high=MAX_SIDE, low_inclusive=True, integer=True)
-    checks.number("dataset 'bid_blocks'", "n_blocks", n_blocks, low=0, high=10_000, low_inclusive=True, integer=True)
     truth = blocks_image(size, n_blocks, seed)
     h = make_psf(psf)
     g, var = degrade(truth, h, snr_db, seed + 1)

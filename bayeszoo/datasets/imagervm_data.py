@@ -35,17 +35,13 @@ def sinc2d_image(size: int = 30, extent: float = 10.0) -> np.ndarray:
     return load("sinc2d", grid=size, extent=extent).y_test.reshape(size, size)
 
 
-@register("sinc2d_image")
+@register("sinc2d_image", {"size": checks.Interval(int, 3, MAX_SIDE, "both"), "noise_var": checks.NON_NEGATIVE,
+                           "extent": checks.POSITIVE})
 def sinc2d_image_problem(size: int = 30, noise_var: float = 0.1, seed: int = 0, extent: float = 10.0) -> Dataset:
     """The ``sinc2d`` data (Tzikas PhD (4.24), Table 4.1: 30 x 30, noise variance 0.1) as an image problem."""
     from bayeszoo.datasets import load
     from bayeszoo.datasets.bid_data import image_problem
 
-    owner = "dataset 'sinc2d_image'"
-    checks.number(owner, "size", size, low=3, high=MAX_SIDE, low_inclusive=True, integer=True)
-    checks.non_negative(owner, "noise_var", noise_var)
-    checks.non_negative(owner, "seed", seed, integer=True)
-    checks.positive(owner, "extent", extent)
     grid = load("sinc2d", grid=size, extent=extent, noise_var=noise_var, seed=seed)
     meta = {k: v for k, v in grid.meta.items() if k != "task"}
     meta["preprocessing"] = (meta.get("preprocessing", "") + "; the same noisy values as load('sinc2d') laid out "

@@ -34,9 +34,9 @@ MAX_ROWS = 100_000      # largest number of generated training or test rows
 MAX_REDRAWS = 1000      # mkl_sources: redraws of a small training set until it holds every class
 
 
-def _rows(name: str, option: str, value, low: int) -> int:
+def _rows(low: int) -> checks.Interval:
     """A number of generated rows: an integer in low..MAX_ROWS."""
-    return checks.number(f"dataset {name!r}", option, value, low=low, high=MAX_ROWS, low_inclusive=True, integer=True)
+    return checks.Interval(int, low, MAX_ROWS, "both")
 
 
 def _build(name, X, y, *, seed, test_fraction, standardize, meta, X_test=None, y_test=None) -> Dataset:
@@ -139,16 +139,14 @@ def digit_views(images: np.ndarray, kl_basis: np.ndarray | None = None, kl_mean:
     return {"pix": pix, "fou": F, "kl": kl, "zer": zer}
 
 
-@register("mfeat_standin")
+@register("mfeat_standin", {"n_per_class": checks.Interval(int, 1, 80, "both"),
+                             "n_test_per_class": checks.Interval(int, 1, 80, "both")})
 def mfeat_standin(seed: int = 0, n_per_class: int = 20, n_test_per_class: int = 20,
                   standardize: bool = True) -> Dataset:
     """STAND-IN for UCI multiple features: scikit-learn's 8x8 digits, 10 classes, views pix / fou / kl / zer."""
     from sklearn import __version__ as skv
     from sklearn.datasets import load_digits
 
-    check_options("mfeat_standin", seed, None, standardize)
-    for name, v in (("n_per_class", n_per_class), ("n_test_per_class", n_test_per_class)):
-        checks.number("dataset 'mfeat_standin'", name, v, low=1, high=80, low_inclusive=True, integer=True)
     d = load_digits()
     rng = np.random.default_rng(seed)
     tr, te = [], []
@@ -199,11 +197,9 @@ def _neal3_arrays(n, rng, noise=0.1):
     return X + noise * rng.standard_normal((n, 4)), neal3_labels(X)
 
 
-@register("neal3")
+@register("neal3", {"n": _rows(1), "n_test": _rows(0)})
 def neal3(seed: int = 0, n: int = 400, n_test: int = 600, standardize: bool = False) -> Dataset:
     """Neal's (1998) 3-class synthetic data of Damoulas ch. 4: 4 U(0,1) inputs, class from (x1, x2), noise 0.1."""
-    check_options("neal3", seed, None, standardize)
-    n, n_test = _rows("neal3", "n", n, 1), _rows("neal3", "n_test", n_test, 0)
     rng = np.random.default_rng(seed)
     X, y = _neal3_arrays(n, rng)
     Xt, yt = _neal3_arrays(n_test, rng)
@@ -229,12 +225,9 @@ def _ellipse_arrays(n_per_class, rng, sigma2=0.1):
     return X, np.concatenate(out_y).astype(float)
 
 
-@register("neal_ellipses")
+@register("neal_ellipses", {"n_per_class": _rows(1), "n_test_per_class": _rows(0)})
 def neal_ellipses(seed: int = 0, n_per_class: int = 100, n_test_per_class: int = 200) -> Dataset:
     """Damoulas ch. 3 data: annuli r^2 in (0.1, 0.5] and [0.6, 1], a central N(0, 0.1 I), two N(0, 1) noise dims."""
-    check_options("neal_ellipses", seed, None, False)
-    n_per_class = _rows("neal_ellipses", "n_per_class", n_per_class, 1)
-    n_test_per_class = _rows("neal_ellipses", "n_test_per_class", n_test_per_class, 0)
     rng = np.random.default_rng(seed)
     X, y = _ellipse_arrays(n_per_class, rng)
     Xt, yt = _ellipse_arrays(n_test_per_class, rng)
@@ -245,14 +238,11 @@ def neal_ellipses(seed: int = 0, n_per_class: int = 100, n_test_per_class: int =
                         "preprocessing": f"{n_per_class} training / {n_test_per_class} test points per class"})
 
 
-@register("mkl_sources")
+@register("mkl_sources", {"n": _rows(3), "n_test": _rows(0), "noise_partial": checks.NON_NEGATIVE})
 def mkl_sources(seed: int = 0, n: int = 90, n_test: int = 300, noise_partial: float = 1.0) -> Dataset:
     """Three sources on Neal's 3-class labels (Damoulas §3.7): 'informative' (x1, x2 with noise 0.1),
     'partial' (x1 with noise 0.1, x2 with noise ``noise_partial``), 'noise' (two N(0, 1) columns); ``n`` >= 3 so
     that the training rows can hold all three classes."""
-    check_options("mkl_sources", seed, None, True)
-    n, n_test = _rows("mkl_sources", "n", n, 3), _rows("mkl_sources", "n_test", n_test, 0)
-    checks.non_negative("dataset 'mkl_sources'", "noise_partial", noise_partial)
     rng = np.random.default_rng(seed)
 
     def make(m):

@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from bayeszoo import checks
-from bayeszoo.datasets import Dataset
+from bayeszoo.datasets import SPLIT_OPTIONS, Dataset
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 
@@ -52,14 +52,8 @@ def column(header, rows, name) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------- options
-#: the split and standardisation options every real-data loader shares (and the generated data sets of the pMKL
-#: experiments): ``seed`` an integer >= 0, ``test_fraction`` None or in (0, 1), ``standardize`` a flag
-SPLIT_OPTIONS = {"seed": checks.NON_NEGATIVE_INT, "test_fraction": [None, checks.PROBABILITY],
-                 "standardize": checks.Flag()}
-
-
 def check_options(name: str, seed, test_fraction, standardize) -> None:
-    """The shared options of dataset ``name`` checked against :data:`SPLIT_OPTIONS`."""
+    """The shared options of dataset ``name`` checked against ``bayeszoo.datasets.SPLIT_OPTIONS``."""
     checks.validate(f"dataset {name!r}", SPLIT_OPTIONS,
                     {"seed": seed, "test_fraction": test_fraction, "standardize": standardize})
 

@@ -88,17 +88,12 @@ def measured(u, X, sigma2, rng, *, name, u_shape, n_test=0, meta=None, X_operato
     return Dataset(X, y, X_test, y_test, name=name, meta=info)
 
 
-@register("slm_signal")
+@register("slm_signal", {"kind": checks.OneOf(SIGNALS), "design": checks.OneOf(DESIGNS),
+                         "n": checks.Interval(int, 2, MAX_N, "both"), "m": checks.Interval(int, 1, MAX_N, "both"),
+                         "n_test": checks.Interval(int, 0, MAX_N, "both"), "sigma2": checks.NON_NEGATIVE})
 def slm_signal(kind: str = "spikes", n: int = 512, m: int = 40, sigma2: float = 0.005, design: str = "sphere",
                n_test: int = 0, seed: int = 0) -> Dataset:
     """A synthetic sparse signal of Nickisch thesis Fig. 5.2 measured by m random unit-norm rows (§5.5)."""
-    owner = "dataset 'slm_signal'"
-    checks.choice(owner, "kind", kind, SIGNALS)
-    checks.choice(owner, "design", design, DESIGNS)
-    n = checks.number(owner, "n", n, low=2, low_inclusive=True, high=MAX_N, integer=True)
-    m = checks.number(owner, "m", m, low=1, low_inclusive=True, high=MAX_N, integer=True)
-    n_test = checks.number(owner, "n_test", n_test, low=0, low_inclusive=True, high=MAX_N, integer=True)
-    sigma2 = checks.non_negative(owner, "sigma2", sigma2)
     rng = np.random.default_rng(seed)
     u = synthetic_signal(kind, n, rng)
     X = measurement_matrix(design, m, n, rng)
@@ -132,18 +127,15 @@ def fourier_mask(shape, k: int, rng: np.random.Generator) -> np.ndarray:
     return mask.reshape(shape)
 
 
-@register("slm_image")
+@register("slm_image", {"image": checks.OneOf(IMAGES), "design": checks.OneOf(IMAGE_DESIGNS),
+                        "size": checks.Interval(int, 4, 256, "both"), "m": checks.POSITIVE_INT,
+                        "n_test": checks.Interval(int, 0, MAX_N, "both"), "sigma2": checks.NON_NEGATIVE})
 def slm_image(image: str = "camera", size: int = 32, m: int = 256, sigma2: float = 0.005, design: str = "gaussian",
               n_test: int = 0, seed: int = 0) -> Dataset:
     """A scikit-image grey-level picture measured by m random filters or Fourier coefficients (Nickisch §5.5)."""
-    owner = "dataset 'slm_image'"
-    checks.choice(owner, "image", image, IMAGES)
-    checks.choice(owner, "design", design, IMAGE_DESIGNS)
-    size = checks.number(owner, "size", size, low=4, low_inclusive=True, high=256, integer=True)
     n = size * size
-    m = checks.number(owner, "m", m, low=1, low_inclusive=True, high=2 * n, integer=True)
-    n_test = checks.number(owner, "n_test", n_test, low=0, low_inclusive=True, high=MAX_N, integer=True)
-    sigma2 = checks.non_negative(owner, "sigma2", sigma2)
+    if m > 2 * n:   # twice the pixels: the most measurements a design of this size takes
+        raise ValueError(f"dataset 'slm_image': m must be at most 2 size**2 = {2 * n} for size {size}; got {m}")
     rng = np.random.default_rng(seed)
     u = grey_image(image, size)
     spec = None
@@ -192,19 +184,21 @@ def central_lines(size: int, count: int) -> np.ndarray:
     return np.argsort(np.abs(freq) + 0.25 * (freq < 0), kind="stable")[:count]
 
 
-@register("slm_mri")
+@register("slm_mri", {"slice_index": checks.NON_NEGATIVE_INT, "n_central": checks.POSITIVE_INT,
+                      "sigma2": checks.NON_NEGATIVE})
 def slm_mri(slice_index: int = 0, lines=None, n_central: int = 8, sigma2: float = 1e-4, seed: int = 0) -> Dataset:
     """A 64 x 64 brain slice (``mri_slices``) measured on Cartesian k-space lines (Nickisch §6.4): ``lines`` (row
     indices of the DFT grid) or, if None, the ``n_central`` lines around the centre; real and imaginary parts of
     every sample on a line are separate rows, each with noise of variance ``sigma2``."""
     owner = "dataset 'slm_mri'"
     images = mri_slices()
-    slice_index = checks.number(owner, "slice_index", slice_index, low=0, low_inclusive=True, high=len(images) - 1,
-                                integer=True)
-    sigma2 = checks.non_negative(owner, "sigma2", sigma2)
     size = images.shape[1]
+    if slice_index >= len(images):   # the bounds the shipped slices set
+        raise ValueError(f"{owner}: slice_index must be at most {len(images) - 1} (there are {len(images)} slices); "
+                         f"got {slice_index}")
     if lines is None:
-        n_central = checks.number(owner, "n_central", n_central, low=1, low_inclusive=True, high=size, integer=True)
+        if n_central > size:
+            raise ValueError(f"{owner}: n_central must be at most the {size} lines of the grid; got {n_central}")
         lines = central_lines(size, n_central)
     lines = np.asarray(lines)
     if lines.ndim != 1 or lines.size == 0 or not np.issubdtype(lines.dtype, np.integer) or \

@@ -12,22 +12,22 @@ MAX_POINTS = 10_000_000
 MAX_SCALE = 1e100
 
 
-def _rng(owner: str, seed):
-    return np.random.default_rng(checks.non_negative(owner, "seed", seed, integer=True))
+def _count(minimum: int = 1) -> checks.Interval:
+    """An integer number of points in [minimum, MAX_POINTS]."""
+    return checks.Interval(int, minimum, MAX_POINTS, "both")
 
 
-def _count(owner: str, name: str, value, *, minimum: int = 1) -> int:
-    """An integer number of points in [minimum, MAX_POINTS], or a ValueError naming the option."""
-    return checks.number(owner, name, value, low=minimum, low_inclusive=True, high=MAX_POINTS, integer=True)
+#: a noise level, extent or Doppler delta: a number in [0, MAX_SCALE] (> 0 where ``positive``)
+SCALE = checks.Interval(float, 0, MAX_SCALE, "both")
+POSITIVE_SCALE = checks.Interval(float, 0, MAX_SCALE, "right")
+#: a side of a square grid, whose points MAX_POINTS bounds
+GRID = checks.Interval(int, 1, int(np.sqrt(MAX_POINTS)), "both")
 
 
-@register("sinc")
+@register("sinc", {"n": _count(), "n_test": _count(0), "noise_sd": SCALE})
 def sinc(n: int = 100, n_test: int = 1000, noise_sd: float = 0.1, seed: int = 0) -> Dataset:
     """Noisy sinc, Tipping (2001): t = sin(x)/x + N(0, noise_sd^2), x uniform on [-10, 10]; test on a noise-free grid."""
-    n = _count("sinc", "n", n)
-    n_test = _count("sinc", "n_test", n_test, minimum=0)
-    noise_sd = checks.number("sinc", "noise_sd", noise_sd, low=0, low_inclusive=True, high=MAX_SCALE)
-    rng = _rng("sinc", seed)
+    rng = np.random.default_rng(seed)
     x = np.sort(rng.uniform(-10.0, 10.0, n))
     y = np.sinc(x / np.pi) + noise_sd * rng.standard_normal(n)
     x_test = np.linspace(-10.0, 10.0, n_test)
@@ -44,13 +44,10 @@ def doppler_function(x, delta: float = 0.01):
     return np.sqrt(x * (1 - x)) * np.sin(2 * np.pi * (1 + delta) / (x + delta))
 
 
-@register("doppler")
+@register("doppler", {"n": _count(), "noise_var": SCALE, "delta": POSITIVE_SCALE})
 def doppler(n: int = 128, noise_var: float = 0.1, delta: float = 0.01, seed: int = 0) -> Dataset:
     """1-D Doppler [P 66]: n equispaced points x_n = (n - 1/2)/N in (0,1), white noise of variance 0.1; test = noise-free g."""
-    n = _count("doppler", "n", n)
-    noise_var = checks.number("doppler", "noise_var", noise_var, low=0, low_inclusive=True, high=MAX_SCALE)
-    delta = checks.number("doppler", "delta", delta, low=0, high=MAX_SCALE)
-    rng = _rng("doppler", seed)
+    rng = np.random.default_rng(seed)
     x = (np.arange(1, n + 1) - 0.5) / n  # grid unstated in the source; equispaced as sRVM requires
     g = doppler_function(x, delta)
     y = g + np.sqrt(noise_var) * rng.standard_normal(n)
@@ -60,18 +57,15 @@ def doppler(n: int = 128, noise_var: float = 0.1, delta: float = 0.01, seed: int
         "preprocessing": "test set = the training inputs with the noise-free signal (MSE against the true g)"})
 
 
-@register("doppler2d")
+@register("doppler2d", {"grid": GRID, "train_fraction": checks.Interval(float, 0, 1, "right"), "noise_var": SCALE,
+                        "delta": POSITIVE_SCALE})
 def doppler2d(grid: int = 128, train_fraction: float = 0.5, noise_var: float = 0.1, delta: float = 0.01,
               seed: int = 0) -> Dataset:
     """2-D Doppler g(x1) g(x2) (Tzikas PhD eq. 6.35) on a grid, a random fraction for training; test = whole noise-free grid."""
-    grid = checks.number("doppler2d", "grid", grid, low=1, low_inclusive=True, high=np.sqrt(MAX_POINTS), integer=True)
-    train_fraction = checks.number("doppler2d", "train_fraction", train_fraction, low=0, high=1)
-    noise_var = checks.number("doppler2d", "noise_var", noise_var, low=0, low_inclusive=True, high=MAX_SCALE)
-    delta = checks.number("doppler2d", "delta", delta, low=0, high=MAX_SCALE)
     if round(train_fraction * grid * grid) < 1:
-        raise ValueError(f"doppler2d: train_fraction = {train_fraction:g} of a {grid} x {grid} grid leaves no "
-                         f"training point")
-    rng = _rng("doppler2d", seed)
+        raise ValueError(f"dataset 'doppler2d': train_fraction = {train_fraction:g} of a {grid} x {grid} grid leaves "
+                         f"no training point; give a larger train_fraction or grid")
+    rng = np.random.default_rng(seed)
     u = (np.arange(1, grid + 1) - 0.5) / grid
     x1, x2 = np.meshgrid(u, u, indexing="ij")
     X = np.column_stack([x1.ravel(), x2.ravel()])
@@ -84,13 +78,10 @@ def doppler2d(grid: int = 128, train_fraction: float = 0.5, noise_var: float = 0
         "preprocessing": "test set = the whole grid with the noise-free surface"})
 
 
-@register("sinc2d")
+@register("sinc2d", {"grid": GRID, "extent": POSITIVE_SCALE, "noise_var": SCALE})
 def sinc2d(grid: int = 30, extent: float = 10.0, noise_var: float = 0.1, seed: int = 0) -> Dataset:
     """2-D sinc image sin(r)/r on a grid over [-extent, extent]^2 plus N(0, 0.1) noise (Tzikas PhD eq. 4.24)."""
-    grid = checks.number("sinc2d", "grid", grid, low=1, low_inclusive=True, high=np.sqrt(MAX_POINTS), integer=True)
-    extent = checks.number("sinc2d", "extent", extent, low=0, high=MAX_SCALE)
-    noise_var = checks.number("sinc2d", "noise_var", noise_var, low=0, low_inclusive=True, high=MAX_SCALE)
-    rng = _rng("sinc2d", seed)
+    rng = np.random.default_rng(seed)
     u = np.linspace(-extent, extent, grid)
     x1, x2 = np.meshgrid(u, u, indexing="ij")
     X = np.column_stack([x1.ravel(), x2.ravel()])
@@ -102,12 +93,10 @@ def sinc2d(grid: int = 30, extent: float = 10.0, noise_var: float = 0.1, seed: i
         "preprocessing": "grid extent is not given in the source; [-10, 10]^2 chosen"})
 
 
-@register("gaussian_mixture")
+@register("gaussian_mixture", {"n_per_class": _count(), "n_test_per_class": _count(0)})
 def gaussian_mixture(n_per_class: int = 50, n_test_per_class: int = 5000, seed: int = 0) -> Dataset:
     """Two-class 2-D Gaussian mixtures [P 67-68]: 50 + 50 training points, 5000 + 5000 test points; labels 0 / 1."""
-    n_per_class = _count("gaussian_mixture", "n_per_class", n_per_class)
-    n_test_per_class = _count("gaussian_mixture", "n_test_per_class", n_test_per_class, minimum=0)
-    rng = _rng("gaussian_mixture", seed)
+    rng = np.random.default_rng(seed)
     mu1, mu2 = np.array([0.5, 0.5]), np.array([-0.5, -0.5])
     var_large, var_small = 0.5, 0.05
 

@@ -128,7 +128,8 @@ def test_bad_input_raises_before_work(monkeypatch):
         noise_variance(np.ones((9, 9)), float("inf"))
     with pytest.raises(ValueError, match="snr_db"):
         bz.datasets.load("cameraman", snr_db=float("nan"))
-    with pytest.raises(ValueError, match="unknown PSF"):
+    with pytest.raises(ValueError, match=r"^dataset 'cameraman': psf must be one of \('gaussian', 'uniform', "
+                                         r"'motion'\); got 'disk'$"):
         bz.datasets.load("cameraman", psf="disk")
     with pytest.raises(ValueError, match="variant"):
         BID(variant="StStT")

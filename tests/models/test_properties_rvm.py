@@ -443,5 +443,5 @@ def test_synthetic_loaders_name_the_option(name, options, option):
     # or (a negative noise sd) were accepted
     from bayeszoo.datasets import synthetic
 
-    with pytest.raises(ValueError, match=f"{name}: {option}"):
+    with pytest.raises(ValueError, match=f"^dataset '{name}': {option}"):
         getattr(synthetic, name)(**options)
