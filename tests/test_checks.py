@@ -318,8 +318,7 @@ def test_every_loader_declares_each_number_flag_or_name_option_and_admits_its_de
     import inspect
 
     import bayeszoo as bz
-    from bayeszoo.datasets import _LOADERS
-    parameters = inspect.signature(_LOADERS[name]).parameters
+    parameters = inspect.signature(bz.datasets.loader(name)).parameters
     declared = bz.datasets.constraints(name)
     assert {key for key, p in parameters.items() if isinstance(p.default, (bool, int, float, str))} <= set(declared)
     for option, constraint in declared.items():
@@ -359,9 +358,8 @@ def test_the_loaders_check_their_options_by_declaration_only():
     import inspect
 
     import bayeszoo as bz
-    from bayeszoo.datasets import _LOADERS
     for name in bz.datasets.names():
-        source = inspect.getsource(_LOADERS[name].__wrapped__)
+        source = inspect.getsource(bz.datasets.loader(name).__wrapped__)
         body = source[source.index("def "):]   # past the decorator, which holds the declaration
         for hand_check in ("checks.number(", "checks.positive(", "checks.non_negative(", "checks.choice(",
                            "checks.seed(", "_rows(", "_count("):

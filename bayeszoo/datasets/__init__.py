@@ -20,7 +20,7 @@ import pandas as pd
 
 from bayeszoo import checks
 
-__all__ = ["Dataset", "load", "names", "register", "describe"]
+__all__ = ["Dataset", "load", "names", "register", "describe", "constraints", "loader"]
 
 TASKS = ("regression", "classification", "multiclass", "image")
 
@@ -442,13 +442,19 @@ def register(name: str, constraints: dict | None = None):
     return deco
 
 
-def constraints(name: str) -> dict:
-    """What each option of dataset ``name`` may be (the declarations of :func:`register`), by option name; an
-    option whose default says nothing (None) and that declares nothing is the loader's own to check."""
+def loader(name: str) -> Callable[..., Dataset]:
+    """The registered loader of dataset ``name`` (what :func:`load` calls; it checks its declared options first,
+    and ``__wrapped__`` is the function as written)."""
     _ensure_loaded()
     if name not in _LOADERS:
         raise ValueError(f"unknown dataset {name!r}; available: {', '.join(names())}")
-    return dict(_LOADERS[name].constraints)
+    return _LOADERS[name]
+
+
+def constraints(name: str) -> dict:
+    """What each option of dataset ``name`` may be (the declarations of :func:`register`), by option name; an
+    option whose default says nothing (None) and that declares nothing is the loader's own to check."""
+    return dict(loader(name).constraints)
 
 
 def _ensure_loaded():
