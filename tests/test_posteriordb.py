@@ -277,3 +277,33 @@ def test_the_suite_page_lists_every_posterior_as_the_shipped_results_say():
     table = text.split(suite.TABLE_START, 1)[1].split(suite.TABLE_END, 1)[0].strip()
     assert table == suite.page_table()
     assert len(table.splitlines()) == 2 + len(pdb.names())
+
+
+@pytest.mark.parametrize("n, k", [(1, 2), (37, 2), (100, 3)])
+def test_the_pymc_forward_algorithm_is_the_numpyro_scan_step_by_step(n, k):
+    """The loop-free forward algorithm of the PyMC ports gives each step's conditional log density as the JAX
+    scan does, on series of any length (not a power of two, a single step) and with emissions far below exp's
+    range (a row at -800: without the scaling every product would underflow to 0)."""
+    from bayeszoo.catalogue.posteriordb.hmm import forward_jax, forward_pytensor
+
+    rng = np.random.default_rng(n + k)
+    log_emission = rng.normal(-2.0, 3.0, (n, k))
+    log_emission[n // 2] -= 800.0
+    log_theta = np.log(rng.dirichlet(np.ones(k), size=k))
+    ours = forward_pytensor(log_emission, log_theta).eval()
+    theirs = np.asarray(forward_jax(log_emission, log_theta))
+    assert ours.shape == (n,) and np.isfinite(ours).all()
+    np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)
+
+
+def test_the_pymc_hmm_log_density_has_no_scan():
+    """PyMC's hmm_example ran its forward algorithm as a pytensor.scan, whose body's ops are called one at a time
+    at each of the 100 steps and again in the gradient: PyMC NUTS took ten times longer per gradient there than on
+    the loop-free product of the transition matrices it runs now."""
+    from pytensor.graph.traversal import applys_between
+    from pytensor.scan.op import Scan
+
+    data = pdb.data("hmm_example-hmm_example")
+    model = REGISTERED["hmm_example"].pymc(data)
+    ops = {type(node.op) for node in applys_between(model.value_vars, [model.logp()])}
+    assert Scan not in ops and ops, ops
