@@ -307,3 +307,22 @@ def test_the_pymc_hmm_log_density_has_no_scan():
     model = REGISTERED["hmm_example"].pymc(data)
     ops = {type(node.op) for node in applys_between(model.value_vars, [model.logp()])}
     assert Scan not in ops and ops, ops
+
+
+def test_pymc_nuts_samples_garch11_near_posteriordbs_reference():
+    """PyMC NUTS could not start on garch11 ("Initial value of beta1 depends on other random variables": beta1's
+    bound 1 - alpha1 made pm.sample's starting points symbolic); beta1 is now sampled as its share of (0, 1 - alpha1).
+    A short run lands on the reference, beta1 included (made from the share)."""
+    import bayeszoo as bz
+
+    posterior = "garch-garch11"
+    fit = bz.fit(pdb.load(posterior, library="pymc"), backend="nuts", draws=150, tune=150, chains=2, seed=1,
+                 progress=False)
+    post = fit.posterior
+    draws = {name: post[name].values for name in ("mu", "alpha0", "alpha1")}
+    draws["beta1"] = post["beta1_share"].values * (1 - post["alpha1"].values)
+    assert ((draws["beta1"] > 0) & (draws["alpha1"] + draws["beta1"] < 1)).all()
+    moments = pdb.reference(posterior).moments
+    for name, values in draws.items():
+        z = abs(values.mean() - moments[name]["mean"]) / moments[name]["sd"]
+        assert z < 1.0, (name, z)
