@@ -532,9 +532,9 @@ def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | 
             group = futures[future]
             try:
                 done = future.result()
-            except Exception as exc:   # the worker itself died (killed, out of memory)
+            except Exception as exc:   # the worker died (killed, out of memory) or could not load the task
                 done = [{"target": t[0], "backend": t[1], "seed": int(t[2]), "status": "failed", "library": None,
-                         "message": f"the worker process running it died: {type(exc).__name__}: {exc}"}
+                         "message": f"the worker process could not run it: {type(exc).__name__}: {exc}"}
                         for t in group]
             for task, row in zip(group, done):
                 rows[task] = row
