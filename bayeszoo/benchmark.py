@@ -24,9 +24,10 @@ from __future__ import annotations
 
 import json
 import math
+import multiprocessing
 import os
 import traceback
-from concurrent.futures import as_completed
+from concurrent.futures import ProcessPoolExecutor, as_completed
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -39,6 +40,7 @@ from bayeszoo.comparison import fit_filename, folder_lock
 from bayeszoo.diagnostics import metrics
 from bayeszoo.progress import progress_bar
 from bayeszoo.results import jsonable, write_atomically
+from bayeszoo.workers import usable_cores, worker_environment
 
 BENCHMARK_FILE = "benchmark.json"
 TARGET_DRAWS = metrics.DEFAULT_TARGETS[1]   # the comparison's precise target: worth 100 exact draws
@@ -233,6 +235,20 @@ def _user_backends(names: list[str]) -> list[registry.Backend]:
     return [b for b in registry.all_backends() if b.name in names and b.library == "user"]
 
 
+def _check_picklable(shipped: list[registry.Backend]) -> None:
+    """Worker processes get the backends registered here by pickling them: a function made inside another (a
+    closure, a lambda) cannot be."""
+    import pickle
+
+    for spec in shipped:
+        try:
+            pickle.dumps(spec)
+        except (pickle.PicklingError, AttributeError, TypeError) as exc:
+            raise ValueError(f"benchmark: the backend {spec.name} cannot be sent to worker processes ({exc}): "
+                             f"register a function defined at the top level of an importable module, or run "
+                             f"with jobs=1") from None
+
+
 def task_path(out: str, target_key: str, backend: str, seed: int) -> str:
     suite, _, name = target_key.partition("/")
     return os.path.join(out, "tasks", suite, fit_filename(name)[:-3], fit_filename(backend)[:-3], f"seed{seed}.json")
@@ -367,7 +383,7 @@ def _saved_row(path: str, settings: dict) -> dict | None:
 def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *, seeds=1, draws: int | None = None,
               tune: int | None = None, chains: int | None = None, target: float = TARGET_DRAWS,
               options: dict | None = None, out: str | os.PathLike | None = None, executor=None,
-              cost: str | None = None, progress: bool = True) -> Leaderboard:
+              jobs: int = 1, cost: str | None = None, progress: bool = True) -> Leaderboard:
     """Run ``backends`` on every target of ``suite`` with ``seeds`` seeds and rank them.
 
     Parameters
@@ -391,6 +407,12 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
         ``report.html``. A folder of another benchmark (other counts, target or options) is refused.
     executor : concurrent.futures.Executor or distributed.Client, optional
         Runs the tasks (a Dask client's ``get_executor()`` is used); by default they run here, one after another.
+    jobs : int, default 1
+        Tasks at a time, each in one of ``jobs`` worker processes on this machine (a process pool; not with
+        ``executor``). The seeds of one target and backend run in the same worker, one after another, so each
+        model is compiled once per backend, and each worker's libraries get ``cores // jobs`` threads (one on
+        two cores with ``jobs=2``), so that the workers do not fight for the cores. The results are those of one
+        process, up to the timings.
     cost : {"gradients", "seconds"}, optional
         What the ranking counts; by default gradient evaluations when every backend that reached a target
         counts them, else seconds.
@@ -407,6 +429,13 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
     settings = _settings_of(draws, tune, chains, target, options, seeds)
     _check_options_and_cost(settings, names, cost)
     executor = api.as_executor(executor, "benchmark")
+    checks.number("benchmark", "jobs", jobs, low=1, low_inclusive=True, integer=True)
+    if jobs > 1 and executor is not None:
+        raise ValueError(f"benchmark: give jobs (worker processes on this machine) or an executor, not both; got "
+                         f"jobs={jobs} and {type(executor).__name__}: drop jobs to run on the executor")
+    shipped = _user_backends(names)
+    if jobs > 1:
+        _check_picklable(shipped)
     out = None if out is None else os.fspath(out)
     keys = [t.key for t in targets]
     if len(set(keys)) != len(keys):
@@ -414,10 +443,12 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
     tasks = [(key, backend, seed) for key in keys for backend in names for seed in seeds]
     rows = {} if out is None else _open_folder(out, settings, keys, names, tasks)
     todo = [t for t in tasks if t not in rows]
-    shipped = _user_backends(names)
     bar = _bar(len(tasks), len(rows), progress)
     try:
-        _run_tasks(todo, {t.key: t for t in targets}, settings, out, shipped, executor, bar, rows)
+        if jobs > 1 and todo:
+            _run_in_workers(todo, {t.key: t for t in targets}, settings, out, shipped, jobs, bar, rows)
+        else:
+            _run_tasks(todo, {t.key: t for t in targets}, settings, out, shipped, executor, bar, rows)
     finally:
         bar.close()
     table = _table([rows[t] for t in tasks if t in rows])
@@ -460,7 +491,7 @@ def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None,
     """Run the tasks of ``todo`` here or on ``executor``, each row into ``rows`` as it finishes (so an
     interruption keeps those)."""
     def arguments(task):
-        return by_key[task[0]], *task[1:], settings, None if out is None else task_path(out, *task), shipped
+        return _task_arguments(task, by_key, settings, out, shipped)
 
     if executor is None:
         for task in todo:
@@ -472,6 +503,42 @@ def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None,
         for future in as_completed(futures):
             rows[futures[future]] = future.result()
             bar.update(1)
+
+
+def _task_arguments(task, by_key: dict, settings: dict, out: str | None, shipped: list) -> tuple:
+    return by_key[task[0]], *task[1:], settings, None if out is None else task_path(out, *task), shipped
+
+
+def run_tasks(arguments: Sequence[tuple]) -> list[dict]:
+    """:func:`run_task` on each of ``arguments`` in turn, in one (worker) process: the seeds of one target and
+    backend, whose compiled model the process keeps between them."""
+    return [run_task(*args) for args in arguments]
+
+
+def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: list, jobs: int, bar,
+                    rows: dict[tuple, dict]) -> None:
+    """Run ``todo`` in ``jobs`` spawned worker processes (a forked JAX or PyTensor runtime is not safe to use),
+    each (target, backend)'s seeds in one worker; each row into ``rows`` as its group finishes (each task's file
+    is written as it finishes). A worker that dies fails its tasks, which are not saved, so a rerun runs them."""
+    groups: dict[tuple, list[tuple]] = {}
+    for task in todo:
+        groups.setdefault(task[:2], []).append(task)
+    context = multiprocessing.get_context("spawn")
+    with worker_environment(threads=max(1, usable_cores() // jobs)), \
+            ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+        futures = {pool.submit(run_tasks, [_task_arguments(t, by_key, settings, out, shipped) for t in group]): group
+                   for group in groups.values()}
+        for future in as_completed(futures):
+            group = futures[future]
+            try:
+                done = future.result()
+            except Exception as exc:   # the worker died (killed, out of memory) or could not load the task
+                done = [{"target": t[0], "backend": t[1], "seed": int(t[2]), "status": "failed", "library": None,
+                         "message": f"the worker process could not run it: {type(exc).__name__}: {exc}"}
+                        for t in group]
+            for task, row in zip(group, done):
+                rows[task] = row
+            bar.update(len(group))
 
 
 def _table(rows: list[dict]) -> pd.DataFrame:

@@ -186,6 +186,9 @@ def _add_benchmark(sub) -> None:
     p_bench.add_argument("--out", required=True, metavar="DIR", help="output folder (resumes what is there)")
     p_bench.add_argument("--scheduler", default=None, metavar="ADDRESS",
                          help="run the tasks on a Dask cluster (tcp://host:8786), or 'local' for a local one")
+    p_bench.add_argument("--jobs", type=_positive_int, default=1, metavar="N",
+                         help="tasks at a time, in N worker processes on this machine, each with cores / N threads "
+                              "(default 1: one after another in this process); not with --scheduler")
     p_bench.add_argument("--quiet", action="store_true", help="no progress bar")
 
 
@@ -679,11 +682,14 @@ def cmd_benchmark(args, out=None) -> int:
     if args.targets:
         base = "posteriordb" if suite == "posteriordb-quick" else suite
         suite = [f"{base}/{name.strip()}" for name in args.targets.split(",") if name.strip()]
+    if args.jobs > 1 and args.scheduler is not None:
+        raise CLIError(f"give --jobs {args.jobs} (worker processes here) or --scheduler {args.scheduler} (a Dask "
+                       f"cluster), not both")
     executor, close = _executor(args.scheduler, timeout="5s")
     try:
         board = bz.benchmark(suite, backends, seeds=args.seeds, draws=args.draws, tune=args.tune,
                              chains=args.chains, target=TARGET_DRAWS if args.target is None else args.target,
-                             out=args.out, executor=executor, progress=not args.quiet)
+                             out=args.out, executor=executor, jobs=args.jobs, progress=not args.quiet)
     finally:
         close()
     import pandas as pd

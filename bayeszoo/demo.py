@@ -39,7 +39,6 @@ fit, ``table.csv`` and ``report.html``.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import multiprocessing
 import os
 import time
@@ -50,6 +49,7 @@ import pandas as pd
 import bayeszoo as bz
 from bayeszoo import catalogue
 from bayeszoo.progress import progress_bar
+from bayeszoo.workers import usable_cores, worker_environment as _worker_environment
 
 
 #: the demo problems by key: their model and data factories and what the demo runs on them
@@ -133,34 +133,9 @@ def run_all(keys, out: str, seed: int = 0, sizes: dict | None = None, jobs: int 
     return {key: done[key] for key in keys}
 
 
-#: the thread pools a worker's libraries size from the environment when they load: OpenMP, OpenBLAS and MKL (NumPy,
-#: SciPy, PyTensor's BLAS), and XLA's CPU backend (its Eigen pool; ``intra_op_parallelism_threads``)
-_THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
-
-
-@contextlib.contextmanager
-def _worker_environment(threads: int):
-    """The environment workers spawned inside inherit: ``threads`` threads for each library's pool, as joblib
-    gives its workers. Every library sizes its pool to all the cores, so ``jobs`` workers would each run as
-    many threads as there are cores, and on small matrices threads waiting for each other cost more than they
-    share. A variable the user set is kept; the parent's own pools were made when it started and are unchanged."""
-    saved = dict(os.environ)
-    for name in _THREAD_VARIABLES:
-        os.environ.setdefault(name, str(threads))
-    if threads == 1 and "intra_op_parallelism_threads" not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
-    try:
-        yield
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
-
-
 def default_jobs() -> int:
     """Problems run at a time by default: one per core this process may use, at most :data:`MAX_JOBS`."""
-    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
-    return max(1, min(cores, MAX_JOBS))
+    return max(1, min(usable_cores(), MAX_JOBS))
 
 
 #: problems at a time at most, whatever the cores: each holds its fits in memory (up to about 3 GB)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pandas as pd
@@ -153,12 +154,54 @@ def test_a_folder_of_another_benchmark_is_refused(fakes, tmp_path):
     (dict(options={"nuts": {"target_accept": 0.9}}), r"options given for 'nuts', which is not among the backends"),
     (dict(executor="tcp://127.0.0.1:1"), r"executor must be a concurrent.futures.Executor"),
     (dict(cost="dollars"), r"cost must be one of 'gradients', 'seconds'"),
+    (dict(jobs=0), r"jobs"),
+    (dict(jobs=2, executor=ThreadPoolExecutor(1)), r"give jobs \(worker processes on this machine\) or an executor, not both"),
 ])
 def test_bad_input_is_refused_before_any_task(fakes, calls, kwargs, message):
     args = dict(suite=TARGETS[:1], backends=["iid_exact"], progress=False)
     args.update(kwargs)
     with pytest.raises(ValueError, match=message):
         bz.benchmark(args.pop("suite"), args.pop("backends"), **args)
+    assert calls() == []
+
+
+def _iid_anywhere(model, data, *, draws, tune, chains, seed, progress):
+    """The exact fake sampler as a module-level function, which a worker process unpickles by its name."""
+    import _fake_samplers
+
+    return _fake_samplers._exact_fit("iid_anywhere", model, data, draws, chains, seed, cost=1)
+
+
+def _broken_anywhere(model, data, *, draws, tune, chains, seed, progress):
+    raise RuntimeError("broken anywhere")
+
+
+@pytest.mark.slow   # two worker processes each import bayeszoo, JAX and PyMC
+def test_two_worker_processes_give_the_leaderboard_of_one_process(fakes, tmp_path, calls, restore_registry):
+    """jobs=2 runs the tasks in two spawned worker processes, each (target, backend)'s seeds in one of them; every
+    task runs once and the table is the one of a run in this process, up to the timings."""
+    for fn in (_iid_anywhere, _broken_anywhere):
+        bz.register_backend(fn.__name__[1:], fn, kind="approximation", description="test fake",
+                            defaults={"draws": 1000, "tune": 0, "chains": 2}, replace=True)
+    kw = dict(seeds=2, draws=300, chains=2, progress=False)
+    backends = ["iid_anywhere", "broken_anywhere"]
+    here = bz.benchmark(TARGETS, backends, out=tmp_path / "here", **kw).table()
+    in_this_process = sorted(calls())
+    assert len(in_this_process) == 2 * 2
+    board = bz.benchmark(TARGETS, backends, out=tmp_path / "workers", jobs=2, **kw)
+    assert sorted(calls()[len(in_this_process):]) == in_this_process
+    timings = ["seconds", "seconds_to_target", "traceback"]
+    pd.testing.assert_frame_equal(board.table().drop(columns=timings, errors="ignore"),
+                                  here.drop(columns=timings, errors="ignore"), check_dtype=False)
+    assert (board.table()["status"] == "failed").sum() == 2 * 2   # broken_anywhere on both targets, both seeds
+    # the worker processes wrote the task files: the folder reads back as the same leaderboard
+    pd.testing.assert_frame_equal(load_leaderboard(tmp_path / "workers").table().drop(columns=timings, errors="ignore"),
+                                  board.table().drop(columns=timings, errors="ignore"), check_dtype=False)
+
+
+def test_a_sampler_that_worker_processes_cannot_load_is_refused_before_any_task(fakes, calls):
+    with pytest.raises(ValueError, match=r"iid_exact cannot be sent to worker processes .* jobs=1"):
+        bz.benchmark(TARGETS[:1], ["iid_exact"], jobs=2, progress=False)
     assert calls() == []
 
 

@@ -1,0 +1,37 @@
+"""Worker processes on a small machine: the environment they start with, so that several do not fight for cores.
+
+Every numerical library sizes its thread pools to all the cores when it loads, so ``jobs`` worker processes would
+each run as many threads as there are cores; on the small matrices of a model's log density, threads waiting for
+each other cost more than they share. :func:`worker_environment` gives processes spawned inside it ``threads``
+threads per pool, as joblib gives its workers (``make demo --jobs``, ``bz.benchmark(jobs=...)``).
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+
+#: the thread pools a worker's libraries size from the environment when they load: OpenMP, OpenBLAS and MKL (NumPy,
+#: SciPy, PyTensor's BLAS), and XLA's CPU backend (its Eigen pool; ``intra_op_parallelism_threads``)
+THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+
+
+@contextlib.contextmanager
+def worker_environment(threads: int):
+    """The environment workers spawned inside inherit: ``threads`` threads for each library's pool. A variable
+    the user set is kept; the parent's own pools were made when it started and are unchanged."""
+    saved = dict(os.environ)
+    for name in THREAD_VARIABLES:
+        os.environ.setdefault(name, str(threads))
+    if threads == 1 and "intra_op_parallelism_threads" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
+                                   " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+    try:
+        yield
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def usable_cores() -> int:
+    """The cores this process may run on."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
