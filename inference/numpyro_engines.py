@@ -69,12 +69,11 @@ def _nuts_class():
     """NumPyro's ``NUTS``, initialised by one compiled program and moving a progress bar from inside its loop.
 
     * **Initialisation.** NumPyro starts a single chain op by op: it runs the model, its potential and gradient
-      eagerly to find a valid starting point, and JAX compiles every operation on its first use (about a hundred
-      small compilations per model, 10 CPU seconds on a fresh machine). Here the same initialisation runs under one
-      ``jax.jit``, made once per kernel, so the chains after the first reuse it.
+      eagerly to find a valid starting point, and JAX compiles every operation on its first use (a small
+      compilation per operation of the model and its gradient: BENCHMARKS.md, "The compiled start"). Here the same
+      initialisation runs under one ``jax.jit``, made once per kernel, so the chains after the first reuse it.
     * **Progress.** NumPyro shows progress by running the loop in Python, one dispatch and one diagnostics string
-      (read from the device) per iteration: for 4 chains of 2,000 iterations on sonar that took 8 s of a 12 s
-      run. Here NumPyro's loop stays compiled (``progress_bar=False``) and, when a ``bar`` is set, every
+      (read from the device) per iteration, most of a short fit's time. Here NumPyro's loop stays compiled (``progress_bar=False``) and, when a ``bar`` is set, every
       ``every``-th iteration of a chain calls back to it with NumPyro's own postfix (steps, step size,
       acceptance). The draws are the same as without a bar."""
     import jax
