@@ -167,9 +167,9 @@ def test_bad_input_is_refused_before_any_task(fakes, calls, kwargs, message):
 
 def _iid_anywhere(model, data, *, draws, tune, chains, seed, progress):
     """The exact fake sampler as a module-level function, which a worker process unpickles by its name."""
-    import _fake_samplers
+    from tests.helpers import fake_samplers
 
-    return _fake_samplers._exact_fit("iid_anywhere", model, data, draws, chains, seed, cost=1)
+    return fake_samplers._exact_fit("iid_anywhere", model, data, draws, chains, seed, cost=1)
 
 
 def _broken_anywhere(model, data, *, draws, tune, chains, seed, progress):
