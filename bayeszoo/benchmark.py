@@ -24,10 +24,9 @@ from __future__ import annotations
 
 import json
 import math
-import multiprocessing
 import os
 import traceback
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 from dataclasses import dataclass, field
 from typing import Sequence
 
@@ -40,7 +39,7 @@ from bayeszoo.comparison import fit_filename, folder_lock
 from bayeszoo.diagnostics import metrics
 from bayeszoo.progress import progress_bar
 from bayeszoo.results import jsonable, write_atomically
-from bayeszoo.workers import usable_cores, worker_environment
+from bayeszoo.workers import process_pool
 
 BENCHMARK_FILE = "benchmark.json"
 TARGET_DRAWS = metrics.DEFAULT_TARGETS[1]   # the comparison's precise target: worth 100 exact draws
@@ -523,9 +522,7 @@ def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | 
     groups: dict[tuple, list[tuple]] = {}
     for task in todo:
         groups.setdefault(task[:2], []).append(task)
-    context = multiprocessing.get_context("spawn")
-    with worker_environment(threads=max(1, usable_cores() // jobs)), \
-            ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool:
+    with process_pool(jobs) as pool:
         futures = {pool.submit(run_tasks, [_task_arguments(t, by_key, settings, out, shipped) for t in group]): group
                    for group in groups.values()}
         for future in as_completed(futures):

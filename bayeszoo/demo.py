@@ -39,17 +39,16 @@ fit, ``table.csv`` and ``report.html``.
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import os
 import time
-from concurrent.futures import ProcessPoolExecutor, as_completed
+from concurrent.futures import as_completed
 
 import pandas as pd
 
 import bayeszoo as bz
 from bayeszoo import catalogue
 from bayeszoo.progress import progress_bar
-from bayeszoo.workers import usable_cores, worker_environment as _worker_environment
+from bayeszoo.workers import process_pool, usable_cores
 
 
 #: the demo problems by key: their model and data factories and what the demo runs on them
@@ -111,10 +110,7 @@ def run_all(keys, out: str, seed: int = 0, sizes: dict | None = None, jobs: int 
             done[key] = summary(key, out, seed, sizes)
             print(done[key]["text"].split("\n", 1)[1], flush=True)
         return done
-    # spawned, not forked: a forked JAX or PyTensor runtime is not safe to use
-    context = multiprocessing.get_context("spawn")
-    with _worker_environment(threads=max(1, default_jobs() // jobs)), \
-            ProcessPoolExecutor(max_workers=jobs, mp_context=context) as pool, \
+    with process_pool(jobs) as pool, \
             progress_bar(total=len(keys), desc="demo", unit="problem") as bar:
         futures = {pool.submit(_summary_in_worker, key, out, seed, sizes): key for key in keys}
         running = list(keys)

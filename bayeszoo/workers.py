@@ -8,7 +8,9 @@ threads per pool, as joblib gives its workers (``make demo --jobs``, ``bz.benchm
 from __future__ import annotations
 
 import contextlib
+import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 
 #: the thread pools a worker's libraries size from the environment when they load: OpenMP, OpenBLAS and MKL (NumPy,
 #: SciPy, PyTensor's BLAS), and XLA's CPU backend (its Eigen pool; ``intra_op_parallelism_threads``)
@@ -35,3 +37,12 @@ def worker_environment(threads: int):
 def usable_cores() -> int:
     """The cores this process may run on."""
     return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
+@contextlib.contextmanager
+def process_pool(jobs: int):
+    """A pool of ``jobs`` spawned worker processes (a forked JAX or PyTensor runtime is not safe to use), each
+    started inside :func:`worker_environment` with its share of the cores' threads."""
+    with worker_environment(threads=max(1, usable_cores() // jobs)), \
+            ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
