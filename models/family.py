@@ -29,7 +29,7 @@ class Family:
         The publications it implements (the families table of the documentation).
     tiny : callable
         ``tiny() -> (model, data)``: a problem small enough that every backend of the family runs on it in
-        seconds; the backend contract (tests/test_contract.py) runs each backend on it.
+        seconds; the backend contract (tests/inference/test_contract.py) runs each backend on it.
     datasets : tuple of str
         The modules of :mod:`bayeszoo.datasets` that hold its data loaders.
     benchmarks : tuple of str
