@@ -388,6 +388,12 @@ def identity_differences(saved: dict, expected: dict) -> list[str]:
     return out
 
 
+#: how a fit's numbers are compressed in its file: HDF5's byte shuffle, then zlib at its fastest level. Draws are
+#: noisy doubles that zlib alone barely shrinks at any level; shuffled bytes give it the exponents' regularity, so
+#: its fastest level writes smaller files than its default level did unshuffled, in a fraction of the time.
+COMPRESSION = {"zlib": True, "complevel": 1, "shuffle": True}
+
+
 def netcdf_image(idata: az.InferenceData) -> memoryview:
     """The NetCDF file that ``idata.to_netcdf`` writes (every group, numbers compressed), made in memory.
 
@@ -396,7 +402,7 @@ def netcdf_image(idata: az.InferenceData) -> memoryview:
     finished image fails with an ordinary ``OSError`` instead (:func:`write_atomically`)."""
     groups = {f"/{name}": idata[name] for name in idata.groups()}
     tree = xr.DataTree.from_dict({"/": xr.Dataset(attrs=dict(idata.attrs or {})), **groups})
-    encoding = {path: {name: {"zlib": True} for name, var in group.variables.items() if var.dtype.kind in "biufcS"}
+    encoding = {path: {name: dict(COMPRESSION) for name, var in group.variables.items() if var.dtype.kind in "biufcS"}
                 for path, group in groups.items()}
     with _local_write_lock():
         return tree.to_netcdf(None, engine="h5netcdf", encoding=encoding)

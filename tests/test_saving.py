@@ -97,6 +97,24 @@ DAMAGED_FITS = {
 }
 
 
+def test_saved_draws_are_shuffled_and_compressed_and_read_back_exactly(fit, tmp_path):
+    """Every numeric variable of every group is written with HDF5's byte shuffle and zlib at level 1, and the
+    draws read back bit for bit."""
+    import h5py
+
+    path = fit.save(tmp_path / "fit.nc")
+    with h5py.File(path) as fh:
+        variables = [fh[group][name] for group in fh for name in fh[group]
+                     if isinstance(fh[group][name], h5py.Dataset) and fh[group][name].dtype.kind in "biuf"
+                     and fh[group][name].ndim >= 2]
+        assert variables
+        assert all(v.compression == "gzip" and v.compression_opts == 1 and v.shuffle for v in variables), \
+            [(v.name, v.compression, v.compression_opts, v.shuffle) for v in variables]
+    back = bz.load_fit(path)
+    for name, values in fit.idata.posterior.data_vars.items():
+        np.testing.assert_array_equal(back.idata.posterior[name].values, values.values)
+
+
 @pytest.mark.parametrize("case", list(DAMAGED_FITS))
 def test_a_file_that_is_not_a_saved_fit_is_one_value_error_naming_it(fit, tmp_path, case):
     damage, reason = DAMAGED_FITS[case]
