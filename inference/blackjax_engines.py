@@ -17,8 +17,8 @@ map, so the posterior holds exactly the canonical variables the ``numpyro`` back
 * ``blackjax_pathfinder``: one single-path Pathfinder (L-BFGS, normal approximations along the path, the one of
   highest ELBO kept) per chain, each from that chain's initial point; the draws of every chain come from the
   path of highest ELBO, i.i.d. (not importance-resampled: resampling a pool with replacement repeats draws, and an
-  approximation promises i.i.d. draws). The other paths' ELBOs and the Pareto k (ArviZ's ``psislw``) of the kept approximation's
-  importance ratios go into ``info``.
+  approximation promises i.i.d. draws). The other paths' ELBOs and the Pareto k (ArviZ's ``psislw``) of the kept
+  approximation's importance ratios go into ``info``.
 * ``blackjax_meanfield_vi``: ``blackjax.vi.meanfield_vi`` with Adam (optax) for ``max_iter`` steps, then
   ``chains * draws`` i.i.d. draws from the approximation split into chains, as ``advi``.
 
