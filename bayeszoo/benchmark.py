@@ -234,18 +234,59 @@ def _user_backends(names: list[str]) -> list[registry.Backend]:
     return [b for b in registry.all_backends() if b.name in names and b.library == "user"]
 
 
-def _check_picklable(shipped: list[registry.Backend]) -> None:
-    """Worker processes get the backends registered here by pickling them: a function made inside another (a
-    closure, a lambda) cannot be."""
+#: where a benchmark's tasks run when not here ({jobs > 1: ...}): the words of a refusal and its last remedy
+_WORKERS = {True: ("the worker processes", "or run with jobs=1"),
+            False: ("the executor's workers", "or run here, without executor")}
+
+
+def _ship(backends: list[registry.Backend], jobs: int) -> tuple[tuple[str, bytes], ...]:
+    """Each backend registered here as (name, bytes) for the workers, pickled as Dask pickles a task: by value
+    what a worker could not import (a function of a notebook or a script's ``__main__``, a closure such as
+    ``register_sampler``'s, a module the command line loaded from FILE.py), by name what it can. A worker unpickles
+    them inside the task (:func:`_adopt`), where a failure is an answer rather than a broken pool. What does not
+    pickle at all (it holds an open file, a lock) is refused here."""
+    import cloudpickle
+
+    where, remedy = _WORKERS[jobs > 1]
+    shipped = []
+    for spec in backends:
+        try:
+            shipped.append((spec.name, cloudpickle.dumps(spec)))
+        except Exception as exc:   # pickle's own TypeError, PicklingError, AttributeError, or an object's
+            raise ValueError(f"benchmark: the backend {spec.name} cannot be sent to {where} "
+                             f"({type(exc).__name__}: {exc}): make what it holds at its definition picklable (open "
+                             f"a file or a connection inside the function), {remedy}") from None
+    return tuple(shipped)
+
+
+def _adopt(shipped: Sequence[tuple[str, bytes]]) -> dict[str, str]:
+    """In a worker: register the backends of :func:`_ship` (a backend of the name registered already stays);
+    returns backend -> why it could not be loaded here (a module the worker cannot import)."""
     import pickle
 
-    for spec in shipped:
+    problems = {}
+    for name, blob in shipped:
         try:
-            pickle.dumps(spec)
-        except (pickle.PicklingError, AttributeError, TypeError) as exc:
-            raise ValueError(f"benchmark: the backend {spec.name} cannot be sent to worker processes ({exc}): "
-                             f"register a function defined at the top level of an importable module, or run "
-                             f"with jobs=1") from None
+            registry.adopt(pickle.loads(blob))
+        except Exception as exc:
+            problems[name] = f"{type(exc).__name__}: {exc}"
+    return problems
+
+
+def _check_workers_load(submit, shipped: tuple, jobs: int, probes: int) -> None:
+    """Before any task: ``probes`` calls of :func:`_adopt` through ``submit`` (one a worker process when they start
+    together); a backend a worker cannot load is refused, naming it and the remedy."""
+    if not shipped:
+        return
+    problems = {}
+    for future in [submit(_adopt, shipped) for _ in range(probes)]:
+        problems.update(future.result())
+    if problems:
+        where, remedy = _WORKERS[jobs > 1]
+        name, why = next(iter(problems.items()))
+        raise ValueError(f"benchmark: the backend {name} cannot be loaded in {where} ({why}): make the module it "
+                         f"needs importable there (installed, or its folder on PYTHONPATH), send it by value "
+                         f"(cloudpickle.register_pickle_by_value(module)), {remedy}")
 
 
 def task_path(out: str, target_key: str, backend: str, seed: int) -> str:
@@ -265,17 +306,19 @@ def _library_for(target: suites.Target, backend: str) -> tuple[str | None, str]:
 
 
 def run_task(target: suites.Target, backend: str, seed: int, settings: dict, path: str | None,
-             user_backends: Sequence[registry.Backend] = ()) -> dict:
-    """One task, in this process or on a worker: fit, measure, write ``path``. Never raises."""
+             user_backends: Sequence[tuple[str, bytes]] = ()) -> dict:
+    """One task, in this process or on a worker: fit, measure, write ``path``. Never raises. ``user_backends``:
+    the backends registered where the benchmark was called, pickled for a worker (:func:`_ship`)."""
     from bayeszoo import _config  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
 
-    for spec in user_backends:
-        registry.adopt(spec)
+    unloaded = _adopt(user_backends)
     row = {"target": target.key, "backend": backend, "seed": int(seed), "status": "ok", "message": "",
            "library": None}
     try:
         library, why = _library_for(target, backend)
-        if library is None:
+        if backend in unloaded:   # a Dask worker that joined after the check, without the backend's module
+            row.update(status="failed", message=f"the backend could not be loaded here: {unloaded[backend]}")
+        elif library is None:
             row.update(status="skipped", message=why)
         else:
             row["library"] = library
@@ -432,9 +475,8 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
     if jobs > 1 and executor is not None:
         raise ValueError(f"benchmark: give jobs (worker processes on this machine) or an executor, not both; got "
                          f"jobs={jobs} and {type(executor).__name__}: drop jobs to run on the executor")
-    shipped = _user_backends(names)
-    if jobs > 1:
-        _check_picklable(shipped)
+    # the workers of a pool or an executor get the backends registered here; this process has them
+    shipped = _ship(_user_backends(names), jobs) if jobs > 1 or executor is not None else ()
     out = None if out is None else os.fspath(out)
     keys = [t.key for t in targets]
     if len(set(keys)) != len(keys):
@@ -485,7 +527,7 @@ def _open_folder(out: str, settings: dict, keys: list[str], names: list[str], ta
     return rows
 
 
-def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: list, executor, bar,
+def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: tuple, executor, bar,
                rows: dict[tuple, dict]) -> None:
     """Run the tasks of ``todo`` here or on ``executor``, each row into ``rows`` as it finishes (so an
     interruption keeps those)."""
@@ -498,13 +540,15 @@ def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None,
             rows[task] = run_task(*arguments(task))
             bar.update(1)
     else:
+        if todo:
+            _check_workers_load(executor.submit, shipped, jobs=1, probes=1)
         futures = {executor.submit(run_task, *arguments(task)): task for task in todo}
         for future in as_completed(futures):
             rows[futures[future]] = future.result()
             bar.update(1)
 
 
-def _task_arguments(task, by_key: dict, settings: dict, out: str | None, shipped: list) -> tuple:
+def _task_arguments(task, by_key: dict, settings: dict, out: str | None, shipped: tuple) -> tuple:
     return by_key[task[0]], *task[1:], settings, None if out is None else task_path(out, *task), shipped
 
 
@@ -514,7 +558,7 @@ def run_tasks(arguments: Sequence[tuple]) -> list[dict]:
     return [run_task(*args) for args in arguments]
 
 
-def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: list, jobs: int, bar,
+def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: tuple, jobs: int, bar,
                     rows: dict[tuple, dict]) -> None:
     """Run ``todo`` in ``jobs`` spawned worker processes (a forked JAX or PyTensor runtime is not safe to use),
     each (target, backend)'s seeds in one worker; each row into ``rows`` as its group finishes (each task's file
@@ -523,6 +567,7 @@ def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | 
     for task in todo:
         groups.setdefault(task[:2], []).append(task)
     with process_pool(jobs) as pool:
+        _check_workers_load(pool.submit, shipped, jobs, probes=jobs)
         futures = {pool.submit(run_tasks, [_task_arguments(t, by_key, settings, out, shipped) for t in group]): group
                    for group in groups.values()}
         for future in as_completed(futures):
