@@ -429,3 +429,21 @@ def test_a_sampler_file_declares_its_gradient_cost_on_the_command_line(tmp_path,
     assert exc.value.code == 2
     assert "gradients_per_step must be a number > 0" in capsys.readouterr().err
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.slow      # two worker processes import bayeszoo and JAX and compile the sampler: two minutes
+def test_a_sampler_file_in_two_worker_processes_gives_the_leaderboard_of_one_process(tmp_path, capsys,
+                                                                                    restore_registry):
+    """``--backends mine.py:mala --jobs 2``: spawned workers, which cannot import the file, run its sampler; the
+    tasks are those of ``--jobs 1`` up to the timings, gradients counted as the file declares."""
+    (tmp_path / "mine.py").write_text(_MALA_FILE.format(cost=1))
+    args = ["benchmark", "--suite", "exact", "--targets", "correlated_gaussian,banana", "--backends",
+            f"{tmp_path / 'mine.py'}:mala", "--seeds", "2", "--draws", "150", "--tune", "50", "--chains", "2", "--quiet"]
+    assert cli.main([*args, "--out", str(tmp_path / "here")]) == 0, capsys.readouterr().err
+    assert cli.main([*args, "--jobs", "2", "--out", str(tmp_path / "workers")]) == 0, capsys.readouterr().err
+    # the timings differ; the problems are the diagnostics' numbers as text, compared as numbers
+    apart = ["seconds", "seconds_to_target", "problems"]
+    here, workers = (load_leaderboard(tmp_path / name).table().drop(columns=apart) for name in ("here", "workers"))
+    assert workers["status"].eq("ok").all() and workers["n_grad"].eq(2 * (150 + 50)).all()
+    pd.testing.assert_frame_equal(workers, here)
+
