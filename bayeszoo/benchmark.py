@@ -234,12 +234,13 @@ def _user_backends(names: list[str]) -> list[registry.Backend]:
     return [b for b in registry.all_backends() if b.name in names and b.library == "user"]
 
 
-#: where a benchmark's tasks run when not here ({jobs > 1: ...}): the words of a refusal and its last remedy
-_WORKERS = {True: ("the worker processes", "or run with jobs=1"),
-            False: ("the executor's workers", "or run here, without executor")}
+#: where a benchmark's tasks run when not here (a process pool, ``jobs > 1``, or an executor): the words of a
+#: refusal and its last remedy
+_WORKERS = {"pool": ("the worker processes", "or run with jobs=1"),
+            "executor": ("the executor's workers", "or run here, without executor")}
 
 
-def _ship(backends: list[registry.Backend], jobs: int) -> tuple[tuple[str, bytes], ...]:
+def _ship(backends: list[registry.Backend], via: str) -> tuple[tuple[str, bytes], ...]:
     """Each backend registered here as (name, bytes) for the workers, pickled as Dask pickles a task: by value
     what a worker could not import (a function of a notebook or a script's ``__main__``, a closure such as
     ``register_sampler``'s, a module the command line loaded from FILE.py), by name what it can. A worker unpickles
@@ -247,7 +248,7 @@ def _ship(backends: list[registry.Backend], jobs: int) -> tuple[tuple[str, bytes
     pickle at all (it holds an open file, a lock) is refused here."""
     import cloudpickle
 
-    where, remedy = _WORKERS[jobs > 1]
+    where, remedy = _WORKERS[via]
     shipped = []
     for spec in backends:
         try:
@@ -273,16 +274,17 @@ def _adopt(shipped: Sequence[tuple[str, bytes]]) -> dict[str, str]:
     return problems
 
 
-def _check_workers_load(submit, shipped: tuple, jobs: int, probes: int) -> None:
-    """Before any task: ``probes`` calls of :func:`_adopt` through ``submit`` (one a worker process when they start
-    together); a backend a worker cannot load is refused, naming it and the remedy."""
+def _check_workers_load(submit, shipped: tuple, via: str, probes: int) -> None:
+    """Before any task: ``probes`` calls of :func:`_adopt` through ``submit`` (a process pool starts a worker for
+    each call while none is idle, so that each worker loads them; every task loads them again); a backend a worker
+    cannot load is refused, naming it and the remedy."""
     if not shipped:
         return
     problems = {}
     for future in [submit(_adopt, shipped) for _ in range(probes)]:
         problems.update(future.result())
     if problems:
-        where, remedy = _WORKERS[jobs > 1]
+        where, remedy = _WORKERS[via]
         name, why = next(iter(problems.items()))
         raise ValueError(f"benchmark: the backend {name} cannot be loaded in {where} ({why}): make the module it "
                          f"needs importable there (installed, or its folder on PYTHONPATH), send it by value "
@@ -454,7 +456,9 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
         ``executor``). The seeds of one target and backend run in the same worker, one after another, so each
         model is compiled once per backend, and each worker's libraries get ``cores // jobs`` threads (one on
         two cores with ``jobs=2``), so that the workers do not fight for the cores. The results are those of one
-        process, up to the timings.
+        process, up to the timings. The backends registered in this session go to the workers (by value where
+        they could not import them: a notebook's, a script's, a sampler file's), as to an executor's; one that a
+        worker cannot load is refused before any task.
     cost : {"gradients", "seconds"}, optional
         What the ranking counts; by default gradient evaluations when every backend that reached a target
         counts them, else seconds.
@@ -476,7 +480,7 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
         raise ValueError(f"benchmark: give jobs (worker processes on this machine) or an executor, not both; got "
                          f"jobs={jobs} and {type(executor).__name__}: drop jobs to run on the executor")
     # the workers of a pool or an executor get the backends registered here; this process has them
-    shipped = _ship(_user_backends(names), jobs) if jobs > 1 or executor is not None else ()
+    shipped = () if jobs == 1 and executor is None else _ship(_user_backends(names), "pool" if jobs > 1 else "executor")
     out = None if out is None else os.fspath(out)
     keys = [t.key for t in targets]
     if len(set(keys)) != len(keys):
@@ -541,7 +545,7 @@ def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None,
             bar.update(1)
     else:
         if todo:
-            _check_workers_load(executor.submit, shipped, jobs=1, probes=1)
+            _check_workers_load(executor.submit, shipped, "executor", probes=1)
         futures = {executor.submit(run_task, *arguments(task)): task for task in todo}
         for future in as_completed(futures):
             rows[futures[future]] = future.result()
@@ -567,7 +571,7 @@ def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | 
     for task in todo:
         groups.setdefault(task[:2], []).append(task)
     with process_pool(jobs) as pool:
-        _check_workers_load(pool.submit, shipped, jobs, probes=jobs)
+        _check_workers_load(pool.submit, shipped, "pool", probes=jobs)
         futures = {pool.submit(run_tasks, [_task_arguments(t, by_key, settings, out, shipped) for t in group]): group
                    for group in groups.values()}
         for future in as_completed(futures):

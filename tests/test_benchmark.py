@@ -438,7 +438,8 @@ def test_a_sampler_file_in_two_worker_processes_gives_the_leaderboard_of_one_pro
     tasks are those of ``--jobs 1`` up to the timings, gradients counted as the file declares."""
     (tmp_path / "mine.py").write_text(_MALA_FILE.format(cost=1))
     args = ["benchmark", "--suite", "exact", "--targets", "correlated_gaussian,banana", "--backends",
-            f"{tmp_path / 'mine.py'}:mala", "--seeds", "2", "--draws", "150", "--tune", "50", "--chains", "2", "--quiet"]
+            f"{tmp_path / 'mine.py'}:mala", "--seeds", "2", "--draws", "150", "--tune", "50", "--chains", "2",
+            "--quiet"]
     assert cli.main([*args, "--out", str(tmp_path / "here")]) == 0, capsys.readouterr().err
     assert cli.main([*args, "--jobs", "2", "--out", str(tmp_path / "workers")]) == 0, capsys.readouterr().err
     # the timings differ; the problems are the diagnostics' numbers as text, compared as numbers
