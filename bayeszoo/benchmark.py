@@ -260,17 +260,29 @@ def _ship(backends: list[registry.Backend], via: str) -> tuple[tuple[str, bytes]
     return tuple(shipped)
 
 
+#: in a worker: backend name -> (the bytes it last came in, the backend registered from them)
+_ADOPTED: dict[str, tuple[bytes, registry.Backend]] = {}
+
+
 def _adopt(shipped: Sequence[tuple[str, bytes]]) -> dict[str, str]:
-    """In a worker: register the backends of :func:`_ship` (a backend of the name registered already stays);
-    returns backend -> why it could not be loaded here (a module the worker cannot import)."""
+    """In a worker: register the backends of :func:`_ship`; returns backend -> why it could not be loaded here (a
+    module the worker cannot import). A backend of the name registered here stays (the session's own, when the
+    tasks run in its process), unless it came from an earlier benchmark in other bytes: a worker outlives a
+    benchmark (Dask's), and the session may have defined the backend again since (a notebook cell run again, a
+    sampler file edited). The same bytes again keep the backend registered, and with it its compiled kernels."""
     import pickle
 
     problems = {}
     for name, blob in shipped:
         try:
-            registry.adopt(pickle.loads(blob))
+            backend = pickle.loads(blob)
         except Exception as exc:
             problems[name] = f"{type(exc).__name__}: {exc}"
+            continue
+        before = _ADOPTED.get(name)
+        replacing = before[1] if before is not None and before[0] != blob else None
+        if registry.adopt(backend, replacing) is backend:
+            _ADOPTED[name] = (blob, backend)
     return problems
 
 

@@ -245,6 +245,21 @@ def test_a_backend_defined_in_a_notebook_runs_in_worker_processes_as_here(fakes,
     assert board.table().set_index("backend").loc["nb_exact", "n_grad"].eq(2 * 2 * 300).all()   # the cell's COST
 
 
+def test_a_backend_defined_again_in_the_session_replaces_the_one_a_worker_was_sent_before(fakes, monkeypatch,
+                                                                                        restore_registry):
+    """A Dask worker outlives a benchmark: a backend defined again in the session (a notebook cell edited and run
+    again, a sampler file changed) is the one the next benchmark runs there, not the one sent the time before."""
+    workers = FreshWorkers()
+    costs = []
+    for cost in (2, 5, 5):
+        cell = _NOTEBOOK_CELL.replace("COST = 2", f"COST = {cost}")
+        bz.register_backend("nb_exact", _defined_in_main(monkeypatch, cell, "nb_exact"), kind="approximation",
+                            replace=True)
+        board = bz.benchmark(TARGETS[:1], ["nb_exact"], draws=300, chains=2, executor=workers, progress=False)
+        costs.append(board.table()["n_grad"].iloc[0] / (2 * 300))
+    assert costs == [2, 5, 5]
+
+
 _PICKY_FILE = '''
 WHY = "the file's own check"
 

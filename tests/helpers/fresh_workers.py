@@ -1,8 +1,9 @@
 """A stand-in for a pool of spawned worker processes, in this process, so that a test sees what a worker gets
 without starting one (each imports bayeszoo, JAX and PyMC: many seconds on a busy machine).
 
-Every call goes through ``pickle`` as ``multiprocessing`` sends it, and is unpickled and run in a *fresh* state:
-no backend registered by the session (``library="user"``), a bare ``__main__`` (a notebook's or a script's
+Every call goes through ``pickle`` as ``multiprocessing`` sends it, and is unpickled and run in the workers' state:
+none of the backends registered by the session (``library="user"``), only those the workers registered themselves
+in earlier calls (a pool, or a Dask worker, outlives a task), a bare ``__main__`` (a notebook's or a script's
 definitions are not there), and none of the modules the session made from files (the command line's
 ``FILE.py:FUNCTION``) or listed in ``missing``. Afterwards the session's state is back as it was. What a real pool
 does with a call it cannot unpickle is done too: the pool breaks (``BrokenProcessPool``) and every call fails.
@@ -23,13 +24,14 @@ FILE_MODULES = "bayeszoo_user_"
 
 
 class FreshWorkers(Executor):
-    """``concurrent.futures.Executor`` whose calls run as in a freshly spawned worker (module docstring).
+    """``concurrent.futures.Executor`` whose calls run as in spawned workers (module docstring).
     ``submitted`` counts the calls; ``broken`` is set once a call could not be unpickled."""
 
     def __init__(self, missing=()):
         self.missing = tuple(missing)
         self.submitted = 0
         self.broken = None
+        self._tables = None   # the workers' registry, kept from one call to the next
 
     def submit(self, fn, /, *args, **kwargs):
         self.submitted += 1
@@ -55,17 +57,20 @@ class FreshWorkers(Executor):
     def _fresh(self):
         tables = (registry._GENERIC, registry._FAMILY)
         saved_tables = [dict(t) for t in tables]
+        if self._tables is None:
+            self._tables = [{k: b for k, b in t.items() if b.library != "user"} for t in tables]
+        for table, workers in zip(tables, self._tables):
+            table.clear()
+            table.update(workers)
         hidden = {name: module for name, module in sys.modules.items()
                   if name.startswith(FILE_MODULES) or name in self.missing or name == "__main__"}
-        for table in tables:
-            for key in [k for k, b in table.items() if b.library == "user"]:
-                del table[key]
         for name in hidden:
             del sys.modules[name]
         sys.modules["__main__"] = types.ModuleType("__main__")
         try:
             yield
         finally:
+            self._tables = [dict(t) for t in tables]
             for table, saved in zip(tables, saved_tables):
                 table.clear()
                 table.update(saved)
