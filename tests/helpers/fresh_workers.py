@@ -24,17 +24,15 @@ FILE_MODULES = "bayeszoo_user_"
 
 
 class FreshWorkers(Executor):
-    """``concurrent.futures.Executor`` whose calls run as in spawned workers (module docstring).
-    ``submitted`` counts the calls; ``broken`` is set once a call could not be unpickled."""
+    """``concurrent.futures.Executor`` whose calls run as in spawned workers (module docstring); ``broken`` is set
+    once a call could not be unpickled."""
 
     def __init__(self, missing=()):
         self.missing = tuple(missing)
-        self.submitted = 0
         self.broken = None
         self._tables = None   # the workers' registry, kept from one call to the next
 
     def submit(self, fn, /, *args, **kwargs):
-        self.submitted += 1
         blob = pickle.dumps((fn, args, kwargs))   # raises here as multiprocessing's queue would
         future = Future()
         with self._fresh():
