@@ -234,18 +234,73 @@ def _user_backends(names: list[str]) -> list[registry.Backend]:
     return [b for b in registry.all_backends() if b.name in names and b.library == "user"]
 
 
-def _check_picklable(shipped: list[registry.Backend]) -> None:
-    """Worker processes get the backends registered here by pickling them: a function made inside another (a
-    closure, a lambda) cannot be."""
+#: where a benchmark's tasks run when not here (a process pool, ``jobs > 1``, or an executor): the words of a
+#: refusal and its last remedy
+_WORKERS = {"pool": ("the worker processes", "or run with jobs=1"),
+            "executor": ("the executor's workers", "or run here, without executor")}
+
+
+def _ship(backends: list[registry.Backend], via: str) -> tuple[tuple[str, bytes], ...]:
+    """Each backend registered here as (name, bytes) for the workers, pickled as Dask pickles a task: by value
+    what a worker could not import (a function of a notebook or a script's ``__main__``, a closure such as
+    ``register_sampler``'s, a module the command line loaded from FILE.py), by name what it can. A worker unpickles
+    them inside the task (:func:`_adopt`), where a failure is an answer rather than a broken pool. What does not
+    pickle at all (it holds an open file, a lock) is refused here."""
+    import cloudpickle
+
+    where, remedy = _WORKERS[via]
+    shipped = []
+    for spec in backends:
+        try:
+            shipped.append((spec.name, cloudpickle.dumps(spec)))
+        except Exception as exc:   # pickle's own TypeError, PicklingError, AttributeError, or an object's
+            raise ValueError(f"benchmark: the backend {spec.name} cannot be sent to {where} "
+                             f"({type(exc).__name__}: {exc}): make what it holds at its definition picklable (open "
+                             f"a file or a connection inside the function), {remedy}") from None
+    return tuple(shipped)
+
+
+#: in a worker: backend name -> (the bytes it last came in, the backend registered from them)
+_ADOPTED: dict[str, tuple[bytes, registry.Backend]] = {}
+
+
+def _adopt(shipped: Sequence[tuple[str, bytes]]) -> dict[str, str]:
+    """In a worker: register the backends of :func:`_ship`; returns backend -> why it could not be loaded here (a
+    module the worker cannot import). A backend of the name registered here stays (the session's own, when the
+    tasks run in its process), unless it came from an earlier benchmark in other bytes: a worker outlives a
+    benchmark (Dask's), and the session may have defined the backend again since (a notebook cell run again, a
+    sampler file edited). The same bytes again keep the backend registered, and with it its compiled kernels."""
     import pickle
 
-    for spec in shipped:
+    problems = {}
+    for name, blob in shipped:
         try:
-            pickle.dumps(spec)
-        except (pickle.PicklingError, AttributeError, TypeError) as exc:
-            raise ValueError(f"benchmark: the backend {spec.name} cannot be sent to worker processes ({exc}): "
-                             f"register a function defined at the top level of an importable module, or run "
-                             f"with jobs=1") from None
+            backend = pickle.loads(blob)
+        except Exception as exc:
+            problems[name] = f"{type(exc).__name__}: {exc}"
+            continue
+        before = _ADOPTED.get(name)
+        replacing = before[1] if before is not None and before[0] != blob else None
+        if registry.adopt(backend, replacing) is backend:
+            _ADOPTED[name] = (blob, backend)
+    return problems
+
+
+def _check_workers_load(submit, shipped: tuple, via: str, probes: int) -> None:
+    """Before any task: ``probes`` calls of :func:`_adopt` through ``submit`` (a process pool starts a worker for
+    each call while none is idle, so that each worker loads them; every task loads them again); a backend a worker
+    cannot load is refused, naming it and the remedy."""
+    if not shipped:
+        return
+    problems = {}
+    for future in [submit(_adopt, shipped) for _ in range(probes)]:
+        problems.update(future.result())
+    if problems:
+        where, remedy = _WORKERS[via]
+        name, why = next(iter(problems.items()))
+        raise ValueError(f"benchmark: the backend {name} cannot be loaded in {where} ({why}): make the module it "
+                         f"needs importable there (installed, or its folder on PYTHONPATH), send it by value "
+                         f"(cloudpickle.register_pickle_by_value(module)), {remedy}")
 
 
 def task_path(out: str, target_key: str, backend: str, seed: int) -> str:
@@ -265,17 +320,19 @@ def _library_for(target: suites.Target, backend: str) -> tuple[str | None, str]:
 
 
 def run_task(target: suites.Target, backend: str, seed: int, settings: dict, path: str | None,
-             user_backends: Sequence[registry.Backend] = ()) -> dict:
-    """One task, in this process or on a worker: fit, measure, write ``path``. Never raises."""
+             user_backends: Sequence[tuple[str, bytes]] = ()) -> dict:
+    """One task, in this process or on a worker: fit, measure, write ``path``. Never raises. ``user_backends``:
+    the backends registered where the benchmark was called, pickled for a worker (:func:`_ship`)."""
     from bayeszoo import _config  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
 
-    for spec in user_backends:
-        registry.adopt(spec)
+    unloaded = _adopt(user_backends)
     row = {"target": target.key, "backend": backend, "seed": int(seed), "status": "ok", "message": "",
            "library": None}
     try:
         library, why = _library_for(target, backend)
-        if library is None:
+        if backend in unloaded:   # a Dask worker that joined after the check, without the backend's module
+            row.update(status="failed", message=f"the backend could not be loaded here: {unloaded[backend]}")
+        elif library is None:
             row.update(status="skipped", message=why)
         else:
             row["library"] = library
@@ -411,7 +468,9 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
         ``executor``). The seeds of one target and backend run in the same worker, one after another, so each
         model is compiled once per backend, and each worker's libraries get ``cores // jobs`` threads (one on
         two cores with ``jobs=2``), so that the workers do not fight for the cores. The results are those of one
-        process, up to the timings.
+        process, up to the timings. The backends registered in this session go to the workers (by value where
+        they could not import them: a notebook's, a script's, a sampler file's), as to an executor's; one that a
+        worker cannot load is refused before any task.
     cost : {"gradients", "seconds"}, optional
         What the ranking counts; by default gradient evaluations when every backend that reached a target
         counts them, else seconds.
@@ -432,9 +491,8 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
     if jobs > 1 and executor is not None:
         raise ValueError(f"benchmark: give jobs (worker processes on this machine) or an executor, not both; got "
                          f"jobs={jobs} and {type(executor).__name__}: drop jobs to run on the executor")
-    shipped = _user_backends(names)
-    if jobs > 1:
-        _check_picklable(shipped)
+    # the workers of a pool or an executor get the backends registered here; this process has them
+    shipped = () if jobs == 1 and executor is None else _ship(_user_backends(names), "pool" if jobs > 1 else "executor")
     out = None if out is None else os.fspath(out)
     keys = [t.key for t in targets]
     if len(set(keys)) != len(keys):
@@ -485,7 +543,7 @@ def _open_folder(out: str, settings: dict, keys: list[str], names: list[str], ta
     return rows
 
 
-def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: list, executor, bar,
+def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: tuple, executor, bar,
                rows: dict[tuple, dict]) -> None:
     """Run the tasks of ``todo`` here or on ``executor``, each row into ``rows`` as it finishes (so an
     interruption keeps those)."""
@@ -498,13 +556,15 @@ def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None,
             rows[task] = run_task(*arguments(task))
             bar.update(1)
     else:
+        if todo:
+            _check_workers_load(executor.submit, shipped, "executor", probes=1)
         futures = {executor.submit(run_task, *arguments(task)): task for task in todo}
         for future in as_completed(futures):
             rows[futures[future]] = future.result()
             bar.update(1)
 
 
-def _task_arguments(task, by_key: dict, settings: dict, out: str | None, shipped: list) -> tuple:
+def _task_arguments(task, by_key: dict, settings: dict, out: str | None, shipped: tuple) -> tuple:
     return by_key[task[0]], *task[1:], settings, None if out is None else task_path(out, *task), shipped
 
 
@@ -514,7 +574,7 @@ def run_tasks(arguments: Sequence[tuple]) -> list[dict]:
     return [run_task(*args) for args in arguments]
 
 
-def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: list, jobs: int, bar,
+def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: tuple, jobs: int, bar,
                     rows: dict[tuple, dict]) -> None:
     """Run ``todo`` in ``jobs`` spawned worker processes (a forked JAX or PyTensor runtime is not safe to use),
     each (target, backend)'s seeds in one worker; each row into ``rows`` as its group finishes (each task's file
@@ -523,6 +583,7 @@ def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | 
     for task in todo:
         groups.setdefault(task[:2], []).append(task)
     with process_pool(jobs) as pool:
+        _check_workers_load(pool.submit, shipped, "pool", probes=jobs)
         futures = {pool.submit(run_tasks, [_task_arguments(t, by_key, settings, out, shipped) for t in group]): group
                    for group in groups.values()}
         for future in as_completed(futures):

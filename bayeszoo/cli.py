@@ -644,8 +644,9 @@ def _print_verdict(cmp, out):
 def _sampler_file(where: str) -> str:
     """Register the sampler of ``FILE.py:FUNCTION`` (``FUNCTION(logdensity_fn, **options) -> (init, step)``) under
     the name FUNCTION, with the function's ``gradients_per_step`` attribute if it has one (``mala.gradients_per_step
-    = 1`` in the file: ``register_sampler``'s argument); its module travels to Dask workers by value, so they need
-    not have the file."""
+    = 1`` in the file: ``register_sampler``'s argument); its module travels by value to the worker processes of
+    ``--jobs`` and to Dask workers, which cannot import it (``bz.benchmark`` pickles the session's backends with
+    cloudpickle), so they need not have the file."""
     import bayeszoo as bz
 
     file, _, function = where.rpartition(":")
@@ -653,12 +654,9 @@ def _sampler_file(where: str) -> str:
     algorithm = getattr(module, function, None)
     if not callable(algorithm):
         raise CLIError(f"--backends: {file} has no function {function!r}")
-    try:
-        import cloudpickle
+    import cloudpickle
 
-        cloudpickle.register_pickle_by_value(module)
-    except ImportError:   # pragma: no cover - comes with dask
-        pass
+    cloudpickle.register_pickle_by_value(module)
     try:
         bz.register_sampler(function, algorithm, replace=True,
                             gradients_per_step=getattr(algorithm, "gradients_per_step", None))

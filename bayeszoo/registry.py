@@ -508,11 +508,14 @@ def get(model, name: str) -> Backend:
     return backend
 
 
-def adopt(backend: Backend) -> None:
+def adopt(backend: Backend, replacing: Backend | None = None) -> Backend:
     """Add ``backend``, registered in another process (a user's, shipped with a task to a worker), unless this
-    process has a backend of its name already."""
+    process has a backend of its name already, other than ``replacing`` (one adopted before, which a new definition
+    replaces). Returns the backend registered under the name."""
     table, key = (_GENERIC, backend.name) if backend.family is None else (_FAMILY, (backend.family, backend.name))
-    table.setdefault(key, backend)
+    if replacing is not None and table.get(key) is replacing:
+        table[key] = backend
+    return table.setdefault(key, backend)
 
 
 def all_backends() -> list[Backend]:

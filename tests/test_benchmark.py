@@ -3,9 +3,12 @@ times the gradients, biased draws, a broken one), resuming, a folder of another 
 and the command line. The Dask cluster of separate processes is in test_benchmark_cluster.py."""
 from __future__ import annotations
 
+import importlib
 import json
 import math
 import os
+import sys
+import types
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -16,8 +19,11 @@ import bayeszoo as bz
 from bayeszoo.benchmark import load_leaderboard, task_path
 from bayeszoo.diagnostics.leaderboard_plots import tau_ticks
 from bayeszoo import cli
+from tests.helpers.fresh_workers import FreshWorkers, fresh_pool
 
 TARGETS = ["exact/correlated_gaussian", "exact/banana"]
+#: the module (``bayeszoo.benchmark`` is the function bz.benchmark), whose process pool a test replaces
+BENCHMARK_MODULE = importlib.import_module("bayeszoo.benchmark")
 
 
 @pytest.fixture(scope="module")
@@ -199,9 +205,136 @@ def test_two_worker_processes_give_the_leaderboard_of_one_process(fakes, tmp_pat
                                   board.table().drop(columns=timings, errors="ignore"), check_dtype=False)
 
 
-def test_a_sampler_that_worker_processes_cannot_load_is_refused_before_any_task(fakes, calls):
-    with pytest.raises(ValueError, match=r"iid_exact cannot be sent to worker processes .* jobs=1"):
-        bz.benchmark(TARGETS[:1], ["iid_exact"], jobs=2, progress=False)
+_NOTEBOOK_CELL = '''
+from tests.helpers import fake_samplers
+
+COST = 2
+
+
+def nb_exact(model, data, *, draws, tune, chains, seed, progress):
+    """Exact draws at twice the gradient cost, defined in a notebook."""
+    return fake_samplers._exact_fit("nb_exact", model, data, draws, chains, seed, cost=COST)
+'''
+
+
+def _defined_in_main(monkeypatch, source: str, name: str):
+    """``name`` of ``source`` run as a notebook cell or a script runs it: in ``__main__``, where this process (and
+    pickle, looking it up by name) finds it and a worker process does not."""
+    namespace = {"__name__": "__main__"}
+    exec(compile(source, "<notebook cell>", "exec"), namespace)
+    monkeypatch.setattr(sys.modules["__main__"], name, namespace[name], raising=False)
+    return namespace[name]
+
+
+def test_a_backend_defined_in_a_notebook_runs_in_worker_processes_as_here(fakes, tmp_path, calls, monkeypatch,
+                                                                          restore_registry):
+    """A backend of a notebook (or a script's ``__main__``) and one registered by a function (a closure) reach the
+    worker processes, which cannot import either: the leaderboard is the one of a run in this process."""
+    nb_exact = _defined_in_main(monkeypatch, _NOTEBOOK_CELL, "nb_exact")
+    bz.register_backend("nb_exact", nb_exact, kind="approximation", defaults={"draws": 1000, "tune": 0, "chains": 2})
+    monkeypatch.setattr(BENCHMARK_MODULE, "process_pool", fresh_pool)
+    kw = dict(seeds=2, draws=300, chains=2, progress=False)
+    backends = ["nb_exact", "iid_exact"]
+    here = bz.benchmark(TARGETS, backends, **kw).table()
+    in_this_process = sorted(calls())
+    board = bz.benchmark(TARGETS, backends, jobs=2, **kw)
+    assert sorted(calls()[len(in_this_process):]) == in_this_process
+    assert board.table()["status"].eq("ok").all(), board.failures()["message"].tolist()
+    timings = ["seconds", "seconds_to_target"]
+    pd.testing.assert_frame_equal(board.table().drop(columns=timings), here.drop(columns=timings), check_dtype=False)
+    assert board.table().set_index("backend").loc["nb_exact", "n_grad"].eq(2 * 2 * 300).all()   # the cell's COST
+
+
+def test_a_backend_defined_again_in_the_session_replaces_the_one_a_worker_was_sent_before(fakes, monkeypatch,
+                                                                                        restore_registry):
+    """A Dask worker outlives a benchmark: a backend defined again in the session (a notebook cell edited and run
+    again, a sampler file changed) is the one the next benchmark runs there, not the one sent the time before."""
+    workers = FreshWorkers()
+    costs = []
+    for cost in (2, 5, 5):
+        cell = _NOTEBOOK_CELL.replace("COST = 2", f"COST = {cost}")
+        bz.register_backend("nb_exact", _defined_in_main(monkeypatch, cell, "nb_exact"), kind="approximation",
+                            replace=True)
+        board = bz.benchmark(TARGETS[:1], ["nb_exact"], draws=300, chains=2, executor=workers, progress=False)
+        costs.append(board.table()["n_grad"].iloc[0] / (2 * 300))
+    assert costs == [2, 5, 5]
+
+
+_PICKY_FILE = '''
+WHY = "the file's own check"
+
+
+def picky(logdensity_fn, step_size=0.1):
+    raise ValueError(f"picky refuses to build: {WHY}")
+
+
+picky.gradients_per_step = 1
+'''
+
+
+def test_a_sampler_file_on_the_command_line_reaches_worker_processes(tmp_path, capsys, monkeypatch,
+                                                                     restore_registry):
+    """``--backends mine.py:picky --jobs 2``: the file's function, with its module's globals, runs in a worker
+    process that cannot import the file (it fails there with the file's own message, as it does here)."""
+    (tmp_path / "mine.py").write_text(_PICKY_FILE)
+    monkeypatch.setattr(BENCHMARK_MODULE, "process_pool", fresh_pool)
+    code = cli.main(["benchmark", "--suite", "exact", "--targets", "correlated_gaussian", "--backends",
+                     f"{tmp_path / 'mine.py'}:picky", "--draws", "20", "--tune", "0", "--chains", "1", "--jobs", "2",
+                     "--out", str(tmp_path / "bench"), "--quiet"])
+    printed = capsys.readouterr()
+    assert code == 1, printed.err
+    (row,) = load_leaderboard(tmp_path / "bench").table().itertuples()
+    assert row.backend == "picky" and row.status == "failed"
+    assert row.message == "ValueError: picky refuses to build: the file's own check"
+
+
+_SESSION_MODULE = '''
+from tests.helpers import fake_samplers
+
+
+def sessional(model, data, *, draws, tune, chains, seed, progress):
+    return fake_samplers._exact_fit("sessional", model, data, draws, chains, seed, cost=1)
+'''
+
+
+@pytest.mark.parametrize("how", ["jobs", "executor"])
+def test_a_backend_the_workers_cannot_load_is_refused_before_any_task(fakes, calls, monkeypatch, restore_registry,
+                                                                      how):
+    """A backend of a module made in the session (loaded from a file under a name nothing else imports) pickles by
+    reference here, and a worker cannot import it: refused before any task, naming the backend and the remedy."""
+    module = types.ModuleType("made_in_session")
+    exec(compile(_SESSION_MODULE, "session.py", "exec"), module.__dict__)
+    monkeypatch.setitem(sys.modules, "made_in_session", module)
+    bz.register_backend("sessional", module.sessional, kind="approximation",
+                        defaults={"draws": 1000, "tune": 0, "chains": 2})
+    missing = ("made_in_session",)
+    if how == "jobs":
+        monkeypatch.setattr(BENCHMARK_MODULE, "process_pool", lambda jobs: fresh_pool(jobs, missing))
+        kw, remedy = dict(jobs=2), "or run with jobs=1"
+    else:
+        kw, remedy = dict(executor=FreshWorkers(missing)), "or run here, without executor"
+    with pytest.raises(ValueError, match=r"the backend sessional cannot be loaded in the (worker processes|executor's "
+                                         r"workers) \(ModuleNotFoundError: No module named 'made_in_session'\): "
+                                         r"make the module it needs importable there .*" + remedy):
+        bz.benchmark(TARGETS[:1], ["sessional"], draws=100, progress=False, **kw)
+    assert calls() == []
+
+
+def test_a_backend_that_cannot_be_pickled_is_refused_before_any_task(fakes, tmp_path, calls, restore_registry):
+    """A backend holding an open file cannot be sent to a worker at all: refused, naming it and the remedy."""
+    log = open(tmp_path / "log.txt", "w")
+
+    def logging_exact(model, data, *, draws, tune, chains, seed, progress):
+        log.write(f"{seed}\n")
+        return fakes._exact_fit("logging_exact", model, data, draws, chains, seed, cost=1)
+
+    bz.register_backend("logging_exact", logging_exact, kind="approximation")
+    try:
+        with pytest.raises(ValueError, match=r"the backend logging_exact cannot be sent to the worker processes "
+                                             r"\(\w+Error: .*file.*\): make what it holds .* or run with jobs=1"):
+            bz.benchmark(TARGETS[:1], ["logging_exact"], jobs=2, progress=False)
+    finally:
+        log.close()
     assert calls() == []
 
 
@@ -311,3 +444,22 @@ def test_a_sampler_file_declares_its_gradient_cost_on_the_command_line(tmp_path,
     assert exc.value.code == 2
     assert "gradients_per_step must be a number > 0" in capsys.readouterr().err
     assert not (tmp_path / "never").exists()
+
+
+@pytest.mark.slow      # two worker processes import bayeszoo and JAX and compile the sampler: two minutes
+def test_a_sampler_file_in_two_worker_processes_gives_the_leaderboard_of_one_process(tmp_path, capsys,
+                                                                                    restore_registry):
+    """``--backends mine.py:mala --jobs 2``: spawned workers, which cannot import the file, run its sampler; the
+    tasks are those of ``--jobs 1`` up to the timings, gradients counted as the file declares."""
+    (tmp_path / "mine.py").write_text(_MALA_FILE.format(cost=1))
+    args = ["benchmark", "--suite", "exact", "--targets", "correlated_gaussian,banana", "--backends",
+            f"{tmp_path / 'mine.py'}:mala", "--seeds", "2", "--draws", "150", "--tune", "50", "--chains", "2",
+            "--quiet"]
+    assert cli.main([*args, "--out", str(tmp_path / "here")]) == 0, capsys.readouterr().err
+    assert cli.main([*args, "--jobs", "2", "--out", str(tmp_path / "workers")]) == 0, capsys.readouterr().err
+    # the timings differ; the problems are the diagnostics' numbers as text, compared as numbers
+    apart = ["seconds", "seconds_to_target", "problems"]
+    here, workers = (load_leaderboard(tmp_path / name).table().drop(columns=apart) for name in ("here", "workers"))
+    assert workers["status"].eq("ok").all() and workers["n_grad"].eq(2 * (150 + 50)).all()
+    pd.testing.assert_frame_equal(workers, here)
+

@@ -65,9 +65,17 @@ def cluster(tmp_path, fake_samplers):
     log.close()
 
 
+def _import_the_package():
+    import bayeszoo.benchmark  # noqa: F401
+
+
 def _client(address, n_workers):
+    """A client of ``n_workers`` workers that have imported the package (seconds each), so that they start on the
+    tasks together: the benchmark's check that the workers load the session's backends, before the first task,
+    warms one of them only."""
     client = distributed.Client(address, timeout="60s")
     client.wait_for_workers(n_workers, timeout=120)
+    client.run(_import_the_package)
     return client
 
 
