@@ -419,18 +419,22 @@ PAD_PT = 5.0   # points of space around each panel's labels in a grid layout
 
 
 def grid_layout(fig, title=None) -> None:
-    """Lay out a figure's grid of panels (``fig.subplots``: rows x columns, all of one size) as ``tight_layout`` would, for a
-    fraction of its cost: the room each panel's tick labels, axis labels and title need is measured from their
-    text (each string measured once) instead of from a layout pass that makes and measures every tick, and set
-    once with ``subplots_adjust``. ``title`` is the figure's suptitle, if it has one. A grid too small for its
-    labels keeps ``tight_layout``'s answer."""
+    """Lay out a figure's grid of panels (``fig.subplots``: rows x columns, all of one size) as ``tight_layout``
+    would, for a fraction of its cost: the room each panel's tick labels, axis labels and title need is measured
+    from their text (each string measured once) instead of from a layout pass that makes and measures every tick,
+    and set once with ``subplots_adjust``. ``title`` is the figure's suptitle, if it has one. A figure that is not one
+    grid, or one too small for its labels, keeps ``tight_layout``'s answer."""
+    specs = [ax.get_subplotspec() for ax in fig.axes]
+    if (None in specs or len({spec.get_gridspec() for spec in specs}) != 1   # a colorbar, an inset: not a grid
+            or any(len(spec.rowspan) != 1 or len(spec.colspan) != 1 for spec in specs)):
+        fig.tight_layout()
+        return
     renderer = fig.canvas.get_renderer()
     inch = fig.dpi   # pixels per inch
-    nrows, ncols = fig.axes[0].get_subplotspec().get_gridspec().get_geometry()
+    nrows, ncols = specs[0].get_gridspec().get_geometry()
     room = np.zeros((nrows, ncols, 4))   # left, right, below, above of each panel, in inches
-    for ax in fig.axes:
+    for ax, spec in zip(fig.axes, specs):
         if ax.get_visible():
-            spec = ax.get_subplotspec()
             room[spec.rowspan.start, spec.colspan.start] = [r / inch for r in _panel_room(ax, renderer)]
     pad = PAD_PT / 72
     left = room[:, 0, 0].max() + pad
@@ -455,38 +459,44 @@ def _panel_room(ax, renderer) -> tuple[float, float, float, float]:
     """Pixels that ``ax``'s labels take outside it: (left, right, below, above); its y tick labels and label on
     the left, its x tick labels (the first and last half over each side) and label below, its title above."""
     left = right = below = above = 0.0
-    xlabels, xsize, xroom = _tick_labels(ax.xaxis, "labelbottom", renderer)
-    ylabels, ysize, yroom = _tick_labels(ax.yaxis, "labelleft", renderer)
+    points = renderer.dpi / 72
+    xlabels, xsize, xroom, xoffset = _tick_labels(ax.xaxis, "labelbottom", renderer)
+    ylabels, ysize, yroom, yoffset = _tick_labels(ax.yaxis, "labelleft", renderer)
+    line = _text_extent("lp", xsize, renderer)[1] if xlabels else 0.0   # a line's height, as matplotlib sets text
     if xlabels:
-        below = xroom + _text_extent("lp", xsize, renderer)[1]   # a line's height, as matplotlib sets text
-        left, right = _text_extent(xlabels[0], xsize, renderer)[0] / 2, _text_extent(xlabels[-1], xsize, renderer)[0] / 2
+        below = xroom + line * (2 if xoffset else 1)   # an offset ("1e-5") goes under the labels
+        left, right = (_text_extent(xlabels[k], xsize, renderer)[0] / 2 for k in (0, -1))
     if ylabels:
         left = max(left, yroom + max(_text_extent(s, ysize, renderer)[0] for s in ylabels))
-    points = renderer.dpi / 72
+        if yoffset:   # over the axes' top left corner, and the title moves up over it
+            above = _text_extent(yoffset, ysize, renderer)[1] + 3 * points
     if ax.xaxis.label.get_visible() and ax.xaxis.label.get_text():
         below += ax.xaxis.label.get_window_extent(renderer).height + ax.xaxis.labelpad * points
     if ax.yaxis.label.get_visible() and ax.yaxis.label.get_text():
         left += ax.yaxis.label.get_window_extent(renderer).width + ax.yaxis.labelpad * points
     if ax.title.get_visible() and ax.title.get_text():
-        above = ax.title.get_window_extent(renderer).height + mpl.rcParams["axes.titlepad"] * points
+        above += ax.title.get_window_extent(renderer).height + mpl.rcParams["axes.titlepad"] * points
     return left, right, below, above
 
 
-def _tick_labels(axis, shown: str, renderer) -> tuple[list[str], float, float]:
+def _tick_labels(axis, shown: str, renderer) -> tuple[list[str], float, float, str]:
     """The major tick labels ``axis`` will draw (from its locator and formatter, making no tick), their font size
-    in points, and the pixels of tick and pad between them and the axes; no labels if ``shown`` is off."""
+    in points, the pixels of tick and pad between them and the axes, and the axis' offset text ("1e-5", empty
+    without); no labels if ``shown`` is off."""
     params = axis.get_tick_params()
     if not params.get(shown, True):
-        return [], 0.0, 0.0
+        return [], 0.0, 0.0, ""
     name = axis.axis_name
     size = FontProperties(size=params.get("labelsize", mpl.rcParams[f"{name}tick.labelsize"])).get_size_in_points()
     lo, hi = sorted(axis.get_view_interval())
     slack = 1e-9 * (hi - lo)
     locs = [x for x in axis.get_major_locator()() if lo - slack <= x <= hi + slack]
-    labels = [str(s) for s in axis.get_major_formatter().format_ticks(locs) if str(s)]
+    formatter = axis.get_major_formatter()
+    labels = [str(s) for s in formatter.format_ticks(locs) if str(s)]
     length = params.get("length", mpl.rcParams[f"{name}tick.major.size"])
     pad = params.get("pad", mpl.rcParams[f"{name}tick.major.pad"])
-    return labels, size, (length + pad) * renderer.dpi / 72
+    offset = formatter.get_offset() if labels and hasattr(formatter, "get_offset") else ""
+    return labels, size, (length + pad) * renderer.dpi / 72, offset
 
 
 def _text_extent(text: str, size: float, renderer) -> tuple[float, float]:

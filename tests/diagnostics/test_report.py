@@ -408,10 +408,11 @@ def test_a_saved_figure_is_drawn_once(regression_cmp, monkeypatch):
 
 
 def _wide(problem, seed):
-    """Draws around -12000 with a spread of 300 (tick labels like -12500) and one scalar around 3e-4."""
+    """Draws around -12000 with a spread of 300 (tick labels like -12500) and a scalar around 14.799 with a spread of
+    1e-5 (its axes read with an offset, "1e-5 + 1.4799e1")."""
     draws = _iid(problem, seed)
     draws["w"] = -12000.0 + 300.0 * draws["w"]
-    draws["log_beta"] = 3e-4 + 1e-5 * draws["log_beta"]
+    draws["log_beta"] = 14.799 + 1e-5 * draws["log_beta"]
     return draws
 
 
@@ -419,7 +420,7 @@ def _wide(problem, seed):
 def test_per_backend_figures_keep_every_label_inside_the_figure_and_apart(small, make):
     """The per-backend figures are laid out from their labels' text (plots.grid_layout), not by tight_layout: each
     panel with its tick labels, axis labels and title stays inside the figure and clear of every other panel, also
-    with long tick labels (−12500) and an offset (1e-5) on their axes."""
+    with long tick labels (−12500) and an offset (1e-5 + 1.4799e1) over or under their axes."""
     model, data = small
     fit = _fit(small, _wide(small, 0), backend="nuts")
     reference = _fit(small, _wide(small, 1), backend="reference")
@@ -435,6 +436,7 @@ def test_per_backend_figures_keep_every_label_inside_the_figure_and_apart(small,
     assert len(boxes) == {"trace": 2, "rank": 1, "marginals": 1}[make] * len(components)
     labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels() + ax.get_xticklabels()]
     assert any(len(label) >= 6 for label in labels) or make == "rank"
+    assert any(ax.yaxis.get_offset_text().get_text() for ax in fig.axes) or make != "trace"
     for i, box in enumerate(boxes):
         assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, (i, box, page)
         for other in boxes[i + 1:]:
