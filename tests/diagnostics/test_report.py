@@ -390,3 +390,54 @@ def test_no_spine_runs_through_the_first_or_last_rows_label_of_the_ranking():
     for t in labels:
         extent = t.get_window_extent(renderer)
         assert box.y0 < extent.y0 and extent.y1 < box.y1, t.get_text()
+
+
+def test_a_saved_figure_is_drawn_once(regression_cmp, monkeypatch):
+    """figure_to_base64 draws a laid-out figure once: tight_layout used to leave a layout engine behind, and savefig
+    then laid the figure out (drew it without rendering) before drawing it."""
+    from matplotlib.figure import Figure
+
+    fig = plots.new_figure(4, 3)
+    fig.subplots(2, 2)
+    fig.tight_layout()
+    draws = []
+    draw = Figure.draw
+    monkeypatch.setattr(Figure, "draw", lambda self, renderer: draws.append(self) or draw(self, renderer))
+    png = base64.b64decode(plots.figure_to_base64(fig))
+    assert png.startswith(b"\x89PNG") and len(draws) == 1
+
+
+def _wide(problem, seed):
+    """Draws around -12000 with a spread of 300 (tick labels like -12500) and a scalar around 14.799 with a spread of
+    1e-5 (its axes read with an offset, "1e-5 + 1.4799e1")."""
+    draws = _iid(problem, seed)
+    draws["w"] = -12000.0 + 300.0 * draws["w"]
+    draws["log_beta"] = 14.799 + 1e-5 * draws["log_beta"]
+    return draws
+
+
+@pytest.mark.parametrize("make", ["trace", "rank", "marginals"])
+def test_per_backend_figures_keep_every_label_inside_the_figure_and_apart(small, make):
+    """The per-backend figures are laid out from their labels' text (plots.grid_layout), not by tight_layout: each
+    panel with its tick labels, axis labels and title stays inside the figure and clear of every other panel, also
+    with long tick labels (−12500) and an offset (1e-5 + 1.4799e1) over or under their axes."""
+    model, data = small
+    fit = _fit(small, _wide(small, 0), backend="nuts")
+    reference = _fit(small, _wide(small, 1), backend="reference")
+    cmp = Comparison(model=model, data=data, fits={"nuts": fit}, order=["nuts"])
+    components = plots.select_components(cmp)
+    fig = {"trace": lambda: plots.trace_figure(fit, components),
+           "rank": lambda: plots.rank_figure(fit, components),
+           "marginals": lambda: plots.marginals_figure(fit, reference, components, label="nuts")}[make]()
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    page = fig.bbox
+    boxes = [ax.get_tightbbox(renderer) for ax in fig.axes if ax.get_visible()]
+    assert len(boxes) == {"trace": 2, "rank": 1, "marginals": 1}[make] * len(components)
+    labels = [t.get_text() for ax in fig.axes for t in ax.get_yticklabels() + ax.get_xticklabels()]
+    assert any(len(label) >= 6 for label in labels) or make == "rank"
+    assert any(ax.yaxis.get_offset_text().get_text() for ax in fig.axes) or make != "trace"
+    for i, box in enumerate(boxes):
+        assert page.x0 <= box.x0 and box.x1 <= page.x1 and page.y0 <= box.y0 and box.y1 <= page.y1, (i, box, page)
+        for other in boxes[i + 1:]:
+            assert not box.overlaps(other), (box, other)
