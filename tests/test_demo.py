@@ -31,8 +31,8 @@ def test_a_problem_that_cannot_run_is_a_summary_that_says_why(tmp_path):
 
 @pytest.mark.slow
 def test_problems_run_in_worker_processes_and_report_in_the_order_asked(tmp_path, capsys):
-    """Two worker processes (forked or spawned: bayeszoo.workers); a bad count fails both problems before any
-    sampling, so the run takes only the workers' start-up."""
+    """Two workers, each spawned (a new interpreter); a bad count fails both problems before any sampling, so the
+    run takes only the workers' start-up."""
     keys = ["slm-spikes", "rvm-sinc"]
     done = demo.run_all(keys, str(tmp_path), sizes={"draws": -1}, jobs=2)
     assert list(done) == keys
