@@ -44,7 +44,7 @@ def process_pool(jobs: int):
     """A pool of ``jobs`` spawned worker processes, each started inside :func:`worker_environment` with its share
     of the cores' threads. Not forked: a forked JAX runtime is not safe to use, and where none had started yet a
     forked worker, which skips the imports, still ran NumPy samplers slower than a spawned one (BENCHMARKS.md,
-    "make demo: forked workers")."""
+    "`make demo`, 2026-11-30 early morning")."""
     with worker_environment(threads=max(1, usable_cores() // jobs)), \
             ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn")) as pool:
         yield pool
