@@ -13,8 +13,11 @@ import os
 from concurrent.futures import ProcessPoolExecutor
 
 #: the thread pools a worker's libraries size from the environment when they load: OpenMP, OpenBLAS and MKL (NumPy,
-#: SciPy, PyTensor's BLAS), and XLA's CPU backend (its Eigen pool; ``intra_op_parallelism_threads``)
+#: SciPy, PyTensor's BLAS)
 THREAD_VARIABLES = ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS")
+#: XLA's CPU backend runs its Eigen operations on one thread with this flag (XLA has no thread-count flag: a word
+#: without ``--`` in XLA_FLAGS, such as ``intra_op_parallelism_threads=1``, is ignored without a word)
+XLA_ONE_THREAD = "--xla_cpu_multi_thread_eigen=false"
 
 
 @contextlib.contextmanager
@@ -24,9 +27,8 @@ def worker_environment(threads: int):
     saved = dict(os.environ)
     for name in THREAD_VARIABLES:
         os.environ.setdefault(name, str(threads))
-    if threads == 1 and "intra_op_parallelism_threads" not in os.environ.get("XLA_FLAGS", ""):
-        os.environ["XLA_FLAGS"] = (os.environ.get("XLA_FLAGS", "") +
-                                   " --xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1").strip()
+    if threads == 1 and "xla_cpu_multi_thread_eigen" not in os.environ.get("XLA_FLAGS", ""):
+        os.environ["XLA_FLAGS"] = f"{os.environ.get('XLA_FLAGS', '')} {XLA_ONE_THREAD}".strip()
     try:
         yield
     finally:

@@ -16,6 +16,7 @@ import bayeszoo as bz
 from bayeszoo.inference.rvm import core as rvm_common
 from bayeszoo.sklearn import (AdaptiveRelevanceVectorRegressor, BayesGPClassifier, PMKLClassifier,
                               RelevanceVectorClassifier, RelevanceVectorRegressor)
+from bayeszoo.workers import XLA_ONE_THREAD
 
 # The checks fit each estimator some fifty times on problems of up to 300 points. These settings keep that quick:
 # EM instead of the fast RVM for regression (the checks' 10-dimensional data with width 1 keep every basis
@@ -295,7 +296,7 @@ IMPORT_FLOOR = 3 * 2**30
 
 THREAD_PINNING = {"MALLOC_ARENA_MAX": "2", "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1",
                   "MKL_NUM_THREADS": "1",
-                  "XLA_FLAGS": "--xla_cpu_multi_thread_eigen=false intra_op_parallelism_threads=1"}
+                  "XLA_FLAGS": XLA_ONE_THREAD}
 
 _CAPPED = """
 import resource, sys, warnings
