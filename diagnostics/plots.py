@@ -18,7 +18,6 @@ import numpy as np
 import xarray as xr
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.font_manager import FontProperties
 from matplotlib.ticker import NullFormatter
 
 N_TOP_WEIGHTS = 4          # vector components shown in trace / rank / marginal plots
@@ -415,96 +414,6 @@ def _panels(n: int, width: float, height: float, ncols: int = 3):
     return fig, axes[:n]
 
 
-PAD_PT = 5.0   # points of space around each panel's labels in a grid layout
-
-
-def grid_layout(fig, title=None) -> None:
-    """Lay out a figure's grid of panels (``fig.subplots``: rows x columns, all of one size) as ``tight_layout``
-    would, for a fraction of its cost: the room each panel's tick labels, axis labels and title need is measured
-    from their text (each string measured once) instead of from a layout pass that makes and measures every tick,
-    and set once with ``subplots_adjust``. ``title`` is the figure's suptitle, if it has one. A figure that is not one
-    grid, or one too small for its labels, keeps ``tight_layout``'s answer."""
-    specs = [ax.get_subplotspec() for ax in fig.axes]
-    if (None in specs or len({spec.get_gridspec() for spec in specs}) != 1   # a colorbar, an inset: not a grid
-            or any(len(spec.rowspan) != 1 or len(spec.colspan) != 1 for spec in specs)):
-        fig.tight_layout()
-        return
-    renderer = fig.canvas.get_renderer()
-    inch = fig.dpi   # pixels per inch
-    nrows, ncols = specs[0].get_gridspec().get_geometry()
-    room = np.zeros((nrows, ncols, 4))   # left, right, below, above of each panel, in inches
-    for ax, spec in zip(fig.axes, specs):
-        if ax.get_visible():
-            room[spec.rowspan.start, spec.colspan.start] = [r / inch for r in _panel_room(ax, renderer)]
-    pad = PAD_PT / 72
-    left = room[:, 0, 0].max() + pad
-    right = room[:, -1, 1].max() + pad
-    below = room[-1, :, 2].max() + pad
-    above = room[0, :, 3].max() + pad
-    if title is not None:   # a suptitle hangs from 98 % of the figure's height
-        above += title.get_window_extent(renderer).height / inch + 0.02 * fig.get_figheight() + pad
-    gap_w = max((room[:, j - 1, 1].max() + room[:, j, 0].max() + pad for j in range(1, ncols)), default=0.0)
-    gap_h = max((room[i - 1, :, 2].max() + room[i, :, 3].max() + pad for i in range(1, nrows)), default=0.0)
-    width, height = fig.get_size_inches()
-    panel_w = (width - left - right - (ncols - 1) * gap_w) / ncols
-    panel_h = (height - below - above - (nrows - 1) * gap_h) / nrows
-    if panel_w < 0.3 * width / ncols or panel_h < 0.3 * height / nrows:
-        fig.tight_layout()
-        return
-    fig.subplots_adjust(left=left / width, right=1 - right / width, bottom=below / height, top=1 - above / height,
-                        wspace=gap_w / panel_w, hspace=gap_h / panel_h)
-
-
-def _panel_room(ax, renderer) -> tuple[float, float, float, float]:
-    """Pixels that ``ax``'s labels take outside it: (left, right, below, above); its y tick labels and label on
-    the left, its x tick labels (the first and last half over each side) and label below, its title above."""
-    left = right = below = above = 0.0
-    points = renderer.dpi / 72
-    xlabels, xsize, xroom, xoffset = _tick_labels(ax.xaxis, "labelbottom", renderer)
-    ylabels, ysize, yroom, yoffset = _tick_labels(ax.yaxis, "labelleft", renderer)
-    line = _text_extent("lp", xsize, renderer)[1] if xlabels else 0.0   # a line's height, as matplotlib sets text
-    if xlabels:
-        below = xroom + line * (2 if xoffset else 1)   # an offset ("1e-5") goes under the labels
-        left, right = (_text_extent(xlabels[k], xsize, renderer)[0] / 2 for k in (0, -1))
-    if ylabels:
-        left = max(left, yroom + max(_text_extent(s, ysize, renderer)[0] for s in ylabels))
-        if yoffset:   # over the axes' top left corner, and the title moves up over it
-            above = _text_extent(yoffset, ysize, renderer)[1] + 3 * points
-    if ax.xaxis.label.get_visible() and ax.xaxis.label.get_text():
-        below += ax.xaxis.label.get_window_extent(renderer).height + ax.xaxis.labelpad * points
-    if ax.yaxis.label.get_visible() and ax.yaxis.label.get_text():
-        left += ax.yaxis.label.get_window_extent(renderer).width + ax.yaxis.labelpad * points
-    if ax.title.get_visible() and ax.title.get_text():
-        above += ax.title.get_window_extent(renderer).height + mpl.rcParams["axes.titlepad"] * points
-    return left, right, below, above
-
-
-def _tick_labels(axis, shown: str, renderer) -> tuple[list[str], float, float, str]:
-    """The major tick labels ``axis`` will draw (from its locator and formatter, making no tick), their font size
-    in points, the pixels of tick and pad between them and the axes, and the axis' offset text ("1e-5", empty
-    without); no labels if ``shown`` is off."""
-    params = axis.get_tick_params()
-    if not params.get(shown, True):
-        return [], 0.0, 0.0, ""
-    name = axis.axis_name
-    size = FontProperties(size=params.get("labelsize", mpl.rcParams[f"{name}tick.labelsize"])).get_size_in_points()
-    lo, hi = sorted(axis.get_view_interval())
-    slack = 1e-9 * (hi - lo)
-    locs = [x for x in axis.get_major_locator()() if lo - slack <= x <= hi + slack]
-    formatter = axis.get_major_formatter()
-    labels = [str(s) for s in formatter.format_ticks(locs) if str(s)]
-    length = params.get("length", mpl.rcParams[f"{name}tick.major.size"])
-    pad = params.get("pad", mpl.rcParams[f"{name}tick.major.pad"])
-    offset = formatter.get_offset() if labels and hasattr(formatter, "get_offset") else ""
-    return labels, size, (length + pad) * renderer.dpi / 72, offset
-
-
-def _text_extent(text: str, size: float, renderer) -> tuple[float, float]:
-    """(width, height) in pixels of one line of ``text`` at ``size`` points in the default font."""
-    w, h, _ = renderer.get_text_width_height_descent(text, FontProperties(size=size), ismath="$" in text)
-    return w, h
-
-
 def trace_figure(fit, components) -> Figure | None:
     """``az.plot_trace`` of the chosen components (density left, trace right)."""
     import arviz as az
@@ -520,8 +429,9 @@ def trace_figure(fit, components) -> Figure | None:
     fig = new_figure(10, 1.7 * len(keep) + 0.3)
     axes = fig.subplots(len(keep), 2, squeeze=False)
     az.plot_trace(ds, axes=axes, compact=False, show=False)
-    title = fig.suptitle("constant (point-estimated): " + ", ".join(const), fontsize=8) if const else None
-    grid_layout(fig, title=title)
+    if const:
+        fig.suptitle("constant (point-estimated): " + ", ".join(const), fontsize=8)
+    fig.tight_layout()
     return fig
 
 
@@ -539,7 +449,7 @@ def rank_figure(fit, components) -> Figure | None:
         return None
     fig, axes = _panels(len(keep), 3.4, 2.3)
     az.plot_rank(ds[keep], ax=axes, show=False)
-    grid_layout(fig)
+    fig.tight_layout()
     return fig
 
 
@@ -586,7 +496,7 @@ def marginals_figure(fit, reference, components, color: str = "#1f77b4", label: 
         ax.set_yticks([])
         ax.tick_params(labelsize=8)
     axes[0].legend(fontsize=9, loc="upper left")
-    grid_layout(fig)
+    fig.tight_layout()
     return fig
 
 
@@ -632,7 +542,7 @@ def objective_figure(comparison) -> Figure | None:
             lo, hi = np.quantile(finite, [0.05, 1.0])
             if hi > lo:
                 ax.set_ylim(lo - 0.1 * (hi - lo), hi + 0.1 * (hi - lo))
-    grid_layout(fig)
+    fig.tight_layout()
     return fig
 
 

@@ -418,9 +418,9 @@ def _wide(problem, seed):
 
 @pytest.mark.parametrize("make", ["trace", "rank", "marginals"])
 def test_per_backend_figures_keep_every_label_inside_the_figure_and_apart(small, make):
-    """The per-backend figures are laid out from their labels' text (plots.grid_layout), not by tight_layout: each
-    panel with its tick labels, axis labels and title stays inside the figure and clear of every other panel, also
-    with long tick labels (−12500) and an offset (1e-5 + 1.4799e1) over or under their axes."""
+    """Each panel of the per-backend figures, with its tick labels, axis labels and title, stays inside the figure
+    and clear of every other panel, also with long tick labels (−12500) and an offset (1e-5 + 1.4799e1) over or
+    under their axes."""
     model, data = small
     fit = _fit(small, _wide(small, 0), backend="nuts")
     reference = _fit(small, _wide(small, 1), backend="reference")
