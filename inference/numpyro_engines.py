@@ -73,9 +73,9 @@ def _nuts_class():
       compilation per operation of the model and its gradient: BENCHMARKS.md, "The compiled start"). Here the same
       initialisation runs under one ``jax.jit``, made once per kernel, so the chains after the first reuse it.
     * **Progress.** NumPyro shows progress by running the loop in Python, one dispatch and one diagnostics string
-      (read from the device) per iteration, most of a short fit's time. Here NumPyro's loop stays compiled (``progress_bar=False``) and, when a ``bar`` is set, every
-      ``every``-th iteration of a chain calls back to it with NumPyro's own postfix (steps, step size,
-      acceptance). The draws are the same as without a bar."""
+      (read from the device) per iteration, most of a short fit's time. Here NumPyro's loop stays compiled
+      (``progress_bar=False``) and, when a ``bar`` is set, every ``every``-th iteration of a chain calls back to it
+      with NumPyro's own postfix (steps, step size, acceptance). The draws are the same as without a bar."""
     import jax
     from numpyro.infer import NUTS
     from numpyro.util import is_prng_key, not_jax_tracer

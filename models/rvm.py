@@ -607,7 +607,8 @@ class RVM(Model):
 RELEVANCE_THRESHOLD = 0.01  # see RVM.n_relevant
 
 
-# the tiny problem is tests/inference/test_generic.py's, so the generic backends' compiled kernels are shared through the caches
+# the tiny problem is tests/inference/test_generic.py's, so the generic backends' compiled kernels are shared through
+# the caches
 FAMILY = Family(model=RVM, about="relevance vector machine, regression and classification",
                 source="Tipping (2001); Tzikas MSc thesis; Tzikas, Likas, Galatsanos (2009)",
                 tiny=lambda: (RVM(width=3.0, a=1.0, b=1e-2, c=1.0, d=1e-3),

@@ -161,7 +161,8 @@ def test_a_folder_of_another_benchmark_is_refused(fakes, tmp_path):
     (dict(executor="tcp://127.0.0.1:1"), r"executor must be a concurrent.futures.Executor"),
     (dict(cost="dollars"), r"cost must be one of 'gradients', 'seconds'"),
     (dict(jobs=0), r"jobs"),
-    (dict(jobs=2, executor=ThreadPoolExecutor(1)), r"give jobs \(worker processes on this machine\) or an executor, not both"),
+    (dict(jobs=2, executor=ThreadPoolExecutor(1)),
+     r"give jobs \(worker processes on this machine\) or an executor, not both"),
 ])
 def test_bad_input_is_refused_before_any_task(fakes, calls, kwargs, message):
     args = dict(suite=TARGETS[:1], backends=["iid_exact"], progress=False)
