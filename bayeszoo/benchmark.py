@@ -321,10 +321,17 @@ def _library_for(target: suites.Target, backend: str) -> tuple[str | None, str]:
 
 def run_task(target: suites.Target, backend: str, seed: int, settings: dict, path: str | None,
              user_backends: Sequence[tuple[str, bytes]] = ()) -> dict:
-    """One task, in this process or on a worker: fit, measure, write ``path``. Never raises. ``user_backends``:
-    the backends registered where the benchmark was called, pickled for a worker (:func:`_ship`)."""
+    """One task, in this process or on a worker: fit, measure, write ``path``; a task that ``path`` holds done
+    already is read back, not run. Never raises. ``user_backends``: the backends registered where the benchmark
+    was called, pickled for a worker (:func:`_ship`).
+
+    The read-back is for a cluster: Dask keeps a task's result on the worker that ran it until the client fetches
+    it, and runs the task again if that worker dies first, although its file is written."""
     from bayeszoo import _config  # noqa: F401  (configures JAX / PyTensor on a fresh worker)
 
+    done = None if path is None else _saved_row(path, settings)
+    if done is not None:
+        return done
     unloaded = _adopt(user_backends)
     row = {"target": target.key, "backend": backend, "seed": int(seed), "status": "ok", "message": "",
            "library": None}
@@ -576,8 +583,8 @@ def run_tasks(arguments: Sequence[tuple]) -> list[dict]:
 
 def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: tuple, jobs: int, bar,
                     rows: dict[tuple, dict]) -> None:
-    """Run ``todo`` in ``jobs`` spawned worker processes (a forked JAX or PyTensor runtime is not safe to use),
-    each (target, backend)'s seeds in one worker; each row into ``rows`` as its group finishes (each task's file
+    """Run ``todo`` in a pool of ``jobs`` worker processes (:func:`~bayeszoo.workers.process_pool`), each (target,
+    backend)'s seeds in one worker; each row into ``rows`` as its group finishes (each task's file
     is written as it finishes). A worker that dies fails its tasks, which are not saved, so a rerun runs them."""
     groups: dict[tuple, list[tuple]] = {}
     for task in todo:

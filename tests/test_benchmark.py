@@ -144,6 +144,23 @@ def test_a_benchmark_resumes_without_running_again_what_is_done(fakes, tmp_path,
     assert calls()[2:] == ["iid_exact correlated_gaussian 3"]
 
 
+class _RunsEachTaskTwice(ThreadPoolExecutor):
+    """An executor that runs every task a second time after it finished, as Dask does with a task whose result was
+    lost with the worker that held it."""
+
+    def submit(self, fn, /, *args, **kwargs):
+        fn(*args, **kwargs)
+        return super().submit(fn, *args, **kwargs)
+
+
+def test_a_task_run_again_on_a_cluster_reads_its_file_back(fakes, tmp_path, calls):
+    kw = dict(seeds=[3, 4], draws=200, chains=2, out=tmp_path / "b", progress=False)
+    with _RunsEachTaskTwice(1) as executor:
+        board = bz.benchmark(TARGETS[:1], ["iid_exact"], executor=executor, **kw)
+    assert sorted(calls()) == ["iid_exact correlated_gaussian 3", "iid_exact correlated_gaussian 4"]
+    assert board.table()["status"].eq("ok").all()
+
+
 def test_a_folder_of_another_benchmark_is_refused(fakes, tmp_path):
     bz.benchmark(TARGETS[:1], ["iid_exact"], draws=100, chains=2, out=tmp_path, progress=False)
     with pytest.raises(ValueError, match=r"holds another benchmark \(draws: 100 there, 200 here\)"):

@@ -101,7 +101,9 @@ def test_the_cluster_gives_the_single_process_leaderboard_and_survives_a_killed_
         client.close()
     tasks = len(TARGETS) * len(BACKENDS) * 2
     assert board.table()["status"].eq("ok").all() and len(board.table()) == tasks
-    assert tasks <= len(calls()) <= tasks + 1   # at most the killed worker's running task twice
+    # at most the task the killed worker was running runs twice: its finished ones, whose results Dask lost with it
+    # and runs again, are read back from their files
+    assert tasks <= len(calls()) <= tasks + 1
     ran = {tuple(line.split()) for line in calls()}
     assert ran == {(b, t.split("/")[1], str(s)) for t in TARGETS for b in BACKENDS for s in (0, 1)}
     local = bz.benchmark(TARGETS, BACKENDS, **kw)
