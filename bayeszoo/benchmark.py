@@ -474,9 +474,10 @@ def benchmark(suite="posteriordb-quick", backends: Sequence[str] = ("nuts",), *,
         Tasks at a time, each in one of ``jobs`` worker processes on this machine (a process pool; not with
         ``executor``). The seeds of one target and backend run in the same worker, one after another, so each
         model is compiled once per backend, and each worker's libraries get ``cores // jobs`` threads (one on
-        two cores with ``jobs=2``), so that the workers do not fight for the cores. The results are those of one
-        process, up to the timings. The backends registered in this session go to the workers (by value where
-        they could not import them: a notebook's, a script's, a sampler file's), as to an executor's; one that a
+        two cores with ``jobs=2``), so that the workers do not fight for the cores; the tasks expected to take
+        longest go first (:func:`largest_first`), as on an executor. The results are those of one process, up to
+        the timings. The backends registered in this session go to the workers (by value where they could not
+        import them: a notebook's, a script's, a sampler file's), as to an executor's; one that a
         worker cannot load is refused before any task.
     cost : {"gradients", "seconds"}, optional
         What the ranking counts; by default gradient evaluations when every backend that reached a target
@@ -565,7 +566,7 @@ def _run_tasks(todo: list[tuple], by_key: dict, settings: dict, out: str | None,
     else:
         if todo:
             _check_workers_load(executor.submit, shipped, "executor", probes=1)
-        futures = {executor.submit(run_task, *arguments(task)): task for task in todo}
+        futures = {executor.submit(run_task, *arguments(task)): task for task in largest_first(todo)}
         for future in as_completed(futures):
             rows[futures[future]] = future.result()
             bar.update(1)
@@ -584,15 +585,16 @@ def run_tasks(arguments: Sequence[tuple]) -> list[dict]:
 def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | None, shipped: tuple, jobs: int, bar,
                     rows: dict[tuple, dict]) -> None:
     """Run ``todo`` in a pool of ``jobs`` worker processes (:func:`~bayeszoo.workers.process_pool`), each (target,
-    backend)'s seeds in one worker; each row into ``rows`` as its group finishes (each task's file
-    is written as it finishes). A worker that dies fails its tasks, which are not saved, so a rerun runs them."""
+    backend)'s seeds in one worker, the longest expected first; each row into ``rows`` as its group finishes (each
+    task's file is written as it finishes). A worker that dies fails its tasks, which are not saved, so a rerun
+    runs them."""
     groups: dict[tuple, list[tuple]] = {}
     for task in todo:
         groups.setdefault(task[:2], []).append(task)
     with process_pool(jobs) as pool:
         _check_workers_load(pool.submit, shipped, "pool", probes=jobs)
         futures = {pool.submit(run_tasks, [_task_arguments(t, by_key, settings, out, shipped) for t in group]): group
-                   for group in groups.values()}
+                   for group in largest_first(list(groups.values()))}
         for future in as_completed(futures):
             group = futures[future]
             try:
@@ -604,6 +606,17 @@ def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | 
             for task, row in zip(group, done):
                 rows[task] = row
             bar.update(len(group))
+
+
+def largest_first(work: list) -> list:
+    """``work`` (tasks, or groups of one target and backend's tasks) with the longest expected first
+    (:func:`~bayeszoo.catalogue.suites.expected_seconds`): the longest-processing-time rule, so that the short ones
+    fill in around the long ones instead of a long one starting last and running alone. Ties keep their order."""
+    def seconds(item) -> float:
+        tasks = item if isinstance(item, list) else [item]
+        return sum(suites.expected_seconds(key, backend) for key, backend, _ in tasks)
+
+    return sorted(work, key=seconds, reverse=True)
 
 
 def _table(rows: list[dict]) -> pd.DataFrame:

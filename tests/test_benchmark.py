@@ -16,7 +16,8 @@ import pandas as pd
 import pytest
 
 import bayeszoo as bz
-from bayeszoo.benchmark import load_leaderboard, task_path
+from bayeszoo.benchmark import largest_first, load_leaderboard, task_path
+from bayeszoo.catalogue import suites
 from bayeszoo.diagnostics.leaderboard_plots import tau_ticks
 from bayeszoo import cli
 from tests.helpers.fresh_workers import FreshWorkers, fresh_pool
@@ -159,6 +160,59 @@ def test_a_task_run_again_on_a_cluster_reads_its_file_back(fakes, tmp_path, call
         board = bz.benchmark(TARGETS[:1], ["iid_exact"], executor=executor, **kw)
     assert sorted(calls()) == ["iid_exact correlated_gaussian 3", "iid_exact correlated_gaussian 4"]
     assert board.table()["status"].eq("ok").all()
+
+
+@pytest.fixture
+def recorded_seconds(tmp_path, monkeypatch):
+    """Earlier runs' seconds (a task-seconds file of our own): banana's fits took longer than the correlated
+    Gaussian's, iid_costly's longer than iid_exact's."""
+    path = tmp_path / "task_seconds.csv"
+    path.write_text("target,backend,seconds,run\n"
+                    "exact/correlated_gaussian,iid_exact,1.0,a\n"
+                    "exact/correlated_gaussian,iid_costly,4.0,a\n"
+                    "exact/banana,iid_exact,2.0,b\n"
+                    "exact/banana,iid_costly,8.0,b\n")
+    monkeypatch.setattr(suites, "TASK_SECONDS_FILE", str(path))
+    suites._task_seconds.cache_clear()
+    yield
+    suites._task_seconds.cache_clear()
+
+
+def test_expected_seconds_are_the_recorded_ones_else_the_target_s_else_the_backend_s(recorded_seconds):
+    assert suites.expected_seconds("exact/banana", "iid_costly") == 8.0
+    assert suites.expected_seconds("exact/banana", "mine") == 5.0   # the target's median: its size sets the cost
+    assert suites.expected_seconds("exact/funnel", "iid_costly") == 6.0   # the backend's median
+    assert suites.expected_seconds("exact/funnel", "mine") == 3.0   # the median of all
+    assert suites.expected_seconds("posteriordb/arK-arK", "numpyro") > 0   # the shipped file reads
+
+
+def test_largest_first_orders_tasks_and_groups_by_their_expected_seconds(recorded_seconds):
+    tasks = [(t, b, 0) for t in TARGETS for b in ("iid_exact", "iid_costly")]
+    assert largest_first(tasks) == [("exact/banana", "iid_costly", 0), ("exact/correlated_gaussian", "iid_costly", 0),
+                                    ("exact/banana", "iid_exact", 0), ("exact/correlated_gaussian", "iid_exact", 0)]
+    # a group counts all its seeds: three short fits (3 x 2 s) outlast one long one (4 s); ties keep their order
+    groups = [[("exact/correlated_gaussian", "iid_costly", 0)], [("exact/banana", "iid_exact", s) for s in range(3)],
+              [("exact/funnel", "mine", 0)], [("exact/funnel", "yours", 0)]]
+    assert largest_first(groups) == [groups[1], groups[0], groups[2], groups[3]]
+
+
+@pytest.mark.parametrize("how", ["here", "jobs", "executor"])
+def test_workers_start_the_longest_tasks_first(fakes, tmp_path, calls, monkeypatch, recorded_seconds, how):
+    """Worker processes and an executor get the tasks expected to take longest first, so that no long task starts
+    last and runs alone; run here, one after another, they keep the suite's order."""
+    monkeypatch.setattr(BENCHMARK_MODULE, "process_pool", fresh_pool)
+    kw = dict(draws=200, chains=2, progress=False)
+    backends = ["iid_exact", "iid_costly"]
+    if how == "here":
+        bz.benchmark(TARGETS, backends, **kw)
+        expected = ["iid_exact correlated_gaussian 0", "iid_costly correlated_gaussian 0",
+                    "iid_exact banana 0", "iid_costly banana 0"]
+    else:
+        with ThreadPoolExecutor(1) as one_at_a_time:
+            bz.benchmark(TARGETS, backends, **kw, **(dict(jobs=2) if how == "jobs" else dict(executor=one_at_a_time)))
+        expected = ["iid_costly banana 0", "iid_costly correlated_gaussian 0",
+                    "iid_exact banana 0", "iid_exact correlated_gaussian 0"]
+    assert calls() == expected
 
 
 def test_a_folder_of_another_benchmark_is_refused(fakes, tmp_path):

@@ -13,8 +13,11 @@ so that a worker process given only a target's name builds its model itself.
 """
 from __future__ import annotations
 
+import csv
 import functools
 import importlib
+import os
+import statistics
 from dataclasses import dataclass
 from typing import Callable
 
@@ -171,3 +174,26 @@ def _model(key: str, library: str) -> Model:
 @functools.cache
 def _reference(key: str):
     return target(key).make_reference()
+
+
+#: seconds a backend's fit of a target took in earlier benchmark runs (``benchmarks/task_seconds.py`` writes it)
+TASK_SECONDS_FILE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "data", "task_seconds.csv")
+
+
+@functools.cache
+def _task_seconds() -> dict[tuple[str, str], float]:
+    with open(TASK_SECONDS_FILE, newline="") as f:
+        return {(row["target"], row["backend"]): float(row["seconds"]) for row in csv.DictReader(f)}
+
+
+def expected_seconds(key: str, backend: str) -> float:
+    """What a fit of target ``key`` by ``backend`` is expected to take, for ordering work, not for results: its
+    seconds in an earlier run (:data:`TASK_SECONDS_FILE`); else the median of the target's recorded fits (a target's
+    size sets every backend's cost), else of the backend's, else of all of them (so that tasks nothing is known of
+    are all expected to take as long)."""
+    recorded = _task_seconds()
+    if (key, backend) in recorded:
+        return recorded[key, backend]
+    of_target = [s for (k, _), s in recorded.items() if k == key]
+    of_backend = [s for (_, b), s in recorded.items() if b == backend]
+    return statistics.median(of_target or of_backend or recorded.values())
