@@ -297,17 +297,40 @@ def test_the_pymc_forward_algorithm_is_the_numpyro_scan_step_by_step(n, k):
     np.testing.assert_allclose(ours, theirs, rtol=1e-10, atol=1e-10)
 
 
-def test_the_pymc_hmm_log_density_has_no_scan():
+@pytest.mark.parametrize("model, posterior", [("hmm_example", "hmm_example-hmm_example"),
+                                              ("arma11", "arma-arma11"), ("garch11", "garch-garch11")])
+def test_the_pymc_recursions_have_no_scan(model, posterior):
     """PyMC's hmm_example ran its forward algorithm as a pytensor.scan, whose body's ops are called one at a time
     at each of the 100 steps and again in the gradient: PyMC NUTS took ten times longer per gradient there than on
-    the loop-free product of the transition matrices it runs now."""
+    the loop-free product of the transition matrices it runs now. The linear recursions of arma11 and garch11 are
+    convolutions for the same reason."""
     from pytensor.graph.traversal import applys_between
     from pytensor.scan.op import Scan
 
-    data = pdb.data("hmm_example-hmm_example")
-    model = REGISTERED["hmm_example"].pymc(data)
-    ops = {type(node.op) for node in applys_between(model.value_vars, [model.logp()])}
+    pm_model = REGISTERED[model].pymc(pdb.data(posterior))
+    ops = {type(node.op) for node in applys_between(pm_model.value_vars, [pm_model.logp()])}
     assert Scan not in ops and ops, ops
+
+
+@pytest.mark.parametrize("factor", [0.9, -0.7, -1.6, 2.0])
+def test_the_loop_free_linear_recursion_is_the_loop(factor):
+    """x[i] = drive[i] + factor x[i - 1] as a convolution with the powers of factor, for a factor of either sign and
+    beyond 1 in size (arma11's -theta at a random point of the log-density check), and its gradient."""
+    import pytensor
+    import pytensor.tensor as pt
+    from bayeszoo.catalogue.posteriordb.timeseries import _linear_recursion_pytensor
+
+    rng = np.random.default_rng(7)
+    first, drive = 0.3, rng.normal(size=60)
+    f = pt.dscalar("factor")
+    x = _linear_recursion_pytensor(pt.as_tensor(first), pt.as_tensor(drive), f)
+    value, grad = pytensor.function([f], [x, pytensor.grad(x.sum(), f)])(factor)
+    loop, dloop = [first], [0.0]   # the recursion and its derivative in factor, step by step
+    for d in drive[1:]:
+        loop.append(d + factor * loop[-1])
+        dloop.append(loop[-2] + factor * dloop[-1])
+    np.testing.assert_allclose(value, loop, rtol=1e-12)
+    np.testing.assert_allclose(grad, sum(dloop), rtol=1e-10)
 
 
 def test_pymc_nuts_samples_garch11_near_posteriordbs_reference():

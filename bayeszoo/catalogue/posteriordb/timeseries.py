@@ -1,9 +1,9 @@
 """posteriordb's time-series programs in PyMC and NumPyro: ``arK``, ``arma11``, ``garch11``.
 
 The recursions of the Stan programs run step for step as Stan's loops in NumPyro (``jax.lax.scan``). In PyMC the
-moving-average error of ARMA(1, 1) is a ``pytensor.scan``; GARCH(1, 1)'s conditional variance, a linear recursion
-with one factor, is a convolution with the powers of ``beta1`` instead (:func:`_linear_recursion_pytensor`), and its
-``beta1``, bounded by ``1 - alpha1``, is sampled as ``beta1_share`` of that interval in both libraries.
+moving-average error of ARMA(1, 1) and GARCH(1, 1)'s conditional variance, each a linear recursion with one factor,
+are convolutions with the powers of that factor (``-theta``, ``beta1``) instead (:func:`_linear_recursion_pytensor`);
+GARCH's ``beta1``, bounded by ``1 - alpha1``, is sampled as ``beta1_share`` of that interval in both libraries.
 Stan's ``err ~ normal(0, sigma)`` of ``arma11`` is the density of ``y`` given its one-step prediction
 ``nu = y - err`` (the map from ``y`` to ``err`` is triangular with a unit diagonal), so ``y`` is the observed
 variable in both libraries.
@@ -50,7 +50,6 @@ def _ark_numpyro(data):
 
 def _arma11_pymc(data):
     import pymc as pm
-    import pytensor
     import pytensor.tensor as pt
 
     y = np.asarray(data["y"], dtype=float)
@@ -59,11 +58,10 @@ def _arma11_pymc(data):
         phi = pm.Normal("phi", 0.0, 2.0)
         theta = pm.Normal("theta", 0.0, 2.0)
         sigma = pm.HalfCauchy("sigma", 2.5)
-        first = y[0] - (mu + phi * mu)   # err[1], with err[0] = 0
-        later = pytensor.scan(lambda known, err, theta: known - theta * err,
-                              sequences=[y[1:] - mu - phi * y[:-1]], outputs_info=[first], non_sequences=[theta],
-                              return_updates=False)
-        err = pt.concatenate([pt.atleast_1d(first), later])
+        # Stan's loop: err[t] = y[t] - (mu + phi y[t - 1] + theta err[t - 1]), err[1] = y[1] - (mu + phi mu)
+        first = y[0] - (mu + phi * mu)
+        known = y[1:] - mu - phi * y[:-1]
+        err = _linear_recursion_pytensor(first, pt.concatenate([pt.atleast_1d(first), known]), -theta)
         pm.Normal("y", y - err, sigma, observed=y)
     return model
 
@@ -95,9 +93,9 @@ def _arma11_numpyro(data):
 
 
 def _linear_recursion_pytensor(first, drive, factor):
-    """``x[0] = first``, ``x[i] = drive[i] + factor * x[i - 1]`` for i = 1..n-1 (``factor`` in (0, 1)), without a
-    loop: ``x[i] = sum_{j <= i} factor^(i - j) x0[j]``, the first n terms of the convolution of the powers of
-    ``factor`` with ``x0`` (``drive`` with ``first`` in front).
+    """``x[0] = first``, ``x[i] = drive[i] + factor * x[i - 1]`` for i = 1..n-1, without a loop:
+    ``x[i] = sum_{j <= i} factor^(i - j) x0[j]``, the first n terms of the convolution of the powers of ``factor``
+    with ``x0`` (``drive`` with ``first`` in front). ``factor`` of either sign: its powers are integer powers.
 
     A ``pytensor.scan`` calls its body's few ops one at a time at every step, forward and in the gradient (3 ms a
     gradient on garch11's 200 steps, 50 times arK's); the convolution is one op, in C, whose gradient is two more.
@@ -106,7 +104,7 @@ def _linear_recursion_pytensor(first, drive, factor):
     from pytensor.tensor.signal import convolve1d
 
     n = drive.type.shape[0]
-    powers = pt.exp(np.arange(n) * pt.log(factor))
+    powers = factor ** np.arange(n, dtype=float)
     return convolve1d(powers, pt.concatenate([pt.atleast_1d(first), drive[1:]]), mode="full")[:n]
 
 
