@@ -318,12 +318,12 @@ def test_the_loop_free_linear_recursion_is_the_loop(factor):
     beyond 1 in size (arma11's -theta at a random point of the log-density check), and its gradient."""
     import pytensor
     import pytensor.tensor as pt
-    from bayeszoo.catalogue.posteriordb.timeseries import _linear_recursion_pytensor
+    from bayeszoo.catalogue.posteriordb.timeseries import linear_recursion_pytensor
 
     rng = np.random.default_rng(7)
     first, drive = 0.3, rng.normal(size=60)
     f = pt.dscalar("factor")
-    x = _linear_recursion_pytensor(pt.as_tensor(first), pt.as_tensor(drive), f)
+    x = linear_recursion_pytensor(pt.as_tensor(first), pt.as_tensor(drive), f)
     value, grad = pytensor.function([f], [x, pytensor.grad(x.sum(), f)])(factor)
     loop, dloop = [first], [0.0]   # the recursion and its derivative in factor, step by step
     for d in drive[1:]:

@@ -2,7 +2,7 @@
 
 The recursions of the Stan programs run step for step as Stan's loops in NumPyro (``jax.lax.scan``). In PyMC the
 moving-average error of ARMA(1, 1) and GARCH(1, 1)'s conditional variance, each a linear recursion with one factor,
-are convolutions with the powers of that factor (``-theta``, ``beta1``) instead (:func:`_linear_recursion_pytensor`);
+are convolutions with the powers of that factor (``-theta``, ``beta1``) instead (:func:`linear_recursion_pytensor`);
 GARCH's ``beta1``, bounded by ``1 - alpha1``, is sampled as ``beta1_share`` of that interval in both libraries.
 Stan's ``err ~ normal(0, sigma)`` of ``arma11`` is the density of ``y`` given its one-step prediction
 ``nu = y - err`` (the map from ``y`` to ``err`` is triangular with a unit diagonal), so ``y`` is the observed
@@ -61,7 +61,7 @@ def _arma11_pymc(data):
         # Stan's loop: err[t] = y[t] - (mu + phi y[t - 1] + theta err[t - 1]), err[1] = y[1] - (mu + phi mu)
         first = y[0] - (mu + phi * mu)
         known = y[1:] - mu - phi * y[:-1]
-        err = _linear_recursion_pytensor(first, pt.concatenate([pt.atleast_1d(first), known]), -theta)
+        err = linear_recursion_pytensor(first, pt.concatenate([pt.atleast_1d(first), known]), -theta)
         pm.Normal("y", y - err, sigma, observed=y)
     return model
 
@@ -92,7 +92,7 @@ def _arma11_numpyro(data):
     return model
 
 
-def _linear_recursion_pytensor(first, drive, factor):
+def linear_recursion_pytensor(first, drive, factor):
     """``x[0] = first``, ``x[i] = drive[i] + factor * x[i - 1]`` for i = 1..n-1, without a loop:
     ``x[i] = sum_{j <= i} factor^(i - j) x0[j]``, the first n terms of the convolution of the powers of ``factor``
     with ``x0`` (``drive`` with ``first`` in front). ``factor`` of either sign: its powers are integer powers.
@@ -125,7 +125,7 @@ def _garch11_pymc(data):
         pm.Potential("beta1_jacobian", pt.log1p(-alpha1))
         # Stan's loop: sigma[t]^2 = alpha0 + alpha1 (y[t - 1] - mu)^2 + beta1 sigma[t - 1]^2, sigma[1] = sigma1
         drive = alpha0 + alpha1 * (y[:-1] - mu) ** 2
-        later = _linear_recursion_pytensor(drive[0] + beta1 * sigma1 ** 2, drive, beta1)
+        later = linear_recursion_pytensor(drive[0] + beta1 * sigma1 ** 2, drive, beta1)
         sigma = pt.concatenate([[sigma1], pt.sqrt(later)])
         pm.Normal("y", mu, sigma, observed=y)
     return model
