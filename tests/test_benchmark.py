@@ -166,16 +166,16 @@ def test_a_task_run_again_on_a_cluster_reads_its_file_back(fakes, tmp_path, call
 def recorded_seconds(tmp_path, monkeypatch):
     """Earlier runs' seconds (a task-seconds file of our own): banana's fits took longer than the correlated
     Gaussian's, iid_costly's longer than iid_exact's."""
-    path = tmp_path / "task_seconds.csv"
-    path.write_text("target,backend,seconds,run\n"
-                    "exact/correlated_gaussian,iid_exact,1.0,a\n"
-                    "exact/correlated_gaussian,iid_costly,4.0,a\n"
-                    "exact/banana,iid_exact,2.0,b\n"
-                    "exact/banana,iid_costly,8.0,b\n")
-    monkeypatch.setattr(suites, "TASK_SECONDS_FILE", str(path))
-    suites._task_seconds.cache_clear()
+    path = tmp_path / "task_costs.csv"
+    path.write_text("target,backend,seconds,gradients_to_target,run\n"
+                    "exact/correlated_gaussian,iid_exact,1.0,100,a\n"
+                    "exact/correlated_gaussian,iid_costly,4.0,400,a\n"
+                    "exact/banana,iid_exact,2.0,,b\n"
+                    "exact/banana,iid_costly,8.0,inf,b\n")
+    monkeypatch.setattr(suites, "TASK_COSTS_FILE", str(path))
+    suites.recorded_costs.cache_clear()
     yield
-    suites._task_seconds.cache_clear()
+    suites.recorded_costs.cache_clear()
 
 
 def test_expected_seconds_are_the_recorded_ones_else_the_target_s_else_the_backend_s(recorded_seconds):
@@ -183,7 +183,13 @@ def test_expected_seconds_are_the_recorded_ones_else_the_target_s_else_the_backe
     assert suites.expected_seconds("exact/banana", "mine") == 5.0   # the target's median: its size sets the cost
     assert suites.expected_seconds("exact/funnel", "iid_costly") == 6.0   # the backend's median
     assert suites.expected_seconds("exact/funnel", "mine") == 3.0   # the median of all
-    assert suites.expected_seconds("posteriordb/arK-arK", "numpyro") > 0   # the shipped file reads
+    assert np.isnan(suites.recorded_costs()["exact/banana", "iid_exact"]["gradients_to_target"])
+
+
+def test_the_shipped_costs_read():
+    costs = suites.recorded_costs()
+    assert costs["posteriordb/arK-arK", "numpyro"]["seconds"] > 0
+    assert costs["posteriordb/arK-arK", "numpyro"]["gradients_to_target"] > 0
 
 
 def test_largest_first_orders_tasks_and_groups_by_their_expected_seconds(recorded_seconds):

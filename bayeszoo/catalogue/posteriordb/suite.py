@@ -1,15 +1,20 @@
-"""The suite's table: every posterior with its kind, dimension, program and our cross-check against posteriordb.
+"""The suite's table: every posterior with its kind, dimension, program, cost for NUTS and our cross-check against
+posteriordb.
 
 The cross-checks (``data/crosscheck.json``) are written by ``benchmarks/posteriordb_crosscheck.py``: one long
-NumPyro NUTS run per posterior, compared with posteriordb's reference under the catalogue's agreement rules.
+NumPyro NUTS run per posterior, compared with posteriordb's reference under the catalogue's agreement rules. The
+cost for NUTS is NumPyro's in the benchmark run recorded in ``bayeszoo/catalogue/data/task_costs.csv``
+(``benchmarks/task_costs.py``).
 :func:`page_table` is the table of ``docs/suites/posteriordb.md`` (a test keeps the page in step with it).
 """
 from __future__ import annotations
 
 import json
+import math
 import os
 
 from bayeszoo.catalogue import posteriordb as pdb
+from bayeszoo.catalogue.suites import recorded_costs
 
 CROSSCHECK_FILE = os.path.join(pdb.DATA_DIR, "crosscheck.json")
 TABLE_START, TABLE_END = "<!-- posteriordb-table:start -->", "<!-- posteriordb-table:end -->"
@@ -69,12 +74,22 @@ def rows() -> list[dict]:
     return out
 
 
+def _nuts_cost_cell(posterior: str) -> str:
+    """NumPyro NUTS's gradient evaluations to the target accuracy in the recorded benchmark run."""
+    row = recorded_costs().get((f"posteriordb/{posterior}", "numpyro"))
+    if row is None:
+        return "not run yet"
+    grads = row["gradients_to_target"]
+    return "not reached" if math.isinf(grads) else f"{grads:,.0f}"
+
+
 def page_table() -> str:
-    lines = ["| posterior | kind | dimension | Stan model | written in | our run against posteriordb's reference |",
-             "|---|---|---|---|---|---|"]
+    lines = ["| posterior | kind | dimension | Stan model | written in | NUTS cost (gradients) "
+             "| our run against posteriordb's reference |",
+             "|---|---|---|---|---|---|---|"]
     for r in rows():
         cells = [f"`{r['posterior']}`", r["kind"], str(r["dimension"]), f"`{r['model']}`", r["written"],
-                 r["agreement"].replace("|", "\\|")]
+                 _nuts_cost_cell(r["posterior"]), r["agreement"].replace("|", "\\|")]
         lines.append("| " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
