@@ -591,7 +591,7 @@ def _add_log_likelihood(fit: Fit, model, data, indexes: "_Indexes") -> None:
     likelihood) from the model's pointwise log likelihood, so ``az.loo`` / ``az.compare`` work on the fit; too
     large a group is left out, and ``info`` says so."""
     pointwise = getattr(model, "log_likelihood", None)
-    if pointwise is None or not _LOG_LIKELIHOOD.get():
+    if pointwise is None or not stores_log_likelihood():
         return
     size = fit.n_chains * fit.n_draws * data.n
     if size > MAX_LOG_LIKELIHOOD_VALUES:
@@ -662,12 +662,18 @@ _LOG_LIKELIHOOD: contextvars.ContextVar[bool] = contextvars.ContextVar("bayeszoo
 @contextlib.contextmanager
 def without_log_likelihood():
     """Within this block, :func:`build_fit` leaves out the ``log_likelihood`` group: for fits whose predictive
-    scores nobody reads (simulation-based calibration's hundreds), where it would cost more than the fit."""
+    scores nobody reads (simulation-based calibration's hundreds, a benchmark's tasks), where it would cost more
+    than the fit."""
     token = _LOG_LIKELIHOOD.set(False)
     try:
         yield
     finally:
         _LOG_LIKELIHOOD.reset(token)
+
+
+def stores_log_likelihood() -> bool:
+    """Whether the fits made here get the ``log_likelihood`` group (not within :func:`without_log_likelihood`)."""
+    return _LOG_LIKELIHOOD.get()
 
 
 def _chain_draw(n_chain: int, n_draw: int) -> dict:

@@ -154,6 +154,20 @@ class _RunsEachTaskTwice(ThreadPoolExecutor):
         return super().submit(fn, *args, **kwargs)
 
 
+def test_a_benchmark_task_does_not_compute_the_pointwise_log_likelihood(fakes, restore_registry):
+    """A task scores a fit's draws against the reference and keeps no fit: the log likelihood for LOO (a compiled
+    function and a pass over every draw for a PyMC model) would be work nobody reads."""
+    seen = []
+
+    def probe(model, data, *, draws, tune, chains, seed, progress):
+        seen.append(bz.results.stores_log_likelihood())
+        return fakes._exact_fit("probe", model, data, draws, chains, seed, cost=1)
+
+    bz.register_backend("probe", probe, kind="approximation", defaults={"draws": 100, "tune": 0, "chains": 2})
+    assert bz.benchmark(TARGETS[:1], ["probe"], progress=False).table()["status"].eq("ok").all()
+    assert seen == [False] and bz.results.stores_log_likelihood()
+
+
 def test_a_task_run_again_on_a_cluster_reads_its_file_back(fakes, tmp_path, calls):
     kw = dict(seeds=[3, 4], draws=200, chains=2, out=tmp_path / "b", progress=False)
     with _RunsEachTaskTwice(1) as executor:
