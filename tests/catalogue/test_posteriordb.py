@@ -246,6 +246,25 @@ def test_pymc_and_numpyro_log_densities_agree(model):
     assert result["grad_rel_error"] < 1e-8, result
 
 
+@pytest.mark.slow   # PyTensor compiles the 66-dimensional gradient, JAX runs NumPyro's op by op: about 30 s
+def test_accel_gp_gradients_are_finite_where_the_spectral_density_underflows():
+    """At the unconstrained origin (both length scales 1) the higher eigenvalues' spectral densities underflow to
+    0; the square root of an underflowed density has an infinite derivative, and the gradient was NaN there (its
+    value finite), so mean-field VI, which starts at the origin, failed at its first step. Both ports."""
+    import jax
+    from numpyro.infer.util import potential_energy
+
+    posterior = "mcycle_gp-accel_gp"
+    data = pdb.data(posterior)
+    pm_model = REGISTERED["accel_gp"].pymc(data)
+    origin = {v.name: np.zeros(pm_model.initial_point()[v.name].shape) for v in pm_model.value_vars}
+    assert np.isfinite(pm_model.compile_dlogp()(origin)).all()
+    numpyro_model = REGISTERED["accel_gp"].numpyro(data)
+    zeros = {k.removesuffix("_log__").removesuffix("_interval__"): v for k, v in origin.items()}
+    grads = jax.grad(lambda p: potential_energy(numpyro_model, (), {}, p))(zeros)
+    assert all(np.isfinite(g).all() for g in grads.values()), grads
+
+
 def test_a_wrong_prior_is_caught_by_the_log_density_check():
     """The check fails when one library's prior differs from the other's (tau ~ cauchy(0, 5) against (0, 4))."""
     import numpyro

@@ -80,7 +80,8 @@ def log_density_pair(pm_model, numpyro_fn) -> LogDensityPair:
 
 def compare(pair: LogDensityPair, n_points: int = 4, seed: int = 0, scale: float = 0.5) -> dict:
     """Evaluate both at ``n_points`` random points about PyMC's initial point (normal, sd ``scale``): the largest
-    relative differences of the log densities (after removing the constant of the first point) and gradients."""
+    relative differences of the log densities (after removing the constant of the first point) and gradients, and
+    whether every value and gradient is finite."""
     rng = np.random.default_rng(seed)
     points = pair.start + scale * rng.standard_normal((n_points, pair.start.size))
     a, ga = (np.array(v, dtype=float) for v in zip(*(pair.pymc(u) for u in points)))
@@ -88,6 +89,6 @@ def compare(pair: LogDensityPair, n_points: int = 4, seed: int = 0, scale: float
     constant = a[0] - b[0]
     lp_err = np.abs(a - b - constant) / np.maximum(np.abs(a), 1.0)
     grad_err = np.abs(ga - gb) / np.maximum(np.abs(ga).max(axis=1, keepdims=True), 1.0)
+    finite = all(np.isfinite(x).all() for x in (a, b, ga, gb))   # a NaN gradient beside a finite value too
     return {"constant": float(constant), "logp_rel_error": float(lp_err.max()),
-            "grad_rel_error": float(grad_err.max()), "logp": a, "finite": bool(np.isfinite(a).all()
-                                                                             and np.isfinite(b).all())}
+            "grad_rel_error": float(grad_err.max()), "logp": a, "finite": finite}

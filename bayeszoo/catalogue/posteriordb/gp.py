@@ -116,8 +116,12 @@ def _accel_basis(data, suffix: str):
 
 def _spd_sqrt(xp, lambda2, sdgp, lscale):
     """sqrt(spd_cov_exp_quad) for one dimension: the exponentiated quadratic kernel's spectral density at the
-    square-root eigenvalues, ``sdgp^2 sqrt(2 pi) lscale exp(-lscale^2 lambda / 2)``, square-rooted."""
-    return xp.sqrt(sdgp ** 2 * np.sqrt(2 * np.pi) * lscale * xp.exp(-0.5 * lscale ** 2 * lambda2))
+    square-root eigenvalues, ``sdgp^2 sqrt(2 pi) lscale exp(-lscale^2 lambda / 2)``, square-rooted.
+
+    Written as ``sdgp (2 pi)^(1/4) sqrt(lscale) exp(-lscale^2 lambda / 4)``, the same function: the square root of
+    a density that underflowed to 0 (the higher eigenvalues at a length scale near 1) has an infinite derivative,
+    and the chain rule's inf x 0 made the log density's gradient NaN where its value is finite."""
+    return sdgp * (2 * np.pi) ** 0.25 * xp.sqrt(lscale) * xp.exp(-0.25 * lscale ** 2 * lambda2)
 
 
 def _accel_gp_pymc(data):
