@@ -177,8 +177,8 @@ def test_a_task_run_again_on_a_cluster_reads_its_file_back(fakes, tmp_path, call
 
 
 @pytest.fixture
-def recorded_seconds(tmp_path, monkeypatch):
-    """Earlier runs' seconds (a task-seconds file of our own): banana's fits took longer than the correlated
+def recorded_costs(tmp_path, monkeypatch):
+    """Earlier runs' costs (a task-costs file of our own): banana's fits took longer than the correlated
     Gaussian's, iid_costly's longer than iid_exact's."""
     path = tmp_path / "task_costs.csv"
     path.write_text("target,backend,seconds,gradients_to_target,run\n"
@@ -192,7 +192,7 @@ def recorded_seconds(tmp_path, monkeypatch):
     suites.recorded_costs.cache_clear()
 
 
-def test_expected_seconds_are_the_recorded_ones_else_the_target_s_else_the_backend_s(recorded_seconds):
+def test_expected_seconds_are_the_recorded_ones_else_the_target_s_else_the_backend_s(recorded_costs):
     assert suites.expected_seconds("exact/banana", "iid_costly") == 8.0
     assert suites.expected_seconds("exact/banana", "mine") == 5.0   # the target's median: its size sets the cost
     assert suites.expected_seconds("exact/funnel", "iid_costly") == 6.0   # the backend's median
@@ -206,7 +206,7 @@ def test_the_shipped_costs_read():
     assert costs["posteriordb/arK-arK", "numpyro"]["gradients_to_target"] > 0
 
 
-def test_largest_first_orders_tasks_and_groups_by_their_expected_seconds(recorded_seconds):
+def test_largest_first_orders_tasks_and_groups_by_their_expected_seconds(recorded_costs):
     tasks = [(t, b, 0) for t in TARGETS for b in ("iid_exact", "iid_costly")]
     assert largest_first(tasks) == [("exact/banana", "iid_costly", 0), ("exact/correlated_gaussian", "iid_costly", 0),
                                     ("exact/banana", "iid_exact", 0), ("exact/correlated_gaussian", "iid_exact", 0)]
@@ -217,7 +217,7 @@ def test_largest_first_orders_tasks_and_groups_by_their_expected_seconds(recorde
 
 
 @pytest.mark.parametrize("how", ["here", "jobs", "executor"])
-def test_workers_start_the_longest_tasks_first(fakes, tmp_path, calls, monkeypatch, recorded_seconds, how):
+def test_workers_start_the_longest_tasks_first(fakes, tmp_path, calls, monkeypatch, recorded_costs, how):
     """Worker processes and an executor get the tasks expected to take longest first, so that no long task starts
     last and runs alone; run here, one after another, they keep the suite's order."""
     monkeypatch.setattr(BENCHMARK_MODULE, "process_pool", fresh_pool)
