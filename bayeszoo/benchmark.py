@@ -34,7 +34,7 @@ import numpy as np
 import pandas as pd
 
 from bayeszoo import api, checks, registry
-from bayeszoo.catalogue import suites
+from bayeszoo.catalogue import costs, suites
 from bayeszoo.comparison import fit_filename, folder_lock
 from bayeszoo.diagnostics import metrics
 from bayeszoo.progress import progress_bar
@@ -611,11 +611,11 @@ def _run_in_workers(todo: list[tuple], by_key: dict, settings: dict, out: str | 
 
 def largest_first(work: list) -> list:
     """``work`` (tasks, or groups of one target and backend's tasks) with the longest expected first
-    (:func:`~bayeszoo.catalogue.suites.expected_seconds`): the longest-processing-time rule, so that the short ones
+    (:func:`~bayeszoo.catalogue.costs.expected_seconds`): the longest-processing-time rule, so that the short ones
     fill in around the long ones instead of a long one starting last and running alone. Ties keep their order."""
     def seconds(item) -> float:
         tasks = item if isinstance(item, list) else [item]
-        return sum(suites.expected_seconds(key, backend) for key, backend, _ in tasks)
+        return sum(costs.expected_seconds(key, backend) for key, backend, _ in tasks)
 
     return sorted(work, key=seconds, reverse=True)
 

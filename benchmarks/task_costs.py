@@ -24,7 +24,7 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.dirname(HERE))
 
 from bayeszoo.catalogue.posteriordb import suite  # noqa: E402
-from bayeszoo.catalogue.suites import TASK_COSTS_FILE  # noqa: E402
+from bayeszoo.catalogue.costs import TASK_COSTS_FILE  # noqa: E402
 
 PAGE = os.path.join(os.path.dirname(HERE), "docs", "suites", "posteriordb.md")
 COLUMNS = ["target", "backend", "seconds", "gradients_to_target", "run"]

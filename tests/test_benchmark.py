@@ -17,7 +17,7 @@ import pytest
 
 import bayeszoo as bz
 from bayeszoo.benchmark import largest_first, load_leaderboard, task_path
-from bayeszoo.catalogue import suites
+from bayeszoo.catalogue import costs
 from bayeszoo.diagnostics.leaderboard_plots import tau_ticks
 from bayeszoo import cli
 from tests.helpers.fresh_workers import FreshWorkers, fresh_pool
@@ -186,24 +186,24 @@ def recorded_costs(tmp_path, monkeypatch):
                     "exact/correlated_gaussian,iid_costly,4.0,400,a\n"
                     "exact/banana,iid_exact,2.0,,b\n"
                     "exact/banana,iid_costly,8.0,inf,b\n")
-    monkeypatch.setattr(suites, "TASK_COSTS_FILE", str(path))
-    suites.recorded_costs.cache_clear()
+    monkeypatch.setattr(costs, "TASK_COSTS_FILE", str(path))
+    costs.recorded_costs.cache_clear()
     yield
-    suites.recorded_costs.cache_clear()
+    costs.recorded_costs.cache_clear()
 
 
 def test_expected_seconds_are_the_recorded_ones_else_the_target_s_else_the_backend_s(recorded_costs):
-    assert suites.expected_seconds("exact/banana", "iid_costly") == 8.0
-    assert suites.expected_seconds("exact/banana", "mine") == 5.0   # the target's median: its size sets the cost
-    assert suites.expected_seconds("exact/funnel", "iid_costly") == 6.0   # the backend's median
-    assert suites.expected_seconds("exact/funnel", "mine") == 3.0   # the median of all
-    assert np.isnan(suites.recorded_costs()["exact/banana", "iid_exact"]["gradients_to_target"])
+    assert costs.expected_seconds("exact/banana", "iid_costly") == 8.0
+    assert costs.expected_seconds("exact/banana", "mine") == 5.0   # the target's median: its size sets the cost
+    assert costs.expected_seconds("exact/funnel", "iid_costly") == 6.0   # the backend's median
+    assert costs.expected_seconds("exact/funnel", "mine") == 3.0   # the median of all
+    assert np.isnan(costs.recorded_costs()["exact/banana", "iid_exact"]["gradients_to_target"])
 
 
 def test_the_shipped_costs_read():
-    costs = suites.recorded_costs()
-    assert costs["posteriordb/arK-arK", "numpyro"]["seconds"] > 0
-    assert costs["posteriordb/arK-arK", "numpyro"]["gradients_to_target"] > 0
+    shipped = costs.recorded_costs()
+    assert shipped["posteriordb/arK-arK", "numpyro"]["seconds"] > 0
+    assert shipped["posteriordb/arK-arK", "numpyro"]["gradients_to_target"] > 0
 
 
 def test_largest_first_orders_tasks_and_groups_by_their_expected_seconds(recorded_costs):
@@ -342,14 +342,14 @@ def test_a_backend_defined_again_in_the_session_replaces_the_one_a_worker_was_se
     """A Dask worker outlives a benchmark: a backend defined again in the session (a notebook cell edited and run
     again, a sampler file changed) is the one the next benchmark runs there, not the one sent the time before."""
     workers = FreshWorkers()
-    costs = []
+    per_draw = []
     for cost in (2, 5, 5):
         cell = _NOTEBOOK_CELL.replace("COST = 2", f"COST = {cost}")
         bz.register_backend("nb_exact", _defined_in_main(monkeypatch, cell, "nb_exact"), kind="approximation",
                             replace=True)
         board = bz.benchmark(TARGETS[:1], ["nb_exact"], draws=300, chains=2, executor=workers, progress=False)
-        costs.append(board.table()["n_grad"].iloc[0] / (2 * 300))
-    assert costs == [2, 5, 5]
+        per_draw.append(board.table()["n_grad"].iloc[0] / (2 * 300))
+    assert per_draw == [2, 5, 5]
 
 
 _PICKY_FILE = '''

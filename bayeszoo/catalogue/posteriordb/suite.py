@@ -14,7 +14,7 @@ import math
 import os
 
 from bayeszoo.catalogue import posteriordb as pdb
-from bayeszoo.catalogue.suites import recorded_costs
+from bayeszoo.catalogue.costs import recorded_costs
 
 CROSSCHECK_FILE = os.path.join(pdb.DATA_DIR, "crosscheck.json")
 TABLE_START, TABLE_END = "<!-- posteriordb-table:start -->", "<!-- posteriordb-table:end -->"
