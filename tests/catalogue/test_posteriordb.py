@@ -331,10 +331,11 @@ def test_the_pymc_recursions_have_no_scan(model, posterior):
     assert Scan not in ops and ops, ops
 
 
-@pytest.mark.parametrize("factor", [0.9, -0.7, -1.6, 2.0])
+@pytest.mark.parametrize("factor", [0.9, -0.7, -1.6, 2.0, 0.0])
 def test_the_loop_free_linear_recursion_is_the_loop(factor):
     """x[i] = drive[i] + factor x[i - 1] as a convolution with the powers of factor, for a factor of either sign and
-    beyond 1 in size (arma11's -theta at a random point of the log-density check), and its gradient."""
+    beyond 1 in size (arma11's -theta at a random point of the log-density check), and its gradient, also at 0
+    (arma11's theta at PyMC's starting point, where x ** 0's derivative was NaN)."""
     import pytensor
     import pytensor.tensor as pt
     from bayeszoo.catalogue.posteriordb.timeseries import linear_recursion_pytensor

@@ -104,7 +104,8 @@ def linear_recursion_pytensor(first, drive, factor):
     from pytensor.tensor.signal import convolve1d
 
     n = drive.type.shape[0]
-    powers = factor ** np.arange(n, dtype=float)
+    # the zeroth power a constant: x ** 0's derivative, 0 * x ** -1, is NaN at x = 0 (arma11's starting theta)
+    powers = pt.concatenate([pt.ones((1,)), factor ** np.arange(1, n, dtype=float)])
     return convolve1d(powers, pt.concatenate([pt.atleast_1d(first), drive[1:]]), mode="full")[:n]
 
 
